@@ -1,0 +1,3 @@
+from podium.cli import main
+
+main()

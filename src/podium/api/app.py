@@ -1,0 +1,49 @@
+"""``create_app``: the ASGI application, with its backends started in the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from podium import __version__, bootstrap
+from podium.api import problems
+from podium.api.ratelimit import ReadLimiter
+from podium.api.routes import router
+from podium.config import Settings
+from podium.ports import Clock
+
+
+def create_app(
+    settings: Settings,
+    *,
+    roles: Sequence[str] = bootstrap.ROLES,
+    clock: Clock | None = None,
+) -> FastAPI:
+    """The API; ``roles`` are the background roles run in this process (none for an
+    API-only process in a fleet)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        backends = bootstrap.build(settings, clock)
+        app.state.backends = backends
+        app.state.podium = backends.podium
+        try:
+            await backends.start()
+            backends.start_roles(roles)
+            yield
+        finally:
+            await backends.close()
+
+    app = FastAPI(
+        title="podium",
+        version=__version__,
+        summary="Real-time leaderboards for games",
+        lifespan=lifespan,
+    )
+    app.state.read_limiter = ReadLimiter(settings.server.read_rate_per_s, settings.server.read_burst)
+    problems.install(app)
+    app.include_router(router)
+    app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
+    return app

@@ -1,0 +1,37 @@
+"""Per-client token buckets for the public read endpoints."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+from fastapi import Request
+
+from podium.errors import RateLimited
+
+MAX_CLIENTS = 100_000  # buckets kept; the least recently seen client is forgotten first
+
+
+class ReadLimiter:
+    def __init__(self, rate_per_s: float, burst: int) -> None:
+        self.rate = rate_per_s
+        self.burst = float(max(1, burst))
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def check(self, client: str, now: float | None = None) -> None:
+        if self.rate <= 0:
+            return
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        if tokens < 1:
+            self._buckets[client] = (tokens, now)
+            raise RateLimited("too many reads from this client", retry_after=int((1 - tokens) / self.rate) + 1)
+        self._buckets[client] = (tokens - 1, now)
+        if len(self._buckets) > MAX_CLIENTS:
+            self._buckets.popitem(last=False)
+
+
+async def read_limit(request: Request) -> None:
+    limiter: ReadLimiter = request.app.state.read_limiter
+    limiter.check(request.client.host if request.client else "unknown")

@@ -1,0 +1,164 @@
+"""The v1 routes. Handlers translate HTTP to service calls and back; no rules live here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from podium import metrics
+from podium.api import schemas as s
+from podium.api.auth import admin, game_server
+from podium.api.ratelimit import read_limit
+from podium.domain.models import ApiKey, PlayerResult, Profile
+from podium.domain.windows import to_epoch, to_rfc3339
+from podium.service import Entry, Page, Podium
+
+router = APIRouter()
+PlayerId = Annotated[str, Path(pattern=s.ID)]
+WindowQ = Annotated[str | None, Query(max_length=16, description="a past window id, e.g. 2026-W44")]
+
+
+def _podium(request: Request) -> Podium:
+    return request.app.state.podium  # type: ignore[no-any-return]
+
+
+def _entry(e: Entry) -> s.EntryOut:
+    return s.EntryOut(
+        rank=e.rank, playerId=e.player_id, points=e.points, name=e.name, avatar=e.avatar,
+        globalRank=e.global_rank,
+    )
+
+
+def _page(p: Page) -> s.PageOut:
+    return s.PageOut(board=p.board, window=p.window, asOf=to_rfc3339(p.as_of), entries=[_entry(e) for e in p.entries])
+
+
+@router.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, tags=["write"])
+async def post_results(
+    body: s.MatchIn,
+    request: Request,
+    matchId: Annotated[str, Path(pattern=s.ID)],
+    key: Annotated[ApiKey, Depends(game_server)],
+) -> s.MatchOut:
+    with metrics.ACCEPT_SECONDS.time():
+        totals = await _podium(request).record_match(
+            key,
+            matchId,
+            body.mode,
+            to_epoch(body.endedAt),
+            body.durationSeconds,
+            [PlayerResult(r.playerId, r.points) for r in body.results],
+        )
+    return s.MatchOut(matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()])
+
+
+@router.get("/v1/boards", response_model=s.BoardsOut, tags=["read"], dependencies=[Depends(read_limit)])
+async def list_boards(request: Request) -> s.BoardsOut:
+    podium = _podium(request)
+    now = int(podium.clock.now())
+    out = []
+    for b in podium.settings.boards:
+        w = b.rule.window_at(now)
+        out.append(
+            s.BoardOut(
+                name=b.name, window=b.rule.kind.value, currentWindow=w.id if w else None,
+                aggregate=b.aggregate.value, order=b.order.value, ties=b.ties.value,
+                exactTop=b.exact_top, modes=list(b.modes) if b.modes else None,
+            )
+        )
+    return s.BoardsOut(boards=out)
+
+
+@router.get(
+    "/v1/boards/{board}", response_model=s.PageOut, tags=["read"], dependencies=[Depends(read_limit)],
+    response_model_exclude_none=True,
+)
+async def board_page(
+    request: Request,
+    response: Response,
+    board: str,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=100)] = 100,
+    window: WindowQ = None,
+) -> s.PageOut:
+    with metrics.READ_SECONDS.labels("page").time():
+        page = await _podium(request).page(board, window, offset, limit)
+    # Every process holds a page for page_cache_s, the same for everyone: say so.
+    response.headers["Cache-Control"] = f"public, max-age={int(_podium(request).settings.server.page_cache_s)}"
+    return _page(page)
+
+
+@router.get(
+    "/v1/boards/{board}/players/{playerId}", response_model=s.RankOut, tags=["read"],
+    dependencies=[Depends(read_limit)], response_model_exclude_none=True,
+)
+async def player_rank(
+    request: Request,
+    response: Response,
+    board: str,
+    playerId: PlayerId,
+    neighbors: Annotated[int, Query(ge=0, le=50)] = 2,
+    window: WindowQ = None,
+) -> s.RankOut:
+    with metrics.READ_SECONDS.labels("rank").time():
+        r = await _podium(request).player_rank(board, playerId, neighbors, window)
+    response.headers["Cache-Control"] = "no-cache"
+    return s.RankOut(
+        board=r.board, window=r.window, rank=r.rank, exact=r.exact, points=r.points,
+        topPercent=r.top_percent, neighbors=[_entry(e) for e in r.neighbors],
+    )
+
+
+@router.get(
+    "/v1/boards/{board}/players/{playerId}/friends", response_model=s.PageOut, tags=["read"],
+    dependencies=[Depends(read_limit)], response_model_exclude_none=True,
+)
+async def friends_board(request: Request, response: Response, board: str, playerId: PlayerId, window: WindowQ = None) -> s.PageOut:
+    with metrics.READ_SECONDS.labels("friends").time():
+        page = await _podium(request).friends_page(board, playerId, window)
+    response.headers["Cache-Control"] = "no-cache"
+    return _page(page)
+
+
+@router.put("/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
+    await _podium(request).set_profile(Profile(playerId, body.name, body.avatar))
+    return Response(status_code=204)
+
+
+@router.put("/v1/players/{playerId}/friends", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
+    await _podium(request).set_friends(playerId, body.friends)
+    return Response(status_code=204)
+
+
+@router.post("/v1/admin/players/{playerId}/ban", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
+    await _podium(request).ban(playerId, body.reason)
+    return Response(status_code=204)
+
+
+@router.delete("/v1/admin/players/{playerId}/ban", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+async def unban(request: Request, playerId: PlayerId) -> Response:
+    await _podium(request).unban(playerId)
+    return Response(status_code=204)
+
+
+@router.get("/healthz", tags=["ops"])
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", tags=["ops"])
+async def readyz(request: Request) -> dict[str, str]:
+    podium = _podium(request)
+    await podium.store.ping()
+    await podium.index.ping()
+    return {"status": "ready"}
+
+
+@router.get("/metrics", tags=["ops"], include_in_schema=False)
+async def prometheus() -> Response:
+    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,137 @@
+"""The one place that picks adapters by URL and wires them together.
+
+``build(settings)`` creates the objects without touching the network; ``Backends.start``
+migrates the store and, for the in-process index, rebuilds it from the store (invariant 1:
+the index is a copy). Everything else in podium receives ports, never adapters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from podium.config import Settings
+from podium.domain.boards import can_fall
+from podium.errors import ConfigError
+from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
+from podium.service import Podium
+from podium.workers.relay import Relay
+from podium.workers.runner import Runner
+from podium.workers.updater import BacklogMonitor, Updater
+
+log = logging.getLogger("podium")
+
+ROLES = ("relay", "updater")
+PLANNED_ROLES = ("aggregator", "freezer", "reconciler")
+
+
+def _store(settings: Settings) -> ScoreStore:
+    url = settings.store.url
+    if settings.store.shards:
+        raise ConfigError("store.shards: a store split across databases is not built yet")
+    if url.startswith("sqlite:///"):
+        from podium.store.sqlite import SqliteStore
+
+        return SqliteStore.from_url(url)
+    from podium.store.postgres import PostgresStore
+
+    return PostgresStore.from_url(url, pool_size=settings.store.pool_size)
+
+
+def _index(settings: Settings) -> RankIndex:
+    url = settings.index.url
+    if settings.index.shards != 1:
+        raise ConfigError("index.shards: boards split across shards are not built yet; use 1")
+    if url.startswith("memory://"):
+        from podium.index.memory import MemoryIndex
+
+        return MemoryIndex()
+    if url.startswith("redis+cluster://"):
+        raise ConfigError("index.url: Redis Cluster is not built yet; use redis://")
+    from podium.index.redis import RedisIndex
+
+    return RedisIndex.from_url(url, prefix=settings.index.prefix)
+
+
+def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
+    if settings.log.url.startswith("nats://"):
+        raise ConfigError("log.url: NATS JetStream is not built yet; use outbox://")
+    from podium.log.outbox import OutboxLog
+
+    return OutboxLog(store, clock, lease_s=settings.workers.lease_s)
+
+
+def check_supported(settings: Settings) -> None:
+    for b in settings.boards:
+        lowest = min(
+            (m.min_points for m in settings.modes if b.counts(m.name)), default=0
+        )
+        if can_fall(b, lowest):
+            raise ConfigError(
+                f"boards.{b.name}: totals on this board can fall (aggregate={b.aggregate.value}, "
+                f"order={b.order.value}, lowest min_points={lowest}); versioned writes for such "
+                "boards are not built yet"
+            )
+
+
+@dataclass
+class Backends:
+    settings: Settings
+    store: ScoreStore
+    index: RankIndex
+    log: ChangeLog
+    clock: Clock
+    podium: Podium
+    _runners: list[Runner] = field(default_factory=list)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def in_process_index(self) -> bool:
+        return self.settings.index.url.startswith("memory://")
+
+    async def start(self) -> None:
+        await self.store.migrate()
+        if self.in_process_index:
+            n = await self.podium.rebuild_live()
+            log.info("in-process index rebuilt from the store: %d entries", n)
+
+    def start_roles(self, roles: Sequence[str]) -> None:
+        w = self.settings.workers
+        for role in roles:
+            if role == "relay":
+                self._runners.append(Runner("relay", Relay(self.log, w.batch).step, idle_sleep_s=w.idle_sleep_s))
+            elif role == "updater":
+                up = Updater(self.settings, self.store, self.index, self.log, self.clock)
+                mon = BacklogMonitor(self.store, self.clock)
+                self._runners.append(Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s))
+                self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
+            elif role in PLANNED_ROLES:
+                raise ConfigError(f"role {role!r} is not built yet (available: {', '.join(ROLES)})")
+            else:
+                raise ConfigError(f"unknown role {role!r} (available: {', '.join(ROLES)})")
+        self._tasks += [asyncio.create_task(r.run(), name=r.role) for r in self._runners]
+
+    async def close(self) -> None:
+        for r in self._runners:
+            r.stop()
+        if self._tasks:
+            done, pending = await asyncio.wait(self._tasks, timeout=5)
+            for t in pending:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        await self.log.close()
+        await self.index.close()
+        await self.store.close()
+
+
+def build(settings: Settings, clock: Clock | None = None) -> Backends:
+    check_supported(settings)
+    clock = clock or SystemClock()
+    store = _store(settings)
+    index = _index(settings)
+    changes = _log(settings, store, clock)
+    return Backends(settings, store, index, changes, clock, Podium(settings, store, index, clock))

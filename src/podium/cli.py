@@ -1,0 +1,165 @@
+"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Annotated, TypeVar
+
+import typer
+
+from podium import bootstrap, config
+from podium.bootstrap import Backends
+from podium.config import Settings
+from podium.errors import ConfigError, PodiumError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games.")
+keys_app = typer.Typer(no_args_is_help=True, help="Game-server and admin credentials.")
+app.add_typer(keys_app, name="keys")
+
+T = TypeVar("T")
+ConfigOpt = Annotated[
+    str | None, typer.Option("--config", envvar="PODIUM_CONFIG", help="TOML settings file.")
+]
+
+
+def _settings(path: str | None) -> Settings:
+    try:
+        return config.load(path)
+    except ConfigError as e:
+        typer.echo(f"podium: configuration error: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _run(settings: Settings, fn: Callable[[Backends], Awaitable[T]]) -> T:
+    async def main() -> T:
+        backends = bootstrap.build(settings)
+        try:
+            await backends.store.migrate()
+            return await fn(backends)
+        finally:
+            await backends.close()
+
+    try:
+        return asyncio.run(main())
+    except ConfigError as e:
+        typer.echo(f"podium: configuration error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except PodiumError as e:
+        typer.echo(f"podium: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@app.command()
+def serve(
+    config_file: ConfigOpt = None,
+    host: Annotated[str | None, typer.Option(help="Listen address.")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port.")] = None,
+    workers: Annotated[bool, typer.Option("--workers/--no-workers", help="Run the background roles in this process.")] = True,
+) -> None:
+    """The API and, by default, every background role, in one process."""
+    import uvicorn
+
+    from podium.api.app import create_app
+
+    settings = _settings(config_file)
+    server = replace(settings.server, host=host or settings.server.host, port=port or settings.server.port)
+    settings = replace(settings, server=server)
+    if not workers and settings.index.url.startswith("memory://"):
+        typer.echo("podium: --no-workers needs a shared index (index.url = redis://...): "
+                   "the in-process index is only fed by this process's own updater", err=True)
+        raise typer.Exit(2)
+    try:
+        application = create_app(settings, roles=bootstrap.ROLES if workers else ())
+    except ConfigError as e:
+        typer.echo(f"podium: configuration error: {e}", err=True)
+        raise typer.Exit(2) from None
+    _logging()
+    uvicorn.run(application, host=server.host, port=server.port, log_level="info", access_log=False)
+
+
+@app.command()
+def worker(
+    roles: Annotated[str, typer.Option(help="Comma-separated roles: relay,updater.")],
+    config_file: ConfigOpt = None,
+) -> None:
+    """Background roles only, for a fleet (needs a shared index)."""
+    settings = _settings(config_file)
+    if settings.index.url.startswith("memory://"):
+        typer.echo("podium: workers need a shared index (index.url = redis://...)", err=True)
+        raise typer.Exit(2)
+    names = [r.strip() for r in roles.split(",") if r.strip()]
+    _logging()
+
+    async def main(b: Backends) -> None:
+        b.start_roles(names)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        logging.getLogger("podium").info("worker running roles %s", ",".join(names))
+        await stop.wait()
+
+    _run(settings, main)
+
+
+@keys_app.command("create")
+def keys_create(
+    name: Annotated[str, typer.Option(help="Who the key is for, e.g. eu-west-gs.")],
+    modes: Annotated[str | None, typer.Option(help="Comma-separated modes it may submit.")] = None,
+    admin: Annotated[bool, typer.Option("--admin", help="An admin key.")] = False,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Create a credential; prints the key once, on the last line."""
+    if bool(modes) == admin:
+        typer.echo("podium: give exactly one of --modes or --admin", err=True)
+        raise typer.Exit(2)
+    settings = _settings(config_file)
+    mode_list = [m.strip() for m in (modes or "").split(",") if m.strip()]
+    key, secret = _run(settings, lambda b: b.podium.create_key(name, mode_list, admin))
+    scope = "admin" if key.admin else "modes " + ",".join(key.modes)
+    typer.echo(f"created key {key.id} ({key.name}, {scope}); it is shown only once:")
+    typer.echo(secret)
+
+
+@app.command()
+def migrate(config_file: ConfigOpt = None) -> None:
+    """Create or upgrade the store's schema."""
+
+    async def done(b: Backends) -> None:
+        return None
+
+    _run(_settings(config_file), done)
+    typer.echo("store schema is up to date")
+
+
+@app.command()
+def rebuild(
+    board: Annotated[str, typer.Option(help="Board name.")],
+    window: Annotated[str | None, typer.Option(help="Window id; default: the current one.")] = None,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Rebuild one board window of a shared index from the store."""
+    settings = _settings(config_file)
+    if settings.index.url.startswith("memory://"):
+        typer.echo("podium: the in-process index is rebuilt by `podium serve` at start", err=True)
+        raise typer.Exit(2)
+
+    async def run(b: Backends) -> int:
+        spec = b.podium.board(board)
+        w = b.podium.window(spec, window)
+        return await b.podium.rebuild(board, w.id)
+
+    n = _run(settings, run)
+    typer.echo(f"rebuilt {board} with {n} players")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,104 @@
+"""Frozen value objects passed between the service, the ports and the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from podium.domain.boards import Tally
+
+
+@dataclass(frozen=True, slots=True)
+class Mode:
+    name: str
+    min_points: int = 0
+    max_points: int = 1_000_000
+    min_duration_s: int = 0
+    max_duration_s: int = 86_400
+    max_results_per_player_per_hour: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerResult:
+    player_id: str
+    points: int
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One board window a result counts for; ``start`` is the window's first second."""
+
+    board: str
+    window: str
+    start: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRecord:
+    """One player's part of one match: the unit of a store transaction."""
+
+    player_id: str
+    match_id: str
+    key_id: str
+    mode: str
+    ended_at: int
+    duration_s: int
+    points: int
+
+    def same_content(self, other: ResultRecord) -> bool:
+        """Whether a retry carries the same result (the key id is checked separately)."""
+        return (self.mode, self.ended_at, self.duration_s, self.points) == (
+            other.mode,
+            other.ended_at,
+            other.duration_s,
+            other.points,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """An absolute total to apply to the rank index: one outbox row or log message."""
+
+    id: int
+    board: str
+    window: str
+    player_id: str
+    tally: Tally
+    committed_at: float  # epoch seconds, for commit-to-board latency
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    name: str
+    key_hash: str
+    modes: tuple[str, ...] = ()
+    admin: bool = False
+    created_at: float = 0.0
+
+    def may_submit(self, mode: str) -> bool:
+        return self.admin or mode in self.modes
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    player_id: str
+    name: str | None = None
+    avatar: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A stored total, as the store reports it (for rebuilds, bans and retries)."""
+
+    board: str
+    window: str
+    player_id: str
+    tally: Tally
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    """What the store did with one player's part of a match."""
+
+    totals: dict[str, int] = field(default_factory=dict)  # board name -> total
+    replayed: bool = False  # True when it was already recorded with the same content

@@ -1,0 +1,151 @@
+"""Windows: which period a result counts for, and the ids used in URLs and keys.
+
+Ids (DESIGN §3.1): a season ``S1``, ``S2``, ... counted from ``season_start``; a month
+``2026-11``; an ISO week ``2026-W44``; a UTC day ``2026-10-28``; all-time ``all``. Every
+function here works in whole UTC seconds since the epoch so that every backend agrees.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from enum import StrEnum
+
+DAY = 86_400
+WEEK = 7 * DAY
+
+
+class WindowKind(StrEnum):
+    SEASON = "season"
+    MONTH = "month"
+    WEEK = "week"
+    DAY = "day"
+    ALL = "all"
+
+
+class WindowError(ValueError):
+    """A window id that does not name a window of this kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One concrete window: ``[start, end)`` in epoch seconds; ``end`` is None for all-time."""
+
+    id: str
+    start: int
+    end: int | None
+
+    def contains(self, t: int) -> bool:
+        return self.start <= t and (self.end is None or t < self.end)
+
+
+ALL_TIME = Window("all", 0, None)
+
+INDEX_TTL_AFTER_CLOSE = 7 * DAY  # a closed window's index key lives this long, then expires
+
+
+def index_expiry(window: Window) -> int | None:
+    """When a window's rank index key may expire (never for all-time)."""
+    return None if window.end is None else window.end + INDEX_TTL_AFTER_CLOSE
+
+
+@dataclass(frozen=True, slots=True)
+class WindowRule:
+    """How one board cuts time into windows."""
+
+    kind: WindowKind
+    season_start: int | None = None  # epoch seconds, seasons only
+    season_weeks: int = 13
+
+    @property
+    def max_length(self) -> int | None:
+        """The longest window of this kind, in seconds (None for all-time)."""
+        match self.kind:
+            case WindowKind.DAY:
+                return DAY
+            case WindowKind.WEEK:
+                return WEEK
+            case WindowKind.MONTH:
+                return 31 * DAY
+            case WindowKind.SEASON:
+                return self.season_weeks * WEEK
+            case WindowKind.ALL:
+                return None
+
+    def window_at(self, t: int) -> Window | None:
+        """The window holding second ``t``; None before the first season."""
+        match self.kind:
+            case WindowKind.ALL:
+                return ALL_TIME
+            case WindowKind.DAY:
+                start = t - t % DAY
+                return Window(_utc(start).strftime("%Y-%m-%d"), start, start + DAY)
+            case WindowKind.WEEK:
+                d = _utc(t).date()
+                monday = d - timedelta(days=d.weekday())
+                start = _epoch(monday)
+                year, week, _ = d.isocalendar()
+                return Window(f"{year}-W{week:02d}", start, start + WEEK)
+            case WindowKind.MONTH:
+                d = _utc(t).date()
+                first = d.replace(day=1)
+                nxt = (first + timedelta(days=32)).replace(day=1)
+                return Window(f"{d.year}-{d.month:02d}", _epoch(first), _epoch(nxt))
+            case WindowKind.SEASON:
+                assert self.season_start is not None
+                if t < self.season_start:
+                    return None
+                length = self.season_weeks * WEEK
+                n = (t - self.season_start) // length
+                start = self.season_start + n * length
+                return Window(f"S{n + 1}", start, start + length)
+
+    def parse(self, window_id: str) -> Window:
+        """The window named by ``window_id``; WindowError if it is not one of this kind."""
+        w: Window | None = None
+        try:
+            match self.kind:
+                case WindowKind.ALL:
+                    w = ALL_TIME if window_id == "all" else None
+                case WindowKind.DAY:
+                    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", window_id):
+                        w = self.window_at(_epoch(date.fromisoformat(window_id)))
+                case WindowKind.WEEK:
+                    m = re.fullmatch(r"(\d{4})-W(\d{2})", window_id)
+                    if m:
+                        monday = date.fromisocalendar(int(m[1]), int(m[2]), 1)
+                        w = self.window_at(_epoch(monday))
+                case WindowKind.MONTH:
+                    m = re.fullmatch(r"(\d{4})-(\d{2})", window_id)
+                    if m:
+                        w = self.window_at(_epoch(date(int(m[1]), int(m[2]), 1)))
+                case WindowKind.SEASON:
+                    m = re.fullmatch(r"S([1-9]\d{0,5})", window_id)
+                    if m and self.season_start is not None:
+                        length = self.season_weeks * WEEK
+                        w = self.window_at(self.season_start + (int(m[1]) - 1) * length)
+        except ValueError:
+            w = None
+        if w is None or w.id != window_id:
+            raise WindowError(f"{window_id!r} is not a {self.kind.value} window id")
+        return w
+
+
+def _utc(t: int) -> datetime:
+    return datetime.fromtimestamp(t, UTC)
+
+
+def _epoch(d: date) -> int:
+    return int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp())
+
+
+def to_epoch(dt: datetime) -> int:
+    """Whole UTC seconds; naive datetimes are refused rather than guessed."""
+    if dt.tzinfo is None:
+        raise ValueError("datetime must carry a time zone")
+    return int(dt.timestamp())
+
+
+def to_rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

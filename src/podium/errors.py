@@ -1,0 +1,83 @@
+"""The exception tree. The API maps each leaf to one HTTP status (``api/problems.py``).
+
+::
+
+    PodiumError
+    ├── ConfigError                 bad configuration, named by field (start-up)
+    ├── InvalidInput        422     impossible points, unknown mode, bad window, ...
+    │   └── WindowClosed    422     endedAt before every open window
+    ├── NotFound            404     unknown board, player not on the board
+    ├── Unauthorized        401     no or unknown credential
+    ├── Forbidden           403     credential not allowed this, match owned by another server
+    ├── Conflict            409     same match and player, different content
+    ├── RateLimited         429     hourly cap or read rate; carries retry_after
+    └── Unavailable         503     a backend is unreachable; nothing was recorded
+        ├── StoreUnavailable
+        └── IndexUnavailable
+
+Adapters translate their driver's errors into ``Unavailable`` at the boundary, so nothing
+above them ever sees an asyncpg or redis exception.
+"""
+
+from __future__ import annotations
+
+
+class PodiumError(Exception):
+    status = 500
+    title = "Internal error"
+
+
+class ConfigError(PodiumError):
+    title = "Invalid configuration"
+
+
+class InvalidInput(PodiumError):
+    status = 422
+    title = "Invalid input"
+
+
+class WindowClosed(InvalidInput):
+    title = "Window closed"
+
+
+class NotFound(PodiumError):
+    status = 404
+    title = "Not found"
+
+
+class Unauthorized(PodiumError):
+    status = 401
+    title = "Unauthorized"
+
+
+class Forbidden(PodiumError):
+    status = 403
+    title = "Forbidden"
+
+
+class Conflict(PodiumError):
+    status = 409
+    title = "Conflict"
+
+
+class RateLimited(PodiumError):
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = max(1, int(retry_after))
+
+
+class Unavailable(PodiumError):
+    status = 503
+    title = "Service unavailable"
+    retry_after = 1
+
+
+class StoreUnavailable(Unavailable):
+    title = "Score store unavailable"
+
+
+class IndexUnavailable(Unavailable):
+    title = "Rank index unavailable"

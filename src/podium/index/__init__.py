@@ -1,0 +1,1 @@
+"""Rank index adapters: the copy that answers ranks. ``memory`` (embedded) and ``redis``."""

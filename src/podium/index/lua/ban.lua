@@ -1,0 +1,8 @@
+-- Refuse a player on one board window and remove them from it, in one atomic step.
+-- KEYS[1] board sorted set, KEYS[2] the board's ban set; ARGV[1] member
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+-- The ban set must outlive the board, never the other way round.
+local t = redis.call('PEXPIRETIME', KEYS[1])
+if t > 0 then redis.call('PEXPIREAT', KEYS[2], t) end
+return 1

@@ -1,0 +1,151 @@
+"""The in-process rank index: a product for single-process deployments, not a test fake.
+
+Each board window is a ``SortedList`` of ``(score, member)`` kept in ascending order, exactly
+the order of a Redis sorted set (score, then member bytes; Python compares ``str`` by code
+point, which for UTF-8 is byte order). Descending boards read it from the end, as
+``ZREVRANGE`` does, so equal scores come out in reverse member order on both backends.
+It lives in the event loop's thread; every method runs to completion without awaiting, so
+each one is atomic, as a Lua script is on Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sortedcontainers import SortedList
+
+from podium.ports import BoardKey
+
+
+@dataclass
+class _Board:
+    entries: SortedList = field(default_factory=SortedList)
+    scores: dict[str, int] = field(default_factory=dict)
+    banned: set[str] = field(default_factory=set)
+    expire_at: int | None = None
+
+    def set(self, member: str, score: int) -> None:
+        old = self.scores.get(member)
+        if old is not None:
+            self.entries.remove((old, member))
+        self.scores[member] = score
+        self.entries.add((score, member))
+
+    def remove(self, member: str) -> None:
+        old = self.scores.pop(member, None)
+        if old is not None:
+            self.entries.remove((old, member))
+
+    def rank(self, member: str, descending: bool) -> int | None:
+        score = self.scores.get(member)
+        if score is None:
+            return None
+        i: int = self.entries.index((score, member))
+        return len(self.entries) - 1 - i if descending else i
+
+
+class MemoryIndex:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._boards: dict[BoardKey, _Board] = {}
+        self._clock = clock
+
+    def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
+        board = self._boards.get(key)
+        if board is not None and board.expire_at is not None and board.expire_at <= self._clock():
+            del self._boards[key]
+            board = None
+        if board is None and create:
+            board = self._boards[key] = _Board()
+        return board
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._boards.clear()
+
+    async def write(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        expire_at: int | None,
+    ) -> int:
+        board = self._get(key, create=True)
+        assert board is not None
+        written = 0
+        for member, score in entries:
+            if member in board.banned:
+                continue
+            old = board.scores.get(member)
+            if old is None or (score > old if descending else score < old):
+                board.set(member, score)
+                written += 1
+        board.expire_at = expire_at
+        return written
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        board = self._get(key)
+        if board is None or start > stop:
+            return []
+        n = len(board.entries)
+        stop = min(stop, n - 1)
+        if descending:
+            chunk = board.entries[n - 1 - stop : n - start] if start < n else []
+            chunk = list(reversed(chunk))
+        else:
+            chunk = board.entries[start : stop + 1]
+        return [(m, s) for s, m in chunk]
+
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> tuple[int, int] | None:
+        board = self._get(key)
+        if board is None:
+            return None
+        r = board.rank(player_id, descending)
+        return None if r is None else (r, board.scores[player_id])
+
+    async def ranks(
+        self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
+    ) -> list[tuple[int, int] | None]:
+        board = self._get(key)
+        if board is None:
+            return [None] * len(player_ids)
+        out: list[tuple[int, int] | None] = []
+        for p in player_ids:
+            r = board.rank(p, descending)
+            out.append(None if r is None else (r, board.scores[p]))
+        return out
+
+    async def count(self, key: BoardKey) -> int:
+        board = self._get(key)
+        return 0 if board is None else len(board.entries)
+
+    async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        for key in keys:
+            board = self._get(key, create=True)
+            assert board is not None
+            board.banned.add(player_id)
+            board.remove(player_id)
+
+    async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        for key in keys:
+            board = self._get(key)
+            if board is not None:
+                board.banned.discard(player_id)
+
+    async def replace(
+        self, key: BoardKey, entries: Sequence[tuple[str, int]], *, expire_at: int | None
+    ) -> None:
+        fresh = _Board(expire_at=expire_at)
+        old = self._get(key)
+        if old is not None:
+            fresh.banned = set(old.banned)
+        for member, score in entries:
+            if member not in fresh.banned:
+                fresh.set(member, score)
+        self._boards[key] = fresh

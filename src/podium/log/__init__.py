@@ -1,0 +1,1 @@
+"""Change log adapters: between the store's outbox and the board updaters."""

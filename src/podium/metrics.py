@@ -1,0 +1,49 @@
+"""The Prometheus metrics every role exports; one registry per process.
+
+Defined in one module so that the API, the workers and the ops page read the same names.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+RESULTS_ACCEPTED = Counter(
+    "podium_results_accepted", "Player results committed to the store", registry=REGISTRY
+)
+RESULTS_REJECTED = Counter(
+    "podium_results_rejected", "Match submissions refused, by HTTP status", ["status"],
+    registry=REGISTRY,
+)
+ACCEPT_SECONDS = Histogram(
+    "podium_accept_seconds", "Server time to accept a match", buckets=_LATENCY, registry=REGISTRY
+)
+READ_SECONDS = Histogram(
+    "podium_read_seconds", "Server time of board reads", ["kind"], buckets=_LATENCY,
+    registry=REGISTRY,
+)
+COMMIT_TO_BOARD_SECONDS = Histogram(
+    "podium_commit_to_board_seconds", "From store commit to visible in the rank index",
+    buckets=_LATENCY, registry=REGISTRY,
+)
+CHANGES_APPLIED = Counter(
+    "podium_changes_applied", "Outbox changes applied to the rank index", registry=REGISTRY
+)
+CHANGES_SKIPPED_BANNED = Counter(
+    "podium_changes_skipped_banned", "Changes not applied because the player is banned",
+    registry=REGISTRY,
+)
+OUTBOX_PENDING = Gauge("podium_outbox_pending", "Outbox rows not yet applied", registry=REGISTRY)
+OUTBOX_AGE_SECONDS = Gauge(
+    "podium_outbox_age_seconds", "Age of the oldest outbox row not yet applied", registry=REGISTRY
+)
+WORKER_HEARTBEAT = Gauge(
+    "podium_worker_heartbeat_timestamp", "Last loop of each worker role", ["role"],
+    registry=REGISTRY,
+)
+WORKER_ERRORS = Counter(
+    "podium_worker_errors", "Worker loop failures, by role", ["role"], registry=REGISTRY
+)

@@ -1,0 +1,193 @@
+"""The ports: what the service and the workers need from a backend, and nothing more.
+
+Each port has several adapters (``store/``, ``index/``, ``log/``) held to one contract suite
+(``tests/contract``). Only ``bootstrap.py`` picks an adapter. Every adapter translates its
+driver's errors into ``podium.errors.Unavailable`` subclasses at the boundary.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from podium.domain.boards import BoardSpec
+from podium.domain.models import (
+    ApiKey,
+    Change,
+    Profile,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class ScoreStore(Protocol):
+    """The record (DESIGN invariant 1). Every write is one transaction on one player."""
+
+    async def migrate(self) -> None: ...
+    async def close(self) -> None: ...
+    async def ping(self) -> None: ...
+
+    # credentials (stored hashed)
+    async def add_key(self, key: ApiKey) -> None: ...
+    async def key_by_hash(self, key_hash: str) -> ApiKey | None: ...
+
+    # results
+    async def claim_match(self, match_id: str, key_id: str, now: float) -> str:
+        """Record that ``key_id`` owns ``match_id`` unless someone already does; return the
+        owner's key id either way."""
+        ...
+
+    async def existing_results(
+        self, match_id: str, player_ids: Sequence[str]
+    ) -> dict[str, ResultRecord]: ...
+
+    async def results_since(
+        self, player_ids: Sequence[str], mode: str, since: float
+    ) -> dict[str, tuple[int, float]]:
+        """(count, oldest recorded_at) of each player's results in ``mode`` recorded at or
+        after ``since``; players with none are left out."""
+        ...
+
+    async def record(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+    ) -> RecordOutcome:
+        """In one transaction: store the result, fold it into each target's tally, and write
+        one outbox row per tally that changed. A retry with the same content returns the
+        stored totals and writes nothing; other content raises ``Conflict``; a player over
+        ``hourly_cap`` results in the last hour raises ``RateLimited``."""
+        ...
+
+    async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
+        """Current totals of one player, by board name, for these board windows."""
+        ...
+
+    async def player_standings(self, player_id: str) -> list[Standing]: ...
+
+    def standings(self, board: str, window: str, batch: int = 5000) -> AsyncIterator[list[Standing]]:
+        """Every stored tally of one board window, in batches (for rebuilds)."""
+        ...
+
+    async def windows(self, board: str) -> list[str]:
+        """The window ids of a board that have any tally."""
+        ...
+
+    # the outbox, read as a change log
+    async def claim_changes(self, limit: int, lease_s: float, now: float) -> list[Change]:
+        """Claim up to ``limit`` unsent outbox rows that nobody else holds. Claims by row,
+        never by a high-water mark: ids are not commit order."""
+        ...
+
+    async def ack_changes(self, ids: Sequence[int]) -> None: ...
+    async def requeue_player(self, player_id: str, now: float) -> int:
+        """Write fresh outbox rows for every tally of a player (after an unban)."""
+        ...
+
+    async def outbox_backlog(self, now: float) -> tuple[int, float]:
+        """(rows not yet applied, age in seconds of the oldest)."""
+        ...
+
+    # players
+    async def set_profile(self, profile: Profile) -> None: ...
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]: ...
+    async def set_friends(self, player_id: str, friends: Sequence[str]) -> None: ...
+    async def friends(self, player_id: str) -> list[str]: ...
+
+    # bans
+    async def ban(self, player_id: str, reason: str, now: float) -> None: ...
+    async def unban(self, player_id: str) -> bool: ...
+    async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BoardKey:
+    """One board window in the rank index."""
+
+    board: str
+    window: str
+
+
+class RankIndex(Protocol):
+    """The copy that answers ranks (DESIGN invariant 1: rebuildable from the store).
+
+    Order (DESIGN invariant 4): on a descending board, higher score first, and on equal
+    scores the member that sorts later by bytes first (as ``ZREVRANGE`` returns them); on an
+    ascending board the reverse of both. Ranks here are 0-based; the API adds one.
+    """
+
+    async def ping(self) -> None: ...
+    async def close(self) -> None: ...
+
+    async def write(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        expire_at: int | None,
+    ) -> int:
+        """Apply absolute scores with ``GT`` (descending) or ``LT`` (ascending) semantics,
+        skipping members banned on this key; return how many were written."""
+        ...
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        """Members at ranks ``start..stop`` inclusive, in board order."""
+        ...
+
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> tuple[int, int] | None:
+        """(0-based rank, score) or None when the player is not on the board."""
+        ...
+
+    async def ranks(
+        self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
+    ) -> list[tuple[int, int] | None]:
+        """Scores first (one ``ZMSCORE``), then ranks of those present, in one round trip."""
+        ...
+
+    async def count(self, key: BoardKey) -> int: ...
+
+    async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        """Remove the player from these boards and refuse later writes of them there."""
+        ...
+
+    async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None: ...
+
+    async def replace(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        expire_at: int | None,
+    ) -> None:
+        """Swap a board for exactly these entries in one step (rebuild)."""
+        ...
+
+
+class ChangeLog(Protocol):
+    """Between the store's outbox and the board updaters. Delivery is at least once."""
+
+    async def relay(self, limit: int) -> int:
+        """Move committed outbox rows into the log; returns how many moved."""
+        ...
+
+    async def fetch(self, limit: int) -> list[Change]: ...
+    async def ack(self, changes: Sequence[Change]) -> None: ...
+    async def close(self) -> None: ...

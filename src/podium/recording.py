@@ -1,0 +1,45 @@
+"""The rules of one record step, shared by the service's pre-check and every store adapter.
+
+The SQL differs per database; the decisions taken inside a record transaction do not, so
+they live here once and each adapter only reads and writes rows around them.
+"""
+
+from __future__ import annotations
+
+from podium.domain.boards import BoardSpec, Tally, fold
+from podium.domain.codec import EncodingError
+from podium.domain.models import ResultRecord, Target
+from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited
+
+HOUR = 3600
+
+
+def check_replay(existing: ResultRecord, result: ResultRecord) -> None:
+    """Raise unless ``result`` is a faithful retry of ``existing``."""
+    if existing.key_id != result.key_id:
+        raise Forbidden(f"match {result.match_id} was recorded by another game server")
+    if not existing.same_content(result):
+        raise Conflict(
+            f"player {result.player_id} already has a different result for match {result.match_id}"
+        )
+
+
+def check_cap(count: int, cap: int | None, oldest: float | None, now: float, result: ResultRecord) -> None:
+    if cap is not None and count >= cap:
+        retry = (oldest + HOUR - now) if oldest is not None else HOUR
+        raise RateLimited(
+            f"player {result.player_id} has {count} results in mode {result.mode} in the last "
+            f"hour (cap {cap})",
+            retry_after=int(retry) + 1,
+        )
+
+
+def step(spec: BoardSpec, target: Target, current: Tally | None, result: ResultRecord) -> Tally | None:
+    """Fold one result into one tally, refusing a total the board cannot encode."""
+    new = fold(spec, current, result.points, result.ended_at)
+    if new is not None:
+        try:
+            spec.codec.encode(new.total, new.reached_at - target.start)
+        except EncodingError as e:
+            raise InvalidInput(f"board {spec.name}: {e}") from None
+    return new

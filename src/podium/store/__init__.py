@@ -1,0 +1,1 @@
+"""Score store adapters: the record. ``sqlite`` (embedded) and ``postgres`` (production)."""

@@ -1,0 +1,407 @@
+"""The embedded score store: one SQLite file in WAL mode.
+
+SQLite allows one writer at a time, so all writes run on one dedicated thread with one
+connection, each use case as one ``BEGIN IMMEDIATE`` transaction; reads run on a second
+thread with its own connection, which WAL lets proceed while a write is in progress.
+``synchronous=FULL``: an acknowledged result survives power loss, not only a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from podium.domain.boards import BoardSpec, Tally
+from podium.domain.models import (
+    ApiKey,
+    Change,
+    Profile,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
+from podium.errors import StoreUnavailable
+from podium.recording import HOUR, check_cap, check_replay, step
+from podium.store.common import migrations
+
+T = TypeVar("T")
+_RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
+
+
+class SqliteStore:
+    def __init__(self, path: str, *, synchronous: str = "FULL") -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="sqlite-w")
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="sqlite-r")
+        self._wconn: sqlite3.Connection | None = None
+        self._rconn: sqlite3.Connection | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> SqliteStore:
+        path = url.removeprefix("sqlite:///") or "podium.db"
+        return cls(path)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            if self._wconn is None:
+                self._wconn = self._connect()
+            conn = self._wconn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                out = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return out
+
+        return await self._run(self._writer, run)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            if self._rconn is None:
+                self._rconn = self._connect()
+            return fn(self._rconn)
+
+        return await self._run(self._reader, run)
+
+    async def _run(self, pool: ThreadPoolExecutor, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, fn)
+        except sqlite3.Error as e:  # locked, disk full, I/O error: nothing was committed
+            raise StoreUnavailable(f"sqlite: {e}") from e
+
+    async def migrate(self) -> None:
+        def run(conn: sqlite3.Connection) -> None:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, sql in migrations("sqlite"):
+                if version not in done:
+                    for statement in _statements(sql):
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_migrations VALUES (?)", (version,))
+
+        await self._write(run)
+
+    async def close(self) -> None:
+        def close_w() -> None:
+            if self._wconn is not None:
+                self._wconn.close()
+
+        def close_r() -> None:
+            if self._rconn is not None:
+                self._rconn.close()
+
+        await asyncio.get_running_loop().run_in_executor(self._writer, close_w)
+        await asyncio.get_running_loop().run_in_executor(self._reader, close_r)
+        self._writer.shutdown()
+        self._reader.shutdown()
+
+    async def ping(self) -> None:
+        await self._read(lambda c: c.execute("SELECT 1").fetchone())
+
+    # -- credentials ------------------------------------------------------------------
+
+    async def add_key(self, key: ApiKey) -> None:
+        await self._write(
+            lambda c: c.execute(
+                "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?)",
+                (key.id, key.name, key.key_hash, ",".join(key.modes), int(key.admin), key.created_at),
+            )
+        )
+
+    async def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT id, name, key_hash, modes, admin, created_at FROM api_keys WHERE key_hash = ?",
+                (key_hash,),
+            ).fetchone()
+        )
+        if row is None:
+            return None
+        modes = tuple(m for m in row[3].split(",") if m)
+        return ApiKey(row[0], row[1], row[2], modes, bool(row[4]), row[5])
+
+    # -- results ----------------------------------------------------------------------
+
+    async def claim_match(self, match_id: str, key_id: str, now: float) -> str:
+        def run(c: sqlite3.Connection) -> str:
+            c.execute("INSERT OR IGNORE INTO matches VALUES (?, ?, ?)", (match_id, key_id, now))
+            row = c.execute("SELECT key_id FROM matches WHERE match_id = ?", (match_id,)).fetchone()
+            return str(row[0])
+
+        return await self._write(run)
+
+    async def existing_results(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
+        ids = list(player_ids)
+
+        def run(c: sqlite3.Connection) -> dict[str, ResultRecord]:
+            marks = ",".join("?" * len(ids))
+            rows = c.execute(
+                f"SELECT {_RESULT_COLS} FROM results WHERE match_id = ? AND player_id IN ({marks})",
+                (match_id, *ids),
+            ).fetchall()
+            return {r[0]: ResultRecord(*r) for r in rows}
+
+        return await self._read(run) if ids else {}
+
+    async def results_since(
+        self, player_ids: Sequence[str], mode: str, since: float
+    ) -> dict[str, tuple[int, float]]:
+        ids = list(player_ids)
+
+        def run(c: sqlite3.Connection) -> dict[str, tuple[int, float]]:
+            marks = ",".join("?" * len(ids))
+            rows = c.execute(
+                f"SELECT player_id, COUNT(*), MIN(recorded_at) FROM results WHERE mode = ? AND recorded_at >= ? "
+                f"AND player_id IN ({marks}) GROUP BY player_id",
+                (mode, since, *ids),
+            ).fetchall()
+            return {r[0]: (r[1], r[2]) for r in rows}
+
+        return await self._read(run) if ids else {}
+
+    async def record(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+    ) -> RecordOutcome:
+        def run(c: sqlite3.Connection) -> RecordOutcome:
+            row = c.execute(
+                f"SELECT {_RESULT_COLS} FROM results WHERE player_id = ? AND match_id = ?",
+                (result.player_id, result.match_id),
+            ).fetchone()
+            if row is not None:
+                check_replay(ResultRecord(*row), result)
+                return RecordOutcome(_totals(c, result.player_id, [t for t, _ in targets]), True)
+            if hourly_cap is not None:
+                count, oldest = c.execute(
+                    "SELECT COUNT(*), MIN(recorded_at) FROM results "
+                    "WHERE player_id = ? AND mode = ? AND recorded_at >= ?",
+                    (result.player_id, result.mode, now - HOUR),
+                ).fetchone()
+                check_cap(count, hourly_cap, oldest, now, result)
+            c.execute(
+                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (result.player_id, result.match_id, result.key_id, result.mode, result.ended_at,
+                 result.duration_s, result.points, now),
+            )
+            totals: dict[str, int] = {}
+            for target, spec in targets:
+                cur_row = c.execute(
+                    "SELECT total, reached_at, version FROM tallies "
+                    "WHERE board = ? AND window_id = ? AND player_id = ?",
+                    (target.board, target.window, result.player_id),
+                ).fetchone()
+                current = Tally(*cur_row) if cur_row else None
+                new = step(spec, target, current, result)
+                if new is not None:
+                    key = (target.board, target.window, result.player_id)
+                    c.execute(
+                        "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (board, window_id, player_id) DO UPDATE SET "
+                        "total = excluded.total, reached_at = excluded.reached_at, "
+                        "version = excluded.version",
+                        (*key, new.total, new.reached_at, new.version),
+                    )
+                    c.execute(
+                        "INSERT INTO outbox (board, window_id, player_id, total, reached_at, "
+                        "version, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (*key, new.total, new.reached_at, new.version, now),
+                    )
+                final = new or current
+                assert final is not None
+                totals[target.board] = final.total
+            return RecordOutcome(totals, False)
+
+        return await self._write(run)
+
+    async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
+        return await self._read(lambda c: _totals(c, player_id, targets))
+
+    async def player_standings(self, player_id: str) -> list[Standing]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT board, window_id, player_id, total, reached_at, version FROM tallies "
+                "WHERE player_id = ?",
+                (player_id,),
+            ).fetchall()
+        )
+        return [_standing(r) for r in rows]
+
+    async def standings(self, board: str, window: str, batch: int = 5000) -> AsyncIterator[list[Standing]]:
+        after = ""
+        while True:
+            rows = await self._read(
+                lambda c, after=after: c.execute(  # type: ignore[misc]
+                    "SELECT board, window_id, player_id, total, reached_at, version FROM tallies "
+                    "WHERE board = ? AND window_id = ? AND player_id > ? ORDER BY player_id LIMIT ?",
+                    (board, window, after, batch),
+                ).fetchall()
+            )
+            if not rows:
+                return
+            yield [_standing(r) for r in rows]
+            after = rows[-1][2]
+
+    async def windows(self, board: str) -> list[str]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT DISTINCT window_id FROM tallies WHERE board = ? ORDER BY window_id", (board,)
+            ).fetchall()
+        )
+        return [r[0] for r in rows]
+
+    # -- outbox -----------------------------------------------------------------------
+
+    async def claim_changes(self, limit: int, lease_s: float, now: float) -> list[Change]:
+        def run(c: sqlite3.Connection) -> list[Change]:
+            rows = c.execute(
+                "SELECT id, board, window_id, player_id, total, reached_at, version, committed_at "
+                "FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            if rows:
+                marks = ",".join("?" * len(rows))
+                c.execute(
+                    f"UPDATE outbox SET claimed_until = ? WHERE id IN ({marks})",
+                    (now + lease_s, *(r[0] for r in rows)),
+                )
+            return [_change(r) for r in rows]
+
+        return await self._write(run)
+
+    async def ack_changes(self, ids: Sequence[int]) -> None:
+        ids = list(ids)
+        if ids:
+            marks = ",".join("?" * len(ids))
+            await self._write(lambda c: c.execute(f"DELETE FROM outbox WHERE id IN ({marks})", ids))
+
+    async def requeue_player(self, player_id: str, now: float) -> int:
+        def run(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at) SELECT board, window_id, player_id, total, reached_at, version, ? "
+                "FROM tallies WHERE player_id = ?",
+                (now, player_id),
+            )
+            return cur.rowcount
+
+        return await self._write(run)
+
+    async def outbox_backlog(self, now: float) -> tuple[int, float]:
+        count, oldest = await self._read(
+            lambda c: c.execute("SELECT COUNT(*), MIN(committed_at) FROM outbox").fetchone()
+        )
+        return int(count), (now - oldest) if oldest is not None else 0.0
+
+    # -- players ----------------------------------------------------------------------
+
+    async def set_profile(self, profile: Profile) -> None:
+        await self._write(
+            lambda c: c.execute(
+                "INSERT INTO profiles VALUES (?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET "
+                "name = excluded.name, avatar = excluded.avatar",
+                (profile.player_id, profile.name, profile.avatar),
+            )
+        )
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
+        ids = list(player_ids)
+
+        def run(c: sqlite3.Connection) -> dict[str, Profile]:
+            marks = ",".join("?" * len(ids))
+            rows = c.execute(
+                f"SELECT player_id, name, avatar FROM profiles WHERE player_id IN ({marks})", ids
+            ).fetchall()
+            return {r[0]: Profile(*r) for r in rows}
+
+        return await self._read(run) if ids else {}
+
+    async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
+        def run(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM friends WHERE player_id = ?", (player_id,))
+            c.executemany(
+                "INSERT OR IGNORE INTO friends VALUES (?, ?)", [(player_id, f) for f in friends]
+            )
+
+        await self._write(run)
+
+    async def friends(self, player_id: str) -> list[str]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT friend_id FROM friends WHERE player_id = ? ORDER BY friend_id", (player_id,)
+            ).fetchall()
+        )
+        return [r[0] for r in rows]
+
+    # -- bans -------------------------------------------------------------------------
+
+    async def ban(self, player_id: str, reason: str, now: float) -> None:
+        await self._write(
+            lambda c: c.execute(
+                "INSERT INTO bans VALUES (?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET "
+                "reason = excluded.reason",
+                (player_id, reason, now),
+            )
+        )
+
+    async def unban(self, player_id: str) -> bool:
+        return await self._write(
+            lambda c: c.execute("DELETE FROM bans WHERE player_id = ?", (player_id,)).rowcount > 0
+        )
+
+    async def banned(self, player_ids: Sequence[str]) -> set[str]:
+        ids = list(set(player_ids))
+
+        def run(c: sqlite3.Connection) -> set[str]:
+            marks = ",".join("?" * len(ids))
+            rows = c.execute(f"SELECT player_id FROM bans WHERE player_id IN ({marks})", ids)
+            return {r[0] for r in rows}
+
+        return await self._read(run) if ids else set()
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (executescript would commit mid-migration)."""
+    text = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    return [s for s in text.split(";") if s.strip()]
+
+
+def _totals(c: sqlite3.Connection, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in targets:
+        row = c.execute(
+            "SELECT total FROM tallies WHERE board = ? AND window_id = ? AND player_id = ?",
+            (t.board, t.window, player_id),
+        ).fetchone()
+        if row is not None:
+            out[t.board] = row[0]
+    return out
+
+
+def _standing(r: Any) -> Standing:
+    return Standing(r[0], r[1], r[2], Tally(r[3], r[4], r[5]))
+
+
+def _change(r: Any) -> Change:
+    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7])

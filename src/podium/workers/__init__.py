@@ -1,0 +1,1 @@
+"""Background roles: relay and updater today; aggregator, freezer and reconciler later."""

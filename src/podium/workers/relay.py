@@ -1,0 +1,18 @@
+"""The relay: moves committed outbox rows into the change log.
+
+With the outbox itself as the log there is nothing to move and the role idles; with a
+separate log (NATS JetStream) it publishes claimed rows, then deletes them.
+"""
+
+from __future__ import annotations
+
+from podium.ports import ChangeLog
+
+
+class Relay:
+    def __init__(self, changes: ChangeLog, batch: int) -> None:
+        self._log = changes
+        self._batch = batch
+
+    async def step(self) -> int:
+        return await self._log.relay(self._batch)

@@ -1,0 +1,68 @@
+"""The loop every worker role shares: do a step, back off on outages, stop cleanly.
+
+A step returns how much work it did; a busy role loops at once, an idle one sleeps a
+little. An ``Unavailable`` backend is expected (a restart, a failover) and is retried with
+capped exponential backoff; anything else is a bug, logged with its traceback and retried
+the same way so that one bad message cannot kill the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from podium import metrics
+from podium.errors import Unavailable
+
+log = logging.getLogger("podium.workers")
+
+
+class Runner:
+    def __init__(
+        self,
+        role: str,
+        step: Callable[[], Awaitable[int]],
+        *,
+        idle_sleep_s: float = 0.01,
+        max_backoff_s: float = 5.0,
+    ) -> None:
+        self.role = role
+        self._step = step
+        self._idle = idle_sleep_s
+        self._max_backoff = max_backoff_s
+        self._stop = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        backoff = 0.0
+        while not self._stop.is_set():
+            metrics.WORKER_HEARTBEAT.labels(self.role).set(time.time())
+            try:
+                done = await self._step()
+                backoff = 0.0
+            except asyncio.CancelledError:
+                raise
+            except Unavailable as e:
+                metrics.WORKER_ERRORS.labels(self.role).inc()
+                backoff = min(self._max_backoff, max(0.05, backoff * 2))
+                log.warning("%s: %s; retrying in %.2fs", self.role, e, backoff)
+                await self._sleep(backoff)
+                continue
+            except Exception:
+                metrics.WORKER_ERRORS.labels(self.role).inc()
+                backoff = min(self._max_backoff, max(0.05, backoff * 2))
+                log.exception("%s: step failed; retrying in %.2fs", self.role, backoff)
+                await self._sleep(backoff)
+                continue
+            if not done:
+                await self._sleep(self._idle)
+
+    async def _sleep(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        except TimeoutError:
+            pass

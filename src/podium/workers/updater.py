@@ -1,0 +1,87 @@
+"""The board updater: applies changes from the log to the rank index, at least once.
+
+Changes carry absolute totals, and the index writes them with ``GT``/``LT``, so a change
+applied twice, late or out of order leaves the board as it should be (DESIGN invariant 3).
+The ban list is checked in the store before every batch, and the index refuses banned
+players atomically inside the write itself, which closes the race with a ban in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+from podium import metrics
+from podium.config import Settings
+from podium.domain.boards import Order
+from podium.domain.codec import EncodingError
+from podium.domain.models import Change
+from podium.domain.windows import WindowError, index_expiry
+from podium.ports import BoardKey, ChangeLog, Clock, RankIndex, ScoreStore
+
+log = logging.getLogger("podium.updater")
+
+
+class Updater:
+    def __init__(
+        self, settings: Settings, store: ScoreStore, index: RankIndex, changes: ChangeLog, clock: Clock
+    ) -> None:
+        self._boards = {b.name: b for b in settings.boards}
+        self._store = store
+        self._index = index
+        self._log = changes
+        self._clock = clock
+        self._batch = settings.workers.batch
+
+    async def step(self) -> int:
+        changes = await self._log.fetch(self._batch)
+        if not changes:
+            return 0
+        banned = await self._store.banned([c.player_id for c in changes])
+        groups: dict[BoardKey, list[Change]] = defaultdict(list)
+        for c in changes:
+            if c.player_id in banned:
+                metrics.CHANGES_SKIPPED_BANNED.inc()
+            else:
+                groups[BoardKey(c.board, c.window)].append(c)
+        for key, group in groups.items():
+            await self._apply(key, group)
+        # Ack only after every write landed: a crash before this line means a replay,
+        # which the GT/LT writes make harmless.
+        await self._log.ack(changes)
+        now = self._clock.now()
+        for c in changes:
+            metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
+        metrics.CHANGES_APPLIED.inc(len(changes))
+        return len(changes)
+
+    async def _apply(self, key: BoardKey, group: list[Change]) -> None:
+        spec = self._boards.get(key.board)
+        if spec is None:
+            log.warning("dropping %d changes for board %s, which is no longer configured", len(group), key.board)
+            return
+        try:
+            window = spec.rule.parse(key.window)
+            entries = [(c.player_id, spec.score(c.tally, window)) for c in group]
+        except (WindowError, EncodingError) as e:
+            # The store refuses totals that do not encode, so this means the board's
+            # configuration changed under old changes; they cannot be applied as they are.
+            log.error("dropping %d changes for %s/%s: %s", len(group), key.board, key.window, e)
+            return
+        await self._index.write(
+            key, entries, descending=spec.order is Order.DESC, expire_at=index_expiry(window)
+        )
+
+
+class BacklogMonitor:
+    """Exports the outbox backlog (rows waiting, age of the oldest) as gauges."""
+
+    def __init__(self, store: ScoreStore, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def step(self) -> int:
+        pending, age = await self._store.outbox_backlog(self._clock.now())
+        metrics.OUTBOX_PENDING.set(pending)
+        metrics.OUTBOX_AGE_SECONDS.set(age)
+        return 0

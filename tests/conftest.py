@@ -1,0 +1,82 @@
+"""Shared fixtures: the real services this machine runs, or a clear skip.
+
+On a laptop a backend that is not reachable is skipped with the reason printed. CI sets
+``PODIUM_REQUIRE_SERVICES=1``, and there an unreachable backend fails the run instead.
+Every test gets its own Postgres database and its own Redis key prefix, and removes them
+afterwards: the machine's own services are shared and never flushed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlparse
+
+import pytest
+
+POSTGRES_URL = os.environ.get("PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("PODIUM_TEST_REDIS", "redis://127.0.0.1:6379/0")
+REQUIRE = os.environ.get("PODIUM_REQUIRE_SERVICES") == "1"
+
+
+def _reachable(url: str) -> bool:
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname or "127.0.0.1", u.port or 0), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need(url: str, what: str) -> None:
+    """Skip (laptop) or fail (CI) when a real backend is not reachable."""
+    if _reachable(url):
+        return
+    message = f"{what} not reachable at {url}"
+    if REQUIRE:
+        pytest.fail(f"{message} and PODIUM_REQUIRE_SERVICES=1")
+    pytest.skip(message)
+
+
+@pytest.fixture
+async def postgres_url() -> AsyncIterator[str]:
+    """A fresh, empty database on the machine's Postgres, dropped afterwards."""
+    need(POSTGRES_URL, "PostgreSQL")
+    import asyncpg
+
+    name = f"podium_test_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(POSTGRES_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    u = urlparse(POSTGRES_URL)
+    yield u._replace(path=f"/{name}").geturl()
+    admin = await asyncpg.connect(POSTGRES_URL)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A key prefix of our own on the machine's Redis; its keys are deleted afterwards."""
+    need(REDIS_URL, "Redis")
+    import redis.asyncio as aioredis
+
+    prefix = f"podium-test-{secrets.token_hex(4)}"
+    yield prefix
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            await client.delete(key)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> Iterator[str]:
+    yield f"sqlite:///{tmp_path}/podium.db"
