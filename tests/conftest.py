@@ -16,7 +16,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-POSTGRES_URL = os.environ.get("PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+POSTGRES_URL = os.environ.get(
+    "PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_URL = os.environ.get("PODIUM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 REQUIRE = os.environ.get("PODIUM_REQUIRE_SERVICES") == "1"
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from podium.config import Settings
-from podium.domain.boards import can_fall
+from podium.domain.boards import Ties, can_fall
 from podium.errors import ConfigError
 from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
 from podium.service import Podium
@@ -41,14 +41,14 @@ def _store(settings: Settings) -> ScoreStore:
     return PostgresStore.from_url(url, pool_size=settings.store.pool_size)
 
 
-def _index(settings: Settings) -> RankIndex:
+def _index(settings: Settings, clock: Clock) -> RankIndex:
     url = settings.index.url
     if settings.index.shards != 1:
         raise ConfigError("index.shards: boards split across shards are not built yet; use 1")
     if url.startswith("memory://"):
         from podium.index.memory import MemoryIndex
 
-        return MemoryIndex()
+        return MemoryIndex(clock.now)
     if url.startswith("redis+cluster://"):
         raise ConfigError("index.url: Redis Cluster is not built yet; use redis://")
     from podium.index.redis import RedisIndex
@@ -66,9 +66,9 @@ def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
 
 def check_supported(settings: Settings) -> None:
     for b in settings.boards:
-        lowest = min(
-            (m.min_points for m in settings.modes if b.counts(m.name)), default=0
-        )
+        if b.ties is Ties.SHARED:
+            raise ConfigError(f'boards.{b.name}: ties = "shared" is not built yet')
+        lowest = min((m.min_points for m in settings.modes if b.counts(m.name)), default=0)
         if can_fall(b, lowest):
             raise ConfigError(
                 f"boards.{b.name}: totals on this board can fall (aggregate={b.aggregate.value}, "
@@ -102,7 +102,9 @@ class Backends:
         w = self.settings.workers
         for role in roles:
             if role == "relay":
-                self._runners.append(Runner("relay", Relay(self.log, w.batch).step, idle_sleep_s=w.idle_sleep_s))
+                self._runners.append(
+                    Runner("relay", Relay(self.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)
+                )
             elif role == "updater":
                 up = Updater(self.settings, self.store, self.index, self.log, self.clock)
                 mon = BacklogMonitor(self.store, self.clock)
@@ -118,7 +120,7 @@ class Backends:
         for r in self._runners:
             r.stop()
         if self._tasks:
-            done, pending = await asyncio.wait(self._tasks, timeout=5)
+            _, pending = await asyncio.wait(self._tasks, timeout=5)
             for t in pending:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -132,6 +134,6 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     check_supported(settings)
     clock = clock or SystemClock()
     store = _store(settings)
-    index = _index(settings)
+    index = _index(settings, clock)
     changes = _log(settings, store, clock)
     return Backends(settings, store, index, changes, clock, Podium(settings, store, index, clock))

@@ -16,7 +16,9 @@ from podium.bootstrap import Backends
 from podium.config import Settings
 from podium.errors import ConfigError, PodiumError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games."
+)
 keys_app = typer.Typer(no_args_is_help=True, help="Game-server and admin credentials.")
 app.add_typer(keys_app, name="keys")
 
@@ -54,7 +56,9 @@ def _run(settings: Settings, fn: Callable[[Backends], Awaitable[T]]) -> T:
 
 
 def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
 
 @app.command()
@@ -62,7 +66,10 @@ def serve(
     config_file: ConfigOpt = None,
     host: Annotated[str | None, typer.Option(help="Listen address.")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port.")] = None,
-    workers: Annotated[bool, typer.Option("--workers/--no-workers", help="Run the background roles in this process.")] = True,
+    workers: Annotated[
+        bool,
+        typer.Option("--workers/--no-workers", help="Run the background roles in this process."),
+    ] = True,
 ) -> None:
     """The API and, by default, every background role, in one process."""
     import uvicorn
@@ -70,11 +77,16 @@ def serve(
     from podium.api.app import create_app
 
     settings = _settings(config_file)
-    server = replace(settings.server, host=host or settings.server.host, port=port or settings.server.port)
+    server = replace(
+        settings.server, host=host or settings.server.host, port=port or settings.server.port
+    )
     settings = replace(settings, server=server)
     if not workers and settings.index.url.startswith("memory://"):
-        typer.echo("podium: --no-workers needs a shared index (index.url = redis://...): "
-                   "the in-process index is only fed by this process's own updater", err=True)
+        typer.echo(
+            "podium: --no-workers needs a shared index (index.url = redis://...): "
+            "the in-process index is only fed by this process's own updater",
+            err=True,
+        )
         raise typer.Exit(2)
     try:
         application = create_app(settings, roles=bootstrap.ROLES if workers else ())

@@ -63,7 +63,9 @@ class LogSettings:
 class WorkerSettings:
     batch: int = 500
     idle_sleep_s: float = 0.01  # the pause when there is nothing to do
-    lease_s: float = 30.0  # how long a claimed outbox row is held before another updater may retry it
+    lease_s: float = (
+        10.0  # how long a claimed outbox row is held before another updater may retry it
+    )
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,7 @@ def _coerce(where: str, value: Any, default: Any) -> Any:
                 raise ValueError
             return value
         if isinstance(default, int):
-            if isinstance(value, bool) or isinstance(value, float):
+            if isinstance(value, bool | float):
                 raise ValueError
             v = int(value)
             if v < 0:
@@ -193,7 +195,7 @@ def _coerce(where: str, value: Any, default: Any) -> Any:
         if not isinstance(value, str) or not value:
             raise ValueError
         return value
-    except ValueError:
+    except (TypeError, ValueError):
         kind = type(default).__name__ if not isinstance(default, tuple) else "list of strings"
         raise ConfigError(f"{where}: expected a non-negative {kind}, got {value!r}") from None
 
@@ -228,8 +230,16 @@ def _mode(i: int, m: Any) -> Mode:
 
 
 _BOARD_KEYS = {
-    "name", "window", "aggregate", "order", "ties", "exact_top", "freeze_after_s", "modes",
-    "season_start", "season_weeks",
+    "name",
+    "window",
+    "aggregate",
+    "order",
+    "ties",
+    "exact_top",
+    "freeze_after_s",
+    "modes",
+    "season_start",
+    "season_weeks",
 }
 
 
@@ -239,7 +249,9 @@ def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
         raise ConfigError(f"{where}: must be a table")
     for key in b:
         if key not in _BOARD_KEYS:
-            raise ConfigError(f"{where}.{key}: unknown setting (known: {', '.join(sorted(_BOARD_KEYS))})")
+            raise ConfigError(
+                f"{where}.{key}: unknown setting (known: {', '.join(sorted(_BOARD_KEYS))})"
+            )
     name = b.get("name")
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ConfigError(f"{where}.name: must match {NAME_RE.pattern}, got {name!r}")
@@ -304,9 +316,14 @@ def _unique(where: str, names: list[str]) -> None:
 
 def _check_urls(s: Settings) -> None:
     if not re.match(r"^(sqlite:///|postgres(ql)?://)", s.store.url):
-        raise ConfigError(f"store.url: expected sqlite:///PATH or postgresql://..., got {s.store.url!r}")
+        raise ConfigError(
+            f"store.url: expected sqlite:///PATH or postgresql://..., got {s.store.url!r}"
+        )
     if not re.match(r"^(memory://|redis(\+cluster)?://|rediss://)", s.index.url):
-        raise ConfigError(f"index.url: expected memory://, redis://... or redis+cluster://..., got {s.index.url!r}")
+        raise ConfigError(
+            f"index.url: expected memory://, redis://... or redis+cluster://..., "
+            f"got {s.index.url!r}"
+        )
     if not re.match(r"^(outbox://|nats://)", s.log.url):
         raise ConfigError(f"log.url: expected outbox:// or nats://..., got {s.log.url!r}")
     if s.index.shards < 1:

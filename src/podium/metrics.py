@@ -15,25 +15,33 @@ RESULTS_ACCEPTED = Counter(
     "podium_results_accepted", "Player results committed to the store", registry=REGISTRY
 )
 RESULTS_REJECTED = Counter(
-    "podium_results_rejected", "Match submissions refused, by HTTP status", ["status"],
+    "podium_results_rejected",
+    "Match submissions refused, by HTTP status",
+    ["status"],
     registry=REGISTRY,
 )
 ACCEPT_SECONDS = Histogram(
     "podium_accept_seconds", "Server time to accept a match", buckets=_LATENCY, registry=REGISTRY
 )
 READ_SECONDS = Histogram(
-    "podium_read_seconds", "Server time of board reads", ["kind"], buckets=_LATENCY,
+    "podium_read_seconds",
+    "Server time of board reads",
+    ["kind"],
+    buckets=_LATENCY,
     registry=REGISTRY,
 )
 COMMIT_TO_BOARD_SECONDS = Histogram(
-    "podium_commit_to_board_seconds", "From store commit to visible in the rank index",
-    buckets=_LATENCY, registry=REGISTRY,
+    "podium_commit_to_board_seconds",
+    "From store commit to visible in the rank index",
+    buckets=_LATENCY,
+    registry=REGISTRY,
 )
 CHANGES_APPLIED = Counter(
     "podium_changes_applied", "Outbox changes applied to the rank index", registry=REGISTRY
 )
 CHANGES_SKIPPED_BANNED = Counter(
-    "podium_changes_skipped_banned", "Changes not applied because the player is banned",
+    "podium_changes_skipped_banned",
+    "Changes not applied because the player is banned",
     registry=REGISTRY,
 )
 OUTBOX_PENDING = Gauge("podium_outbox_pending", "Outbox rows not yet applied", registry=REGISTRY)
@@ -41,7 +49,9 @@ OUTBOX_AGE_SECONDS = Gauge(
     "podium_outbox_age_seconds", "Age of the oldest outbox row not yet applied", registry=REGISTRY
 )
 WORKER_HEARTBEAT = Gauge(
-    "podium_worker_heartbeat_timestamp", "Last loop of each worker role", ["role"],
+    "podium_worker_heartbeat_timestamp",
+    "Last loop of each worker role",
+    ["role"],
     registry=REGISTRY,
 )
 WORKER_ERRORS = Counter(

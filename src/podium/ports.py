@@ -80,7 +80,9 @@ class ScoreStore(Protocol):
 
     async def player_standings(self, player_id: str) -> list[Standing]: ...
 
-    def standings(self, board: str, window: str, batch: int = 5000) -> AsyncIterator[list[Standing]]:
+    def standings(
+        self, board: str, window: str, batch: int = 5000
+    ) -> AsyncIterator[list[Standing]]:
         """Every stored tally of one board window, in batches (for rebuilds)."""
         ...
 
@@ -152,7 +154,9 @@ class RankIndex(Protocol):
         """Members at ranks ``start..stop`` inclusive, in board order."""
         ...
 
-    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> tuple[int, int] | None:
+    async def rank(
+        self, key: BoardKey, player_id: str, *, descending: bool
+    ) -> tuple[int, int] | None:
         """(0-based rank, score) or None when the player is not on the board."""
         ...
 

@@ -24,7 +24,9 @@ def check_replay(existing: ResultRecord, result: ResultRecord) -> None:
         )
 
 
-def check_cap(count: int, cap: int | None, oldest: float | None, now: float, result: ResultRecord) -> None:
+def check_cap(
+    count: int, cap: int | None, oldest: float | None, now: float, result: ResultRecord
+) -> None:
     if cap is not None and count >= cap:
         retry = (oldest + HOUR - now) if oldest is not None else HOUR
         raise RateLimited(
@@ -34,7 +36,9 @@ def check_cap(count: int, cap: int | None, oldest: float | None, now: float, res
         )
 
 
-def step(spec: BoardSpec, target: Target, current: Tally | None, result: ResultRecord) -> Tally | None:
+def step(
+    spec: BoardSpec, target: Target, current: Tally | None, result: ResultRecord
+) -> Tally | None:
     """Fold one result into one tally, refusing a total the board cannot encode."""
     new = fold(spec, current, result.points, result.ended_at)
     if new is not None:

@@ -69,7 +69,9 @@ def hash_key(secret: str) -> str:
 
 
 class Podium:
-    def __init__(self, settings: Settings, store: ScoreStore, index: RankIndex, clock: Clock) -> None:
+    def __init__(
+        self, settings: Settings, store: ScoreStore, index: RankIndex, clock: Clock
+    ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
@@ -157,12 +159,15 @@ class Podium:
         cap = mode.max_results_per_player_per_hour
         fresh = [r for r in records if r.player_id not in existing]
         if cap is not None and fresh:
-            counts = await self.store.results_since([r.player_id for r in fresh], mode.name, now - HOUR)
+            counts = await self.store.results_since(
+                [r.player_id for r in fresh], mode.name, now - HOUR
+            )
             over = {p: c for p, c in counts.items() if c[0] >= cap}
             if over:
                 p, (count, oldest) = min(over.items())
                 raise RateLimited(
-                    f"player {p} has {count} results in mode {mode.name} in the last hour (cap {cap})",
+                    f"player {p} has {count} results in mode {mode.name} in the last hour "
+                    f"(cap {cap})",
                     retry_after=int(oldest + HOUR - now) + 1,
                 )
         # One transaction per player (the store is split by player); they run concurrently.
@@ -197,7 +202,8 @@ class Podium:
             seen.add(r.player_id)
             if not m.min_points <= r.points <= m.max_points:
                 raise InvalidInput(
-                    f"player {r.player_id}: {r.points} points is outside {m.min_points}..{m.max_points} "
+                    f"player {r.player_id}: {r.points} points is outside "
+                    f"{m.min_points}..{m.max_points} "
                     f"for mode {mode}"
                 )
         if not m.min_duration_s <= duration_s <= m.max_duration_s:
@@ -241,11 +247,14 @@ class Podium:
         if hit is not None and hit[0] > now:
             return hit[1]
         stop = min(offset + limit, spec.exact_top) - 1
-        rows = await self.index.page(BoardKey(board, w.id), offset, stop, descending=spec.order == "desc")
+        rows = await self.index.page(
+            BoardKey(board, w.id), offset, stop, descending=spec.order == "desc"
+        )
         names = await self.store.profiles([p for p, _ in rows])
         codec = spec.codec
         entries = [
-            _entry(offset + i + 1, p, codec.points(s), names.get(p)) for i, (p, s) in enumerate(rows)
+            _entry(offset + i + 1, p, codec.points(s), names.get(p))
+            for i, (p, s) in enumerate(rows)
         ]
         page = Page(board, w.id, now, entries)
         if len(self._pages) > 10_000:  # bounded: one entry per (board, window, page) asked for
@@ -264,11 +273,15 @@ class Podium:
         if found is None:
             raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
         rank, score = found
-        rows = await self.index.page(key, max(0, rank - neighbors), rank + neighbors, descending=desc)
+        rows = await self.index.page(
+            key, max(0, rank - neighbors), rank + neighbors, descending=desc
+        )
         first = max(0, rank - neighbors)
         names = await self.store.profiles([p for p, _ in rows])
         codec = spec.codec
-        around = [_entry(first + i + 1, p, codec.points(s), names.get(p)) for i, (p, s) in enumerate(rows)]
+        around = [
+            _entry(first + i + 1, p, codec.points(s), names.get(p)) for i, (p, s) in enumerate(rows)
+        ]
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
         return PlayerRank(board, w.id, rank + 1, True, codec.points(score), around)
@@ -279,7 +292,9 @@ class Podium:
         friends = await self.store.friends(player_id)
         ids = [player_id, *[f for f in friends if f != player_id]]
         found = await self.index.ranks(BoardKey(board, w.id), ids, descending=spec.order == "desc")
-        present = sorted((r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit])
+        present = sorted(
+            (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
+        )
         names = await self.store.profiles([p for _, p, _ in present])
         codec = spec.codec
         entries = [

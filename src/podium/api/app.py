@@ -42,7 +42,9 @@ def create_app(
         summary="Real-time leaderboards for games",
         lifespan=lifespan,
     )
-    app.state.read_limiter = ReadLimiter(settings.server.read_rate_per_s, settings.server.read_burst)
+    app.state.read_limiter = ReadLimiter(
+        settings.server.read_rate_per_s, settings.server.read_burst
+    )
     problems.install(app)
     app.include_router(router)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -18,7 +19,9 @@ log = logging.getLogger("podium.api")
 PROBLEM = "application/problem+json"
 
 
-def problem(status: int, title: str, detail: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+def problem(
+    status: int, title: str, detail: str, headers: Mapping[str, str] | None = None, **extra: Any
+) -> JSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
 
@@ -47,13 +50,13 @@ def install(app: FastAPI) -> None:
         ]
         first = errors[0] if errors else {"field": "", "message": "invalid request"}
         _count_rejection(request, 422)
-        return problem(
-            422, "Invalid input", f"{first['field']}: {first['message']}", errors=errors
-        )
+        return problem(422, "Invalid input", f"{first['field']}: {first['message']}", errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return problem(exc.status_code, _TITLES.get(exc.status_code, "Error"), str(exc.detail), exc.headers)
+        return problem(
+            exc.status_code, _TITLES.get(exc.status_code, "Error"), str(exc.detail), exc.headers
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -97,7 +100,9 @@ class BodyLimit:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = problem(413, "Payload too large", f"request bodies are limited to {self.limit} bytes")
+        response = problem(
+            413, "Payload too large", f"request bodies are limited to {self.limit} bytes"
+        )
         await response(scope, receive, send)
 
 

@@ -26,7 +26,9 @@ class ReadLimiter:
         tokens = min(self.burst, tokens + (now - last) * self.rate)
         if tokens < 1:
             self._buckets[client] = (tokens, now)
-            raise RateLimited("too many reads from this client", retry_after=int((1 - tokens) / self.rate) + 1)
+            raise RateLimited(
+                "too many reads from this client", retry_after=int((1 - tokens) / self.rate) + 1
+            )
         self._buckets[client] = (tokens - 1, now)
         if len(self._buckets) > MAX_CLIENTS:
             self._buckets.popitem(last=False)

@@ -26,13 +26,22 @@ def _podium(request: Request) -> Podium:
 
 def _entry(e: Entry) -> s.EntryOut:
     return s.EntryOut(
-        rank=e.rank, playerId=e.player_id, points=e.points, name=e.name, avatar=e.avatar,
+        rank=e.rank,
+        playerId=e.player_id,
+        points=e.points,
+        name=e.name,
+        avatar=e.avatar,
         globalRank=e.global_rank,
     )
 
 
 def _page(p: Page) -> s.PageOut:
-    return s.PageOut(board=p.board, window=p.window, asOf=to_rfc3339(p.as_of), entries=[_entry(e) for e in p.entries])
+    return s.PageOut(
+        board=p.board,
+        window=p.window,
+        asOf=to_rfc3339(p.as_of),
+        entries=[_entry(e) for e in p.entries],
+    )
 
 
 @router.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, tags=["write"])
@@ -51,10 +60,14 @@ async def post_results(
             body.durationSeconds,
             [PlayerResult(r.playerId, r.points) for r in body.results],
         )
-    return s.MatchOut(matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()])
+    return s.MatchOut(
+        matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()]
+    )
 
 
-@router.get("/v1/boards", response_model=s.BoardsOut, tags=["read"], dependencies=[Depends(read_limit)])
+@router.get(
+    "/v1/boards", response_model=s.BoardsOut, tags=["read"], dependencies=[Depends(read_limit)]
+)
 async def list_boards(request: Request) -> s.BoardsOut:
     podium = _podium(request)
     now = int(podium.clock.now())
@@ -63,16 +76,24 @@ async def list_boards(request: Request) -> s.BoardsOut:
         w = b.rule.window_at(now)
         out.append(
             s.BoardOut(
-                name=b.name, window=b.rule.kind.value, currentWindow=w.id if w else None,
-                aggregate=b.aggregate.value, order=b.order.value, ties=b.ties.value,
-                exactTop=b.exact_top, modes=list(b.modes) if b.modes else None,
+                name=b.name,
+                window=b.rule.kind.value,
+                currentWindow=w.id if w else None,
+                aggregate=b.aggregate.value,
+                order=b.order.value,
+                ties=b.ties.value,
+                exactTop=b.exact_top,
+                modes=list(b.modes) if b.modes else None,
             )
         )
     return s.BoardsOut(boards=out)
 
 
 @router.get(
-    "/v1/boards/{board}", response_model=s.PageOut, tags=["read"], dependencies=[Depends(read_limit)],
+    "/v1/boards/{board}",
+    response_model=s.PageOut,
+    tags=["read"],
+    dependencies=[Depends(read_limit)],
     response_model_exclude_none=True,
 )
 async def board_page(
@@ -86,13 +107,18 @@ async def board_page(
     with metrics.READ_SECONDS.labels("page").time():
         page = await _podium(request).page(board, window, offset, limit)
     # Every process holds a page for page_cache_s, the same for everyone: say so.
-    response.headers["Cache-Control"] = f"public, max-age={int(_podium(request).settings.server.page_cache_s)}"
+    response.headers["Cache-Control"] = (
+        f"public, max-age={int(_podium(request).settings.server.page_cache_s)}"
+    )
     return _page(page)
 
 
 @router.get(
-    "/v1/boards/{board}/players/{playerId}", response_model=s.RankOut, tags=["read"],
-    dependencies=[Depends(read_limit)], response_model_exclude_none=True,
+    "/v1/boards/{board}/players/{playerId}",
+    response_model=s.RankOut,
+    tags=["read"],
+    dependencies=[Depends(read_limit)],
+    response_model_exclude_none=True,
 )
 async def player_rank(
     request: Request,
@@ -106,41 +132,65 @@ async def player_rank(
         r = await _podium(request).player_rank(board, playerId, neighbors, window)
     response.headers["Cache-Control"] = "no-cache"
     return s.RankOut(
-        board=r.board, window=r.window, rank=r.rank, exact=r.exact, points=r.points,
-        topPercent=r.top_percent, neighbors=[_entry(e) for e in r.neighbors],
+        board=r.board,
+        window=r.window,
+        rank=r.rank,
+        exact=r.exact,
+        points=r.points,
+        topPercent=r.top_percent,
+        neighbors=[_entry(e) for e in r.neighbors],
     )
 
 
 @router.get(
-    "/v1/boards/{board}/players/{playerId}/friends", response_model=s.PageOut, tags=["read"],
-    dependencies=[Depends(read_limit)], response_model_exclude_none=True,
+    "/v1/boards/{board}/players/{playerId}/friends",
+    response_model=s.PageOut,
+    tags=["read"],
+    dependencies=[Depends(read_limit)],
+    response_model_exclude_none=True,
 )
-async def friends_board(request: Request, response: Response, board: str, playerId: PlayerId, window: WindowQ = None) -> s.PageOut:
+async def friends_board(
+    request: Request, response: Response, board: str, playerId: PlayerId, window: WindowQ = None
+) -> s.PageOut:
     with metrics.READ_SECONDS.labels("friends").time():
         page = await _podium(request).friends_page(board, playerId, window)
     response.headers["Cache-Control"] = "no-cache"
     return _page(page)
 
 
-@router.put("/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+@router.put(
+    "/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
+)
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
     await _podium(request).set_profile(Profile(playerId, body.name, body.avatar))
     return Response(status_code=204)
 
 
-@router.put("/v1/players/{playerId}/friends", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+@router.put(
+    "/v1/players/{playerId}/friends", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
+)
 async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
     await _podium(request).set_friends(playerId, body.friends)
     return Response(status_code=204)
 
 
-@router.post("/v1/admin/players/{playerId}/ban", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+@router.post(
+    "/v1/admin/players/{playerId}/ban",
+    status_code=204,
+    tags=["admin"],
+    dependencies=[Depends(admin)],
+)
 async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
     await _podium(request).ban(playerId, body.reason)
     return Response(status_code=204)
 
 
-@router.delete("/v1/admin/players/{playerId}/ban", status_code=204, tags=["admin"], dependencies=[Depends(admin)])
+@router.delete(
+    "/v1/admin/players/{playerId}/ban",
+    status_code=204,
+    tags=["admin"],
+    dependencies=[Depends(admin)],
+)
 async def unban(request: Request, playerId: PlayerId) -> Response:
     await _podium(request).unban(playerId)
     return Response(status_code=204)

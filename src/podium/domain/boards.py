@@ -79,10 +79,15 @@ def fold(board: BoardSpec, current: Tally | None, points: int, ended_at: int) ->
     v = current.version + 1
     match board.aggregate:
         case Aggregate.SUM:
-            if points == 0:
-                return None
             # reached_at is the latest end of a match that moved the total, whatever the
-            # order they arrived in.
+            # order they arrived in. Before any match has scored, it is the earliest match
+            # (the player has held zero since then), so arrival order never shows.
+            if current.total == 0 and points != 0:
+                return Tally(points, ended_at, v)
+            if points == 0:
+                if current.total == 0 and ended_at < current.reached_at:
+                    return Tally(0, ended_at, v)
+                return None
             return Tally(current.total + points, max(current.reached_at, ended_at), v)
         case Aggregate.BEST:
             if board.better(points, current.total):

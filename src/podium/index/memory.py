@@ -74,6 +74,8 @@ class MemoryIndex:
         descending: bool,
         expire_at: int | None,
     ) -> int:
+        if not entries:
+            return 0  # as on Redis: no script runs, so not even the expiry moves
         board = self._get(key, create=True)
         assert board is not None
         written = 0
@@ -84,7 +86,8 @@ class MemoryIndex:
             if old is None or (score > old if descending else score < old):
                 board.set(member, score)
                 written += 1
-        board.expire_at = expire_at
+        if expire_at is not None:  # as on Redis: no expiry given leaves the one there
+            board.expire_at = expire_at
         return written
 
     async def page(
@@ -102,7 +105,9 @@ class MemoryIndex:
             chunk = board.entries[start : stop + 1]
         return [(m, s) for s, m in chunk]
 
-    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> tuple[int, int] | None:
+    async def rank(
+        self, key: BoardKey, player_id: str, *, descending: bool
+    ) -> tuple[int, int] | None:
         board = self._get(key)
         if board is None:
             return None

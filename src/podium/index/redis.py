@@ -48,7 +48,10 @@ class RedisIndex:
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
         client = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_timeout=5, socket_connect_timeout=2,
+            url,
+            decode_responses=True,
+            socket_timeout=5,
+            socket_connect_timeout=2,
             health_check_interval=30,
         )
         return cls(client, prefix)
@@ -91,7 +94,9 @@ class RedisIndex:
             )
         return [(m, int(s)) for m, s in rows]
 
-    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> tuple[int, int] | None:
+    async def rank(
+        self, key: BoardKey, player_id: str, *, descending: bool
+    ) -> tuple[int, int] | None:
         return (await self.ranks(key, [player_id], descending=descending))[0]
 
     async def ranks(
@@ -134,8 +139,9 @@ class RedisIndex:
         the new one, never a half-built one."""
         stage = self.keys.staging(key, secrets.token_hex(6))
         board = self.keys.board(key)
+        bans = self.keys.bans(key)
         async with _translated():
-            banned = set(await self._r.smembers(self.keys.bans(key)))
+            banned = set(await self._r.smembers(bans))
             kept = [(m, s) for m, s in entries if m not in banned]
             try:
                 for i in range(0, len(kept), CHUNK):
@@ -146,5 +152,11 @@ class RedisIndex:
                         await self._r.expireat(board, expire_at)
                 else:
                     await self._r.delete(board)
+                # The ban set takes the new board's expiry, as in write.lua: RENAME drops the
+                # old TTL, and a ban set that expired before its board would let replays in.
+                if expire_at is None:
+                    await self._r.persist(bans)
+                else:
+                    await self._r.expireat(bans, expire_at)
             finally:
                 await self._r.delete(stage)

@@ -90,7 +90,9 @@ class SqliteStore:
 
     async def migrate(self) -> None:
         def run(conn: sqlite3.Connection) -> None:
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
+            )
             done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
             for version, sql in migrations("sqlite"):
                 if version not in done:
@@ -123,14 +125,22 @@ class SqliteStore:
         await self._write(
             lambda c: c.execute(
                 "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?)",
-                (key.id, key.name, key.key_hash, ",".join(key.modes), int(key.admin), key.created_at),
+                (
+                    key.id,
+                    key.name,
+                    key.key_hash,
+                    ",".join(key.modes),
+                    int(key.admin),
+                    key.created_at,
+                ),
             )
         )
 
     async def key_by_hash(self, key_hash: str) -> ApiKey | None:
         row = await self._read(
             lambda c: c.execute(
-                "SELECT id, name, key_hash, modes, admin, created_at FROM api_keys WHERE key_hash = ?",
+                "SELECT id, name, key_hash, modes, admin, created_at FROM api_keys "
+                "WHERE key_hash = ?",
                 (key_hash,),
             ).fetchone()
         )
@@ -149,7 +159,9 @@ class SqliteStore:
 
         return await self._write(run)
 
-    async def existing_results(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
+    async def existing_results(
+        self, match_id: str, player_ids: Sequence[str]
+    ) -> dict[str, ResultRecord]:
         ids = list(player_ids)
 
         def run(c: sqlite3.Connection) -> dict[str, ResultRecord]:
@@ -170,7 +182,8 @@ class SqliteStore:
         def run(c: sqlite3.Connection) -> dict[str, tuple[int, float]]:
             marks = ",".join("?" * len(ids))
             rows = c.execute(
-                f"SELECT player_id, COUNT(*), MIN(recorded_at) FROM results WHERE mode = ? AND recorded_at >= ? "
+                "SELECT player_id, COUNT(*), MIN(recorded_at) FROM results "
+                f"WHERE mode = ? AND recorded_at >= ? "
                 f"AND player_id IN ({marks}) GROUP BY player_id",
                 (mode, since, *ids),
             ).fetchall()
@@ -202,8 +215,16 @@ class SqliteStore:
                 check_cap(count, hourly_cap, oldest, now, result)
             c.execute(
                 "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (result.player_id, result.match_id, result.key_id, result.mode, result.ended_at,
-                 result.duration_s, result.points, now),
+                (
+                    result.player_id,
+                    result.match_id,
+                    result.key_id,
+                    result.mode,
+                    result.ended_at,
+                    result.duration_s,
+                    result.points,
+                    now,
+                ),
             )
             totals: dict[str, int] = {}
             for target, spec in targets:
@@ -248,13 +269,16 @@ class SqliteStore:
         )
         return [_standing(r) for r in rows]
 
-    async def standings(self, board: str, window: str, batch: int = 5000) -> AsyncIterator[list[Standing]]:
+    async def standings(
+        self, board: str, window: str, batch: int = 5000
+    ) -> AsyncIterator[list[Standing]]:
         after = ""
         while True:
             rows = await self._read(
                 lambda c, after=after: c.execute(  # type: ignore[misc]
                     "SELECT board, window_id, player_id, total, reached_at, version FROM tallies "
-                    "WHERE board = ? AND window_id = ? AND player_id > ? ORDER BY player_id LIMIT ?",
+                    "WHERE board = ? AND window_id = ? AND player_id > ? "
+                    "ORDER BY player_id LIMIT ?",
                     (board, window, after, batch),
                 ).fetchall()
             )
@@ -266,7 +290,8 @@ class SqliteStore:
     async def windows(self, board: str) -> list[str]:
         rows = await self._read(
             lambda c: c.execute(
-                "SELECT DISTINCT window_id FROM tallies WHERE board = ? ORDER BY window_id", (board,)
+                "SELECT DISTINCT window_id FROM tallies WHERE board = ? ORDER BY window_id",
+                (board,),
             ).fetchall()
         )
         return [r[0] for r in rows]

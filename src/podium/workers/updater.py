@@ -24,7 +24,12 @@ log = logging.getLogger("podium.updater")
 
 class Updater:
     def __init__(
-        self, settings: Settings, store: ScoreStore, index: RankIndex, changes: ChangeLog, clock: Clock
+        self,
+        settings: Settings,
+        store: ScoreStore,
+        index: RankIndex,
+        changes: ChangeLog,
+        clock: Clock,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
         self._store = store
@@ -58,7 +63,11 @@ class Updater:
     async def _apply(self, key: BoardKey, group: list[Change]) -> None:
         spec = self._boards.get(key.board)
         if spec is None:
-            log.warning("dropping %d changes for board %s, which is no longer configured", len(group), key.board)
+            log.warning(
+                "dropping %d changes for board %s, which is no longer configured",
+                len(group),
+                key.board,
+            )
             return
         try:
             window = spec.rule.parse(key.window)

@@ -10,7 +10,10 @@ for i = 3, #ARGV, 2 do
     written = written + redis.call('ZADD', KEYS[1], ARGV[1], 'CH', ARGV[i + 1], ARGV[i])
   end
 end
-if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('EXPIREAT', KEYS[1], ARGV[2])
+if ARGV[2] ~= '' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('EXPIREAT', KEYS[1], ARGV[2]) end
+  -- The ban set lives exactly as long as its board: never shorter (a replay after it
+  -- expired would re-add a banned player), and not for ever when the ban came first.
+  if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIREAT', KEYS[2], ARGV[2]) end
 end
 return written

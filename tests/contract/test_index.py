@@ -1,0 +1,582 @@
+"""The rank index contract: one body per behaviour, run against every adapter.
+
+Both adapters must answer exactly alike, down to Redis's own order for equal scores:
+``ZREVRANGE`` returns equal scores in reverse byte order of the member, ``ZRANGE`` in byte
+order (DESIGN invariant 4). Ranks are 0-based. The expiry tests are per adapter, because
+memory and Redis show an expiry differently (a clock versus a TTL).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+
+from podium.index.memory import MemoryIndex
+from podium.index.redis import RedisIndex
+from podium.ports import BoardKey, RankIndex
+from tests.conftest import REDIS_URL
+
+WEEK = BoardKey("week", "2026-W44")
+DAY = BoardKey("day", "2026-10-28")
+MISSING = BoardKey("week", "1999-W01")
+
+# Members chosen to catch case and byte-order mistakes: "B" (0x42) < "_x" (0x5f) < "a" (0x61)
+# < "a1" < "b"; "z" (0x7a) < "é" (0xc3 0xa9) < "😀" (0xf0 ...) in UTF-8 byte order.
+TRICKY = ["a", "B", "b", "a1", "_x", "A", "aa", "z", "é", "😀", "0", "a0"]
+MAX = 2**53 - 1
+
+
+def board_order(entries: dict[str, int], descending: bool) -> list[tuple[str, int]]:
+    """The reference order: (score, member bytes) ascending, reversed on descending boards."""
+    rows = sorted(entries.items(), key=lambda kv: (kv[1], kv[0].encode()))
+    return rows[::-1] if descending else rows
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """None for memory; a key prefix of our own (deleted afterwards) for Redis."""
+    if request.param == "memory":
+        return None
+    prefix: str = request.getfixturevalue("redis_prefix")
+    return prefix
+
+
+@pytest.fixture
+async def index(backend: str | None) -> AsyncIterator[RankIndex]:
+    idx: RankIndex = (
+        MemoryIndex() if backend is None else RedisIndex.from_url(REDIS_URL, prefix=backend)
+    )
+    try:
+        yield idx
+    finally:
+        await idx.close()
+
+
+@pytest.fixture(params=[True, False], ids=["desc", "asc"])
+def descending(request: pytest.FixtureRequest) -> bool:
+    value: bool = request.param
+    return value
+
+
+async def full(index: RankIndex, key: BoardKey, descending: bool) -> list[tuple[str, int]]:
+    return await index.page(key, 0, 10_000, descending=descending)
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+async def test_ping(index: RankIndex) -> None:
+    await index.ping()
+
+
+async def test_write_gt_keeps_the_highest_score(index: RankIndex) -> None:
+    assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=True, expire_at=None) == 2
+    assert await index.write(WEEK, [("p1", 5)], descending=True, expire_at=None) == 0  # lower
+    assert await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None) == 0  # equal
+    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
+    assert await index.write(WEEK, [("p2", 15)], descending=True, expire_at=None) == 1  # higher
+    assert await full(index, WEEK, True) == [("p2", 15), ("p1", 10)]
+    # within one batch, in order: the lower replay after the higher one changes nothing
+    assert (
+        await index.write(WEEK, [("p3", 4), ("p3", 9), ("p3", 6)], descending=True, expire_at=None)
+        == 2
+    )
+    assert await index.rank(WEEK, "p3", descending=True) == (2, 9)
+
+
+async def test_write_lt_keeps_the_lowest_score(index: RankIndex) -> None:
+    assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=False, expire_at=None) == 2
+    assert await index.write(WEEK, [("p1", 15)], descending=False, expire_at=None) == 0  # higher
+    assert await index.write(WEEK, [("p1", 10)], descending=False, expire_at=None) == 0  # equal
+    assert await index.rank(WEEK, "p1", descending=False) == (1, 10)
+    assert await index.write(WEEK, [("p1", 3)], descending=False, expire_at=None) == 1  # lower
+    assert await full(index, WEEK, False) == [("p1", 3), ("p2", 7)]
+    assert (
+        await index.write(WEEK, [("p3", 9), ("p3", 4), ("p3", 6)], descending=False, expire_at=None)
+        == 2
+    )
+    assert await index.rank(WEEK, "p3", descending=False) == (1, 4)
+
+
+async def test_replayed_and_reordered_writes_converge(index: RankIndex, descending: bool) -> None:
+    batches = [[("a", 1), ("b", 5)], [("a", 3), ("c", 2)], [("b", 4), ("a", 2), ("c", 6)]]
+    for batch in batches:
+        await index.write(WEEK, batch, descending=descending, expire_at=None)
+    for batch in reversed(batches):  # replay everything, in the other order
+        assert await index.write(WEEK, batch[::-1], descending=descending, expire_at=None) == 0
+    pick = max if descending else min
+    every = [entry for batch in batches for entry in batch]
+    expected = {m: pick(s for mm, s in every if mm == m) for m in "abc"}
+    assert await full(index, WEEK, descending) == board_order(expected, descending)
+
+
+async def test_write_of_nothing(index: RankIndex, descending: bool) -> None:
+    assert await index.write(WEEK, [], descending=descending, expire_at=None) == 0
+    assert await index.count(WEEK) == 0
+    assert await full(index, WEEK, descending) == []
+
+
+async def test_keys_are_independent(index: RankIndex) -> None:
+    await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None)
+    await index.write(DAY, [("p1", 3), ("p2", 4)], descending=True, expire_at=None)
+    assert await index.count(WEEK) == 1
+    assert await index.count(DAY) == 2
+    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
+    assert await index.rank(DAY, "p1", descending=True) == (1, 3)
+
+
+# -- order ----------------------------------------------------------------------------------
+
+
+async def test_equal_scores_desc_reverse_byte_order(index: RankIndex) -> None:
+    await index.write(WEEK, [(m, 100) for m in TRICKY], descending=True, expire_at=None)
+    got = [m for m, _ in await full(index, WEEK, True)]
+    assert got == sorted(TRICKY, key=str.encode, reverse=True)
+    assert got[:3] == ["😀", "é", "z"]
+    assert got.index("b") < got.index("a1") < got.index("a") < got.index("_x") < got.index("B")
+
+
+async def test_equal_scores_asc_byte_order(index: RankIndex) -> None:
+    await index.write(WEEK, [(m, 100) for m in TRICKY], descending=False, expire_at=None)
+    got = [m for m, _ in await full(index, WEEK, False)]
+    assert got == sorted(TRICKY, key=str.encode)
+    assert got[:4] == ["0", "A", "B", "_x"]
+
+
+async def test_order_mixes_scores_and_ties(index: RankIndex, descending: bool) -> None:
+    entries = {m: (i % 3) * 10 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    assert await full(index, WEEK, descending) == board_order(entries, descending)
+
+
+async def test_desc_and_asc_read_the_same_set_mirrored(index: RankIndex) -> None:
+    entries = {m: (i % 4) for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=True, expire_at=None)
+    desc = await full(index, WEEK, True)
+    asc = await full(index, WEEK, False)
+    assert desc == asc[::-1]
+
+
+# -- pages ----------------------------------------------------------------------------------
+
+
+async def test_page_slices(index: RankIndex, descending: bool) -> None:
+    entries = {f"p{i}": i * (1 if i % 2 else 2) for i in range(10)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    n = len(ordered)
+    for start in range(n + 3):
+        for stop in range(n + 3):
+            expected = ordered[start : stop + 1] if start <= stop else []
+            got = await index.page(WEEK, start, stop, descending=descending)
+            assert got == expected, (start, stop)
+    assert await index.page(WEEK, 0, 0, descending=descending) == ordered[:1]
+    assert await index.page(WEEK, n - 1, n - 1, descending=descending) == ordered[-1:]
+    assert await index.page(WEEK, n, n + 100, descending=descending) == []  # start past the end
+    assert await index.page(WEEK, 3, 10**9, descending=descending) == ordered[3:]  # stop past it
+    assert await index.page(WEEK, 5, 4, descending=descending) == []  # start > stop
+    assert await index.page(WEEK, 0, -1, descending=descending) == []  # limit 0 at offset 0
+
+
+async def test_page_of_an_empty_or_missing_board(index: RankIndex, descending: bool) -> None:
+    assert await index.page(MISSING, 0, 99, descending=descending) == []
+    assert await index.page(MISSING, 0, 0, descending=descending) == []
+    assert await index.page(MISSING, 5, 2, descending=descending) == []
+    await index.write(WEEK, [("p1", 1)], descending=descending, expire_at=None)
+    await index.ban([WEEK], "p1")  # now empty
+    assert await index.page(WEEK, 0, 99, descending=descending) == []
+
+
+# -- ranks ----------------------------------------------------------------------------------
+
+
+async def test_rank_of_each_member(index: RankIndex, descending: bool) -> None:
+    entries = {m: (i * 7) % 5 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    for i, (member, score) in enumerate(ordered):
+        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+    assert await index.rank(WEEK, "nobody", descending=descending) is None
+    assert await index.rank(WEEK, "A ", descending=descending) is None  # near miss
+    assert await index.rank(MISSING, "a", descending=descending) is None
+
+
+async def test_ranks_agree_with_page(index: RankIndex, descending: bool) -> None:
+    entries = {m: (i * 3) % 4 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    page = await full(index, WEEK, descending)
+    asked = ["nobody", *reversed(TRICKY), "a", "ghost", "b"]  # absent, every member, repeats
+    got = await index.ranks(WEEK, asked, descending=descending)
+    assert len(got) == len(asked)
+    for player, hit in zip(asked, got, strict=True):
+        if player in entries:
+            assert hit is not None, player
+            rank, score = hit
+            assert page[rank] == (player, score)
+            assert await index.rank(WEEK, player, descending=descending) == hit
+        else:
+            assert hit is None, player
+
+
+async def test_ranks_of_nobody_on_empty_and_missing_boards(
+    index: RankIndex, descending: bool
+) -> None:
+    assert await index.ranks(MISSING, [], descending=descending) == []
+    assert await index.ranks(MISSING, ["a", "b"], descending=descending) == [None, None]
+    await index.write(WEEK, [("a", 1)], descending=descending, expire_at=None)
+    assert await index.ranks(WEEK, [], descending=descending) == []
+    await index.ban([WEEK], "a")
+    assert await index.count(WEEK) == 0
+    assert await index.ranks(WEEK, ["a", "b"], descending=descending) == [None, None]
+    assert await index.rank(WEEK, "a", descending=descending) is None
+
+
+async def test_count(index: RankIndex, descending: bool) -> None:
+    assert await index.count(MISSING) == 0
+    await index.write(WEEK, [("a", 1), ("b", 2), ("a", 3)], descending=descending, expire_at=None)
+    assert await index.count(WEEK) == 2
+    await index.write(WEEK, [("c", 2), ("b", 0)], descending=descending, expire_at=None)
+    assert await index.count(WEEK) == 3
+    await index.ban([WEEK], "b")
+    assert await index.count(WEEK) == 2
+
+
+# -- bans -----------------------------------------------------------------------------------
+
+
+async def test_ban_removes_and_refuses_later_writes_on_those_keys_only(
+    index: RankIndex, descending: bool
+) -> None:
+    third = BoardKey("season", "S1")
+    for key in (WEEK, DAY, third):
+        await index.write(key, [("cheat", 50), ("fair", 40)], descending=descending, expire_at=None)
+    await index.ban([WEEK, DAY], "cheat")
+    for key in (WEEK, DAY):
+        assert await index.rank(key, "cheat", descending=descending) is None
+        assert await index.count(key) == 1
+        # a replayed or late change must not put them back
+        assert (
+            await index.write(
+                key, [("cheat", 10**6), ("cheat", -(10**6))], descending=descending, expire_at=None
+            )
+            == 0
+        )
+        assert await index.rank(key, "cheat", descending=descending) is None
+        # others on the same board are still written, in the same batch as the banned one
+        better = 41 if descending else 39
+        assert (
+            await index.write(
+                key,
+                [("cheat", 99), ("fair", better), ("new", 1)],
+                descending=descending,
+                expire_at=None,
+            )
+            == 2
+        )
+        assert await index.rank(key, "fair", descending=descending) is not None
+        assert [m for m, _ in await full(index, key, descending)] == (
+            ["fair", "new"] if descending else ["new", "fair"]
+        )
+    # another key for the same player is untouched and still writable
+    assert await index.rank(third, "cheat", descending=descending) == (0 if descending else 1, 50)
+    better = 60 if descending else 30
+    assert await index.write(third, [("cheat", better)], descending=descending, expire_at=None) == 1
+    assert await index.rank(third, "cheat", descending=descending) == (0, better)
+
+
+async def test_ban_on_a_missing_board_still_refuses_writes(
+    index: RankIndex, descending: bool
+) -> None:
+    await index.ban([WEEK], "cheat")
+    assert await index.count(WEEK) == 0
+    assert await index.write(WEEK, [("cheat", 5)], descending=descending, expire_at=None) == 0
+    assert await index.count(WEEK) == 0
+    await index.ban([], "cheat")  # no keys: nothing to do
+
+
+async def test_ban_is_idempotent_and_per_player(index: RankIndex, descending: bool) -> None:
+    await index.write(WEEK, [("a", 1), ("b", 2), ("c", 3)], descending=descending, expire_at=None)
+    await index.ban([WEEK], "b")
+    await index.ban([WEEK], "b")
+    await index.ban([WEEK], "nobody")
+    assert dict(await full(index, WEEK, descending)) == {"a": 1, "c": 3}
+
+
+async def test_unban_lets_writes_in_again(index: RankIndex, descending: bool) -> None:
+    await index.write(WEEK, [("p", 10), ("q", 20)], descending=descending, expire_at=None)
+    await index.write(DAY, [("p", 10)], descending=descending, expire_at=None)
+    await index.ban([WEEK, DAY], "p")
+    await index.unban([WEEK], "p")
+    # unban restores nothing by itself: the store requeues the player's totals
+    assert await index.rank(WEEK, "p", descending=descending) is None
+    assert await index.write(WEEK, [("p", 10)], descending=descending, expire_at=None) == 1
+    assert await index.rank(WEEK, "p", descending=descending) == (1 if descending else 0, 10)
+    # still banned where it was not lifted
+    assert await index.write(DAY, [("p", 10)], descending=descending, expire_at=None) == 0
+    assert await index.count(DAY) == 0
+    await index.unban([DAY, MISSING], "p")  # unban where never banned, or no board: harmless
+    assert await index.write(DAY, [("p", 11)], descending=descending, expire_at=None) == 1
+    await index.unban([WEEK], "never-banned")
+    assert await index.count(WEEK) == 2
+
+
+# -- replace --------------------------------------------------------------------------------
+
+
+async def test_replace_swaps_the_whole_board(index: RankIndex, descending: bool) -> None:
+    await index.write(
+        WEEK, [("old1", 100), ("old2", 5), ("kept", 1)], descending=descending, expire_at=None
+    )
+    fresh = {"kept": 50, "new1": 50, "new2": 7, "B": 50}
+    await index.replace(WEEK, list(fresh.items()), expire_at=None)
+    assert await full(index, WEEK, descending) == board_order(fresh, descending)
+    assert await index.count(WEEK) == 4
+    assert await index.rank(WEEK, "old1", descending=descending) is None
+    # the rebuilt board is written with GT/LT semantics as before
+    worse = 1 if descending else 99
+    assert await index.write(WEEK, [("kept", worse)], descending=descending, expire_at=None) == 0
+    assert await index.rank(WEEK, "kept", descending=descending) is not None
+    assert dict(await full(index, WEEK, descending))["kept"] == 50
+
+
+async def test_replace_with_duplicates_keeps_the_last(index: RankIndex, descending: bool) -> None:
+    await index.replace(WEEK, [("a", 1), ("b", 2), ("a", 3)], expire_at=None)
+    assert dict(await full(index, WEEK, descending)) == {"a": 3, "b": 2}
+
+
+async def test_replace_keeps_banned_players_out(index: RankIndex, descending: bool) -> None:
+    await index.write(WEEK, [("cheat", 9), ("fair", 8)], descending=descending, expire_at=None)
+    await index.ban([WEEK], "cheat")
+    await index.replace(WEEK, [("cheat", 99), ("fair", 8), ("other", 7)], expire_at=None)
+    assert dict(await full(index, WEEK, descending)) == {"fair": 8, "other": 7}
+    # the ban outlives the rebuild
+    assert await index.write(WEEK, [("cheat", 100)], descending=descending, expire_at=None) == 0
+    assert await index.rank(WEEK, "cheat", descending=descending) is None
+    await index.unban([WEEK], "cheat")
+    assert await index.write(WEEK, [("cheat", 100)], descending=descending, expire_at=None) == 1
+
+
+async def test_empty_replace_leaves_an_empty_board(index: RankIndex, descending: bool) -> None:
+    await index.write(WEEK, [("a", 1), ("b", 2)], descending=descending, expire_at=None)
+    await index.replace(WEEK, [], expire_at=None)
+    assert await index.count(WEEK) == 0
+    assert await full(index, WEEK, descending) == []
+    assert await index.ranks(WEEK, ["a", "b"], descending=descending) == [None, None]
+    # only banned players in the new content is empty too
+    await index.write(WEEK, [("a", 1)], descending=descending, expire_at=None)
+    await index.ban([WEEK], "x")
+    await index.replace(WEEK, [("x", 5)], expire_at=None)
+    assert await index.count(WEEK) == 0
+    # and an empty replace of a board that never existed
+    await index.replace(MISSING, [], expire_at=None)
+    assert await index.count(MISSING) == 0
+
+
+async def test_replace_leaves_other_keys_alone(index: RankIndex, descending: bool) -> None:
+    await index.write(DAY, [("a", 1)], descending=descending, expire_at=None)
+    await index.replace(WEEK, [("b", 2)], expire_at=None)
+    await index.replace(WEEK, [], expire_at=None)
+    assert await full(index, DAY, descending) == [("a", 1)]
+
+
+# -- big scores -----------------------------------------------------------------------------
+
+
+async def test_scores_up_to_2_pow_53_round_trip_exactly(index: RankIndex, descending: bool) -> None:
+    # neighbours that a float32 or a lossy decimal rendering would merge or reorder
+    entries = {
+        "max": MAX,
+        "max-1": MAX - 1,
+        "max-2": MAX - 2,
+        "half": 2**52 + 1,
+        "big": 123_456_789_012_345,
+        "zero": 0,
+        "neg": -MAX,
+        "neg+1": -MAX + 1,
+    }
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    assert await full(index, WEEK, descending) == ordered
+    for i, (member, score) in enumerate(ordered):
+        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+    got = await index.ranks(WEEK, list(entries), descending=descending)
+    assert [hit[1] if hit else None for hit in got] == list(entries.values())
+    for hit in got:
+        assert hit is not None and type(hit[0]) is int and type(hit[1]) is int
+    # GT/LT compare these neighbours exactly
+    step = 1 if descending else -1
+    assert (
+        await index.write(WEEK, [("max-2", MAX - 2 - step)], descending=descending, expire_at=None)
+        == 0
+    )
+    assert (
+        await index.write(WEEK, [("half", 2**52 + 1 + step)], descending=descending, expire_at=None)
+        == 1
+    )
+    assert await index.rank(WEEK, "half", descending=descending) is not None
+    assert dict(await full(index, WEEK, descending))["half"] == 2**52 + 1 + step
+    await index.replace(DAY, [("max", MAX), ("max-1", MAX - 1)], expire_at=None)
+    assert await full(index, DAY, descending) == board_order(
+        {"max": MAX, "max-1": MAX - 1}, descending
+    )
+
+
+# -- expiry: memory (a controllable clock) ----------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_memory_key_disappears_after_expire_at() -> None:
+    clock = FakeClock(1_000_000.0)
+    index = MemoryIndex(clock=clock)
+    await index.write(WEEK, [("a", 1), ("b", 2)], descending=True, expire_at=1_000_100)
+    await index.write(DAY, [("a", 1)], descending=True, expire_at=None)
+    await index.ban([WEEK], "cheat")
+    clock.now = 1_000_099.0
+    assert await index.count(WEEK) == 2
+    assert await index.rank(WEEK, "a", descending=True) == (1, 1)
+    clock.now = 1_000_101.0
+    assert await index.count(WEEK) == 0
+    assert await index.page(WEEK, 0, 10, descending=True) == []
+    assert await index.rank(WEEK, "a", descending=True) is None
+    assert await index.ranks(WEEK, ["a", "b"], descending=True) == [None, None]
+    assert await index.count(DAY) == 1  # no expiry: lives on
+    # the ban went with the board, as the ban set's TTL takes it away on Redis
+    assert await index.write(WEEK, [("cheat", 3)], descending=True, expire_at=1_000_200) == 1
+    await index.close()
+
+
+async def test_memory_write_without_expiry_keeps_the_earlier_one() -> None:
+    clock = FakeClock(1_000_000.0)
+    index = MemoryIndex(clock=clock)
+    await index.write(WEEK, [("a", 1)], descending=True, expire_at=1_000_100)
+    await index.write(WEEK, [("b", 2)], descending=True, expire_at=None)
+    await index.write(
+        WEEK, [], descending=True, expire_at=2_000_000
+    )  # nothing written, as on Redis
+    clock.now = 1_000_101.0
+    assert await index.count(WEEK) == 0
+    await index.close()
+
+
+async def test_memory_replace_sets_the_expiry() -> None:
+    clock = FakeClock(1_000_000.0)
+    index = MemoryIndex(clock=clock)
+    await index.write(WEEK, [("a", 1)], descending=True, expire_at=None)
+    await index.replace(WEEK, [("b", 2)], expire_at=1_000_050)
+    clock.now = 1_000_049.0
+    assert await index.count(WEEK) == 1
+    clock.now = 1_000_051.0
+    assert await index.count(WEEK) == 0
+    await index.replace(WEEK, [("c", 3)], expire_at=None)
+    clock.now = 9_000_000.0
+    assert await index.count(WEEK) == 1
+    await index.close()
+
+
+# -- expiry: Redis (the TTL itself) ------------------------------------------------------------
+
+
+@pytest.fixture
+async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]:
+    index = RedisIndex.from_url(REDIS_URL, prefix=redis_prefix)
+    raw = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        yield index, raw
+    finally:
+        await raw.aclose()
+        await index.close()
+
+
+async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:
+    index, raw = redis_pair
+    board = index.keys.board(WEEK)
+    at = int(time.time()) + 3600
+    await index.write(WEEK, [("a", 1)], descending=True, expire_at=at)
+    assert await raw.pexpiretime(board) == at * 1000
+    assert 3500 < await raw.ttl(board) <= 3600
+    # a write without an expiry leaves the one there
+    await index.write(WEEK, [("b", 2)], descending=True, expire_at=None)
+    assert await raw.pexpiretime(board) == at * 1000
+    # a later write moves it
+    await index.write(WEEK, [("a", 5)], descending=True, expire_at=at + 60)
+    assert await raw.pexpiretime(board) == (at + 60) * 1000
+    # no expiry at all: the key is persistent
+    await index.write(DAY, [("a", 1)], descending=True, expire_at=None)
+    assert await raw.ttl(index.keys.board(DAY)) == -1
+
+
+async def test_redis_ban_set_gets_the_board_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:
+    index, raw = redis_pair
+    at = int(time.time()) + 3600
+    await index.write(WEEK, [("a", 1), ("cheat", 2)], descending=True, expire_at=at)
+    await index.ban([WEEK], "cheat")
+    bans = index.keys.bans(WEEK)
+    assert await raw.sismember(bans, "cheat")
+    assert await raw.pexpiretime(bans) == at * 1000
+    # the ban set must never expire before its board (or a replay would re-add the player)
+    await index.write(WEEK, [("a", 3)], descending=True, expire_at=at + 600)
+    assert await raw.pexpiretime(index.keys.board(WEEK)) == (at + 600) * 1000
+    assert await raw.pexpiretime(bans) >= (at + 600) * 1000
+
+
+async def test_redis_ban_before_the_board_exists_gets_its_expiry_later(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    index, raw = redis_pair
+    at = int(time.time()) + 3600
+    await index.ban([WEEK], "cheat")  # no board yet: nothing to copy an expiry from
+    bans = index.keys.bans(WEEK)
+    assert await raw.ttl(bans) == -1
+    await index.write(WEEK, [("cheat", 1), ("a", 2)], descending=True, expire_at=at)
+    assert await raw.pexpiretime(index.keys.board(WEEK)) == at * 1000
+    assert await raw.pexpiretime(bans) >= at * 1000  # and it does not live for ever
+
+
+async def test_redis_replace_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:
+    index, raw = redis_pair
+    board = index.keys.board(WEEK)
+    at = int(time.time()) + 3600
+    await index.write(WEEK, [("a", 1)], descending=True, expire_at=at)
+    await index.replace(WEEK, [("b", 2)], expire_at=at + 60)
+    assert await raw.pexpiretime(board) == (at + 60) * 1000
+    await index.replace(WEEK, [("c", 3)], expire_at=None)
+    assert await raw.ttl(board) == -1
+    # no staging set is left behind
+    keys = [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*")]
+    assert sorted(keys) == [board]
+
+
+async def test_redis_replace_gives_the_ban_set_the_new_expiry(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    index, raw = redis_pair
+    bans = index.keys.bans(WEEK)
+    at = int(time.time()) + 3600
+    await index.write(WEEK, [("a", 1), ("cheat", 2)], descending=True, expire_at=at)
+    await index.ban([WEEK], "cheat")
+    await index.replace(WEEK, [("a", 1), ("cheat", 2)], expire_at=at + 600)
+    assert await raw.pexpiretime(index.keys.board(WEEK)) == (at + 600) * 1000
+    assert await raw.pexpiretime(bans) == (at + 600) * 1000
+    await index.replace(WEEK, [("a", 1)], expire_at=None)  # a board that never expires
+    assert await raw.ttl(index.keys.board(WEEK)) == -1
+    assert await raw.ttl(bans) == -1
+    assert await raw.sismember(bans, "cheat")
+
+
+async def test_redis_expired_board_is_gone(redis_pair: tuple[RedisIndex, Any]) -> None:
+    index, _ = redis_pair
+    # an expiry in the past removes the key at once, as the memory index does on next read
+    await index.write(WEEK, [("a", 1)], descending=True, expire_at=int(time.time()) - 10)
+    assert await index.count(WEEK) == 0
+    assert await index.rank(WEEK, "a", descending=True) is None

@@ -1,0 +1,383 @@
+"""The score store contract: one body per behaviour, run against SQLite and Postgres.
+
+Every test gets a fresh, migrated store. Times are passed explicitly (``now``), never read
+from a clock, so leases, hourly caps and backlog ages are exact on both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from podium.domain.boards import Aggregate, BoardSpec, Tally
+from podium.domain.models import ApiKey, Profile, ResultRecord, Standing, Target
+from podium.domain.windows import WindowKind, WindowRule
+from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, StoreUnavailable
+from podium.ports import ScoreStore
+from podium.store.postgres import PostgresStore
+from podium.store.sqlite import SqliteStore
+
+T0 = 1_792_800_000  # 2026-10-24T00:00:00Z, a Saturday: a day window starts here
+NOW = float(T0 + 2 * 86_400)  # wall time of the writes, after every match below
+DAY = BoardSpec("day", WindowRule(WindowKind.DAY))
+WEEK = BoardSpec("week", WindowRule(WindowKind.WEEK))
+ALL_BEST = BoardSpec("best", WindowRule(WindowKind.ALL), aggregate=Aggregate.BEST)
+
+
+def targets(ended_at: int, *specs: BoardSpec) -> list[tuple[Target, BoardSpec]]:
+    """What ``Podium.targets`` builds: the window holding ``ended_at`` on each board."""
+    out = []
+    for spec in specs or (DAY, WEEK):
+        w = spec.rule.window_at(ended_at)
+        assert w is not None
+        out.append((Target(spec.name, w.id, w.start), spec))
+    return out
+
+
+def result(
+    match: str, points: int, ended_at: int = T0 + 100, *, player: str = "p1", key: str = "k1"
+) -> ResultRecord:
+    return ResultRecord(player, match, key, "ranked", ended_at, 300, points)
+
+
+def tally_of(standings: Sequence[Standing], board: str) -> Tally:
+    [s] = [s for s in standings if s.board == board]
+    return s.tally
+
+
+def make(kind: str, url: str) -> ScoreStore:
+    return SqliteStore.from_url(url) if kind == "sqlite" else PostgresStore.from_url(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """(kind, url of a fresh empty database); Postgres is skipped or failed when absent."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return request.param, url
+
+
+@pytest.fixture
+async def store(backend: tuple[str, str]) -> AsyncIterator[ScoreStore]:
+    s = make(*backend)
+    await s.migrate()
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+# -- schema and credentials ----------------------------------------------------------------
+
+
+async def test_migrate_again_is_harmless(store: ScoreStore) -> None:
+    await store.add_key(ApiKey("k1", "server", "h1", ("ranked",), False, 1.0))
+    await store.migrate()
+    await asyncio.gather(store.migrate(), store.migrate())
+    assert await store.key_by_hash("h1") is not None
+    await store.ping()
+
+
+async def test_concurrent_first_migrations_on_an_empty_database(backend: tuple[str, str]) -> None:
+    stores = [make(*backend) for _ in range(3)]
+    try:
+        await asyncio.gather(*(s.migrate() for s in stores))
+        await stores[0].add_key(ApiKey("k1", "server", "h1"))
+        assert await stores[2].key_by_hash("h1") is not None
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_keys_round_trip(store: ScoreStore) -> None:
+    server = ApiKey("k1", "eu-1", "hash-1", ("ranked", "casual"), False, 1_700_000_000.5)
+    admin = ApiKey("k2", "ops", "hash-2", (), True, 1_700_000_001.0)
+    await store.add_key(server)
+    await store.add_key(admin)
+    assert await store.key_by_hash("hash-1") == server
+    assert await store.key_by_hash("hash-2") == admin
+    assert await store.key_by_hash("nope") is None
+
+
+async def test_claim_match_returns_the_first_owner(store: ScoreStore) -> None:
+    assert await store.claim_match("m1", "k1", NOW) == "k1"
+    assert await store.claim_match("m1", "k2", NOW + 1) == "k1"
+    assert await store.claim_match("m1", "k1", NOW + 2) == "k1"
+    assert await store.claim_match("m2", "k2", NOW) == "k2"
+
+
+# -- recording ------------------------------------------------------------------------------
+
+
+async def test_sum_board_folds_out_of_order_results(store: ScoreStore) -> None:
+    # Arrival order 100, 300, 200: reached_at is the latest end of a match that moved the
+    # total (300), not the end of whichever arrived last.
+    for match, points, ended in [("m1", 10, T0 + 100), ("m2", 5, T0 + 300), ("m3", 7, T0 + 200)]:
+        out = await store.record(result(match, points, ended), targets(ended), NOW, None)
+        assert not out.replayed
+    assert out.totals == {"day": 22, "week": 22}
+    day = tally_of(await store.player_standings("p1"), "day")
+    assert day == Tally(22, T0 + 300, 3)
+    assert (await store.outbox_backlog(NOW))[0] == 6
+
+    # A zero-point match is stored but moves nothing: same tally, no outbox row.
+    out = await store.record(result("m4", 0, T0 + 400), targets(T0 + 400), NOW, None)
+    assert out == type(out)({"day": 22, "week": 22}, False)
+    assert tally_of(await store.player_standings("p1"), "day") == Tally(22, T0 + 300, 3)
+    assert (await store.outbox_backlog(NOW))[0] == 6
+    assert "p1" in await store.existing_results("m4", ["p1"])
+
+
+async def test_best_board_keeps_the_best_and_the_first_time_it_was_set(store: ScoreStore) -> None:
+    for match, points, ended in [("m1", 50, T0 + 300), ("m2", 40, T0 + 400), ("m3", 50, T0 + 100)]:
+        await store.record(result(match, points, ended), targets(ended, ALL_BEST), NOW, None)
+    assert tally_of(await store.player_standings("p1"), "best") == Tally(50, T0 + 100, 2)
+
+
+async def test_retry_with_same_content_is_replayed(store: ScoreStore) -> None:
+    r = result("m1", 10)
+    first = await store.record(r, targets(r.ended_at), NOW, None)
+    await store.record(result("m2", 5), targets(r.ended_at), NOW, None)
+    again = await store.record(r, targets(r.ended_at), NOW + 60, None)
+    assert first.totals == {"day": 10, "week": 10}
+    assert again.replayed
+    assert again.totals == {"day": 15, "week": 15}  # the stored totals, now
+    assert (await store.outbox_backlog(NOW))[0] == 4
+    assert tally_of(await store.player_standings("p1"), "day").version == 2
+
+
+async def test_same_key_different_content_conflicts_and_changes_nothing(store: ScoreStore) -> None:
+    r = result("m1", 10)
+    await store.record(r, targets(r.ended_at), NOW, None)
+    before = await store.player_standings("p1")
+    with pytest.raises(Conflict):
+        await store.record(result("m1", 11), targets(r.ended_at), NOW, None)
+    assert await store.player_standings("p1") == before
+    assert await store.existing_results("m1", ["p1"]) == {"p1": r}
+    assert (await store.outbox_backlog(NOW))[0] == 2
+
+
+async def test_another_servers_match_is_forbidden(store: ScoreStore) -> None:
+    r = result("m1", 10)
+    await store.record(r, targets(r.ended_at), NOW, None)
+    with pytest.raises(Forbidden):
+        await store.record(result("m1", 10, key="k2"), targets(r.ended_at), NOW, None)
+    assert await store.existing_results("m1", ["p1"]) == {"p1": r}
+    assert (await store.outbox_backlog(NOW))[0] == 2
+
+
+async def test_hourly_cap(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    await store.record(result("old", 1), t, NOW - 5000, 2)  # outside the hour: not counted
+    await store.record(result("m1", 1), t, NOW - 1000, 2)
+    await store.record(result("m2", 1), t, NOW - 500, 2)
+    with pytest.raises(RateLimited) as e:
+        await store.record(result("m3", 1), t, NOW, 2)
+    assert e.value.retry_after == 3600 - 1000 + 1  # when the oldest counted result ages out
+    assert await store.existing_results("m3", ["p1"]) == {}
+    assert await store.totals("p1", [x for x, _ in t]) == {"day": 3, "week": 3}
+    assert await store.results_since(["p1", "p2"], "ranked", NOW - 3600) == {"p1": (2, NOW - 1000)}
+    # A retry of a stored result is still answered: the cap counts new results only.
+    assert (await store.record(result("m2", 1), t, NOW, 2)).replayed
+    # No cap, no limit.
+    assert not (await store.record(result("m3", 1), t, NOW, None)).replayed
+
+
+async def test_points_the_board_cannot_encode_write_nothing(store: ScoreStore) -> None:
+    # 2**36 fits the all-time board (no time bits) but not a day board (17 time bits), so
+    # the first target folds and the second refuses: the whole transaction must roll back.
+    r = result("m1", 2**36)
+    with pytest.raises(InvalidInput):
+        await store.record(r, targets(r.ended_at, ALL_BEST, DAY), NOW, None)
+    assert await store.existing_results("m1", ["p1"]) == {}
+    assert await store.player_standings("p1") == []
+    assert await store.outbox_backlog(NOW) == (0, 0.0)
+    # The same match with sane points is then accepted as new, not as a conflict.
+    ok = await store.record(result("m1", 5), targets(r.ended_at, ALL_BEST, DAY), NOW, None)
+    assert ok.totals == {"best": 5, "day": 5} and not ok.replayed
+
+
+async def test_existing_results_and_totals(store: ScoreStore) -> None:
+    a, b = result("m1", 10, player="a"), result("m1", 20, player="b")
+    for r in (a, b):
+        await store.record(r, targets(r.ended_at), NOW, None)
+    assert await store.existing_results("m1", ["a", "b", "c"]) == {"a": a, "b": b}
+    assert await store.existing_results("m1", []) == {}
+    assert await store.existing_results("m2", ["a"]) == {}
+    day_t, _ = targets(T0 + 100, DAY)[0]
+    other_day = Target("day", "2026-10-25", T0 + 86_400)
+    assert await store.totals("b", [day_t, other_day]) == {"day": 20}
+    assert await store.totals("nobody", [day_t]) == {}
+
+
+async def test_concurrent_records_of_one_player_all_fold(store: ScoreStore) -> None:
+    t = targets(T0 + 100, DAY)
+    outs = await asyncio.gather(
+        *(store.record(result(f"m{i}", i + 1, T0 + 100 + i), t, NOW, None) for i in range(20))
+    )
+    assert not any(o.replayed for o in outs)
+    assert sorted(o.totals["day"] for o in outs)[-1] == sum(range(1, 21))
+    assert tally_of(await store.player_standings("p1"), "day") == Tally(210, T0 + 119, 20)
+    assert (await store.outbox_backlog(NOW))[0] == 20
+
+
+async def test_concurrent_identical_retries_fold_once(store: ScoreStore) -> None:
+    r = result("m1", 7)
+    outs = await asyncio.gather(*(store.record(r, targets(r.ended_at), NOW, 3) for _ in range(5)))
+    assert sorted(o.replayed for o in outs) == [False, True, True, True, True]
+    assert all(o.totals == {"day": 7, "week": 7} for o in outs)
+    assert (await store.outbox_backlog(NOW))[0] == 2
+    assert tally_of(await store.player_standings("p1"), "day").version == 1
+
+
+# -- standings ------------------------------------------------------------------------------
+
+
+async def test_player_standings_windows_and_paged_standings(store: ScoreStore) -> None:
+    for i, p in enumerate(["p3", "p1", "p5", "p2", "p4"]):
+        r = result("m1", 10 * (i + 1), player=p)
+        await store.record(r, targets(r.ended_at), NOW, None)
+    r = result("m2", 1, T0 + 86_400 + 5, player="p1")  # the next day, the same week
+    await store.record(r, targets(r.ended_at), NOW, None)
+
+    mine = await store.player_standings("p1")
+    assert sorted((s.board, s.window, s.tally.total) for s in mine) == [
+        ("day", "2026-10-24", 20),
+        ("day", "2026-10-25", 1),
+        ("week", "2026-W43", 21),
+    ]
+    assert await store.player_standings("nobody") == []
+    assert await store.windows("day") == ["2026-10-24", "2026-10-25"]
+    assert await store.windows("week") == ["2026-W43"]
+    assert await store.windows("season") == []
+
+    batches = [b async for b in store.standings("day", "2026-10-24", batch=2)]
+    assert [len(b) for b in batches] == [2, 2, 1]
+    flat = [s for b in batches for s in b]
+    assert [s.player_id for s in flat] == ["p1", "p2", "p3", "p4", "p5"]
+    assert flat[2] == Standing("day", "2026-10-24", "p3", Tally(10, T0 + 100, 1))
+    assert [b async for b in store.standings("day", "1999-01-01")] == []
+
+
+# -- the outbox -----------------------------------------------------------------------------
+
+
+async def test_claim_leases_rows_and_ack_deletes_them(store: ScoreStore) -> None:
+    for i in range(3):
+        r = result(f"m{i}", 1, player=f"p{i}")
+        await store.record(r, targets(r.ended_at, DAY), NOW, None)
+    first = await store.claim_changes(10, 30, NOW + 1)
+    assert [c.player_id for c in first] == ["p0", "p1", "p2"]
+    assert [c.id for c in first] == sorted(c.id for c in first)
+    c0 = first[0]
+    assert (c0.board, c0.window, c0.tally, c0.committed_at) == (
+        "day",
+        "2026-10-24",
+        Tally(1, T0 + 100, 1),
+        NOW,
+    )
+    assert await store.claim_changes(10, 30, NOW + 2) == []  # leased
+    again = await store.claim_changes(10, 30, NOW + 31)  # the lease ran out
+    assert [c.id for c in again] == [c.id for c in first]
+
+    await store.ack_changes([first[0].id, first[2].id])
+    await store.ack_changes([])
+    assert (await store.outbox_backlog(NOW + 100))[0] == 1
+    assert [c.id for c in await store.claim_changes(10, 30, NOW + 100)] == [first[1].id]
+
+
+async def test_claim_is_by_row_not_by_high_water_mark(store: ScoreStore) -> None:
+    for i in range(3):
+        r = result(f"m{i}", 1, player=f"p{i}")
+        await store.record(r, targets(r.ended_at, DAY), NOW, None)
+    [a] = await store.claim_changes(1, 30, NOW)
+    [b] = await store.claim_changes(1, 30, NOW)  # the next free row, not "after a"
+    assert a.id < b.id
+    await store.ack_changes([b.id])
+    r = result("m9", 1, player="p9")
+    await store.record(r, targets(r.ended_at, DAY), NOW, None)
+    # The unclaimed lower row and the new row both come; the acked one never does; the
+    # leased one comes back once its lease runs out, though its id is below ones handed out.
+    later = await store.claim_changes(10, 30, NOW + 1)
+    assert [c.player_id for c in later] == ["p2", "p9"]
+    assert [c.id for c in await store.claim_changes(10, 30, NOW + 30)] == [a.id]
+    assert await store.claim_changes(0, 30, NOW + 1000) == []
+
+
+async def test_requeue_player_writes_one_row_per_tally(store: ScoreStore) -> None:
+    r = result("m1", 4)
+    await store.record(r, targets(r.ended_at), NOW, None)
+    await store.ack_changes([c.id for c in await store.claim_changes(10, 30, NOW)])
+    assert await store.requeue_player("p1", NOW + 5) == 2
+    assert await store.requeue_player("nobody", NOW + 5) == 0
+    rows = await store.claim_changes(10, 30, NOW + 6)
+    assert sorted((c.board, c.tally.total, c.committed_at) for c in rows) == [
+        ("day", 4, NOW + 5),
+        ("week", 4, NOW + 5),
+    ]
+
+
+async def test_outbox_backlog_counts_and_ages(store: ScoreStore) -> None:
+    assert await store.outbox_backlog(NOW) == (0, 0.0)
+    r = result("m1", 4)
+    await store.record(r, targets(r.ended_at), NOW, None)
+    r = result("m2", 4)
+    await store.record(r, targets(r.ended_at), NOW + 3, None)
+    assert await store.outbox_backlog(NOW + 10) == (4, 10.0)
+    await store.claim_changes(10, 30, NOW + 10)  # claimed is still not applied
+    assert await store.outbox_backlog(NOW + 10) == (4, 10.0)
+
+
+# -- players and bans -----------------------------------------------------------------------
+
+
+async def test_profiles_round_trip(store: ScoreStore) -> None:
+    await store.set_profile(Profile("p1", "Vex", "https://example.test/v.png"))
+    await store.set_profile(Profile("p2", "Nyx"))
+    await store.set_profile(Profile("p2", "Nyx II", None))
+    assert await store.profiles(["p1", "p2", "p3"]) == {
+        "p1": Profile("p1", "Vex", "https://example.test/v.png"),
+        "p2": Profile("p2", "Nyx II", None),
+    }
+    assert await store.profiles([]) == {}
+
+
+async def test_set_friends_replaces_the_list(store: ScoreStore) -> None:
+    assert await store.friends("p1") == []
+    await store.set_friends("p1", ["c", "a", "b", "a"])
+    assert await store.friends("p1") == ["a", "b", "c"]
+    await store.set_friends("p1", ["d"])
+    assert await store.friends("p1") == ["d"]
+    await store.set_friends("p1", [])
+    assert await store.friends("p1") == []
+    assert await store.friends("p2") == []
+
+
+async def test_ban_unban_banned(store: ScoreStore) -> None:
+    await store.ban("p1", "aimbot", NOW)
+    await store.ban("p1", "aimbot, confirmed", NOW + 1)  # again: updates, no error
+    await store.ban("p2", "smurf", NOW)
+    assert await store.banned(["p1", "p2", "p3", "p1"]) == {"p1", "p2"}
+    assert await store.banned([]) == set()
+    assert await store.unban("p1") is True
+    assert await store.unban("p1") is False
+    assert await store.banned(["p1", "p2"]) == {"p2"}
+
+
+# -- failure --------------------------------------------------------------------------------
+
+
+async def test_unreachable_postgres_is_store_unavailable_quickly() -> None:
+    # Port 1 on loopback refuses at once; nothing to skip, no service needed.
+    store = PostgresStore.from_url("postgresql://postgres@127.0.0.1:1/podium")
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreUnavailable):
+            await store.migrate()
+        with pytest.raises(StoreUnavailable):
+            await store.record(result("m1", 1), targets(T0 + 100), NOW, None)
+    finally:
+        await store.close()
+    assert time.monotonic() - started < 10

@@ -1,0 +1,334 @@
+"""Settings (DESIGN §3.1): defaults, the TOML file, environment overrides, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from podium.config import DEFAULT_SEASON_START, Settings, load, parse
+from podium.domain.boards import Aggregate, Order, Ties
+from podium.domain.models import Mode
+from podium.domain.windows import WEEK, WindowKind
+from podium.errors import ConfigError
+
+SEPT_7_2026 = 1_788_739_200  # 2026-09-07T00:00:00Z
+JAN_5_2026 = 1_767_571_200  # 2026-01-05T00:00:00Z
+
+FULL_TOML = """
+[server]
+host = "0.0.0.0"
+port = 8080
+
+[store]
+url = "postgresql://podium@db:5432/podium"
+shards = ["postgresql://a/podium", "postgresql://b/podium"]
+
+[index]
+url = "redis://cache:6379/0"
+shards = 16
+
+[log]
+url = "nats://bus:4222"
+
+[[modes]]
+name = "ranked-duo"
+min_points = 0
+max_points = 500
+min_duration_s = 60
+max_duration_s = 3600
+max_results_per_player_per_hour = 30
+
+[[modes]]
+name = "casual"
+
+[[boards]]
+name = "week"
+window = "week"
+aggregate = "sum"
+order = "desc"
+ties = "first"
+exact_top = 10000
+freeze_after_s = 600
+modes = ["ranked-duo"]
+
+[[boards]]
+name = "season"
+window = "season"
+season_start = "2026-09-07T00:00:00Z"
+season_weeks = 13
+
+[[boards]]
+name = "speedrun"
+window = "all"
+aggregate = "best"
+order = "asc"
+ties = "shared"
+exact_top = 500
+
+[archive]
+dir = "/var/lib/podium/standings"
+"""
+
+
+def errors(raw: dict[str, Any], env: dict[str, str] | None = None) -> str:
+    with pytest.raises(ConfigError) as info:
+        parse(raw, env or {})
+    return str(info.value)
+
+
+# --- defaults ------------------------------------------------------------------------------
+
+
+def test_defaults_with_no_file() -> None:
+    s = load(None, env={})
+    assert s.modes == (Mode("default", 0, 1_000_000),)
+    assert s.mode("default") == Mode("default", min_points=0, max_points=1_000_000)
+    assert [b.name for b in s.boards] == ["season", "week", "day"]
+    assert [b.rule.kind for b in s.boards] == [WindowKind.SEASON, WindowKind.WEEK, WindowKind.DAY]
+    for b in s.boards:
+        assert (b.aggregate, b.order, b.ties) == (Aggregate.SUM, Order.DESC, Ties.FIRST)
+        assert b.modes is None and b.counts("default")
+    season = s.board("season")
+    assert season is not None
+    assert season.rule.season_start == JAN_5_2026
+    assert DEFAULT_SEASON_START == "2026-01-05T00:00:00Z"
+    assert season.rule.season_weeks == 13
+    assert s.store.url.startswith("sqlite:///")
+    assert s.index.url == "memory://"
+    assert s.log.url == "outbox://"
+    assert (s.server.host, s.server.port) == ("127.0.0.1", 8000)
+    assert s.archive.dir == "standings"
+
+
+def test_parse_of_nothing_equals_load_of_nothing() -> None:
+    assert parse({}) == load(None, env={}) == parse({}, {})
+
+
+def test_settings_are_frozen() -> None:
+    s = parse({})
+    with pytest.raises(AttributeError):
+        s.server.port = 1  # type: ignore[misc]
+
+
+def test_podium_config_env_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "podium.toml"
+    path.write_text("[server]\nport = 8123\n")
+    assert load(env={"PODIUM_CONFIG": str(path)}).server.port == 8123
+
+
+# --- a full file ---------------------------------------------------------------------------
+
+
+def test_full_file(tmp_path: Path) -> None:
+    path = tmp_path / "podium.toml"
+    path.write_text(FULL_TOML)
+    s = load(path, env={})
+    assert (s.server.host, s.server.port) == ("0.0.0.0", 8080)
+    assert s.store.url == "postgresql://podium@db:5432/podium"
+    assert s.store.shards == ("postgresql://a/podium", "postgresql://b/podium")
+    assert (s.index.url, s.index.shards) == ("redis://cache:6379/0", 16)
+    assert s.log.url == "nats://bus:4222"
+    assert s.archive.dir == "/var/lib/podium/standings"
+
+    assert s.mode("ranked-duo") == Mode("ranked-duo", 0, 500, 60, 3600, 30)
+    assert s.mode("casual") == Mode("casual")
+    assert s.mode("default") is None  # a file's modes replace the default one
+
+    week = s.board("week")
+    assert week is not None
+    assert week.rule.kind is WindowKind.WEEK
+    assert (week.aggregate, week.order, week.ties) == (Aggregate.SUM, Order.DESC, Ties.FIRST)
+    assert (week.exact_top, week.freeze_after_s) == (10_000, 600)
+    assert week.modes == ("ranked-duo",)
+    assert week.counts("ranked-duo") and not week.counts("casual")
+
+    season = s.board("season")
+    assert season is not None
+    assert season.rule.season_start == SEPT_7_2026
+    assert season.rule.max_length == 13 * WEEK
+    assert season.rule.window_at(SEPT_7_2026) is not None
+    assert season.rule.window_at(SEPT_7_2026 - 1) is None
+
+    speedrun = s.board("speedrun")
+    assert speedrun is not None
+    assert (speedrun.aggregate, speedrun.order, speedrun.ties) == (
+        Aggregate.BEST,
+        Order.ASC,
+        Ties.SHARED,
+    )
+    assert speedrun.exact_top == 500
+    assert speedrun.codec.time_bits == 0
+    assert s.board("nope") is None
+
+
+def test_season_start_as_a_toml_datetime(tmp_path: Path) -> None:
+    path = tmp_path / "podium.toml"
+    path.write_text(
+        '[[boards]]\nname = "s"\nwindow = "season"\nseason_start = 2026-09-07T00:00:00Z\n'
+    )
+    board = load(path, env={}).board("s")
+    assert board is not None and board.rule.season_start == SEPT_7_2026
+
+
+def test_a_section_left_out_keeps_its_default() -> None:
+    s = parse({"server": {"port": 9001}})
+    default = Settings()
+    assert s.server.port == 9001
+    assert s.server.host == default.server.host  # the rest of the section too
+    assert s.store == default.store
+    assert s.index == default.index
+    assert s.log == default.log
+    assert s.archive == default.archive
+    assert [b.name for b in s.boards] == ["season", "week", "day"]
+    assert [m.name for m in s.modes] == ["default"]
+
+
+# --- the environment -----------------------------------------------------------------------
+
+
+def test_environment_overrides_with_type_coercion() -> None:
+    s = parse(
+        {"server": {"port": 8080}},
+        {
+            "PODIUM_SERVER_PORT": "9000",
+            "PODIUM_INDEX_URL": "redis://cache:6379/1",
+            "PODIUM_INDEX_SHARDS": "4",
+            "PODIUM_SERVER_READ_RATE_PER_S": "2.5",
+            "PODIUM_STORE_SHARDS": "postgresql://a/p, postgresql://b/p",
+        },
+    )
+    assert s.server.port == 9000 and isinstance(s.server.port, int)
+    assert s.index.url == "redis://cache:6379/1"
+    assert s.index.shards == 4
+    assert s.server.read_rate_per_s == 2.5 and isinstance(s.server.read_rate_per_s, float)
+    assert s.store.shards == ("postgresql://a/p", "postgresql://b/p")
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "podium.toml"
+    path.write_text(FULL_TOML)
+    s = load(path, env={"PODIUM_SERVER_PORT": "9000", "PODIUM_LOG_URL": "outbox://"})
+    assert s.server.port == 9000
+    assert s.log.url == "outbox://"
+    assert s.server.host == "0.0.0.0"  # untouched values still come from the file
+
+
+def test_unrelated_environment_is_ignored() -> None:
+    s = parse({}, {"PODIUM_NOPE_PORT": "1", "HOME": "/root", "PODIUM_SERVER": "x"})
+    assert s == parse({})
+
+
+def test_bad_environment_value_names_the_setting() -> None:
+    message = errors({}, {"PODIUM_SERVER_PORT": "eighty"})
+    assert "server.port" in message and "eighty" in message
+
+
+# --- errors that name the field ------------------------------------------------------------
+
+
+def test_unknown_section() -> None:
+    message = errors({"sever": {"port": 1}})
+    assert "sever" in message and "unknown section" in message
+
+
+def test_unknown_key_in_a_section() -> None:
+    message = errors({"server": {"prot": 1}})
+    assert "server.prot" in message and "unknown setting" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"server": {"port": "x"}}, "server.port"),
+        ({"server": {"port": -1}}, "server.port"),
+        ({"server": {"port": 80.5}}, "server.port"),
+        ({"server": {"port": True}}, "server.port"),
+        ({"server": {"port": [8000]}}, "server.port"),
+        ({"server": {"read_rate_per_s": {"a": 1}}}, "server.read_rate_per_s"),
+        ({"server": {"host": 5}}, "server.host"),
+        ({"server": {"host": ""}}, "server.host"),
+        ({"store": {"shards": 5}}, "store.shards"),
+        ({"server": "8000"}, "server"),
+    ],
+)
+def test_wrong_type_names_the_field(raw: dict[str, Any], field: str) -> None:
+    assert errors(raw).startswith(f"{field}:")
+
+
+def test_bad_board_window_kind() -> None:
+    message = errors({"boards": [{"name": "b", "window": "fortnight"}]})
+    assert "boards[0].window" in message and "fortnight" in message
+    assert "week" in message  # and says what would have been allowed
+
+
+@pytest.mark.parametrize("key", ["aggregate", "order", "ties"])
+def test_bad_board_enum(key: str) -> None:
+    message = errors({"boards": [{"name": "ok"}, {"name": "b", key: "sideways"}]})
+    assert f"boards[1].{key}" in message
+
+
+def test_unknown_board_key() -> None:
+    assert "boards[0].windw" in errors({"boards": [{"name": "b", "windw": "week"}]})
+
+
+def test_board_referencing_an_unknown_mode() -> None:
+    raw = {"modes": [{"name": "ranked-duo"}], "boards": [{"name": "b", "modes": ["casual"]}]}
+    message = errors(raw)
+    assert "boards[0].modes" in message and "casual" in message
+
+
+def test_duplicate_board_names() -> None:
+    message = errors({"boards": [{"name": "week", "window": "week"}, {"name": "week"}]})
+    assert "boards" in message and "'week'" in message and "twice" in message
+
+
+def test_duplicate_mode_names() -> None:
+    assert "twice" in errors({"modes": [{"name": "a"}, {"name": "a"}]})
+
+
+@pytest.mark.parametrize("start", ["next tuesday", "2026-13-01T00:00:00Z", "2026-09-07T00:00:00"])
+def test_bad_season_start(start: str) -> None:
+    message = errors({"boards": [{"name": "s", "window": "season", "season_start": start}]})
+    assert "boards[0].season_start" in message
+
+
+def test_bad_season_weeks() -> None:
+    assert "boards[0].season_weeks" in errors({"boards": [{"name": "s", "season_weeks": 0}]})
+
+
+@pytest.mark.parametrize(
+    ("section", "url"),
+    [("store", "mysql://db/podium"), ("index", "memcached://x"), ("log", "kafka://x")],
+)
+def test_bad_urls(section: str, url: str) -> None:
+    message = errors({section: {"url": url}})
+    assert message.startswith(f"{section}.url:") and url in message
+
+
+def test_min_points_above_max_points() -> None:
+    message = errors({"modes": [{"name": "m", "min_points": 10, "max_points": 5}]})
+    assert "modes[0]" in message and "min_points" in message
+
+
+def test_bad_mode_name() -> None:
+    assert "modes[0].name" in errors({"modes": [{"name": "Has Spaces"}]})
+
+
+def test_bad_board_name() -> None:
+    assert "boards[0].name" in errors({"boards": [{"name": "UPPER"}]})
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.toml"
+    with pytest.raises(ConfigError, match="not found") as info:
+        load(path, env={})
+    assert str(path) in str(info.value)
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text("[server\nport = 1\n")
+    with pytest.raises(ConfigError, match=str(path)):
+        load(path, env={})
