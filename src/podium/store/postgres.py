@@ -62,8 +62,8 @@ _FRIENDS_NS = 0x7064_0002
 _ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
 
 # Not reaching the server, or the server refusing work: worth a clear "unreachable".
-# OSError covers refused, reset and unreachable, and TimeoutError (connect, acquire, query);
-# InterfaceError a connection closed under us or a pool closing.
+# OSError covers refused, reset and unreachable; InterfaceError a connection closed under us
+# or a pool closing.
 _UNREACHABLE: tuple[type[BaseException], ...] = (
     OSError,
     pgx.PostgresConnectionError,
@@ -154,6 +154,8 @@ class PostgresStore:
                 if not retry_unique or unique_retried:
                     raise StoreUnavailable(f"postgres: {e}") from e
                 unique_retried = True
+            except TimeoutError as e:  # its message is empty
+                raise StoreUnavailable("postgres: timed out (connect, pool or query)") from e
             except _UNREACHABLE as e:
                 raise StoreUnavailable(f"postgres unreachable: {type(e).__name__}: {e}") from e
             except _DRIVER as e:
