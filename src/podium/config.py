@@ -111,6 +111,8 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -
             raw = tomllib.loads(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"config file {path} not found") from None
+        except OSError as e:
+            raise ConfigError(f"config file {path}: {e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise ConfigError(f"config file {path}: {e}") from None
     return parse(raw, env)
@@ -258,7 +260,7 @@ def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
     kind = _enum(f"{where}.window", WindowKind, b.get("window", "season"))
     season_start: int | None = None
     season_weeks = b.get("season_weeks", 13)
-    if not isinstance(season_weeks, int) or not 1 <= season_weeks <= 52:
+    if not _is_int(season_weeks) or not 1 <= season_weeks <= 52:
         raise ConfigError(f"{where}.season_weeks: expected an integer from 1 to 52")
     if kind is WindowKind.SEASON:
         raw_start = b.get("season_start", DEFAULT_SEASON_START)
@@ -281,10 +283,10 @@ def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
             if m not in mode_names:
                 raise ConfigError(f"{where}.modes: unknown mode {m!r}")
     exact_top = b.get("exact_top", 10_000)
-    if not isinstance(exact_top, int) or not 1 <= exact_top <= 1_000_000:
+    if not _is_int(exact_top) or not 1 <= exact_top <= 1_000_000:
         raise ConfigError(f"{where}.exact_top: expected an integer from 1 to 1000000")
     freeze = b.get("freeze_after_s", 600)
-    if not isinstance(freeze, int) or freeze < 0:
+    if not _is_int(freeze) or freeze < 0:
         raise ConfigError(f"{where}.freeze_after_s: expected a non-negative integer")
     return BoardSpec(
         name=name,
@@ -304,6 +306,10 @@ def _enum(where: str, cls: type[E], value: Any) -> E:
     except ValueError:
         allowed = " | ".join(e.value for e in cls)
         raise ConfigError(f"{where}: expected {allowed}, got {value!r}") from None
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # TOML true is not a number
 
 
 def _unique(where: str, names: list[str]) -> None:
@@ -326,6 +332,8 @@ def _check_urls(s: Settings) -> None:
         )
     if not re.match(r"^(outbox://|nats://)", s.log.url):
         raise ConfigError(f"log.url: expected outbox:// or nats://..., got {s.log.url!r}")
+    if not 1 <= s.server.port <= 65535:
+        raise ConfigError(f"server.port: expected 1 to 65535, got {s.server.port}")
     if s.index.shards < 1:
         raise ConfigError("index.shards: must be at least 1")
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", s.index.prefix):

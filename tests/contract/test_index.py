@@ -580,3 +580,31 @@ async def test_redis_expired_board_is_gone(redis_pair: tuple[RedisIndex, Any]) -
     await index.write(WEEK, [("a", 1)], descending=True, expire_at=int(time.time()) - 10)
     assert await index.count(WEEK) == 0
     assert await index.rank(WEEK, "a", descending=True) is None
+
+
+async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, Any]) -> None:
+    """A ban that lands while a rebuild is filling its staging set must hold on the board
+    the rebuild swaps in."""
+    index, raw = redis_pair
+    entries = [(f"p{i:04d}", i) for i in range(2500)]  # several staging chunks
+    await index.write(WEEK, entries, descending=True, expire_at=None)
+    real_zadd = index._r.zadd
+    calls = 0
+
+    async def zadd_then_ban(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        out = await real_zadd(*args, **kwargs)
+        if calls == 1:
+            await index.ban([WEEK], "p2499")
+        return out
+
+    index._r.zadd = zadd_then_ban
+    try:
+        await index.replace(WEEK, entries, expire_at=None)
+    finally:
+        index._r.zadd = real_zadd
+    assert calls >= 3
+    assert await index.rank(WEEK, "p2499", descending=True) is None
+    assert await index.count(WEEK) == 2499
+    assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []

@@ -332,3 +332,14 @@ def test_invalid_toml(tmp_path: Path) -> None:
     path.write_text("[server\nport = 1\n")
     with pytest.raises(ConfigError, match=str(path)):
         load(path, env={})
+
+
+def test_out_of_range_port_and_boolean_numbers_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"server\.port"):
+        parse({"server": {"port": 70000}})
+    with pytest.raises(ConfigError, match=r"boards\[0\]\.exact_top"):
+        parse({"boards": [{"name": "w", "window": "week", "exact_top": True}]})
+    with pytest.raises(ConfigError, match=r"boards\[0\]\.season_weeks"):
+        parse({"boards": [{"name": "s", "window": "season", "season_weeks": True}]})
+    with pytest.raises(ConfigError, match="config file"):
+        load(tmp_path, env={})  # a directory, not a file

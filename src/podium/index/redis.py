@@ -20,6 +20,7 @@ from podium.index.keys import Keys
 from podium.ports import BoardKey
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
+STAGING_TTL_S = 3600
 
 
 def _lua(name: str) -> str:
@@ -44,6 +45,7 @@ class RedisIndex:
         self.keys = Keys(prefix)
         self._write = client.register_script(_lua("write"))
         self._ban = client.register_script(_lua("ban"))
+        self._swap = client.register_script(_lua("swap"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -135,10 +137,9 @@ class RedisIndex:
     async def replace(
         self, key: BoardKey, entries: Sequence[tuple[str, int]], *, expire_at: int | None
     ) -> None:
-        """Fill a staging set, then RENAME it over the board: readers see the old board or
-        the new one, never a half-built one."""
+        """Fill a staging set, then swap it in with one script: readers see the old board or
+        the new one, never a half-built one, and no ban is lost in between."""
         stage = self.keys.staging(key, secrets.token_hex(6))
-        board = self.keys.board(key)
         bans = self.keys.bans(key)
         async with _translated():
             banned = set(await self._r.smembers(bans))
@@ -146,17 +147,9 @@ class RedisIndex:
             try:
                 for i in range(0, len(kept), CHUNK):
                     await self._r.zadd(stage, {m: s for m, s in kept[i : i + CHUNK]})
-                if kept:
-                    await self._r.rename(stage, board)
-                    if expire_at is not None:
-                        await self._r.expireat(board, expire_at)
-                else:
-                    await self._r.delete(board)
-                # The ban set takes the new board's expiry, as in write.lua: RENAME drops the
-                # old TTL, and a ban set that expired before its board would let replays in.
-                if expire_at is None:
-                    await self._r.persist(bans)
-                else:
-                    await self._r.expireat(bans, expire_at)
+                    if i == 0:  # a rebuild that dies half way leaves nothing behind for long
+                        await self._r.expire(stage, STAGING_TTL_S)
+                exp = "" if expire_at is None else str(expire_at)
+                await self._swap(keys=[stage, self.keys.board(key), bans], args=[exp])
             finally:
                 await self._r.delete(stage)

@@ -1,0 +1,23 @@
+-- Put a fully built staging set in place of a board, in one atomic step.
+-- KEYS[1] staging sorted set, KEYS[2] board sorted set, KEYS[3] the board's ban set
+-- ARGV[1] expire-at epoch seconds or ''
+-- Bans are applied again here, not only while staging: a ban that landed while the staging
+-- set was being filled removed the player from the old board, and must hold on the new one.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RENAME', KEYS[1], KEYS[2])
+  local banned = redis.call('SMEMBERS', KEYS[3])
+  for i = 1, #banned, 500 do
+    redis.call('ZREM', KEYS[2], unpack(banned, i, math.min(i + 499, #banned)))
+  end
+else
+  redis.call('DEL', KEYS[2])
+end
+-- The board and its ban set expire together (see write.lua); RENAME dropped the old TTL.
+if ARGV[1] == '' then
+  redis.call('PERSIST', KEYS[2])
+  redis.call('PERSIST', KEYS[3])
+else
+  redis.call('EXPIREAT', KEYS[2], ARGV[1])
+  redis.call('EXPIREAT', KEYS[3], ARGV[1])
+end
+return 1
