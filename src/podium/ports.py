@@ -168,6 +168,11 @@ class RankIndex(Protocol):
 
     async def count(self, key: BoardKey) -> int: ...
 
+    async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
+        """How many members have ``bounds[i] <= score < bounds[i+1]``, for each i, read at
+        one instant (a histogram of the board)."""
+        ...
+
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         """Remove the player from these boards and refuse later writes of them there."""
         ...

@@ -52,6 +52,22 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class Bucket:
+    low: int  # points, inclusive
+    high: int  # points, inclusive
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    board: str
+    window: str
+    as_of: float
+    players: int
+    buckets: list[Bucket]
+
+
+@dataclass(frozen=True, slots=True)
 class PlayerRank:
     board: str
     window: str
@@ -302,6 +318,26 @@ class Podium:
             for i, (r, p, s) in enumerate(present)
         ]
         return Page(board, w.id, self.clock.now(), entries)
+
+    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
+        """How many players hold how many points: equal-width point buckets from the lowest
+        to the highest total on the board, counted from the index at one instant."""
+        spec = self.board(board)
+        w = self.window(spec, window_id)
+        key = BoardKey(board, w.id)
+        desc = spec.order == "desc"
+        n = await self.index.count(key)
+        if n == 0:
+            return Distribution(board, w.id, self.clock.now(), 0, [])
+        ends = await self.index.page(key, 0, 0, descending=desc)
+        ends += await self.index.page(key, n - 1, n - 1, descending=desc)
+        codec = spec.codec
+        lo, hi = sorted(codec.points(s) for _, s in ends)
+        width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
+        edges = [*range(lo, hi + 1, width), hi + 1]
+        counts = await self.index.count_between(key, [codec.floor(p) for p in edges])
+        out = [Bucket(a, b - 1, c) for a, b, c in zip(edges, edges[1:], counts, strict=False)]
+        return Distribution(board, w.id, self.clock.now(), n, out)
 
     # -- players ----------------------------------------------------------------------
 

@@ -608,3 +608,14 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     assert await index.rank(WEEK, "p2499", descending=True) is None
     assert await index.count(WEEK) == 2499
     assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []
+
+
+async def test_count_between_is_a_half_open_histogram(index: RankIndex) -> None:
+    await index.write(
+        WEEK, [("a", 1), ("b", 5), ("c", 5), ("d", 9), ("e", 10)], descending=True, expire_at=None
+    )
+    assert await index.count_between(WEEK, [0, 5, 10, 11]) == [1, 3, 1]
+    assert await index.count_between(WEEK, [5, 6]) == [2]
+    assert await index.count_between(WEEK, [100, 200]) == [0]
+    assert await index.count_between(DAY, [0, 10, 20]) == [0, 0]  # a missing board
+    assert await index.count_between(WEEK, [0]) == []

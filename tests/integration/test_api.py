@@ -261,3 +261,19 @@ async def test_ops_endpoints(api: Api) -> None:
     )
     spec = (await api.client.get("/openapi.json")).json()
     assert "/v1/matches/{matchId}/results" in spec["paths"]
+
+
+async def test_distribution(api: Api) -> None:
+    problem(await api.client.get("/v1/boards/nope/distribution"), 404)
+    empty = (await api.client.get("/v1/boards/week/distribution")).json()
+    assert empty["players"] == 0 and empty["buckets"] == []
+    points = [0, 1, 5, 9, 9, 10, 19, 20]
+    await api.submit("m1", [(f"p{i}", p) for i, p in enumerate(points)])
+    await api.settle()
+    d = (await api.client.get("/v1/boards/week/distribution", params={"buckets": 3})).json()
+    assert d["players"] == len(points)
+    assert [(b["low"], b["high"], b["count"]) for b in d["buckets"]] == [
+        (0, 6, 3),
+        (7, 13, 3),
+        (14, 20, 2),
+    ]

@@ -158,6 +158,31 @@ async def friends_board(
     return _page(page)
 
 
+@router.get(
+    "/v1/boards/{board}/distribution",
+    response_model=s.DistributionOut,
+    tags=["read"],
+    dependencies=[Depends(read_limit)],
+)
+async def distribution(
+    request: Request,
+    response: Response,
+    board: str,
+    buckets: Annotated[int, Query(ge=1, le=100)] = 20,
+    window: WindowQ = None,
+) -> s.DistributionOut:
+    with metrics.READ_SECONDS.labels("distribution").time():
+        d = await _podium(request).distribution(board, window, buckets)
+    response.headers["Cache-Control"] = "public, max-age=1"
+    return s.DistributionOut(
+        board=d.board,
+        window=d.window,
+        asOf=to_rfc3339(d.as_of),
+        players=d.players,
+        buckets=[s.BucketOut(low=b.low, high=b.high, count=b.count) for b in d.buckets],
+    )
+
+
 @router.put(
     "/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
 )

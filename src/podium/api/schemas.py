@@ -74,6 +74,20 @@ class BoardsOut(BaseModel):
     boards: list[BoardOut]
 
 
+class BucketOut(BaseModel):
+    low: int
+    high: int
+    count: int
+
+
+class DistributionOut(BaseModel):
+    board: str
+    window: str
+    asOf: str
+    players: int
+    buckets: list[BucketOut]
+
+
 class ProfileIn(_In):
     name: str | None = Field(default=None, min_length=1, max_length=32)
     avatar: str | None = Field(default=None, max_length=512, pattern=r"^https://\S+$")

@@ -71,6 +71,11 @@ class ScoreCodec:
             raise EncodingError(f"score {score} exceeds 2**{MAX_BITS}")
         return score
 
+    def floor(self, points: int) -> int:
+        """The smallest score holding ``points``: every score with these points lies in
+        ``[floor(points), floor(points + 1))``, whatever the time part."""
+        return points * self.time_limit
+
     def points(self, score: int) -> int:
         """The points packed in a score (floor division keeps negative points right)."""
         if self.time_bits == 0:

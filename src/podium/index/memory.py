@@ -10,6 +10,7 @@ each one is atomic, as a Lua script is on Redis.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -129,6 +130,14 @@ class MemoryIndex:
     async def count(self, key: BoardKey) -> int:
         board = self._get(key)
         return 0 if board is None else len(board.entries)
+
+    async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
+        board = self._get(key)
+        if board is None:
+            return [0] * max(0, len(bounds) - 1)
+        # (score, "") sorts before every member with that score: a half-open bound.
+        edges = [board.entries.bisect_left((b, "")) for b in bounds]
+        return [hi - lo for lo, hi in itertools.pairwise(edges)]
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:

@@ -6,6 +6,7 @@ them as decimal strings and read them back through ``int(float(...))``.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -123,6 +124,16 @@ class RedisIndex:
     async def count(self, key: BoardKey) -> int:
         async with _translated():
             return int(await self._r.zcard(self.keys.board(key)))
+
+    async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
+        if len(bounds) < 2:
+            return []
+        zkey = self.keys.board(key)
+        async with _translated():
+            pipe = self._r.pipeline(transaction=True)
+            for lo, hi in itertools.pairwise(bounds):
+                pipe.zcount(zkey, lo, f"({hi}")
+            return [int(n) for n in await pipe.execute()]
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         async with _translated():
