@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from podium.config import Settings
-from podium.domain.boards import Ties, can_fall
 from podium.errors import ConfigError
 from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
 from podium.service import Podium
@@ -62,19 +61,6 @@ def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
     from podium.log.outbox import OutboxLog
 
     return OutboxLog(store, clock, lease_s=settings.workers.lease_s)
-
-
-def check_supported(settings: Settings) -> None:
-    for b in settings.boards:
-        if b.ties is Ties.SHARED:
-            raise ConfigError(f'boards.{b.name}: ties = "shared" is not built yet')
-        lowest = min((m.min_points for m in settings.modes if b.counts(m.name)), default=0)
-        if can_fall(b, lowest):
-            raise ConfigError(
-                f"boards.{b.name}: totals on this board can fall (aggregate={b.aggregate.value}, "
-                f"order={b.order.value}, lowest min_points={lowest}); versioned writes for such "
-                "boards are not built yet"
-            )
 
 
 @dataclass
@@ -131,7 +117,6 @@ class Backends:
 
 
 def build(settings: Settings, clock: Clock | None = None) -> Backends:
-    check_supported(settings)
     clock = clock or SystemClock()
     store = _store(settings)
     index = _index(settings, clock)

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from podium.domain.boards import Aggregate, BoardSpec, Order, Ties
+from podium.domain.boards import Aggregate, BoardSpec, Order, Ties, can_fall
 from podium.domain.models import Mode
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
 from podium.errors import ConfigError
@@ -89,6 +89,13 @@ class Settings:
 
     def board(self, name: str) -> BoardSpec | None:
         return next((b for b in self.boards if b.name == name), None)
+
+    def versioned(self, board: BoardSpec) -> bool:
+        """Whether totals on this board can move against its order (``last`` boards, sums
+        fed by a mode with negative points, ascending sums), so that it is written by
+        version instead of ``GT``/``LT``."""
+        lowest = min((m.min_points for m in self.modes if board.counts(m.name)), default=0)
+        return can_fall(board, lowest)
 
 
 _SECTIONS: dict[str, type[Any]] = {

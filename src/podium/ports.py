@@ -143,9 +143,11 @@ class RankIndex(Protocol):
         *,
         descending: bool,
         expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> int:
         """Apply absolute scores with ``GT`` (descending) or ``LT`` (ascending) semantics,
-        skipping members banned on this key; return how many were written."""
+        or, when ``versions`` are given (one per entry), only where the version is newer
+        than the one held; skip members banned on this key; return how many were written."""
         ...
 
     async def page(
@@ -185,8 +187,10 @@ class RankIndex(Protocol):
         entries: Sequence[tuple[str, int]],
         *,
         expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> None:
-        """Swap a board for exactly these entries in one step (rebuild)."""
+        """Swap a board for exactly these entries (and versions, for versioned boards) in
+        one step (rebuild)."""
         ...
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from podium import metrics
 from podium.config import Settings
-from podium.domain.boards import BoardSpec
+from podium.domain.boards import BoardSpec, Order, Ties
+from podium.domain.codec import MAX_BITS
 from podium.domain.models import ApiKey, PlayerResult, Profile, ResultRecord, Target
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import (
@@ -30,6 +31,7 @@ from podium.errors import (
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
 from podium.recording import HOUR, check_replay
 
+SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -263,14 +265,14 @@ class Podium:
         if hit is not None and hit[0] > now:
             return hit[1]
         stop = min(offset + limit, spec.exact_top) - 1
-        rows = await self.index.page(
-            BoardKey(board, w.id), offset, stop, descending=spec.order == "desc"
-        )
+        key = BoardKey(board, w.id)
+        rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
         names = await self.store.profiles([p for p, _ in rows])
+        ranks = await self._ranks(spec, key, rows, offset)
         codec = spec.codec
         entries = [
-            _entry(offset + i + 1, p, codec.points(s), names.get(p))
-            for i, (p, s) in enumerate(rows)
+            _entry(r, p, codec.points(s), names.get(p))
+            for r, (p, s) in zip(ranks, rows, strict=True)
         ]
         page = Page(board, w.id, now, entries)
         if len(self._pages) > 10_000:  # bounded: one entry per (board, window, page) asked for
@@ -294,13 +296,16 @@ class Podium:
         )
         first = max(0, rank - neighbors)
         names = await self.store.profiles([p for p, _ in rows])
+        ranks = await self._ranks(spec, key, rows, first)
         codec = spec.codec
         around = [
-            _entry(first + i + 1, p, codec.points(s), names.get(p)) for i, (p, s) in enumerate(rows)
+            _entry(r, p, codec.points(s), names.get(p))
+            for r, (p, s) in zip(ranks, rows, strict=True)
         ]
+        mine = next(r for r, (p, _) in zip(ranks, rows, strict=True) if p == player_id)
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, rank + 1, True, codec.points(score), around)
+        return PlayerRank(board, w.id, mine, True, codec.points(score), around)
 
     async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
         spec = self.board(board)
@@ -312,12 +317,50 @@ class Podium:
             (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
         )
         names = await self.store.profiles([p for _, p, _ in present])
+        rows = [(p, s) for _, p, s in present]
+        if spec.ties is Ties.SHARED:
+            shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])
+            global_ranks = [shared[s] for _, s in rows]
+        else:
+            global_ranks = [r + 1 for r, _, _ in present]
+        among = _ranks_in_order(spec, rows, 1)
         codec = spec.codec
         entries = [
-            _entry(i + 1, p, codec.points(s), names.get(p), global_rank=r + 1)
-            for i, (r, p, s) in enumerate(present)
+            _entry(i, p, codec.points(s), names.get(p), global_rank=g)
+            for i, g, (p, s) in zip(among, global_ranks, rows, strict=True)
         ]
         return Page(board, w.id, self.clock.now(), entries)
+
+    async def _ranks(
+        self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
+    ) -> list[int]:
+        """Display ranks of consecutive rows starting at 0-based position ``first``: the
+        position itself, or with shared ties one plus the number strictly ahead."""
+        if spec.ties is Ties.FIRST or not rows:
+            return list(range(first + 1, first + 1 + len(rows)))
+        head = (await self._shared_ranks(key, spec, [rows[0][1]]))[rows[0][1]]
+        return _ranks_in_order(spec, rows, first + 1, head)
+
+    async def _shared_ranks(
+        self, key: BoardKey, spec: BoardSpec, scores: list[int]
+    ) -> dict[int, int]:
+        """Shared rank of each score: one plus how many members are strictly ahead of it,
+        from one histogram read of the index."""
+        distinct = sorted(set(scores))
+        out: dict[int, int] = {}
+        ahead = 0
+        if spec.order is Order.DESC:
+            bounds = [s + 1 for s in distinct] + [SCORE_LIMIT]
+            counts = await self.index.count_between(key, bounds)
+            for s, n in zip(reversed(distinct), reversed(counts), strict=True):
+                ahead += n
+                out[s] = ahead + 1
+        else:
+            counts = await self.index.count_between(key, [-SCORE_LIMIT, *distinct])
+            for s, n in zip(distinct, counts, strict=True):
+                ahead += n
+                out[s] = ahead + 1
+        return out
 
     async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
         """How many players hold how many points: equal-width point buckets from the lowest
@@ -390,12 +433,19 @@ class Podium:
         spec = self.board(board)
         w = self.window(spec, window_id)
         entries: list[tuple[str, int]] = []
+        versions: list[int] = []
         async for batch in self.store.standings(board, w.id):
             banned = await self.store.banned([s.player_id for s in batch])
-            entries += [
-                (s.player_id, spec.score(s.tally, w)) for s in batch if s.player_id not in banned
-            ]
-        await self.index.replace(BoardKey(board, w.id), entries, expire_at=index_expiry(w))
+            for s in batch:
+                if s.player_id not in banned:
+                    entries.append((s.player_id, spec.score(s.tally, w)))
+                    versions.append(s.tally.version)
+        await self.index.replace(
+            BoardKey(board, w.id),
+            entries,
+            expire_at=index_expiry(w),
+            versions=versions if self.settings.versioned(spec) else None,
+        )
         self._pages.clear()
         return len(entries)
 
@@ -414,6 +464,23 @@ class Podium:
                 if exp is None or exp > now:
                     total += await self.rebuild(spec.name, window_id)
         return total
+
+
+def _ranks_in_order(
+    spec: BoardSpec, rows: list[tuple[str, int]], position: int, head: int | None = None
+) -> list[int]:
+    """Ranks of rows already in board order, the first at 1-based ``position``: the
+    position itself, or, with shared ties, the rank of the first row holding the same score
+    (``head`` for the first row, which may tie with rows above it)."""
+    out: list[int] = []
+    for i, (_, score) in enumerate(rows):
+        if spec.ties is Ties.SHARED and i and score == rows[i - 1][1]:
+            out.append(out[-1])
+        elif i == 0 and head is not None:
+            out.append(head)
+        else:
+            out.append(position + i)
+    return out
 
 
 def _entry(

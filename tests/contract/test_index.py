@@ -588,22 +588,29 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     index, raw = redis_pair
     entries = [(f"p{i:04d}", i) for i in range(2500)]  # several staging chunks
     await index.write(WEEK, entries, descending=True, expire_at=None)
-    real_zadd = index._r.zadd
+    real_pipeline = index._r.pipeline
     calls = 0
 
-    async def zadd_then_ban(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        out = await real_zadd(*args, **kwargs)
-        if calls == 1:
-            await index.ban([WEEK], "p2499")
-        return out
+    def pipeline_then_ban(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+        real_execute = pipe.execute
 
-    index._r.zadd = zadd_then_ban
+        async def execute() -> Any:
+            nonlocal calls
+            calls += 1
+            out = await real_execute()
+            if calls == 1:  # after the first staging chunk
+                await index.ban([WEEK], "p2499")
+            return out
+
+        pipe.execute = execute
+        return pipe
+
+    index._r.pipeline = pipeline_then_ban
     try:
         await index.replace(WEEK, entries, expire_at=None)
     finally:
-        index._r.zadd = real_zadd
+        index._r.pipeline = real_pipeline
     assert calls >= 3
     assert await index.rank(WEEK, "p2499", descending=True) is None
     assert await index.count(WEEK) == 2499
@@ -619,3 +626,45 @@ async def test_count_between_is_a_half_open_histogram(index: RankIndex) -> None:
     assert await index.count_between(WEEK, [100, 200]) == [0]
     assert await index.count_between(DAY, [0, 10, 20]) == [0, 0]  # a missing board
     assert await index.count_between(WEEK, [0]) == []
+
+
+# -- versioned writes (boards whose totals can fall) ---------------------------------------
+
+
+async def test_versioned_write_follows_versions_not_scores(
+    index: RankIndex, descending: bool
+) -> None:
+    async def write(member: str, score: int, version: int) -> int:
+        return await index.write(
+            WEEK, [(member, score)], descending=descending, expire_at=None, versions=[version]
+        )
+
+    assert await write("a", 100, 1) == 1
+    assert await write("a", 40, 3) == 1  # a real fall lands
+    assert await write("a", 500, 2) == 0  # an older change, replayed late, does not
+    assert await write("a", 40, 3) == 0  # a repeat changes nothing
+    assert await index.rank(WEEK, "a", descending=descending) == (0, 40)
+    # several changes of one player in one batch: the newest wins, whatever the order
+    await index.write(
+        WEEK, [("b", 9), ("b", 7), ("b", 8)],
+        descending=descending, expire_at=None, versions=[5, 7, 6],
+    )
+    assert (await index.rank(WEEK, "b", descending=descending))[1] == 7  # type: ignore[index]
+
+
+async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> None:
+    await index.write(WEEK, [("a", 10)], descending=descending, expire_at=None, versions=[4])
+    await index.ban([WEEK], "a")
+    assert await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5]) == 0
+    await index.unban([WEEK], "a")
+    # after an unban the store resends the current total with the version already seen
+    assert await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5]) == 1
+    assert await index.rank(WEEK, "a", descending=descending) == (0, 11)
+
+
+async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bool) -> None:
+    await index.replace(WEEK, [("a", 10), ("b", 20)], expire_at=None, versions=[3, 8])
+    assert await index.write(WEEK, [("a", 99)], descending=descending, expire_at=None, versions=[2]) == 0
+    assert await index.write(WEEK, [("b", 1)], descending=descending, expire_at=None, versions=[9]) == 1
+    page = await index.page(WEEK, 0, 10, descending=True)
+    assert page == [("a", 10), ("b", 1)]

@@ -69,7 +69,18 @@ def test_sum_zero_points_changes_nothing() -> None:
 
 
 def test_sum_negative_points_lower_the_total() -> None:
-    assert fold(SUM, Tally(10, 500, 3), -4, 600) == Tally(6, 600, 4)
+    # reached_at is the latest end of a match that *raised* the total: a loss keeps it.
+    assert fold(SUM, Tally(10, 500, 3), -4, 600) == Tally(6, 500, 4)
+
+
+def test_sum_with_losses_is_order_independent_through_zero() -> None:
+    # +5 then -5 brings the total back to 0; a later-arriving +3 that ended earlier must not
+    # pretend to be the first score.
+    matches = [(5, 10), (-5, 20), (3, 5)]
+    orders = [matches, matches[::-1], [matches[2], matches[0], matches[1]]]
+    results = {fold_all(SUM, m) for m in orders}
+    assert len({(t.total, t.reached_at) for t in results if t is not None}) == 1
+    assert next(iter(results)) is not None and next(iter(results)).reached_at == 10  # type: ignore[union-attr]
 
 
 def test_sum_zero_point_match_does_not_set_reached_at_once_points_arrive() -> None:

@@ -32,11 +32,13 @@ class Ties(StrEnum):
 @dataclass(frozen=True, slots=True)
 class Tally:
     """A player's standing in one window: the total, when it was reached, and a version that
-    rises with every change (used by boards whose totals can fall)."""
+    rises with every change (used by boards whose totals can fall). ``scored`` says whether
+    any match has raised the total yet (sums only)."""
 
     total: int
     reached_at: int
     version: int
+    scored: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +77,24 @@ def fold(board: BoardSpec, current: Tally | None, points: int, ended_at: int) ->
     which is what lets results arrive late and out of order.
     """
     if current is None:
-        return Tally(points, ended_at, 1)
+        return Tally(points, ended_at, 1, scored=points > 0)
     v = current.version + 1
     match board.aggregate:
         case Aggregate.SUM:
-            # reached_at is the latest end of a match that moved the total, whatever the
-            # order they arrived in. Before any match has scored, it is the earliest match
-            # (the player has held zero since then), so arrival order never shows.
-            if current.total == 0 and points != 0:
-                return Tally(points, ended_at, v)
-            if points == 0:
-                if current.total == 0 and ended_at < current.reached_at:
-                    return Tally(0, ended_at, v)
+            # reached_at is the latest end of a match that raised the total, whatever the
+            # order they arrived in; a match that lowers it or scores nothing leaves it
+            # alone. Until some match has raised it, it is the earliest match, so that the
+            # tie-breaker never depends on arrival order.
+            total = current.total + points
+            if points > 0:
+                reached = max(current.reached_at, ended_at) if current.scored else ended_at
+                return Tally(total, reached, v, True)
+            reached = current.reached_at
+            if not current.scored:
+                reached = min(reached, ended_at)
+            if points == 0 and reached == current.reached_at:
                 return None
-            return Tally(current.total + points, max(current.reached_at, ended_at), v)
+            return Tally(total, reached, v, current.scored)
         case Aggregate.BEST:
             if board.better(points, current.total):
                 return Tally(points, ended_at, v)

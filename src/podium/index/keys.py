@@ -23,6 +23,10 @@ class Keys:
     def bans(self, key: BoardKey) -> str:
         return f"{self.prefix}:{self.tag(key)}:ban"
 
+    def versions(self, key: BoardKey) -> str:
+        """Per-player versions, for boards whose totals can fall."""
+        return f"{self.prefix}:{self.tag(key)}:ver"
+
     def staging(self, key: BoardKey, token: str) -> str:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
         return f"{self.prefix}:{self.tag(key)}:stage:{token}"

@@ -25,6 +25,7 @@ class _Board:
     entries: SortedList = field(default_factory=SortedList)
     scores: dict[str, int] = field(default_factory=dict)
     banned: set[str] = field(default_factory=set)
+    versions: dict[str, int] = field(default_factory=dict)
     expire_at: int | None = None
 
     def set(self, member: str, score: int) -> None:
@@ -74,14 +75,21 @@ class MemoryIndex:
         *,
         descending: bool,
         expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> int:
         if not entries:
             return 0  # as on Redis: no script runs, so not even the expiry moves
         board = self._get(key, create=True)
         assert board is not None
         written = 0
-        for member, score in entries:
+        for i, (member, score) in enumerate(entries):
             if member in board.banned:
+                continue
+            if versions is not None:
+                if versions[i] > board.versions.get(member, 0):
+                    board.set(member, score)
+                    board.versions[member] = versions[i]
+                    written += 1
                 continue
             old = board.scores.get(member)
             if old is None or (score > old if descending else score < old):
@@ -145,6 +153,7 @@ class MemoryIndex:
             assert board is not None
             board.banned.add(player_id)
             board.remove(player_id)
+            board.versions.pop(player_id, None)
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:
@@ -153,13 +162,20 @@ class MemoryIndex:
                 board.banned.discard(player_id)
 
     async def replace(
-        self, key: BoardKey, entries: Sequence[tuple[str, int]], *, expire_at: int | None
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> None:
         fresh = _Board(expire_at=expire_at)
         old = self._get(key)
         if old is not None:
             fresh.banned = set(old.banned)
-        for member, score in entries:
+        for i, (member, score) in enumerate(entries):
             if member not in fresh.banned:
                 fresh.set(member, score)
+                if versions is not None:
+                    fresh.versions[member] = versions[i]
         self._boards[key] = fresh

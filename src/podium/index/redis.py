@@ -73,16 +73,19 @@ class RedisIndex:
         *,
         descending: bool,
         expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> int:
-        keys = [self.keys.board(key), self.keys.bans(key)]
-        flag = "GT" if descending else "LT"
+        keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
+        flag = "V" if versions is not None else "GT" if descending else "LT"
         exp = "" if expire_at is None else str(expire_at)
         written = 0
         async with _translated():
             for i in range(0, len(entries), CHUNK):
                 args: list[str] = [flag, exp]
-                for member, score in entries[i : i + CHUNK]:
+                for j, (member, score) in enumerate(entries[i : i + CHUNK], start=i):
                     args += (member, str(score))
+                    if versions is not None:
+                        args.append(str(versions[j]))
                 written += int(await self._write(keys=keys, args=args))
         return written
 
@@ -138,7 +141,8 @@ class RedisIndex:
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         async with _translated():
             for key in keys:
-                await self._ban(keys=[self.keys.board(key), self.keys.bans(key)], args=[player_id])
+                names = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
+                await self._ban(keys=names, args=[player_id])
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         async with _translated():
@@ -146,21 +150,38 @@ class RedisIndex:
                 await self._r.srem(self.keys.bans(key), player_id)
 
     async def replace(
-        self, key: BoardKey, entries: Sequence[tuple[str, int]], *, expire_at: int | None
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
     ) -> None:
         """Fill a staging set, then swap it in with one script: readers see the old board or
         the new one, never a half-built one, and no ban is lost in between."""
-        stage = self.keys.staging(key, secrets.token_hex(6))
+        token = secrets.token_hex(6)
+        stage, stage_ver = self.keys.staging(key, token), self.keys.staging(key, token + ":ver")
         bans = self.keys.bans(key)
         async with _translated():
             banned = set(await self._r.smembers(bans))
-            kept = [(m, s) for m, s in entries if m not in banned]
+            kept = [
+                (m, s, versions[i] if versions is not None else 0)
+                for i, (m, s) in enumerate(entries)
+                if m not in banned
+            ]
             try:
                 for i in range(0, len(kept), CHUNK):
-                    await self._r.zadd(stage, {m: s for m, s in kept[i : i + CHUNK]})
-                    if i == 0:  # a rebuild that dies half way leaves nothing behind for long
-                        await self._r.expire(stage, STAGING_TTL_S)
+                    chunk = kept[i : i + CHUNK]
+                    pipe = self._r.pipeline(transaction=False)
+                    pipe.zadd(stage, {m: s for m, s, _ in chunk})
+                    if versions is not None:
+                        pipe.hset(stage_ver, mapping={m: v for m, _, v in chunk})
+                    # a rebuild that dies half way leaves nothing behind for long
+                    pipe.expire(stage, STAGING_TTL_S)
+                    pipe.expire(stage_ver, STAGING_TTL_S)
+                    await pipe.execute()
                 exp = "" if expire_at is None else str(expire_at)
-                await self._swap(keys=[stage, self.keys.board(key), bans], args=[exp])
+                keys = [stage, self.keys.board(key), bans, stage_ver, self.keys.versions(key)]
+                await self._swap(keys=keys, args=[exp])
             finally:
-                await self._r.delete(stage)
+                await self._r.delete(stage, stage_ver)

@@ -306,13 +306,13 @@ class PostgresStore:
                 float(now),
             )
             rows = await c.fetch(
-                "SELECT board, window_id, total, reached_at, version FROM tallies "
+                "SELECT board, window_id, total, reached_at, version, scored FROM tallies "
                 f"WHERE player_id = $1 AND {_PAIRS} FOR UPDATE",
                 pid,
                 boards,
                 windows,
             )
-            current = {(r[0], r[1]): Tally(r[2], r[3], r[4]) for r in rows}
+            current = {(r[0], r[1]): Tally(r[2], r[3], r[4], r[5]) for r in rows}
             # Fold everything first (step() may refuse with InvalidInput), then write in two
             # statements; a refusal rolls back the result row inserted above.
             totals: dict[str, int] = {}
@@ -478,13 +478,17 @@ async def _write_changes(
     """Upsert each changed tally once, at its last value, and append one outbox row per
     change, in fold order."""
     last = {(t.board, t.window): (t, n) for t, n in changes}
+    final = list(last.values())
     await c.execute(
-        "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version) "
-        f"SELECT b, w, $1, t, r, v FROM {_UNNEST} "
+        "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, scored) "
+        "SELECT b, w, $1, t, r, v, s FROM unnest($2::text[], $3::text[], $4::bigint[], "
+        "$5::bigint[], $6::bigint[], $7::boolean[]) AS u(b, w, t, r, v, s) "
         "ON CONFLICT (board, window_id, player_id) DO UPDATE SET total = excluded.total, "
-        "reached_at = excluded.reached_at, version = excluded.version",
+        "reached_at = excluded.reached_at, version = excluded.version, "
+        "scored = excluded.scored",
         player_id,
-        *_columns(list(last.values())),
+        *_columns(final),
+        [n.scored for _, n in final],
     )
     await c.execute(
         "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "

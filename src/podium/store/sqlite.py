@@ -239,20 +239,22 @@ class SqliteStore:
             totals: dict[str, int] = {}
             for target, spec in targets:
                 cur_row = c.execute(
-                    "SELECT total, reached_at, version FROM tallies "
+                    "SELECT total, reached_at, version, scored FROM tallies "
                     "WHERE board = ? AND window_id = ? AND player_id = ?",
                     (target.board, target.window, result.player_id),
                 ).fetchone()
-                current = Tally(*cur_row) if cur_row else None
+                current = (
+                    Tally(cur_row[0], cur_row[1], cur_row[2], bool(cur_row[3])) if cur_row else None
+                )
                 new = step(spec, target, current, result)
                 if new is not None:
                     key = (target.board, target.window, result.player_id)
                     c.execute(
-                        "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?) "
+                        "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?, ?) "
                         "ON CONFLICT (board, window_id, player_id) DO UPDATE SET "
                         "total = excluded.total, reached_at = excluded.reached_at, "
-                        "version = excluded.version",
-                        (*key, new.total, new.reached_at, new.version),
+                        "version = excluded.version, scored = excluded.scored",
+                        (*key, new.total, new.reached_at, new.version, int(new.scored)),
                     )
                     c.execute(
                         "INSERT INTO outbox (board, window_id, player_id, total, reached_at, "

@@ -32,6 +32,7 @@ class Updater:
         clock: Clock,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
+        self._versioned = {b.name for b in settings.boards if settings.versioned(b)}
         self._store = store
         self._index = index
         self._log = changes
@@ -77,8 +78,13 @@ class Updater:
             # configuration changed under old changes; they cannot be applied as they are.
             log.error("dropping %d changes for %s/%s: %s", len(group), key.board, key.window, e)
             return
+        versions = [c.tally.version for c in group] if spec.name in self._versioned else None
         await self._index.write(
-            key, entries, descending=spec.order is Order.DESC, expire_at=index_expiry(window)
+            key,
+            entries,
+            descending=spec.order is Order.DESC,
+            expire_at=index_expiry(window),
+            versions=versions,
         )
 
 

@@ -1,5 +1,6 @@
--- Put a fully built staging set in place of a board, in one atomic step.
--- KEYS[1] staging sorted set, KEYS[2] board sorted set, KEYS[3] the board's ban set
+-- Put a fully built staging set (and its versions) in place of a board, in one atomic step.
+-- KEYS[1] staging sorted set, KEYS[2] board sorted set, KEYS[3] the board's ban set,
+-- KEYS[4] staging version hash, KEYS[5] the board's version hash
 -- ARGV[1] expire-at epoch seconds or ''
 -- Bans are applied again here, not only while staging: a ban that landed while the staging
 -- set was being filled removed the player from the old board, and must hold on the new one.
@@ -12,12 +13,19 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 else
   redis.call('DEL', KEYS[2])
 end
--- The board and its ban set expire together (see write.lua); RENAME dropped the old TTL.
-if ARGV[1] == '' then
-  redis.call('PERSIST', KEYS[2])
-  redis.call('PERSIST', KEYS[3])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('RENAME', KEYS[4], KEYS[5])
 else
-  redis.call('EXPIREAT', KEYS[2], ARGV[1])
-  redis.call('EXPIREAT', KEYS[3], ARGV[1])
+  redis.call('DEL', KEYS[5])
+end
+-- The board and its sidecars expire together (see write.lua); RENAME dropped the old TTL.
+for k = 2, 5 do
+  if k ~= 4 then
+    if ARGV[1] == '' then
+      redis.call('PERSIST', KEYS[k])
+    else
+      redis.call('EXPIREAT', KEYS[k], ARGV[1])
+    end
+  end
 end
 return 1

@@ -1,0 +1,3 @@
+-- Whether any match has raised a sum tally yet: until one has, reached_at is the earliest
+-- match (see domain.boards.fold), which keeps the tie-breaker independent of arrival order.
+ALTER TABLE tallies ADD COLUMN scored boolean NOT NULL DEFAULT true;
