@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from podium import bootstrap
 from podium.config import Settings
-from podium.domain.models import ApiKey, Change, PlayerResult
+from podium.domain.models import ApiKey, Change, PlayerResult, Target
 from podium.errors import Conflict
 from podium.ports import BoardKey
 from podium.workers.updater import Updater
@@ -32,10 +32,33 @@ DAY = 86_400
 # Days ahead of the real clock: Redis expires keys by its own clock, a week after the window.
 BASE = (int(time.time()) // DAY + 400) * DAY
 PLAYERS = ["a", "b", "B", "c", "a1"]  # byte order matters on ties: "B" < "a" < "a1" < "b" < "c"
+MODES = [
+    {"name": "default", "min_points": 0, "max_points": 4},
+    {"name": "duel", "min_points": -4, "max_points": 4},  # totals fed by it can fall
+]
+# Every aggregate x order x ties; each is fed by both modes, so the sums among them can fall
+# and are written by version. Two more sums take only the rising mode and use ZADD GT.
 BOARDS = [
-    {"name": "total", "window": "day", "aggregate": "sum", "order": "desc"},
-    {"name": "best", "window": "day", "aggregate": "best", "order": "desc"},
-    {"name": "fastest", "window": "day", "aggregate": "best", "order": "asc"},
+    {
+        "name": f"{agg}-{order}-{ties}",
+        "window": "day",
+        "aggregate": agg,
+        "order": order,
+        "ties": ties,
+    }
+    for agg in ("sum", "best", "last")
+    for order in ("desc", "asc")
+    for ties in ("first", "shared")
+] + [
+    {
+        "name": f"gt-{ties}",
+        "window": "day",
+        "aggregate": "sum",
+        "order": "desc",
+        "ties": ties,
+        "modes": ["default"],
+    }
+    for ties in ("first", "shared")
 ]
 
 
@@ -77,34 +100,51 @@ class ChaosLog:
 @dataclass
 class Model:
     players: list[str]
-    desc: dict[str, bool]
-    agg: dict[str, str]
-    results: dict[tuple[str, str], tuple[int, int]] = field(
-        default_factory=dict
-    )  # (player, match) -> (pts, t)
+    # (player, match) -> (mode, points, ended_at)
+    results: dict[tuple[str, str], tuple[str, int, int]] = field(default_factory=dict)
     banned: set[str] = field(default_factory=set)
 
-    def tally(self, board: str, player: str) -> tuple[int, int] | None:
-        mine = [v for (p, _), v in self.results.items() if p == player]
+    def tally(self, board: dict[str, Any], player: str) -> tuple[int, int] | None:
+        """(points, when they were reached), computed the plain way from every result."""
+        modes = board.get("modes")
+        mine = [
+            (pts, t)
+            for (p, _), (mode, pts, t) in self.results.items()
+            if p == player and (modes is None or mode in modes)
+        ]
         if not mine:
             return None
-        if self.agg[board] == "sum":
-            total = sum(p for p, _ in mine)
-            scoring = [t for p, t in mine if p]
-            return total, (max(scoring) if scoring else min(t for _, t in mine))
-        best = (max if self.desc[board] else min)(p for p, _ in mine)
-        return best, min(t for p, t in mine if p == best)
+        if board["aggregate"] == "sum":
+            raised = [t for pts, t in mine if pts > 0]
+            return sum(pts for pts, _ in mine), max(raised) if raised else min(t for _, t in mine)
+        if board["aggregate"] == "last":
+            t, pts = max((t, pts) for pts, t in mine)
+            return pts, t
+        best = (max if board["order"] == "desc" else min)(pts for pts, _ in mine)
+        return best, min(t for pts, t in mine if pts == best)
 
-    def board(self, board: str) -> list[tuple[str, int]]:
+    def board(self, board: dict[str, Any]) -> list[tuple[int, str, int]]:
+        """(rank, player, points) in board order."""
         rows = [(p, self.tally(board, p)) for p in self.players if p not in self.banned]
         present = [(p, t) for p, t in rows if t is not None]
-        # Plain rule, DESIGN invariant 4: points, then who got there first, then Redis member
-        # order (descending boards list equal scores in reverse byte order).
-        if self.desc[board]:
-            present.sort(key=lambda r: (-r[1][0], r[1][1], _rev(r[0])))
-        else:
-            present.sort(key=lambda r: (r[1][0], r[1][1], r[0].encode()))
-        return [(p, t[0]) for p, t in present]
+        desc = board["order"] == "desc"
+        first = board["ties"] == "first"
+
+        # DESIGN invariant 4: points; then who got there first (unless ranks are shared);
+        # then Redis member order (descending boards list equal scores in reverse byte order).
+        def key(r: tuple[str, tuple[int, int]]) -> tuple[Any, ...]:
+            p, (pts, t) = r
+            return (-pts if desc else pts, t if first else 0, _rev(p) if desc else p.encode())
+
+        present.sort(key=key)
+        out = []
+        for i, (p, (pts, _)) in enumerate(present):
+            if first:
+                rank = i + 1
+            else:  # shared: one plus how many hold strictly better points
+                rank = 1 + sum(1 for _, (q, _) in present if (q > pts if desc else q < pts))
+            out.append((rank, p, pts))
+        return out
 
 
 def _rev(s: str) -> tuple[int, ...]:
@@ -113,8 +153,9 @@ def _rev(s: str) -> tuple[int, ...]:
 
 match_st = st.tuples(
     st.lists(st.sampled_from(PLAYERS), min_size=1, max_size=4, unique=True),
-    st.lists(st.integers(0, 4), min_size=4, max_size=4),  # small points: many ties
+    st.lists(st.integers(-4, 4), min_size=4, max_size=4),  # small points: many ties
     st.integers(0, 3),  # few distinct seconds: ties on time too
+    st.sampled_from(["default", "duel"]),
 )
 op_st = st.one_of(
     st.tuples(st.just("match"), match_st),
@@ -134,7 +175,15 @@ def _rename(arg: Any, names: dict[str, str]) -> Any:
 
 
 def _settings(kind: str, tmp: str, pg: str | None, prefix: str | None) -> Settings:
-    return settings_for(kind, f"sqlite:///{tmp}/model.db", pg, prefix, boards=BOARDS)
+    return settings_for(
+        kind,
+        f"sqlite:///{tmp}/model.db",
+        pg,
+        prefix,
+        boards=BOARDS,
+        modes=MODES,
+        server={"page_cache_s": 0},
+    )
 
 
 @pytest.mark.parametrize("kind", ["embedded", "production"])
@@ -175,31 +224,31 @@ async def _play(
     clock = FixedClock(day + DAY - 1)
     b = bootstrap.build(s, clock)
     await b.start()
-    model = Model(
-        players,
-        {x["name"]: x["order"] == "desc" for x in BOARDS},
-        {x["name"]: x["aggregate"] for x in BOARDS},
-    )
-    key = ApiKey("gs", "gs", "h", ("default",))
+    model = Model(players)
+    key = ApiKey("gs", "gs", "h", ("default", "duel"))
     log = ChaosLog(b.log, rng)
     updater = Updater(s, b.store, b.index, log, clock)
-    sent: list[tuple[str, list[PlayerResult], int]] = []
+    sent: list[tuple[str, str, list[PlayerResult], int]] = []
     try:
         for n, (op, arg) in enumerate(ops):
             if op == "match":
-                players, points, t = arg
-                results = [PlayerResult(p, points[i]) for i, p in enumerate(players)]
-                sent.append((f"d{day}m{n}", results, day + t * 60))
+                who, points, t, mode = arg
+                pts = [p if mode == "duel" else abs(p) for p in points]
+                results = [PlayerResult(p, pts[i]) for i, p in enumerate(who)]
+                sent.append((f"d{day}m{n}", mode, results, day + t * 60))
             if op in ("match", "retry", "conflict") and sent:
-                match_id, results, ended = sent[-1] if op == "match" else sent[arg % len(sent)]
+                match_id, mode, results, ended = (
+                    sent[-1] if op == "match" else sent[arg % len(sent)]
+                )
                 if op == "conflict":
-                    results = [PlayerResult(results[0].player_id, results[0].points + 1)]
+                    first = results[0]
+                    other = [PlayerResult(first.player_id, 3 if first.points != 3 else 2)]
                     with pytest.raises(Conflict):
-                        await b.podium.record_match(key, match_id, "default", ended, 60, results)
+                        await b.podium.record_match(key, match_id, mode, ended, 60, other)
                     continue
-                await b.podium.record_match(key, match_id, "default", ended, 60, results)
+                await b.podium.record_match(key, match_id, mode, ended, 60, results)
                 for r in results:
-                    model.results[(r.player_id, match_id)] = (r.points, ended)
+                    model.results[(r.player_id, match_id)] = (mode, r.points, ended)
             elif op == "ban":
                 await b.podium.ban(arg, "model")
                 model.banned.add(arg)
@@ -218,26 +267,21 @@ async def _play(
 
 
 async def _compare(b: bootstrap.Backends, model: Model, day: int) -> None:
-    window = b.settings.board("total").rule.window_at(day)  # type: ignore[union-attr]
-    assert window is not None
-    for name, desc in model.desc.items():
-        key = BoardKey(name, window.id)
-        expected = model.board(name)
-        codec = b.settings.board(name).codec  # type: ignore[union-attr]
-        got = [(p, codec.points(sc)) for p, sc in await b.index.page(key, 0, 100, descending=desc)]
+    for board in BOARDS:
+        name = str(board["name"])
+        spec = b.podium.board(name)
+        window = spec.rule.window_at(day)
+        assert window is not None
+        expected = model.board(board)
+        page = await b.podium.page(name, window.id, 0, 100)
+        got = [(e.rank, e.player_id, e.points) for e in page.entries]
         assert got == expected, (name, got, expected)
-        for i, (p, _) in enumerate(expected):
-            found = await b.index.rank(key, p, descending=desc)
-            assert found is not None and found[0] == i
+        for rank, p, pts in expected:
+            mine = await b.podium.player_rank(name, p, 1, window.id)
+            assert (mine.rank, mine.points) == (rank, pts), (name, p)
         for p in model.banned:
-            assert await b.index.rank(key, p, descending=desc) is None
+            assert await b.index.rank(BoardKey(name, window.id), p, descending=True) is None
         for p in model.players:  # the store keeps every total, banned or not
-            t = model.tally(name, p)
-            stored = await b.store.totals(p, [_target(name, window)])
-            assert stored == ({} if t is None else {name: t[0]})
-
-
-def _target(board: str, window: Any) -> Any:
-    from podium.domain.models import Target
-
-    return Target(board, window.id, window.start)
+            t = model.tally(board, p)
+            stored = await b.store.totals(p, [Target(name, window.id, window.start)])
+            assert stored == ({} if t is None else {name: t[0]}), (name, p)
