@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
 from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
@@ -23,8 +24,9 @@ from podium.workers.updater import BacklogMonitor, Updater
 
 log = logging.getLogger("podium")
 
-ROLES = ("relay", "updater")
-PLANNED_ROLES = ("aggregator", "freezer", "reconciler")
+ROLES = ("relay", "updater", "freezer")
+PLANNED_ROLES = ("aggregator", "reconciler")
+FREEZER_PERIOD_S = 5.0  # how often the freezer looks for windows that are due
 
 
 def _store(settings: Settings) -> ScoreStore:
@@ -96,6 +98,9 @@ class Backends:
                 mon = BacklogMonitor(self.store, self.clock)
                 self._runners.append(Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s))
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
+            elif role == "freezer":
+                step = self.podium.lifecycle.freeze_due
+                self._runners.append(Runner("freezer", step, idle_sleep_s=FREEZER_PERIOD_S))
             elif role in PLANNED_ROLES:
                 raise ConfigError(f"role {role!r} is not built yet (available: {', '.join(ROLES)})")
             else:
@@ -121,4 +126,6 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     store = _store(settings)
     index = _index(settings, clock)
     changes = _log(settings, store, clock)
-    return Backends(settings, store, index, changes, clock, Podium(settings, store, index, clock))
+    archive = FileArchive(settings.archive.dir)
+    podium = Podium(settings, store, index, clock, archive)
+    return Backends(settings, store, index, changes, clock, podium)

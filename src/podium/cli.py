@@ -70,6 +70,9 @@ def serve(
         bool,
         typer.Option("--workers/--no-workers", help="Run the background roles in this process."),
     ] = True,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Also run simulated game servers and players.")
+    ] = False,
 ) -> None:
     """The API and, by default, every background role, in one process."""
     import uvicorn
@@ -89,12 +92,20 @@ def serve(
         )
         raise typer.Exit(2)
     try:
-        application = create_app(settings, roles=bootstrap.ROLES if workers else ())
+        application = create_app(settings, roles=bootstrap.ROLES if workers else (), demo=demo)
     except ConfigError as e:
         typer.echo(f"podium: configuration error: {e}", err=True)
         raise typer.Exit(2) from None
     _logging()
-    uvicorn.run(application, host=server.host, port=server.port, log_level="info", access_log=False)
+    uvicorn.run(
+        application,
+        host=server.host,
+        port=server.port,
+        log_level="info",
+        access_log=False,
+        # Open board streams never end by themselves: give them this long, then close them.
+        timeout_graceful_shutdown=3,
+    )
 
 
 @app.command()

@@ -57,3 +57,6 @@ WORKER_HEARTBEAT = Gauge(
 WORKER_ERRORS = Counter(
     "podium_worker_errors", "Worker loop failures, by role", ["role"], registry=REGISTRY
 )
+STREAM_CLIENTS = Gauge(
+    "podium_stream_clients", "Open live board streams (SSE), by board", ["board"], registry=REGISTRY
+)

@@ -16,12 +16,15 @@ from podium.domain.boards import BoardSpec
 from podium.domain.models import (
     ApiKey,
     Change,
+    FinalEntry,
+    FrozenWindow,
     Profile,
     RecordOutcome,
     ResultRecord,
     Standing,
     Target,
 )
+from podium.domain.windows import Window
 
 
 class Clock(Protocol):
@@ -115,6 +118,24 @@ class ScoreStore(Protocol):
     async def ban(self, player_id: str, reason: str, now: float) -> None: ...
     async def unban(self, player_id: str) -> bool: ...
     async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
+
+    # the life of a window
+    async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
+        """Freeze one window: results stop changing it, and its first ``keep`` places go
+        into the final standings. True if this call froze it, False if it was frozen
+        already: exactly once, whoever calls and however often."""
+        ...
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        """The frozen windows of a board, by window id."""
+        ...
+
+    async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
+        """Final standings at positions ``first..last`` (1-based, inclusive)."""
+        ...
+
+    async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None: ...
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,12 @@ they live here once and each adapter only reads and writes rows around them.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 from podium.domain.boards import BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
 from podium.domain.models import ResultRecord, Target
-from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited
+from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, WindowClosed
 
 HOUR = 3600
 
@@ -47,3 +49,15 @@ def step(
         except EncodingError as e:
             raise InvalidInput(f"board {spec.name}: {e}") from None
     return new
+
+
+def open_targets(
+    targets: Sequence[tuple[Target, BoardSpec]], frozen: Collection[tuple[str, str]]
+) -> list[tuple[Target, BoardSpec]]:
+    """The targets whose window is not frozen; a result for frozen windows only is refused
+    (it still counts for every longer window that is open, which is a separate target)."""
+    kept = [(t, s) for t, s in targets if (t.board, t.window) not in frozen]
+    if targets and not kept:
+        windows = ", ".join(f"{t.board} {t.window}" for t, _ in targets)
+        raise WindowClosed(f"endedAt falls in windows that are frozen: {windows}")
+    return kept

@@ -1,8 +1,9 @@
-"""The use cases: record a match, read boards, manage players. Backend-agnostic.
+"""The use cases: record a match, manage players, and the front door to reads and the life
+of windows (``reads.py``, ``lifecycle.py``). Backend-agnostic.
 
 This module knows the ports, never an adapter. It owns the rules that span backends: which
-board windows a result counts for, the checks on write, the one-second page cache, and the
-order in which a ban touches the store and the index.
+board windows a result counts for, the checks on write, and the order in which a ban
+touches the store and the index.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ import hashlib
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from podium import metrics
+from podium.archive import Archive
 from podium.config import Settings
-from podium.domain.boards import BoardSpec, Order, Ties
-from podium.domain.codec import MAX_BITS
-from podium.domain.models import ApiKey, PlayerResult, Profile, ResultRecord, Target
+from podium.domain.boards import BoardSpec
+from podium.domain.models import ApiKey, FrozenWindow, PlayerResult, Profile, ResultRecord, Target
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import (
     Forbidden,
@@ -28,56 +28,15 @@ from podium.errors import (
     Unauthorized,
     WindowClosed,
 )
+from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.reads import Reads
 from podium.recording import HOUR, check_replay
+from podium.views import Distribution, Entry, Page, PlayerRank
 
-SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
+__all__ = ["Distribution", "Entry", "Page", "PlayerRank", "Podium", "hash_key"]
+
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    rank: int
-    player_id: str
-    points: int
-    name: str | None = None
-    avatar: str | None = None
-    global_rank: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    board: str
-    window: str
-    as_of: float
-    entries: list[Entry]
-
-
-@dataclass(frozen=True, slots=True)
-class Bucket:
-    low: int  # points, inclusive
-    high: int  # points, inclusive
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class Distribution:
-    board: str
-    window: str
-    as_of: float
-    players: int
-    buckets: list[Bucket]
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerRank:
-    board: str
-    window: str
-    rank: int
-    exact: bool
-    points: int
-    neighbors: list[Entry]
-    top_percent: float | None = None
 
 
 def hash_key(secret: str) -> str:
@@ -88,15 +47,52 @@ def hash_key(secret: str) -> str:
 
 class Podium:
     def __init__(
-        self, settings: Settings, store: ScoreStore, index: RankIndex, clock: Clock
+        self,
+        settings: Settings,
+        store: ScoreStore,
+        index: RankIndex,
+        clock: Clock,
+        archive: Archive,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
         self.clock = clock
         self.boards = {b.name: b for b in settings.boards}
+        self.lifecycle = Lifecycle(settings, store, clock, archive)
+        self.reads = Reads(settings, store, index, clock, self.lifecycle)
         self._keys: dict[str, tuple[float, ApiKey]] = {}
-        self._pages: dict[tuple[str, str, int, int], tuple[float, Page]] = {}
+
+    # -- reads (reads.py) -------------------------------------------------------------
+
+    def board(self, name: str) -> BoardSpec:
+        return self.reads.board(name)
+
+    def window(self, spec: BoardSpec, window_id: str | None) -> Window:
+        return self.reads.window(spec, window_id)
+
+    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page:
+        return await self.reads.page(board, window_id, offset, limit)
+
+    async def player_rank(
+        self, board: str, player_id: str, neighbors: int, window_id: str | None
+    ) -> PlayerRank:
+        return await self.reads.player_rank(board, player_id, neighbors, window_id)
+
+    async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
+        return await self.reads.friends_page(board, player_id, window_id)
+
+    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
+        return await self.reads.distribution(board, window_id, buckets)
+
+    # -- the life of a window (lifecycle.py) ------------------------------------------
+
+    async def freeze(self, board: str, window_id: str) -> tuple[bool, FrozenWindow]:
+        """Freeze a window now (a tournament ended early), whether or not it is due."""
+        spec = self.board(board)
+        froze, info = await self.lifecycle.freeze(spec, self.window(spec, window_id))
+        self.reads.clear_cache()
+        return froze, info
 
     # -- credentials ------------------------------------------------------------------
 
@@ -157,7 +153,13 @@ class Podium:
         if not key.may_submit(mode_name):
             raise Forbidden(f"this credential may not submit mode {mode_name!r}")
         self._check_match(match_id, mode.name, ended_at, duration_s, results, now)
-        targets = self.targets(mode.name, ended_at, now)
+        # Windows frozen early (or just now) are left out here; the store checks again
+        # inside each transaction, which is what makes it exact.
+        targets = [
+            (t, s)
+            for t, s in self.targets(mode.name, ended_at, now)
+            if not await self.lifecycle.is_frozen(t.board, t.window)
+        ]
         if not targets and any(b.counts(mode.name) for b in self.settings.boards):
             raise WindowClosed(f"endedAt is before every open window of mode {mode.name!r}")
 
@@ -234,154 +236,6 @@ class Podium:
 
     # -- read -------------------------------------------------------------------------
 
-    def board(self, name: str) -> BoardSpec:
-        spec = self.boards.get(name)
-        if spec is None:
-            raise NotFound(f"no board named {name!r}")
-        return spec
-
-    def window(self, spec: BoardSpec, window_id: str | None) -> Window:
-        if window_id is None:
-            w = spec.rule.window_at(int(self.clock.now()))
-            if w is None:
-                raise NotFound(f"board {spec.name} has no open window yet")
-            return w
-        try:
-            return spec.rule.parse(window_id)
-        except WindowError as e:
-            raise InvalidInput(str(e)) from None
-
-    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page:
-        spec = self.board(board)
-        w = self.window(spec, window_id)
-        if offset >= spec.exact_top:
-            raise InvalidInput(
-                f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
-                "look a player up by id instead"
-            )
-        cache_key = (board, w.id, offset, limit)
-        now = self.clock.now()
-        hit = self._pages.get(cache_key)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        stop = min(offset + limit, spec.exact_top) - 1
-        key = BoardKey(board, w.id)
-        rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
-        names = await self.store.profiles([p for p, _ in rows])
-        ranks = await self._ranks(spec, key, rows, offset)
-        codec = spec.codec
-        entries = [
-            _entry(r, p, codec.points(s), names.get(p))
-            for r, (p, s) in zip(ranks, rows, strict=True)
-        ]
-        page = Page(board, w.id, now, entries)
-        if len(self._pages) > 10_000:  # bounded: one entry per (board, window, page) asked for
-            self._pages.clear()
-        self._pages[cache_key] = (now + self.settings.server.page_cache_s, page)
-        return page
-
-    async def player_rank(
-        self, board: str, player_id: str, neighbors: int, window_id: str | None
-    ) -> PlayerRank:
-        spec = self.board(board)
-        w = self.window(spec, window_id)
-        key = BoardKey(board, w.id)
-        desc = spec.order == "desc"
-        found = await self.index.rank(key, player_id, descending=desc)
-        if found is None:
-            raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
-        rank, score = found
-        rows = await self.index.page(
-            key, max(0, rank - neighbors), rank + neighbors, descending=desc
-        )
-        first = max(0, rank - neighbors)
-        names = await self.store.profiles([p for p, _ in rows])
-        ranks = await self._ranks(spec, key, rows, first)
-        codec = spec.codec
-        around = [
-            _entry(r, p, codec.points(s), names.get(p))
-            for r, (p, s) in zip(ranks, rows, strict=True)
-        ]
-        mine = next(r for r, (p, _) in zip(ranks, rows, strict=True) if p == player_id)
-        # One index holds the whole board today, so every rank is exact; estimates arrive
-        # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, mine, True, codec.points(score), around)
-
-    async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
-        spec = self.board(board)
-        w = self.window(spec, window_id)
-        friends = await self.store.friends(player_id)
-        ids = [player_id, *[f for f in friends if f != player_id]]
-        found = await self.index.ranks(BoardKey(board, w.id), ids, descending=spec.order == "desc")
-        present = sorted(
-            (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
-        )
-        names = await self.store.profiles([p for _, p, _ in present])
-        rows = [(p, s) for _, p, s in present]
-        if spec.ties is Ties.SHARED:
-            shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])
-            global_ranks = [shared[s] for _, s in rows]
-        else:
-            global_ranks = [r + 1 for r, _, _ in present]
-        among = _ranks_in_order(spec, rows, 1)
-        codec = spec.codec
-        entries = [
-            _entry(i, p, codec.points(s), names.get(p), global_rank=g)
-            for i, g, (p, s) in zip(among, global_ranks, rows, strict=True)
-        ]
-        return Page(board, w.id, self.clock.now(), entries)
-
-    async def _ranks(
-        self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
-    ) -> list[int]:
-        """Display ranks of consecutive rows starting at 0-based position ``first``: the
-        position itself, or with shared ties one plus the number strictly ahead."""
-        if spec.ties is Ties.FIRST or not rows:
-            return list(range(first + 1, first + 1 + len(rows)))
-        head = (await self._shared_ranks(key, spec, [rows[0][1]]))[rows[0][1]]
-        return _ranks_in_order(spec, rows, first + 1, head)
-
-    async def _shared_ranks(
-        self, key: BoardKey, spec: BoardSpec, scores: list[int]
-    ) -> dict[int, int]:
-        """Shared rank of each score: one plus how many members are strictly ahead of it,
-        from one histogram read of the index."""
-        distinct = sorted(set(scores))
-        out: dict[int, int] = {}
-        ahead = 0
-        if spec.order is Order.DESC:
-            bounds = [s + 1 for s in distinct] + [SCORE_LIMIT]
-            counts = await self.index.count_between(key, bounds)
-            for s, n in zip(reversed(distinct), reversed(counts), strict=True):
-                ahead += n
-                out[s] = ahead + 1
-        else:
-            counts = await self.index.count_between(key, [-SCORE_LIMIT, *distinct])
-            for s, n in zip(distinct, counts, strict=True):
-                ahead += n
-                out[s] = ahead + 1
-        return out
-
-    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
-        """How many players hold how many points: equal-width point buckets from the lowest
-        to the highest total on the board, counted from the index at one instant."""
-        spec = self.board(board)
-        w = self.window(spec, window_id)
-        key = BoardKey(board, w.id)
-        desc = spec.order == "desc"
-        n = await self.index.count(key)
-        if n == 0:
-            return Distribution(board, w.id, self.clock.now(), 0, [])
-        ends = await self.index.page(key, 0, 0, descending=desc)
-        ends += await self.index.page(key, n - 1, n - 1, descending=desc)
-        codec = spec.codec
-        lo, hi = sorted(codec.points(s) for _, s in ends)
-        width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
-        edges = [*range(lo, hi + 1, width), hi + 1]
-        counts = await self.index.count_between(key, [codec.floor(p) for p in edges])
-        out = [Bucket(a, b - 1, c) for a, b, c in zip(edges, edges[1:], counts, strict=False)]
-        return Distribution(board, w.id, self.clock.now(), n, out)
-
     # -- players ----------------------------------------------------------------------
 
     async def set_profile(self, profile: Profile) -> None:
@@ -416,7 +270,7 @@ class Podium:
         self._check_player(player_id)
         await self.store.ban(player_id, reason, self.clock.now())
         await self.index.ban(await self._ban_keys(player_id), player_id)
-        self._pages.clear()
+        self.reads.clear_cache()
 
     async def unban(self, player_id: str) -> None:
         self._check_player(player_id)
@@ -446,7 +300,7 @@ class Podium:
             expire_at=index_expiry(w),
             versions=versions if self.settings.versioned(spec) else None,
         )
-        self._pages.clear()
+        self.reads.clear_cache()
         return len(entries)
 
     async def rebuild_live(self) -> int:
@@ -464,33 +318,3 @@ class Podium:
                 if exp is None or exp > now:
                     total += await self.rebuild(spec.name, window_id)
         return total
-
-
-def _ranks_in_order(
-    spec: BoardSpec, rows: list[tuple[str, int]], position: int, head: int | None = None
-) -> list[int]:
-    """Ranks of rows already in board order, the first at 1-based ``position``: the
-    position itself, or, with shared ties, the rank of the first row holding the same score
-    (``head`` for the first row, which may tie with rows above it)."""
-    out: list[int] = []
-    for i, (_, score) in enumerate(rows):
-        if spec.ties is Ties.SHARED and i and score == rows[i - 1][1]:
-            out.append(out[-1])
-        elif i == 0 and head is not None:
-            out.append(head)
-        else:
-            out.append(position + i)
-    return out
-
-
-def _entry(
-    rank: int, player_id: str, points: int, profile: Profile | None, global_rank: int | None = None
-) -> Entry:
-    return Entry(
-        rank,
-        player_id,
-        points,
-        profile.name if profile else None,
-        profile.avatar if profile else None,
-        global_rank,
-    )

@@ -646,8 +646,11 @@ async def test_versioned_write_follows_versions_not_scores(
     assert await index.rank(WEEK, "a", descending=descending) == (0, 40)
     # several changes of one player in one batch: the newest wins, whatever the order
     await index.write(
-        WEEK, [("b", 9), ("b", 7), ("b", 8)],
-        descending=descending, expire_at=None, versions=[5, 7, 6],
+        WEEK,
+        [("b", 9), ("b", 7), ("b", 8)],
+        descending=descending,
+        expire_at=None,
+        versions=[5, 7, 6],
     )
     assert (await index.rank(WEEK, "b", descending=descending))[1] == 7  # type: ignore[index]
 
@@ -655,16 +658,28 @@ async def test_versioned_write_follows_versions_not_scores(
 async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> None:
     await index.write(WEEK, [("a", 10)], descending=descending, expire_at=None, versions=[4])
     await index.ban([WEEK], "a")
-    assert await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5]) == 0
+    assert (
+        await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5])
+        == 0
+    )
     await index.unban([WEEK], "a")
     # after an unban the store resends the current total with the version already seen
-    assert await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5]) == 1
+    assert (
+        await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5])
+        == 1
+    )
     assert await index.rank(WEEK, "a", descending=descending) == (0, 11)
 
 
 async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bool) -> None:
     await index.replace(WEEK, [("a", 10), ("b", 20)], expire_at=None, versions=[3, 8])
-    assert await index.write(WEEK, [("a", 99)], descending=descending, expire_at=None, versions=[2]) == 0
-    assert await index.write(WEEK, [("b", 1)], descending=descending, expire_at=None, versions=[9]) == 1
+    assert (
+        await index.write(WEEK, [("a", 99)], descending=descending, expire_at=None, versions=[2])
+        == 0
+    )
+    assert (
+        await index.write(WEEK, [("b", 1)], descending=descending, expire_at=None, versions=[9])
+        == 1
+    )
     page = await index.page(WEEK, 0, 10, descending=True)
     assert page == [("a", 10), ("b", 1)]

@@ -70,7 +70,7 @@ class Api:
 
     async def page(self, board: str = "week", **params: Any) -> dict[str, Any]:
         # Bypass the one-second page cache so tests see the index as it is now.
-        self.podium._pages.clear()
+        self.podium.reads.clear_cache()
         r = await self.client.get(f"/v1/boards/{board}", params=params)
         assert r.status_code == 200, r.text
         return r.json()  # type: ignore[no-any-return]

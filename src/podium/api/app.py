@@ -8,11 +8,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from podium import __version__, bootstrap
+from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.ratelimit import ReadLimiter
 from podium.api.routes import router
 from podium.config import Settings
 from podium.ports import Clock
+from podium.web import routes as web
 
 
 def create_app(
@@ -20,9 +22,10 @@ def create_app(
     *,
     roles: Sequence[str] = bootstrap.ROLES,
     clock: Clock | None = None,
+    demo: bool = False,
 ) -> FastAPI:
     """The API; ``roles`` are the background roles run in this process (none for an
-    API-only process in a fleet)."""
+    API-only process in a fleet); ``demo`` also runs simulated game servers (``demo.py``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -32,7 +35,11 @@ def create_app(
         try:
             await backends.start()
             backends.start_roles(roles)
-            yield
+            async with (
+                web.serving(app, backends.podium),
+                demo_mode.running(backends.podium, enabled=demo),
+            ):
+                yield
         finally:
             await backends.close()
 
@@ -47,5 +54,6 @@ def create_app(
     )
     problems.install(app)
     app.include_router(router)
+    web.install(app)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     return app

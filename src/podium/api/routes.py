@@ -221,6 +221,25 @@ async def unban(request: Request, playerId: PlayerId) -> Response:
     return Response(status_code=204)
 
 
+@router.post(
+    "/v1/admin/boards/{board}/windows/{window}/freeze",
+    response_model=s.FrozenOut,
+    tags=["admin"],
+    dependencies=[Depends(admin)],
+)
+async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
+    froze, info = await _podium(request).freeze(board, window)
+    return s.FrozenOut(
+        board=info.board,
+        window=info.window,
+        frozenNow=froze,
+        frozenAt=to_rfc3339(info.frozen_at),
+        players=info.players,
+        archive=info.archive,
+        sha256=info.checksum,
+    )
+
+
 @router.get("/healthz", tags=["ops"])
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}

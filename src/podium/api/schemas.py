@@ -88,6 +88,16 @@ class DistributionOut(BaseModel):
     buckets: list[BucketOut]
 
 
+class FrozenOut(BaseModel):
+    board: str
+    window: str
+    frozenNow: bool  # false: it was frozen already, and this call changed nothing
+    frozenAt: str
+    players: int
+    archive: str | None
+    sha256: str | None
+
+
 class ProfileIn(_In):
     name: str | None = Field(default=None, min_length=1, max_length=32)
     avatar: str | None = Field(default=None, max_length=512, pattern=r"^https://\S+$")

@@ -6,6 +6,7 @@ page applies one order (DESIGN invariant 4).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -117,3 +118,21 @@ def can_fall(board: BoardSpec, min_points: int) -> bool:
     if board.aggregate is Aggregate.SUM:
         return min_points < 0 if board.order is Order.DESC else True
     return False
+
+
+def rank_standings(
+    board: BoardSpec, window: Window, rows: Iterable[tuple[str, Tally]]
+) -> list[tuple[int, int, str, Tally]]:
+    """``(position, rank, player, tally)`` in board order, computed the way the index orders
+    (the packed score, then member bytes; descending boards reversed), so that the final
+    standings and the live board agree on every place."""
+    ordered = sorted(rows, key=lambda r: (board.score(r[1], window), r[0].encode()))
+    if board.order is Order.DESC:
+        ordered.reverse()
+    out: list[tuple[int, int, str, Tally]] = []
+    for i, (player, tally) in enumerate(ordered):
+        rank = i + 1
+        if board.ties is Ties.SHARED and out and out[-1][3].total == tally.total:
+            rank = out[-1][1]
+        out.append((i + 1, rank, player, tally))
+    return out

@@ -102,3 +102,25 @@ class RecordOutcome:
 
     totals: dict[str, int] = field(default_factory=dict)  # board name -> total
     replayed: bool = False  # True when it was already recorded with the same content
+
+
+@dataclass(frozen=True, slots=True)
+class FinalEntry:
+    """One line of a window's final standings. ``position`` is the place in board order
+    (1, 2, 3, ...); ``rank`` is what is shown (equal to position, or shared)."""
+
+    position: int
+    rank: int
+    player_id: str
+    points: int
+    reached_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class FrozenWindow:
+    board: str
+    window: str
+    frozen_at: float
+    players: int
+    checksum: str | None = None  # of the archive file, once written
+    archive: str | None = None  # the archive file's name, relative to the archive dir

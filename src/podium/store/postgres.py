@@ -25,14 +25,18 @@ from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import (
     ApiKey,
     Change,
+    FinalEntry,
+    FrozenWindow,
     Profile,
     RecordOutcome,
     ResultRecord,
     Standing,
     Target,
 )
+from podium.domain.windows import Window
 from podium.errors import StoreUnavailable
-from podium.recording import HOUR, check_cap, check_replay, step
+from podium.recording import HOUR, check_cap, check_replay, open_targets, step
+from podium.store import postgres_windows as lifecycle
 from podium.store.common import migrations
 
 if TYPE_CHECKING:  # the proxy is generic only in the stubs
@@ -58,6 +62,7 @@ _UNNEST = (
 _MIGRATE_LOCK = 0x706F6469756D  # b"podium"
 _RECORD_NS = 0x7064_0001
 _FRIENDS_NS = 0x7064_0002
+_WINDOW_NS = 0x7064_0003
 
 _ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
 
@@ -82,6 +87,11 @@ def _player_key(player_id: str) -> int:
     """A stable signed 32-bit key; a collision only makes two players queue behind each other."""
     digest = hashlib.blake2b(player_id.encode(), digest_size=4).digest()
     return int.from_bytes(digest, "big", signed=True)
+
+
+def window_key(board: str, window: str) -> int:
+    """The advisory lock key of one board window (signed 32-bit, like ``_player_key``)."""
+    return _player_key(f"{board}\x00{window}")
 
 
 def _pairs(targets: Sequence[Target]) -> tuple[list[str], list[str]]:
@@ -294,6 +304,21 @@ class PostgresStore:
                 )
                 assert cap is not None
                 check_cap(cap[0], hourly_cap, cap[1], now, result)
+            # Shared locks on the target windows: a freeze takes the same lock exclusively,
+            # so a result either commits before the freeze reads the standings, or sees the
+            # window frozen here. Nothing slips in between.
+            await c.execute(
+                "SELECT pg_advisory_xact_lock_shared($1, k) FROM unnest($2::int[]) AS k ORDER BY k",
+                _WINDOW_NS,
+                sorted({window_key(b, w) for b, w in zip(boards, windows, strict=True)}),
+            )
+            frozen_rows = await c.fetch(
+                "SELECT board, window_id FROM frozen_windows "
+                "WHERE (board, window_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                boards,
+                windows,
+            )
+            live = open_targets(targets, {(r[0], r[1]) for r in frozen_rows})
             await c.execute(
                 "INSERT INTO results VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 pid,
@@ -317,7 +342,7 @@ class PostgresStore:
             # statements; a refusal rolls back the result row inserted above.
             totals: dict[str, int] = {}
             changes: list[tuple[Target, Tally]] = []
-            for target, spec in targets:
+            for target, spec in live:
                 cur = current.get((target.board, target.window))
                 new = step(spec, target, cur, result)
                 if new is not None:
@@ -470,6 +495,28 @@ class PostgresStore:
             "SELECT player_id FROM bans WHERE player_id = ANY($1::text[])", ids
         )
         return {r[0] for r in rows}
+
+    # -- the life of a window -----------------------------------------------------------
+
+    async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
+        lock = (_WINDOW_NS, window_key(board.name, window.id))
+        return await self._run(lambda c: lifecycle.freeze(c, board, window, keep, now, lock))
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        return await self._run(lambda c: lifecycle.frozen(c, board), tx=False)
+
+    async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
+        return await self._run(
+            lambda c: lifecycle.final_page(c, board, window, first, last), tx=False
+        )
+
+    async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
+        return await self._run(
+            lambda c: lifecycle.final_entry(c, board, window, player_id), tx=False
+        )
+
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
+        await self._run(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
 
 
 async def _write_changes(

@@ -20,14 +20,18 @@ from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import (
     ApiKey,
     Change,
+    FinalEntry,
+    FrozenWindow,
     Profile,
     RecordOutcome,
     ResultRecord,
     Standing,
     Target,
 )
+from podium.domain.windows import Window
 from podium.errors import StoreUnavailable
-from podium.recording import HOUR, check_cap, check_replay, step
+from podium.recording import HOUR, check_cap, check_replay, open_targets, step
+from podium.store import sqlite_windows as lifecycle
 from podium.store.common import migrations
 
 T = TypeVar("T")
@@ -223,6 +227,7 @@ class SqliteStore:
                     (result.player_id, result.mode, now - HOUR),
                 ).fetchone()
                 check_cap(count, hourly_cap, oldest, now, result)
+            live = open_targets(targets, _frozen(c, [t for t, _ in targets]))
             c.execute(
                 "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -237,7 +242,7 @@ class SqliteStore:
                 ),
             )
             totals: dict[str, int] = {}
-            for target, spec in targets:
+            for target, spec in live:
                 cur_row = c.execute(
                     "SELECT total, reached_at, version, scored FROM tallies "
                     "WHERE board = ? AND window_id = ? AND player_id = ?",
@@ -416,6 +421,33 @@ class SqliteStore:
             return {r[0] for r in rows}
 
         return await self._read(run) if ids else set()
+
+    # -- the life of a window -----------------------------------------------------------
+
+    async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
+        return await self._write(lambda c: lifecycle.freeze(c, board, window, keep, now))
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        return await self._read(lambda c: lifecycle.frozen(c, board))
+
+    async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
+        return await self._read(lambda c: lifecycle.final_page(c, board, window, first, last))
+
+    async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
+        return await self._read(lambda c: lifecycle.final_entry(c, board, window, player_id))
+
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
+        await self._write(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
+
+
+def _frozen(c: sqlite3.Connection, targets: Sequence[Target]) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for t in targets:
+        if c.execute(
+            "SELECT 1 FROM frozen_windows WHERE board = ? AND window_id = ?", (t.board, t.window)
+        ).fetchone():
+            out.add((t.board, t.window))
+    return out
 
 
 def _statements(sql: str) -> list[str]:

@@ -38,11 +38,15 @@ class Updater:
         self._log = changes
         self._clock = clock
         self._batch = settings.workers.batch
+        self._held: list[Change] = []
 
     async def step(self) -> int:
-        changes = await self._log.fetch(self._batch)
+        # A batch that failed to apply (the index was down) is retried first, while this
+        # updater still holds its lease, instead of waiting for the lease to run out.
+        changes = self._held or await self._log.fetch(self._batch)
         if not changes:
             return 0
+        self._held = changes
         banned = await self._store.banned([c.player_id for c in changes])
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
         for c in changes:
@@ -55,6 +59,7 @@ class Updater:
         # Ack only after every write landed: a crash before this line means a replay,
         # which the GT/LT writes make harmless.
         await self._log.ack(changes)
+        self._held = []
         now = self._clock.now()
         for c in changes:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))

@@ -1,0 +1,488 @@
+"""Accept benchmark: open-loop match results against `podium serve`, next to the bare framework.
+
+    python benchmarks/accept.py --config embedded      # SQLite + in-process index (default)
+    python benchmarks/accept.py --config production    # Postgres + Redis on this machine
+
+At each rate (``--rates``, in MATCHES/s; each match carries ``--players-per-match`` player
+results, so the default 250,500 with 2 players is 500 and 1,000 player results/s) it runs:
+
+1. podium: ``--warmup`` s unmeasured, then ``--duration`` s measured. Requests start on a
+   fixed schedule whatever the server does (open loop), each with a fresh match id and players
+   drawn from ``--pool``. Client latency is from the actual send; "from intended" adds the
+   generator's own lag. Server figures come from the difference of two ``/metrics`` scrapes and
+   are interpolated inside the Prometheus buckets. For one match in ``--sample-every`` the
+   client polls ``GET /v1/boards/week/players/{id}`` after the ack until the new total shows:
+   ack-to-visible, a lower bound of commit-to-board (the commit happens before the ack).
+2. the bare framework (``_bare_app.py``: FastAPI, podium's own request model, a constant
+   answer), driven by the same generator at the same rate.
+3. production only, unless ``--no-pgbench``: pgbench running the SQL podium runs for one match
+   (its three transactions, one after the other) at the same match rate, in tables of its own.
+
+``--repeat N`` repeats the whole sequence and prints the median and range of each figure.
+Everything it creates (a temporary directory, the Postgres database ``podium_bench_*``, the
+Redis keys under ``podium-bench-*:``, the child servers) is removed at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import random
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _harness import (
+    CLIENT,
+    CpuMeter,
+    Env,
+    Req,
+    Server,
+    bare_server,
+    code_line,
+    cpu_line,
+    create_key,
+    histogram,
+    http_client,
+    install_sigterm,
+    machine_line,
+    make_env,
+    match_body,
+    med_spread,
+    ms,
+    num_spread,
+    open_loop,
+    player_id,
+    podium_server,
+    run,
+    sample,
+    scrape,
+    summary,
+)
+
+BOARDS = 3  # the default configuration: season, week and day, all fed by mode "default"
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--config", choices=["embedded", "production"], default="embedded")
+    p.add_argument("--rates", default="250,500", help="match rates to run, matches/s")
+    p.add_argument("--players-per-match", type=int, default=2)
+    p.add_argument("--duration", type=float, default=20.0, help="measured seconds per run")
+    p.add_argument("--warmup", type=float, default=2.0)
+    p.add_argument("--pool", type=int, default=50_000, help="distinct players drawn from")
+    p.add_argument("--sample-every", type=int, default=50, help="ack-to-visible: 1 match in N")
+    p.add_argument("--poll-interval", type=float, default=0.005)
+    p.add_argument("--connections", type=int, default=256, help="generator connection pool")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--pgbench-duration", type=float, default=10.0)
+    p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="run podium under cProfile and write its stats here (timings then inflated)",
+    )
+    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    return p.parse_args()
+
+
+# -- one measured run ---------------------------------------------------------------------
+
+
+async def drive(
+    server: Server,
+    key: str,
+    rate: float,
+    args: argparse.Namespace,
+    rng: random.Random,
+    *,
+    measure_podium: bool,
+) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    tag = f"b{secrets.token_hex(4)}"
+    visible: list[float] = []
+    missed = 0
+    pollers: set[asyncio.Task[None]] = set()
+    sampling = False
+
+    async with (
+        http_client(server.url, args.connections) as client,
+        http_client(server.url, 32) as poll_client,
+    ):
+
+        async def watch(player: str, want: int, acked: float) -> None:
+            nonlocal missed
+            while True:
+                try:
+                    r = await poll_client.get(
+                        f"/v1/boards/week/players/{player}", params={"neighbors": 0}
+                    )
+                except Exception:  # counted as not seen; the poll goes on
+                    r = None
+                if r is not None and r.status_code == 200 and r.json()["points"] >= want:
+                    visible.append(time.perf_counter() - acked)
+                    return
+                if time.perf_counter() - acked > 10:
+                    missed += 1
+                    return
+                await asyncio.sleep(args.poll_interval)
+
+        async def fire(i: int, req: Req) -> str:
+            players = [player_id(n) for n in rng.sample(range(args.pool), args.players_per_match)]
+            r = await client.post(
+                f"/v1/matches/{tag}-{i}/results",
+                content=match_body(players, rng),
+                headers=headers,
+            )
+            if sampling and r.status_code == 200 and i % args.sample_every == 0:
+                acked = time.perf_counter()
+                want = r.json()["players"][0]["totals"]["week"]
+                t = asyncio.create_task(watch(players[0], want, acked))
+                pollers.add(t)
+                t.add_done_callback(pollers.discard)
+            return str(r.status_code)
+
+        if args.warmup > 0:
+            await open_loop(rate, args.warmup, fire)
+        before = await scrape(client) if measure_podium else ""
+        pids = {"server": server.pid}
+        cpu = CpuMeter(pids)
+        sampling = measure_podium
+        cpu.begin()
+        res = await open_loop(rate, args.duration, fire)
+        cores = cpu.end()
+        ended = time.perf_counter()
+        sampling = False
+        out = res.report()
+        out["cpu"] = cores
+        out["results_per_s_ok"] = out["ok"] * args.players_per_match / args.duration
+        if not measure_podium:
+            return out
+
+        # Let the updater catch up, then read the server's own histograms.
+        drained = None
+        after = ""
+        while time.perf_counter() - ended < 60:
+            after = await scrape(client)
+            accepted = sample(after, "podium_results_accepted_total")
+            applied = sample(after, "podium_changes_applied_total")
+            if applied >= BOARDS * accepted:
+                drained = time.perf_counter() - ended
+                break
+            await asyncio.sleep(0.05)
+        if pollers:
+            await asyncio.wait(set(pollers), timeout=15)
+        acc = histogram(after, "podium_accept_seconds") - histogram(before, "podium_accept_seconds")
+        c2b = histogram(after, "podium_commit_to_board_seconds") - histogram(
+            before, "podium_commit_to_board_seconds"
+        )
+        out["server_accept"] = {"n": acc.count, "p50": acc.quantile(0.5), "p99": acc.quantile(0.99)}
+        out["server_accept"]["over_100ms"] = acc.over(0.1)
+        out["commit_to_board"] = {
+            "n": c2b.count,
+            "p50": c2b.quantile(0.5),
+            "p99": c2b.quantile(0.99),
+            "over_1s": c2b.over(1.0),
+        }
+        out["drain_s"] = drained
+        out["ack_to_visible"] = summary(visible)
+        out["ack_to_visible"]["missed"] = missed
+        return out
+
+
+# -- pgbench reference --------------------------------------------------------------------
+
+PGB_SCHEMA = """
+CREATE TABLE pgb_matches (match_id text PRIMARY KEY, key_id text NOT NULL,
+    recorded_at double precision NOT NULL);
+CREATE TABLE pgb_results (player_id text NOT NULL, match_id text NOT NULL, key_id text NOT NULL,
+    mode text NOT NULL, ended_at bigint NOT NULL, duration_s integer NOT NULL,
+    points bigint NOT NULL, recorded_at double precision NOT NULL,
+    PRIMARY KEY (player_id, match_id));
+CREATE INDEX pgb_results_recent ON pgb_results (player_id, mode, recorded_at);
+CREATE TABLE pgb_tallies (board text NOT NULL, window_id text NOT NULL, player_id text NOT NULL,
+    total bigint NOT NULL, reached_at bigint NOT NULL, version bigint NOT NULL,
+    PRIMARY KEY (board, window_id, player_id));
+CREATE INDEX pgb_tallies_player ON pgb_tallies (player_id);
+CREATE TABLE pgb_outbox (id bigserial PRIMARY KEY, board text NOT NULL, window_id text NOT NULL,
+    player_id text NOT NULL, total bigint NOT NULL, reached_at bigint NOT NULL,
+    version bigint NOT NULL, committed_at double precision NOT NULL,
+    claimed_until double precision NOT NULL DEFAULT 0);
+CREATE INDEX pgb_outbox_claimable ON pgb_outbox (claimed_until, id);
+"""
+
+
+def _pgb_player(v: str) -> list[str]:
+    """The statements of podium's record transaction for one player (postgres.py)."""
+    pid = f"'p:{v}'"
+    boards = "'{season,week,day}'::text[]"
+    return [
+        "BEGIN;",
+        f"SELECT pg_advisory_xact_lock(1, :{v});",
+        f"SELECT 1 FROM pgb_results WHERE player_id = {pid} AND match_id = ':mid';",
+        f"INSERT INTO pgb_results VALUES ({pid}, ':mid', 'k', 'default', 0, 540, :pts, 0) "
+        "ON CONFLICT DO NOTHING;",
+        f"SELECT total FROM pgb_tallies WHERE player_id = {pid} AND board = ANY({boards}) "
+        "FOR UPDATE;",
+        f"INSERT INTO pgb_tallies SELECT b, 'w', {pid}, :pts, 0, 1 FROM unnest({boards}) b "
+        "ON CONFLICT (board, window_id, player_id) DO UPDATE SET "
+        "total = pgb_tallies.total + excluded.total, version = pgb_tallies.version + 1;",
+        "INSERT INTO pgb_outbox (board, window_id, player_id, total, reached_at, version, "
+        f"committed_at) SELECT b, 'w', {pid}, :pts, 0, 1, 0 FROM unnest({boards}) b;",
+        "COMMIT;",
+    ]
+
+
+def pgbench_script(players: int, pool: int) -> str:
+    """One pgbench transaction = one match: claim the match id, check existing results, then
+    each player's transaction, one after the other (podium runs the players concurrently)."""
+    lines = [
+        "\\set m random(1, 2000000000)",
+        "\\set pts random(1, 1000)",
+    ]
+    for k in range(players):
+        lines.append(f"\\set p{k} random(1, {pool})")
+    lines += [
+        "BEGIN;",
+        "INSERT INTO pgb_matches VALUES ('m:client_id-:m', 'k', 0) "
+        "ON CONFLICT (match_id) DO NOTHING;",
+        "SELECT key_id FROM pgb_matches WHERE match_id = 'm:client_id-:m';",
+        "COMMIT;",
+    ]
+    ids = ", ".join(f"'p:p{k}'" for k in range(players))
+    lines.append(
+        "SELECT player_id FROM pgb_results WHERE match_id = 'm:client_id-:m' "
+        f"AND player_id = ANY(ARRAY[{ids}]);"
+    )
+    for k in range(players):
+        lines += _pgb_player(f"p{k}")
+    return "\n".join(lines).replace("':mid'", "'m:client_id-:m'") + "\n"
+
+
+async def pgbench(env: Env, rate: float, args: argparse.Namespace) -> dict[str, Any] | None:
+    exe = shutil.which("pgbench")
+    if exe is None or env.pg_db is None:
+        return None
+    import asyncpg
+
+    conn = await asyncpg.connect(env.store_url)
+    try:
+        exists = await conn.fetchval("SELECT to_regclass('pgb_matches') IS NOT NULL")
+        if not exists:
+            await conn.execute(PGB_SCHEMA)
+    finally:
+        await conn.close()
+    d = env.tmp / f"pgbench-{secrets.token_hex(3)}"
+    d.mkdir()
+    script = d / "match.sql"
+    script.write_text(pgbench_script(args.players_per_match, args.pool))
+    argv = [exe, "-h", "127.0.0.1", "-U", "postgres", "-n", "-f", str(script)]
+    argv += ["-R", str(rate), "-T", str(int(args.pgbench_duration)), "-c", "10", "-j", "2"]
+    argv += ["-l", f"--log-prefix={d}/log", env.pg_db]
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await proc.communicate()
+    text = out.decode(errors="replace")
+    if proc.returncode != 0:
+        print(f"pgbench failed ({proc.returncode}):\n{text}", file=sys.stderr)
+        return None
+    lat: list[float] = []
+    lag: list[float] = []
+    for f in d.glob("log*"):
+        for line in f.read_text().splitlines():
+            cols = line.split()
+            if len(cols) >= 6 and cols[2].isdigit():
+                lat.append(int(cols[2]) / 1e6)
+                if len(cols) >= 7:
+                    lag.append(int(cols[6]) / 1e6)
+    tps = next((ln for ln in text.splitlines() if ln.startswith("tps")), "")
+    return {"latency": summary(lat), "lag": summary(lag), "tps_line": tps, "n": len(lat)}
+
+
+# -- printing -----------------------------------------------------------------------------
+
+
+def print_run(label: str, rate: float, ppm: int, r: dict[str, Any]) -> None:
+    lat, lag = r["latency"], r["lag"]
+    print(f"  {label}: intended {rate:.0f} matches/s ({rate * ppm:.0f} results/s)")
+    print(
+        f"    sent {r['sent']}, arrival rate achieved {r['achieved_rate']:.1f}/s; "
+        f"generator lag p50 {ms(lag['p50'])} p99 {ms(lag['p99'])} max {ms(lag['max'])} ms"
+    )
+    print(
+        f"    accepted {r['ok']} matches = {r['results_per_s_ok']:.0f} results/s; "
+        f"statuses {r['statuses']}"
+    )
+    print(
+        f"    client latency ms: p50 {ms(lat['p50'])} p90 {ms(lat['p90'])} "
+        f"p99 {ms(lat['p99'])} max {ms(lat['max'])}  "
+        f"(from intended send: p99 {ms(r['latency_from_intended']['p99'])})"
+    )
+    if "server_accept" in r:
+        sa, c2b, vis = r["server_accept"], r["commit_to_board"], r["ack_to_visible"]
+        print(
+            f"    server podium_accept_seconds (bucket-interpolated): p50 {ms(sa['p50'])} "
+            f"p99 {ms(sa['p99'])} ms; over 100 ms: {sa['over_100ms']:.2%}"
+        )
+        print(
+            f"    server podium_commit_to_board_seconds (bucket-interpolated): "
+            f"p50 {ms(c2b['p50'])} p99 {ms(c2b['p99'])} ms; over 1 s: {c2b['over_1s']:.2%} "
+            f"(n={c2b['n']:.0f})"
+        )
+        drain = "not within 60 s" if r["drain_s"] is None else f"{r['drain_s']:.2f} s"
+        print(f"    updater backlog drained {drain} after the last request completed")
+        print(
+            f"    client ack-to-visible (lower bound of commit-to-board): n={vis['n']} "
+            f"p50 {ms(vis['p50'])} p99 {ms(vis['p99'])} max {ms(vis['max'])} ms, "
+            f"not visible in 10 s: {vis['missed']}"
+        )
+    print(f"    {cpu_line(r['cpu'])}")
+
+
+def print_pgbench(rate: float, r: dict[str, Any] | None) -> None:
+    if r is None:
+        print("  pgbench: skipped (not installed, or not the production configuration)")
+        return
+    lat = r["latency"]
+    print(
+        f"  pgbench, podium's SQL for one match at {rate:.0f} matches/s: n={r['n']} "
+        f"latency ms p50 {ms(lat['p50'])} p99 {ms(lat['p99'])} max {ms(lat['max'])}; "
+        f"schedule lag p99 {ms(r['lag']['p99'])} ms; {r['tps_line']}"
+    )
+
+
+def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print("\n== summary: median [min-max] over", args.repeat, "run(s); times in ms ==")
+    for rate in sorted({r["rate"] for r in runs}):
+        rs = [r for r in runs if r["rate"] == rate]
+        pod = [r["podium"] for r in rs]
+        bare = [r["bare"] for r in rs]
+
+        def col(xs: list[dict[str, Any]], *path: str) -> list[float]:
+            out = []
+            for x in xs:
+                v: Any = x
+                for p in path:
+                    v = v.get(p) if isinstance(v, dict) else None
+                out.append(float("nan") if v is None else float(v))
+            return out
+
+        ratio50 = [
+            p["latency"]["p50"] / b["latency"]["p50"] for p, b in zip(pod, bare, strict=True)
+        ]
+        ratio99 = [
+            p["latency"]["p99"] / b["latency"]["p99"] for p, b in zip(pod, bare, strict=True)
+        ]
+        print(
+            f"{args.config}, {rate:.0f} matches/s x {args.players_per_match} = "
+            f"{rate * args.players_per_match:.0f} results/s intended"
+        )
+        print(f"  accepted results/s      {num_spread(col(pod, 'results_per_s_ok'))}")
+        print(f"  podium client p50       {med_spread(col(pod, 'latency', 'p50'))}")
+        print(f"  podium client p99       {med_spread(col(pod, 'latency', 'p99'))}")
+        print(f"  bare client p50         {med_spread(col(bare, 'latency', 'p50'))}")
+        print(f"  bare client p99         {med_spread(col(bare, 'latency', 'p99'))}")
+        r50 = num_spread(ratio50, "{:.1f}")
+        r99 = num_spread(ratio99, "{:.1f}")
+        print(f"  podium/bare p50, p99    {r50} x, {r99} x")
+        print(
+            f"  server accept p50/p99   {med_spread(col(pod, 'server_accept', 'p50'))} / "
+            f"{med_spread(col(pod, 'server_accept', 'p99'))}"
+        )
+        print(
+            f"  commit-to-board p50/p99 {med_spread(col(pod, 'commit_to_board', 'p50'))} / "
+            f"{med_spread(col(pod, 'commit_to_board', 'p99'))}"
+        )
+        print(
+            f"  ack-to-visible p50/p99  {med_spread(col(pod, 'ack_to_visible', 'p50'))} / "
+            f"{med_spread(col(pod, 'ack_to_visible', 'p99'))}"
+        )
+        print(f"  generator lag p99       {med_spread(col(pod, 'lag', 'p99'))}")
+        print(f"  podium server cores     {num_spread(col(pod, 'cpu', 'server'), '{:.2f}')}")
+        print(f"  generator cores         {num_spread(col(pod, 'cpu', 'generator'), '{:.2f}')}")
+        if args.config == "production":
+            print(f"  postgres cores          {num_spread(col(pod, 'cpu', 'postgres'), '{:.2f}')}")
+            print(f"  redis cores             {num_spread(col(pod, 'cpu', 'redis'), '{:.2f}')}")
+        pg = [r["pgbench"] for r in rs if r.get("pgbench")]
+        if pg:
+            print(
+                f"  pgbench match p50/p99   {med_spread(col(pg, 'latency', 'p50'))} / "
+                f"{med_spread(col(pg, 'latency', 'p99'))}"
+            )
+        p99s = col(pod, "latency", "p99")
+        sacc = col(pod, "server_accept", "p99")
+        c2b = col(pod, "commit_to_board", "p99")
+        met = "met" if all(v < 0.1 for v in p99s) else "NOT met"
+        print(f"  target accept p99 < 100 ms (client): {met} in {args.repeat} run(s)")
+        met = "met" if all(v < 0.1 for v in sacc) else "NOT met"
+        print(f"  target accept p99 < 100 ms (server histogram): {met}")
+        met = "met" if all(v < 1.0 for v in c2b) else "NOT met"
+        print(f"  target commit-to-board p99 < 1 s (server histogram): {met}")
+        ok_rate = all(
+            v >= 0.98 * rate * args.players_per_match for v in col(pod, "results_per_s_ok")
+        )
+        print(f"  sustained the intended rate (>= 98% accepted): {'yes' if ok_rate else 'NO'}")
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
+    rates = [float(x) for x in args.rates.split(",") if x.strip()]
+    key = create_key(env)
+    pod = podium_server(stack, env, args.profile.resolve() if args.profile else None)
+    bare = bare_server(stack, env)
+    t_pod = await pod.wait_ready()
+    await bare.wait_ready()
+    print(f"podium ready in {t_pod:.1f} s (pid {pod.pid}); bare framework pid {bare.pid}")
+    rng = random.Random(1)
+    runs: list[dict[str, Any]] = []
+    for rep in range(args.repeat):
+        for rate in rates:
+            print(f"\n-- run {rep + 1}/{args.repeat}, {rate:.0f} matches/s --", flush=True)
+            p = await drive(pod, key, rate, args, rng, measure_podium=True)
+            print_run("podium", rate, args.players_per_match, p)
+            b = await drive(bare, key, rate, args, rng, measure_podium=False)
+            print_run("bare framework", rate, args.players_per_match, b)
+            pg = None
+            if env.kind == "production" and args.pgbench:
+                pg = await pgbench(env, rate, args)
+                print_pgbench(rate, pg)
+            runs.append({"rate": rate, "podium": p, "bare": b, "pgbench": pg})
+    print_summary(runs, args)
+    if args.json:
+        meta = {k: str(v) for k, v in vars(args).items()}
+        args.json.write_text(json.dumps({"args": meta, "runs": runs}, indent=1))
+
+
+def main() -> None:
+    args = parse_args()
+    CLIENT["kind"] = args.client
+    install_sigterm()
+    print(machine_line())
+    print(code_line())
+    print(f"load generator: {args.client} HTTP/1.1 client on asyncio (uvloop), one process")
+    print(
+        f"config {args.config}; rates {args.rates} matches/s x {args.players_per_match} "
+        f"players; {args.duration:g} s measured after {args.warmup:g} s warm-up; "
+        f"player pool {args.pool}; {args.repeat} repeat(s)",
+        flush=True,
+    )
+    with contextlib.ExitStack() as stack:
+        env = make_env(stack, args.config)
+        try:
+            run(bench(env, stack, args))
+        except KeyboardInterrupt:
+            print("interrupted; cleaning up", file=sys.stderr)
+            raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,508 @@
+"""Read benchmark: a player's rank with neighbours, and the top page, on a preloaded board.
+
+    python benchmarks/reads.py --config embedded      # SQLite + in-process index (default)
+    python benchmarks/reads.py --config production    # Postgres + Redis on this machine
+
+1. Preload, in this process, through podium's own service: ``--players`` players in matches of
+   100 (``Podium.record_match``, the code path of ``POST /v1/matches/{id}/results``), then the
+   board updater (``Updater.step``) is run until the outbox is empty. Preload-only durability
+   shortcuts, so that it fits the time budget: the SQLite store is opened with
+   ``synchronous=OFF`` (the server later opens it with its default, FULL) and the Postgres
+   connections of the preload carry ``synchronous_commit=off`` (a per-connection setting; the
+   server's connections keep the default, on).
+2. ``podium serve`` starts on that store (embedded: it rebuilds the in-process index from
+   SQLite at start; the time is reported).
+3. For each concurrency in ``--concurrency``, closed-loop readers for ``--duration`` s each:
+   podium ``GET /v1/boards/week/players/{random id}?neighbors=2``; the same on the bare framework
+   (a constant answer of the same shape); production only: raw Redis doing the index work of
+   that read (MULTI ZREVRANK+ZSCORE, then ZREVRANGE WITHSCORES of the 5 rows) from the same
+   Python client library podium uses; then podium ``GET /v1/boards/week?limit=100`` and the bare
+   equivalent. Server time comes from ``podium_read_seconds`` (bucket-interpolated).
+4. The targets are stated at a sustained 500 results/s, so the podium cells are run once more
+   at ``--load-concurrency`` while an open-loop writer sends ``--write-rate`` matches/s of 2
+   players (default 250 = 500 results/s) into the same board.
+
+``--repeat N`` repeats step 3-4 and prints the median and range. Everything it creates (the
+temporary directory, the Postgres database ``podium_bench_*``, the Redis keys under
+``podium-bench-*:``, the child servers) is removed at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import random
+import secrets
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from _harness import (
+    CLIENT,
+    REDIS_URL,
+    CpuMeter,
+    Env,
+    Req,
+    Server,
+    bare_server,
+    closed_loop,
+    code_line,
+    cpu_line,
+    create_key,
+    histogram,
+    http_client,
+    install_sigterm,
+    machine_line,
+    make_env,
+    match_body,
+    med_spread,
+    ms,
+    num_spread,
+    open_loop,
+    player_id,
+    podium_server,
+    run,
+    scrape,
+    summary,
+)
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--config", choices=["embedded", "production"], default="embedded")
+    p.add_argument("--players", type=int, default=100_000)
+    p.add_argument("--concurrency", default="16,32,64")
+    p.add_argument("--duration", type=float, default=5.0, help="seconds per measured cell")
+    p.add_argument("--write-rate", type=float, default=250.0, help="matches/s of 2 players")
+    p.add_argument("--load-concurrency", type=int, default=32)
+    p.add_argument(
+        "--read-rate", type=float, default=500.0, help="open-loop rank reads/s in the +writes cells"
+    )
+    p.add_argument(
+        "--preload",
+        choices=["auto", "service", "sql"],
+        default="auto",
+        help="auto: service for embedded, sql for production (see the module docstring)",
+    )
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="run podium under cProfile and write its stats here (timings then inflated)",
+    )
+    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    return p.parse_args()
+
+
+# -- preload ------------------------------------------------------------------------------
+
+
+async def preload(env: Env, n: int) -> dict[str, float]:
+    from podium import bootstrap, config
+    from podium.domain.models import PlayerResult
+    from podium.log.outbox import OutboxLog
+    from podium.service import Podium
+    from podium.workers.updater import Updater
+
+    settings = config.load(env.config_path)
+    if env.kind == "production":
+        url = env.store_url + "?synchronous_commit=off"
+        settings = dataclasses.replace(settings, store=dataclasses.replace(settings.store, url=url))
+    settings = dataclasses.replace(
+        settings, workers=dataclasses.replace(settings.workers, batch=5000)
+    )
+    backends = bootstrap.build(settings)
+    if env.kind == "embedded":
+        from podium.store.sqlite import SqliteStore
+
+        await backends.store.close()
+        fast = SqliteStore(env.store_url.removeprefix("sqlite:///"), synchronous="OFF")
+        backends = dataclasses.replace(
+            backends,
+            store=fast,
+            log=OutboxLog(fast, backends.clock, lease_s=settings.workers.lease_s),
+            podium=Podium(settings, fast, backends.index, backends.clock),
+        )
+    try:
+        await backends.start()
+        key, _ = await backends.podium.create_key("preload", ["default"], admin=False)
+        rng = random.Random(7)
+        now = int(time.time())
+        t0 = time.perf_counter()
+        sem = asyncio.Semaphore(4)
+
+        async def match(m: int) -> None:
+            ids = range(m * 100, min(n, (m + 1) * 100))
+            results = [PlayerResult(player_id(i), rng.randint(1, 100_000)) for i in ids]
+            async with sem:
+                await backends.podium.record_match(key, f"pre-{m}", "default", now, 600, results)
+
+        await asyncio.gather(*(match(m) for m in range((n + 99) // 100)))
+        t_record = time.perf_counter() - t0
+        up = Updater(settings, backends.store, backends.index, backends.log, backends.clock)
+        t1 = time.perf_counter()
+        applied = 0
+        while done := await up.step():
+            applied += done
+        t_drain = time.perf_counter() - t1
+        return {"record_s": t_record, "drain_s": t_drain, "applied": applied}
+    finally:
+        await backends.close()
+
+
+async def preload_sql(env: Env, n: int) -> dict[str, float]:
+    """Production only: tallies bulk-inserted with one INSERT ... SELECT per board, then each
+    board window rebuilt into Redis by ``Podium.rebuild`` (what ``podium rebuild`` runs)."""
+    import asyncpg
+
+    from podium import bootstrap, config
+
+    settings = config.load(env.config_path)
+    backends = bootstrap.build(settings)
+    try:
+        await backends.start()  # migrates the schema
+        now = int(time.time())
+        t0 = time.perf_counter()
+        conn = await asyncpg.connect(env.store_url)
+        try:
+            for spec in settings.boards:
+                w = spec.rule.window_at(now)
+                assert w is not None
+                await conn.execute(
+                    "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version)"
+                    " SELECT $1, $2, 'p_' || lpad(i::text, 6, '0'), 1 + (i * 7919 + 13) % 100000,"
+                    " $3, 1 FROM generate_series(0, $4 - 1) AS i",
+                    spec.name,
+                    w.id,
+                    now,
+                    n,
+                )
+        finally:
+            await conn.close()
+        t_insert = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        applied = 0
+        for spec in settings.boards:
+            w = spec.rule.window_at(now)
+            assert w is not None
+            applied += await backends.podium.rebuild(spec.name, w.id)
+        return {"record_s": t_insert, "drain_s": time.perf_counter() - t1, "applied": applied}
+    finally:
+        await backends.close()
+
+
+# -- cells --------------------------------------------------------------------------------
+
+
+async def http_cell(
+    server: Server,
+    path_for: Callable[[], str],
+    concurrency: int,
+    duration: float,
+    kind: str | None,
+) -> dict[str, Any]:
+    """Closed-loop GETs; with ``kind`` also the server's podium_read_seconds{kind=...}."""
+    async with http_client(server.url, concurrency) as client:
+
+        async def op() -> str:
+            r = await client.get(path_for())
+            return str(r.status_code)
+
+        for _ in range(20):  # open the connections
+            await op()
+        before = await scrape(client) if kind else ""
+        cpu = CpuMeter({"server": server.pid})
+        cpu.begin()
+        res = await closed_loop(concurrency, duration, op)
+        out = res.report()
+        out["cpu"] = cpu.end()
+        if kind:
+            after = await scrape(client)
+            h = histogram(after, "podium_read_seconds", kind=kind) - histogram(
+                before, "podium_read_seconds", kind=kind
+            )
+            out["server"] = {"n": h.count, "p50": h.quantile(0.5), "p99": h.quantile(0.99)}
+            out["server"]["over_30ms"] = h.over(0.025)  # nearest bucket bound below 30 ms
+        return out
+
+
+async def open_read_cell(
+    server: Server, path_for: Callable[[], str], rate: float, duration: float, kind: str
+) -> dict[str, Any]:
+    """Open-loop GETs at a fixed rate, with the server's podium_read_seconds{kind=...}."""
+    async with http_client(server.url, 256) as client:
+
+        async def fire(i: int, req: Req) -> str:
+            return str((await client.get(path_for())).status_code)
+
+        before = await scrape(client)
+        cpu = CpuMeter({"server": server.pid})
+        cpu.begin()
+        res = await open_loop(rate, duration, fire)
+        rep = res.report()
+        rep["cpu"] = cpu.end()
+        after = await scrape(client)
+    h = histogram(after, "podium_read_seconds", kind=kind) - histogram(
+        before, "podium_read_seconds", kind=kind
+    )
+    rep["rate"] = rep["ok"] / duration
+    rep["server"] = {"n": h.count, "p50": h.quantile(0.5), "p99": h.quantile(0.99)}
+    rep["server"]["over_30ms"] = h.over(0.025)
+    return rep
+
+
+async def redis_cell(
+    zkey: str, ids: Callable[[], str], concurrency: int, duration: float
+) -> dict[str, Any]:
+    import redis.asyncio as aioredis
+
+    r = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+
+        async def op() -> str:
+            pipe = r.pipeline(transaction=True)
+            p = ids()
+            pipe.zrevrank(zkey, p)
+            pipe.zscore(zkey, p)
+            rank, _score = await pipe.execute()
+            if rank is None:
+                return "missing"
+            await r.zrevrange(zkey, max(0, rank - 2), rank + 2, withscores=True)
+            return "ok"
+
+        for _ in range(20):
+            await op()
+        cpu = CpuMeter({})
+        cpu.begin()
+        res = await closed_loop(concurrency, duration, op)
+        out = res.report()
+        out["cpu"] = cpu.end()
+        return out
+    finally:
+        await r.aclose()
+
+
+@contextlib.asynccontextmanager
+async def write_load(server: Server, key: str, rate: float, players: int) -> Any:
+    """An open-loop writer in the background for the duration of the block."""
+    rng = random.Random(11)
+    tag = f"w{secrets.token_hex(4)}"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    box: dict[str, Any] = {}
+    stop = asyncio.Event()
+    async with http_client(server.url, 128) as client:
+
+        async def fire(i: int, req: Req) -> str:
+            ps = [player_id(x) for x in rng.sample(range(players), 2)]
+            r = await client.post(
+                f"/v1/matches/{tag}-{i}/results", content=match_body(ps, rng), headers=headers
+            )
+            return str(r.status_code)
+
+        async def writer() -> None:
+            res = await open_loop(rate, 3600.0, fire, stop=stop)
+            ok = res.ok()
+            box["sent"] = len(res.reqs)
+            box["ok"] = len(ok)
+            box["seconds"] = res.duration
+            box["latency"] = summary(r.done - r.started for r in ok)
+            box["lag"] = summary(r.started - r.intended for r in res.reqs)
+
+        task = asyncio.create_task(writer())
+        await asyncio.sleep(1.0)  # let it reach its rate before the readers start
+        try:
+            yield box
+        finally:
+            stop.set()
+            await task
+
+
+# -- printing -----------------------------------------------------------------------------
+
+
+def line(label: str, r: dict[str, Any]) -> str:
+    lat = r["latency"]
+    text = (
+        f"  {label:<34} {r['rate']:7.0f}/s  client p50 {ms(lat['p50']):>6} "
+        f"p99 {ms(lat['p99']):>6} ms"
+    )
+    if "server" in r:
+        s = r["server"]
+        text += f"  server p50 {ms(s['p50']):>5} p99 {ms(s['p99']):>5} ms"
+    bad = {k: v for k, v in r["statuses"].items() if k not in ("200", "ok")}
+    if bad:
+        text += f"  ERRORS {bad}"
+    return text + f"\n      {cpu_line(r['cpu'])}"
+
+
+def col(xs: list[dict[str, Any]], *path: str) -> list[float]:
+    out = []
+    for x in xs:
+        v: Any = x
+        for p in path:
+            v = v.get(p) if isinstance(v, dict) else None
+        out.append(float("nan") if v is None else float(v))
+    return out
+
+
+def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(f"\n== summary: median [min-max] over {args.repeat} run(s); times in ms ==")
+    names = sorted({k for r in runs for k in r}, key=lambda k: (k.split("@")[1], k))
+    print(f"{'cell':<28} {'reads/s':>18} {'client p50':>16} {'client p99':>16} {'server p99':>16}")
+    for name in names:
+        xs = [r[name] for r in runs if name in r]
+        server = med_spread(col(xs, "server", "p99")) if "server" in xs[0] else "-"
+        print(
+            f"{name:<28} {num_spread(col(xs, 'rate')):>18} "
+            f"{med_spread(col(xs, 'latency', 'p50')):>16} "
+            f"{med_spread(col(xs, 'latency', 'p99')):>16} {server:>16}"
+        )
+    for name in names:
+        if not name.startswith("podium "):
+            continue
+        bare = name.replace("podium", "bare").replace(" +writes", "")
+        ratios50, ratios99 = [], []
+        for r in runs:
+            if name in r and bare in r:
+                ratios50.append(r[name]["latency"]["p50"] / r[bare]["latency"]["p50"])
+                ratios99.append(r[name]["latency"]["p99"] / r[bare]["latency"]["p99"])
+        if ratios50:
+            print(
+                f"  {name}: client p50 {num_spread(ratios50, '{:.1f}')} x bare, "
+                f"p99 {num_spread(ratios99, '{:.1f}')} x bare"
+            )
+    targets = [n for n in names if n.startswith("podium") and "+writes" in n]
+    for name in targets or [n for n in names if n.startswith("podium")]:
+        p99 = col([r[name] for r in runs if name in r], "server", "p99")
+        met = "met" if all(v < 0.030 for v in p99) else "NOT met"
+        print(f"  target server p99 < 30 ms, {name}: {met} (p99s {[ms(v) for v in p99]})")
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
+    concs = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    how = args.preload
+    if how == "auto":
+        how = "service" if env.kind == "embedded" else "sql"
+    if how == "sql" and env.kind != "production":
+        raise SystemExit("--preload sql is for the production configuration")
+    if how == "service":
+        print(f"preloading {args.players} players in matches of 100 (in-process service) ...")
+        pre: dict[str, Any] = dict(await preload(env, args.players))
+        print(
+            f"  recorded in {pre['record_s']:.1f} s "
+            f"({args.players / pre['record_s']:.0f} results/s, durability relaxed); updater "
+            f"applied {pre['applied']} changes in {pre['drain_s']:.1f} s "
+            f"({pre['applied'] / max(pre['drain_s'], 1e-9):.0f}/s)",
+            flush=True,
+        )
+    else:
+        print(f"preloading {args.players} players: SQL tallies, then Podium.rebuild ...")
+        pre = dict(await preload_sql(env, args.players))
+        print(
+            f"  tallies inserted in {pre['record_s']:.1f} s; rebuild put {pre['applied']} "
+            f"entries into Redis in {pre['drain_s']:.1f} s "
+            f"({pre['applied'] / max(pre['drain_s'], 1e-9):.0f}/s)",
+            flush=True,
+        )
+    pre["method"] = how
+    key = create_key(env)
+    pod = podium_server(stack, env, args.profile.resolve() if args.profile else None)
+    bare = bare_server(stack, env)
+    t_ready = await pod.wait_ready(wait_s=600)
+    await bare.wait_ready()
+    print(f"podium ready in {t_ready:.1f} s (embedded: includes rebuilding the index from SQLite)")
+    async with http_client(pod.url, 1) as c:
+        top = (await c.get("/v1/boards/week", params={"limit": 1})).json()
+    window = top["window"]
+    print(f"board week window {window}, leader {top['entries'][0]}")
+    rng = random.Random(3)
+
+    def rank_path() -> str:
+        return f"/v1/boards/week/players/{player_id(rng.randrange(args.players))}?neighbors=2"
+
+    def page_path() -> str:
+        return "/v1/boards/week?limit=100"
+
+    def random_id() -> str:
+        return player_id(rng.randrange(args.players))
+
+    runs: list[dict[str, Any]] = []
+    for rep in range(args.repeat):
+        print(f"\n-- run {rep + 1}/{args.repeat} --", flush=True)
+        cells: dict[str, Any] = {}
+
+        async def cell(name: str, job: Awaitable[dict[str, Any]], cells: dict[str, Any]) -> None:
+            cells[name] = r = await job
+            print(line(name, r), flush=True)
+
+        for c in concs:
+            d = args.duration
+            await cell(f"podium rank @{c}", http_cell(pod, rank_path, c, d, "rank"), cells)
+            await cell(f"bare rank @{c}", http_cell(bare, rank_path, c, d, None), cells)
+            if env.kind == "production":
+                zkey = env.redis_board_key("week", window)
+                await cell(f"raw redis rank @{c}", redis_cell(zkey, random_id, c, d), cells)
+            await cell(f"podium page @{c}", http_cell(pod, page_path, c, d, "page"), cells)
+            await cell(f"bare page @{c}", http_cell(bare, page_path, c, d, None), cells)
+        if args.write_rate > 0:
+            c = args.load_concurrency
+            d = args.duration
+            loaded: list[tuple[str, Awaitable[dict[str, Any]]]] = [
+                (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
+                (f"podium page +writes @{c}", http_cell(pod, page_path, c, d, "page")),
+            ]
+            if args.read_rate > 0:
+                name = f"podium rank +writes @{args.read_rate:.0f}/s"
+                loaded.append((name, open_read_cell(pod, rank_path, args.read_rate, d, "rank")))
+            for name, job in loaded:
+                async with write_load(pod, key, args.write_rate, args.players) as w:
+                    await cell(name, job, cells)
+                wl = w["latency"]
+                print(
+                    f"      writer: {w['ok']}/{w['sent']} matches accepted in {w['seconds']:.1f} s "
+                    f"({w['ok'] * 2 / max(w['seconds'], 1e-9):.0f} results/s), accept client p50 "
+                    f"{ms(wl['p50'])} p99 {ms(wl['p99'])} ms; generator lag p99 "
+                    f"{ms(w['lag']['p99'])} ms",
+                    flush=True,
+                )
+                cells[name]["writer"] = w
+        runs.append(cells)
+    print_summary(runs, args)
+    if args.json:
+        meta = {k: str(v) for k, v in vars(args).items()}
+        args.json.write_text(json.dumps({"args": meta, "preload": pre, "runs": runs}, indent=1))
+
+
+def main() -> None:
+    args = parse_args()
+    CLIENT["kind"] = args.client
+    install_sigterm()
+    print(machine_line())
+    print(code_line())
+    print(f"load generator: {args.client} HTTP/1.1 client on asyncio (uvloop), one process")
+    print(
+        f"config {args.config}; {args.players} players; concurrency {args.concurrency}; "
+        f"{args.duration:g} s per cell; writes during the +writes cells: {args.write_rate:g} "
+        f"matches/s x 2 players; {args.repeat} repeat(s)",
+        flush=True,
+    )
+    with contextlib.ExitStack() as stack:
+        env = make_env(stack, args.config)
+        try:
+            run(bench(env, stack, args))
+        except KeyboardInterrupt:
+            print("interrupted; cleaning up", file=sys.stderr)
+            raise
+
+
+if __name__ == "__main__":
+    main()

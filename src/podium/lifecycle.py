@@ -1,0 +1,174 @@
+"""The life of a window: it closes, accepts late results for ``freeze_after_s``, then
+freezes into final standings (in the store, down to ``exact_top``) and an archive file (every
+player). Prizes are paid from those, never from the live board.
+
+Freezing is exactly once: the store's ``freeze`` refuses a second time, whoever asks (the
+freezer role on schedule, an admin early, a restarted process). Writing the archive is a
+separate, repeatable step, so a crash between the two is mended by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from podium.archive import Archive
+from podium.config import Settings
+from podium.domain.boards import BoardSpec, rank_standings
+from podium.domain.models import FinalEntry, FrozenWindow
+from podium.domain.windows import Window, WindowError, WindowKind
+from podium.errors import InvalidInput, NotFound
+from podium.ports import Clock, ScoreStore
+from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
+
+log = logging.getLogger("podium.freezer")
+
+LOOKBACK = 3  # closed windows per board the freezer looks at on each pass
+FROZEN_CACHE_S = 1.0  # how long a process trusts its list of frozen windows
+
+
+class Lifecycle:
+    def __init__(
+        self, settings: Settings, store: ScoreStore, clock: Clock, archive: Archive
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.archive = archive
+        self._frozen: dict[str, tuple[float, dict[str, FrozenWindow]]] = {}
+        self._swept = False
+
+    # -- what is frozen ---------------------------------------------------------------
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        now = self.clock.now()
+        hit = self._frozen.get(board)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        windows = await self.store.frozen(board)
+        self._frozen[board] = (now + FROZEN_CACHE_S, windows)
+        return windows
+
+    async def is_frozen(self, board: str, window_id: str) -> bool:
+        return window_id in await self.frozen(board)
+
+    def due(self, spec: BoardSpec, window: Window, now: float) -> bool:
+        """Closed, and past the time late results are accepted."""
+        return window.end is not None and now >= window.end + spec.freeze_after_s
+
+    # -- freezing ---------------------------------------------------------------------
+
+    async def freeze(self, spec: BoardSpec, window: Window) -> tuple[bool, FrozenWindow]:
+        """Freeze now (due or not: an admin may end a tournament early) and write the
+        archive; (whether this call froze it, the frozen window)."""
+        if spec.rule.kind is WindowKind.ALL:
+            raise InvalidInput("an all-time board has no window to freeze")
+        now = self.clock.now()
+        froze = await self.store.freeze(spec, window, spec.exact_top, now)
+        self._frozen.pop(spec.name, None)
+        info = (await self.frozen(spec.name))[window.id]
+        if info.archive is None:
+            info = await self.write_archive(spec, window, info)
+        if froze:
+            log.info(
+                "froze %s %s: %d players, archive %s",
+                spec.name,
+                window.id,
+                info.players,
+                info.archive,
+            )
+        return froze, info
+
+    async def write_archive(
+        self, spec: BoardSpec, window: Window, info: FrozenWindow
+    ) -> FrozenWindow:
+        """Every player of a frozen window, in board order, into the archive. The tallies of
+        a frozen window never change again, so this gives the same file every time."""
+        rows = []
+        async for batch in self.store.standings(spec.name, window.id):
+            rows += [(s.player_id, s.tally) for s in batch]
+        ranked = rank_standings(spec, window, rows)
+        entries = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked]
+        name, checksum = await self.archive.write(spec.name, window.id, entries, info.frozen_at)
+        await self.store.set_archive(spec.name, window.id, name, checksum)
+        self._frozen.pop(spec.name, None)
+        return FrozenWindow(info.board, info.window, info.frozen_at, info.players, checksum, name)
+
+    async def freeze_due(self) -> int:
+        """One pass of the freezer role: freeze every window that is due, and write any
+        archive a crash left unwritten. Returns how many windows it froze."""
+        now = self.clock.now()
+        froze = 0
+        for spec in self.settings.boards:
+            if spec.rule.kind is WindowKind.ALL:
+                continue
+            frozen = await self.frozen(spec.name)
+            for window in await self._candidates(spec, now):
+                if window.id in frozen:
+                    if frozen[window.id].archive is None:
+                        await self.write_archive(spec, window, frozen[window.id])
+                elif self.due(spec, window, now):
+                    done, _ = await self.freeze(spec, window)
+                    froze += int(done)
+        self._swept = True
+        return froze
+
+    async def _candidates(self, spec: BoardSpec, now: float) -> list[Window]:
+        """The last few closed windows; on the first pass, every window the store knows, so
+        windows that closed while nothing was running are frozen too."""
+        out: dict[str, Window] = {}
+        w = spec.rule.window_at(int(now))
+        for _ in range(LOOKBACK):
+            if w is None:
+                break
+            w = spec.rule.window_at(w.start - 1)
+            if w is not None and await self._has_players(spec.name, w.id):
+                out[w.id] = w
+        if not self._swept:
+            for window_id in await self.store.windows(spec.name):
+                try:
+                    out.setdefault(window_id, spec.rule.parse(window_id))
+                except WindowError:
+                    continue  # a window of an older configuration of this board
+        return list(out.values())
+
+    async def _has_players(self, board: str, window_id: str) -> bool:
+        """Whether anyone has a tally there: an empty window has nothing to freeze."""
+        async for batch in self.store.standings(board, window_id, batch=1):
+            return bool(batch)
+        return False
+
+    # -- reading final standings ------------------------------------------------------
+
+    async def final_page(self, spec: BoardSpec, window: Window, offset: int, stop: int) -> Page:
+        rows = await self.store.final_page(spec.name, window.id, offset + 1, stop + 1)
+        return Page(spec.name, window.id, self.clock.now(), await self._entries(rows))
+
+    async def final_rank(
+        self, spec: BoardSpec, window: Window, player_id: str, neighbors: int
+    ) -> PlayerRank:
+        mine = await self.store.final_entry(spec.name, window.id, player_id)
+        if mine is None:
+            raise NotFound(
+                f"player {player_id} is not in the final standings of {spec.name} {window.id} "
+                f"(they keep the top {spec.exact_top}; the archive has every player)"
+            )
+        first = max(1, mine.position - neighbors)
+        rows = await self.store.final_page(spec.name, window.id, first, mine.position + neighbors)
+        around = await self._entries(rows)
+        return PlayerRank(spec.name, window.id, mine.rank, True, mine.points, around)
+
+    async def final_friends(self, spec: BoardSpec, window: Window, ids: Sequence[str]) -> Page:
+        found = [await self.store.final_entry(spec.name, window.id, p) for p in ids]
+        present = sorted((e for e in found if e is not None), key=lambda e: e.position)
+        names = await self.store.profiles([e.player_id for e in present])
+        among = ranks_in_order(spec, [(e.player_id, e.points) for e in present], 1)
+        entries = [
+            entry(r, e.player_id, e.points, names.get(e.player_id), global_rank=e.rank)
+            for r, e in zip(among, present, strict=True)
+        ]
+        return Page(spec.name, window.id, self.clock.now(), entries)
+
+    async def _entries(self, rows: list[FinalEntry]) -> list[Entry]:
+        names = await self.store.profiles([r.player_id for r in rows])
+        return [entry(r.rank, r.player_id, r.points, names.get(r.player_id)) for r in rows]

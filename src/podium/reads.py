@@ -1,0 +1,199 @@
+"""The read use cases: pages, a player's rank with neighbors, friends, the distribution.
+
+Live windows are read from the rank index; frozen ones from their final standings (through
+``Lifecycle``). Ranks follow the board's tie rule: positions, or shared ranks counted from
+one histogram read of the index.
+"""
+
+from __future__ import annotations
+
+from podium.config import Settings
+from podium.domain.boards import BoardSpec, Order, Ties
+from podium.domain.codec import MAX_BITS
+from podium.domain.windows import Window, WindowError
+from podium.errors import InvalidInput, NotFound
+from podium.lifecycle import Lifecycle
+from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.views import Bucket, Distribution, Page, PlayerRank, entry, ranks_in_order
+
+SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
+
+
+class Reads:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ScoreStore,
+        index: RankIndex,
+        clock: Clock,
+        lifecycle: Lifecycle,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.index = index
+        self.clock = clock
+        self.lifecycle = lifecycle
+        self.boards = {b.name: b for b in settings.boards}
+        self._pages: dict[tuple[str, str, int, int], tuple[float, Page]] = {}
+
+    def board(self, name: str) -> BoardSpec:
+        spec = self.boards.get(name)
+        if spec is None:
+            raise NotFound(f"no board named {name!r}")
+        return spec
+
+    def window(self, spec: BoardSpec, window_id: str | None) -> Window:
+        if window_id is None:
+            w = spec.rule.window_at(int(self.clock.now()))
+            if w is None:
+                raise NotFound(f"board {spec.name} has no open window yet")
+            return w
+        try:
+            return spec.rule.parse(window_id)
+        except WindowError as e:
+            raise InvalidInput(str(e)) from None
+
+    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page:
+        spec = self.board(board)
+        w = self.window(spec, window_id)
+        if offset >= spec.exact_top:
+            raise InvalidInput(
+                f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
+                "look a player up by id instead"
+            )
+        cache_key = (board, w.id, offset, limit)
+        now = self.clock.now()
+        hit = self._pages.get(cache_key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        stop = min(offset + limit, spec.exact_top) - 1
+        if await self.lifecycle.is_frozen(board, w.id):
+            page = await self.lifecycle.final_page(spec, w, offset, stop)
+            self._remember(cache_key, now, page)
+            return page
+        key = BoardKey(board, w.id)
+        rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
+        names = await self.store.profiles([p for p, _ in rows])
+        ranks = await self._ranks(spec, key, rows, offset)
+        codec = spec.codec
+        entries = [
+            entry(r, p, codec.points(s), names.get(p))
+            for r, (p, s) in zip(ranks, rows, strict=True)
+        ]
+        page = Page(board, w.id, now, entries)
+        self._remember(cache_key, now, page)
+        return page
+
+    def _remember(self, cache_key: tuple[str, str, int, int], now: float, page: Page) -> None:
+        if len(self._pages) > 10_000:  # bounded: one entry per (board, window, page) asked for
+            self._pages.clear()
+        self._pages[cache_key] = (now + self.settings.server.page_cache_s, page)
+
+    def clear_cache(self) -> None:
+        self._pages.clear()
+
+    async def player_rank(
+        self, board: str, player_id: str, neighbors: int, window_id: str | None
+    ) -> PlayerRank:
+        spec = self.board(board)
+        w = self.window(spec, window_id)
+        if await self.lifecycle.is_frozen(board, w.id):
+            return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
+        key = BoardKey(board, w.id)
+        desc = spec.order == "desc"
+        found = await self.index.rank(key, player_id, descending=desc)
+        if found is None:
+            raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
+        rank, score = found
+        rows = await self.index.page(
+            key, max(0, rank - neighbors), rank + neighbors, descending=desc
+        )
+        first = max(0, rank - neighbors)
+        names = await self.store.profiles([p for p, _ in rows])
+        ranks = await self._ranks(spec, key, rows, first)
+        codec = spec.codec
+        around = [
+            entry(r, p, codec.points(s), names.get(p))
+            for r, (p, s) in zip(ranks, rows, strict=True)
+        ]
+        mine = next(r for r, (p, _) in zip(ranks, rows, strict=True) if p == player_id)
+        # One index holds the whole board today, so every rank is exact; estimates arrive
+        # with sharded boards and will say exact=False.
+        return PlayerRank(board, w.id, mine, True, codec.points(score), around)
+
+    async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
+        spec = self.board(board)
+        w = self.window(spec, window_id)
+        friends = await self.store.friends(player_id)
+        ids = [player_id, *[f for f in friends if f != player_id]]
+        if await self.lifecycle.is_frozen(board, w.id):
+            return await self.lifecycle.final_friends(spec, w, ids)
+        found = await self.index.ranks(BoardKey(board, w.id), ids, descending=spec.order == "desc")
+        present = sorted(
+            (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
+        )
+        names = await self.store.profiles([p for _, p, _ in present])
+        rows = [(p, s) for _, p, s in present]
+        if spec.ties is Ties.SHARED:
+            shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])
+            global_ranks = [shared[s] for _, s in rows]
+        else:
+            global_ranks = [r + 1 for r, _, _ in present]
+        among = ranks_in_order(spec, rows, 1)
+        codec = spec.codec
+        entries = [
+            entry(i, p, codec.points(s), names.get(p), global_rank=g)
+            for i, g, (p, s) in zip(among, global_ranks, rows, strict=True)
+        ]
+        return Page(board, w.id, self.clock.now(), entries)
+
+    async def _ranks(
+        self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
+    ) -> list[int]:
+        """Display ranks of consecutive rows starting at 0-based position ``first``: the
+        position itself, or with shared ties one plus the number strictly ahead."""
+        if spec.ties is Ties.FIRST or not rows:
+            return list(range(first + 1, first + 1 + len(rows)))
+        head = (await self._shared_ranks(key, spec, [rows[0][1]]))[rows[0][1]]
+        return ranks_in_order(spec, rows, first + 1, head)
+
+    async def _shared_ranks(
+        self, key: BoardKey, spec: BoardSpec, scores: list[int]
+    ) -> dict[int, int]:
+        """Shared rank of each score: one plus how many members are strictly ahead of it,
+        from one histogram read of the index."""
+        distinct = sorted(set(scores))
+        out: dict[int, int] = {}
+        ahead = 0
+        if spec.order is Order.DESC:
+            bounds = [s + 1 for s in distinct] + [SCORE_LIMIT]
+            counts = await self.index.count_between(key, bounds)
+            for s, n in zip(reversed(distinct), reversed(counts), strict=True):
+                ahead += n
+                out[s] = ahead + 1
+        else:
+            counts = await self.index.count_between(key, [-SCORE_LIMIT, *distinct])
+            for s, n in zip(distinct, counts, strict=True):
+                ahead += n
+                out[s] = ahead + 1
+        return out
+
+    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
+        """How many players hold how many points: equal-width point buckets from the lowest
+        to the highest total on the board, counted from the index at one instant."""
+        spec = self.board(board)
+        w = self.window(spec, window_id)
+        key = BoardKey(board, w.id)
+        desc = spec.order == "desc"
+        n = await self.index.count(key)
+        if n == 0:
+            return Distribution(board, w.id, self.clock.now(), 0, [])
+        ends = await self.index.page(key, 0, 0, descending=desc)
+        ends += await self.index.page(key, n - 1, n - 1, descending=desc)
+        codec = spec.codec
+        lo, hi = sorted(codec.points(s) for _, s in ends)
+        width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
+        edges = [*range(lo, hi + 1, width), hi + 1]
+        counts = await self.index.count_between(key, [codec.floor(p) for p in edges])
+        out = [Bucket(a, b - 1, c) for a, b, c in zip(edges, edges[1:], counts, strict=False)]
+        return Distribution(board, w.id, self.clock.now(), n, out)

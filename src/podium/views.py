@@ -1,0 +1,83 @@
+"""What the read use cases return: plain values the API turns into JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from podium.domain.boards import BoardSpec, Ties
+from podium.domain.models import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    rank: int
+    player_id: str
+    points: int
+    name: str | None = None
+    avatar: str | None = None
+    global_rank: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    board: str
+    window: str
+    as_of: float
+    entries: list[Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    low: int  # points, inclusive
+    high: int  # points, inclusive
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    board: str
+    window: str
+    as_of: float
+    players: int
+    buckets: list[Bucket]
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRank:
+    board: str
+    window: str
+    rank: int
+    exact: bool
+    points: int
+    neighbors: list[Entry]
+    top_percent: float | None = None
+
+
+def ranks_in_order(
+    spec: BoardSpec, rows: list[tuple[str, int]], position: int, head: int | None = None
+) -> list[int]:
+    """Ranks of rows already in board order, the first at 1-based ``position``: the
+    position itself, or, with shared ties, the rank of the first row holding the same score
+    (``head`` for the first row, which may tie with rows above it)."""
+    out: list[int] = []
+    for i, (_, score) in enumerate(rows):
+        if spec.ties is Ties.SHARED and i and score == rows[i - 1][1]:
+            out.append(out[-1])
+        elif i == 0 and head is not None:
+            out.append(head)
+        else:
+            out.append(position + i)
+    return out
+
+
+def entry(
+    rank: int, player_id: str, points: int, profile: Profile | None, global_rank: int | None = None
+) -> Entry:
+    return Entry(
+        rank,
+        player_id,
+        points,
+        profile.name if profile else None,
+        profile.avatar if profile else None,
+        global_rank,
+    )

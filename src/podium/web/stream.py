@@ -1,0 +1,209 @@
+"""Live board pages over Server-Sent Events: one broadcaster per board feeds every stream.
+
+A browser that keeps a board open must not cost the index a read per second per viewer.
+So each board has at most one ``Broadcaster``: a task that reads the top page through the
+service once a second and hands the encoded frame to every subscribed stream through a
+small per-stream queue. It starts with the first subscriber and stops with the last. A
+slow stream (its socket not draining) finds its queue full; the oldest waiting frame is
+dropped for the newest, so it skips intermediate pages and nobody else waits for it.
+
+The broadcaster follows the board's current window: at a rollover the next frame names
+the new window, and open pages switch with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from podium import metrics
+from podium.domain.windows import to_rfc3339
+from podium.errors import PodiumError
+from podium.service import Page, Podium
+
+log = logging.getLogger("podium.web")
+
+QUEUE_FRAMES = 2  # per stream: the frame being written plus the newest one
+
+
+def encode(page: Page, tick: float) -> bytes:
+    """One SSE event: the page as ``GET /v1/boards/{board}`` returns it, plus ``tickAt``,
+    the broadcaster's read time, so a client can tell how fresh the frame is."""
+    body: dict[str, Any] = {
+        "board": page.board,
+        "window": page.window,
+        "asOf": to_rfc3339(page.as_of),
+        "entries": [
+            {
+                k: v
+                for k, v in (
+                    ("rank", e.rank),
+                    ("playerId", e.player_id),
+                    ("points", e.points),
+                    ("name", e.name),
+                    ("avatar", e.avatar),
+                )
+                if v is not None
+            }
+            for e in page.entries
+        ],
+        "tickAt": round(tick, 3),
+    }
+    return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
+
+
+class Broadcaster:
+    def __init__(
+        self,
+        podium: Podium,
+        board: str,
+        *,
+        interval_s: float,
+        limit: int,
+        cache_s: float = 0.0,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self.board = board
+        self._podium = podium
+        self._interval = interval_s
+        self._cache_s = cache_s
+        self._now = now
+        self._limit = limit
+        self._subscribers: set[asyncio.Queue[bytes]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._last: bytes | None = None  # the newest frame, for a stream that joins later
+        self._last_page: tuple[str, list[Any]] | None = None
+        self.reads = 0  # index reads done, for tests and the benchmark
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def subscribe(self) -> asyncio.Queue[bytes]:
+        queue: asyncio.Queue[bytes] = asyncio.Queue(QUEUE_FRAMES)
+        if self._last is not None:
+            queue.put_nowait(self._last)  # a new viewer sees the board at once
+        self._subscribers.add(queue)
+        metrics.STREAM_CLIENTS.labels(self.board).set(len(self._subscribers))
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"stream:{self.board}")
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[bytes]) -> None:
+        self._subscribers.discard(queue)
+        metrics.STREAM_CLIENTS.labels(self.board).set(len(self._subscribers))
+        if not self._subscribers:
+            self._stop()
+
+    def _stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        # Forget the last frame: a broadcaster started again later reads afresh rather
+        # than greeting its first viewer with a page that may be minutes old.
+        self._last = self._last_page = None
+
+    async def close(self) -> None:
+        task = self._task
+        self._stop()
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def publish(self, frame: bytes) -> None:
+        self._last = frame
+        for queue in self._subscribers:
+            if queue.full():
+                queue.get_nowait()  # drop the oldest waiting frame, never block
+            queue.put_nowait(frame)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time()
+        while True:
+            as_of = await self.tick()
+            # Fixed-rate ticks: a slow read delays one frame, not every later one.
+            next_tick = max(next_tick + self._interval, loop.time())
+            if as_of is not None:
+                # The service holds a page for cache_s from its as_of; a read before that
+                # would return the same page again, and this board would skip a second.
+                expires = as_of + self._cache_s - self._now()
+                next_tick = max(next_tick, loop.time() + expires + 0.001)
+            await asyncio.sleep(next_tick - loop.time())
+
+    async def tick(self) -> float | None:
+        """Read the top page and publish it if it changed; returns the page's as_of."""
+        tick = time.time()
+        try:
+            page = await self._podium.page(self.board, None, 0, self._limit)
+        except asyncio.CancelledError:
+            raise
+        except PodiumError as e:
+            # An outage (or the board losing its open window) must not end the task that
+            # every open stream depends on; streams keep their last frame and the next
+            # tick tries again.
+            log.warning("stream %s: reading the top page failed: %s", self.board, e)
+            return None
+        except Exception:
+            log.exception("stream %s: reading the top page failed", self.board)
+            return None
+        finally:
+            self.reads += 1
+        current = (page.window, page.entries)
+        if current != self._last_page:  # else nothing moved: only heartbeats go out
+            self._last_page = current
+            self.publish(encode(page, tick))
+        return page.as_of
+
+
+class Hub:
+    """The broadcasters of one process, by board."""
+
+    def __init__(
+        self,
+        podium: Podium,
+        *,
+        interval_s: float = 1.0,
+        limit: int = 100,
+        heartbeat_s: float = 15.0,
+        cache_s: float = 0.0,
+    ) -> None:
+        self.heartbeat_s = heartbeat_s
+        self._podium = podium
+        self._interval = interval_s
+        self._limit = limit
+        self._cache_s = cache_s
+        self._boards: dict[str, Broadcaster] = {}
+
+    def broadcaster(self, board: str) -> Broadcaster:
+        b = self._boards.get(board)
+        if b is None:
+            b = Broadcaster(
+                self._podium,
+                board,
+                interval_s=self._interval,
+                limit=self._limit,
+                cache_s=self._cache_s,
+                now=self._podium.clock.now,
+            )
+            self._boards[board] = b
+        return b
+
+    def subscribe(self, board: str) -> asyncio.Queue[bytes]:
+        return self.broadcaster(board).subscribe()
+
+    def unsubscribe(self, board: str, queue: asyncio.Queue[bytes]) -> None:
+        self.broadcaster(board).unsubscribe(queue)
+
+    async def close(self) -> None:
+        for b in self._boards.values():
+            await b.close()

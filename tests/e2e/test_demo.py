@@ -1,0 +1,57 @@
+"""A newcomer's first minute: ``podium serve --demo``, then the browser shows a full,
+moving board within seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Server, shot, start_server, stop_server
+from tests.e2e.test_board import expect
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = start_server(Path(tmp_path_factory.mktemp("demo")), "--demo")
+    yield s
+    stop_server(s)
+
+
+def test_the_demo_board_fills_and_moves(demo: Server, page: Any) -> None:
+    page.goto(demo.url + "/")
+    rows = page.locator("#top-body tr[data-player]")
+    expect(rows).to_have_count(100, timeout=10_000)
+    expect(rows.first.locator("img.avatar")).to_be_visible()
+    before = rows.all_inner_texts()
+    page.wait_for_function(
+        """(before) => {
+            const now = [...document.querySelectorAll('#top-body tr[data-player]')]
+                .map(r => r.innerText);
+            return now.some((t, i) => t !== before[i]);
+        }""",
+        arg=before,
+        timeout=10_000,
+    )
+    page.wait_for_timeout(1500)
+    shot(page, "demo-board")
+
+    # The first player's name is a button that looks them up: rank, friends, chart.
+    rows.first.locator(".player-link").click()
+    expect(page.locator(".rank-text")).to_be_visible()
+    expect(page.locator("#friends-body tr").first).to_be_visible()
+    expect(page.locator("#dist-chart line.marker")).to_have_count(1)
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    shot(page, "demo-player")
+
+
+def test_the_ops_page_during_the_demo(demo: Server, page: Any) -> None:
+    page.goto(demo.url + "/ops")
+    page.get_by_label("Admin key").fill(demo.admin_key)
+    page.get_by_role("button", name="Connect").click()
+    line = page.locator('.chart[data-metric="podium_results_accepted"] svg .line')
+    expect(line).to_have_count(1, timeout=8000)
+    page.wait_for_timeout(4000)  # some history for the screenshot
+    shot(page, "demo-ops", full_page=True)
