@@ -59,6 +59,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of every CPU since boot: the whole machine, both ends and the
+    kernel's loopback work included."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -212,8 +220,10 @@ async def run(args: argparse.Namespace) -> None:
 
             res.measuring = True
             cpu0, t0, client0 = cpu_seconds(proc.pid), time.monotonic(), time.process_time()
+            busy0 = machine_busy()
             await asyncio.sleep(args.seconds)
             cpu1, t1, client1 = cpu_seconds(proc.pid), time.monotonic(), time.process_time()
+            busy1 = machine_busy()
             res.measuring = False
             busy_rss = rss_mib(proc.pid)
 
@@ -243,6 +253,9 @@ async def run(args: argparse.Namespace) -> None:
     print(f"server RSS              {idle_rss:.0f} MiB idle -> {busy_rss:.0f} MiB with streams")
     print(f"  per stream            {(busy_rss - idle_rss) * 1024 / args.streams:.0f} KiB")
     print(f"client CPU (this)       {100 * (client1 - client0) / span:.0f} % of one core")
+    busy = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
+    cores = os.cpu_count()
+    print(f"machine CPU             {100 * busy:.0f} % busy over all {cores} cores, every process")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from podium.domain.models import (
     ApiKey,
     Change,
     FinalEntry,
+    Flagged,
     FrozenWindow,
     Profile,
     RecordOutcome,
@@ -118,6 +119,17 @@ class ScoreStore(Protocol):
     async def ban(self, player_id: str, reason: str, now: float) -> None: ...
     async def unban(self, player_id: str) -> bool: ...
     async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
+
+    # review
+    async def recent_points(
+        self, player_ids: Sequence[str], mode: str, limit: int
+    ) -> dict[str, list[int]]:
+        """Each player's last ``limit`` results in ``mode``, newest (by endedAt) first."""
+        ...
+
+    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        """The latest flagged results (in these modes), newest first."""
+        ...
 
     # the life of a window
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:

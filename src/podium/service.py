@@ -18,7 +18,16 @@ from podium import metrics
 from podium.archive import Archive
 from podium.config import Settings
 from podium.domain.boards import BoardSpec
-from podium.domain.models import ApiKey, FrozenWindow, PlayerResult, Profile, ResultRecord, Target
+from podium.domain.models import (
+    ApiKey,
+    Flagged,
+    FrozenWindow,
+    PlayerResult,
+    Profile,
+    ResultRecord,
+    Target,
+)
+from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import (
     Forbidden,
@@ -36,6 +45,7 @@ from podium.views import Distribution, Entry, Page, PlayerRank
 
 __all__ = ["Distribution", "Entry", "Page", "PlayerRank", "Podium", "hash_key"]
 
+REVIEW_FLAGGED = 200  # flagged results listed for review
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 
 
@@ -84,6 +94,16 @@ class Podium:
 
     async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
         return await self.reads.distribution(board, window_id, buckets)
+
+    async def review(
+        self, board: str, window_id: str | None, top: int
+    ) -> tuple[Page, list[Flagged]]:
+        """What to look at before prizes: the top of the board, and the latest flagged
+        results in the board's modes."""
+        spec = self.board(board)
+        page = await self.reads.page(board, window_id, 0, min(top, spec.exact_top))
+        flagged = await self.store.flagged(spec.modes, REVIEW_FLAGGED)
+        return page, flagged
 
     # -- the life of a window (lifecycle.py) ------------------------------------------
 
@@ -166,8 +186,20 @@ class Podium:
         owner = await self.store.claim_match(match_id, key.id, now)
         if owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")
+        # Flags are advisory (a look before prizes), so they are worked out from a read
+        # before the write transactions; a retry keeps the flag of the first record.
+        recent = await self.store.recent_points([r.player_id for r in results], mode.name, RECENT)
         records = [
-            ResultRecord(r.player_id, match_id, key.id, mode.name, ended_at, duration_s, r.points)
+            ResultRecord(
+                r.player_id,
+                match_id,
+                key.id,
+                mode.name,
+                ended_at,
+                duration_s,
+                r.points,
+                flag_for(r.points, recent.get(r.player_id, []), mode),
+            )
             for r in results
         ]
         # Check every player before writing any, so that a conflict or a cap refuses the
@@ -193,6 +225,9 @@ class Podium:
         # One transaction per player (the store is split by player); they run concurrently.
         outcomes = await asyncio.gather(*(self.store.record(r, targets, now, cap) for r in records))
         metrics.RESULTS_ACCEPTED.inc(sum(1 for o in outcomes if not o.replayed))
+        metrics.RESULTS_FLAGGED.inc(
+            sum(1 for o, r in zip(outcomes, records, strict=True) if r.flag and not o.replayed)
+        )
         return {r.player_id: o.totals for r, o in zip(records, outcomes, strict=True)}
 
     def _check_match(

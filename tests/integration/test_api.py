@@ -277,3 +277,28 @@ async def test_distribution(api: Api) -> None:
         (7, 13, 3),
         (14, 20, 2),
     ]
+
+
+async def test_review_lists_flagged_results_and_the_top(make_api: Any) -> None:
+    api: Api = await make_api(modes=[{"name": "default", "max_points": 1000}])
+    base = time.time() - 3600
+    for i in range(5):
+        await api.submit(f"warm{i}", [("sus", 100), ("fair", 90)], ended_at=base + i * 60)
+    r = await api.submit("big", [("sus", 900), ("fair", 95)], ended_at=base + 600)
+    assert r.status_code == 200  # flagged, not refused
+    await api.settle()
+    h = api.auth(api.admin_key)
+    problem(
+        await api.client.get("/v1/admin/review", params={"board": "week"}, headers=api.auth()), 403
+    )
+    problem(await api.client.get("/v1/admin/review", params={"board": "nope"}, headers=h), 404)
+    body = (await api.client.get("/v1/admin/review", params={"board": "week"}, headers=h)).json()
+    assert [(f["playerId"], f["matchId"], f["points"]) for f in body["flagged"]] == [
+        ("sus", "big", 900)
+    ]
+    assert body["flagged"][0]["reason"].startswith("jump")
+    assert [(e["playerId"], e["flagged"]) for e in body["top"]] == [("sus", 1), ("fair", 0)]
+    # a retry of the flagged match is not flagged twice
+    await api.submit("big", [("sus", 900), ("fair", 95)], ended_at=base + 600)
+    again = (await api.client.get("/v1/admin/review", params={"board": "week"}, headers=h)).json()
+    assert len(again["flagged"]) == 1

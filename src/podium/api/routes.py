@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
@@ -237,6 +238,43 @@ async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
         players=info.players,
         archive=info.archive,
         sha256=info.checksum,
+    )
+
+
+@router.get(
+    "/v1/admin/review",
+    response_model=s.ReviewOut,
+    tags=["admin"],
+    dependencies=[Depends(admin)],
+    response_model_exclude_none=True,
+)
+async def review(
+    request: Request,
+    board: str,
+    top: Annotated[int, Query(ge=1, le=1000)] = 100,
+    window: WindowQ = None,
+) -> s.ReviewOut:
+    page, flagged = await _podium(request).review(board, window, top)
+    per_player = Counter(f.player_id for f in flagged)
+    return s.ReviewOut(
+        board=page.board,
+        window=page.window,
+        top=[
+            s.ReviewEntryOut(**_entry(e).model_dump(), flagged=per_player[e.player_id])
+            for e in page.entries
+        ],
+        flagged=[
+            s.FlaggedOut(
+                playerId=f.player_id,
+                matchId=f.match_id,
+                mode=f.mode,
+                points=f.points,
+                endedAt=to_rfc3339(f.ended_at),
+                recordedAt=to_rfc3339(f.recorded_at),
+                reason=f.reason,
+            )
+            for f in flagged
+        ],
     )
 
 

@@ -98,6 +98,27 @@ class FrozenOut(BaseModel):
     sha256: str | None
 
 
+class FlaggedOut(BaseModel):
+    playerId: str
+    matchId: str
+    mode: str
+    points: int
+    endedAt: str
+    recordedAt: str
+    reason: str
+
+
+class ReviewEntryOut(EntryOut):
+    flagged: int  # flagged results of this player among those listed
+
+
+class ReviewOut(BaseModel):
+    board: str
+    window: str
+    top: list[ReviewEntryOut]
+    flagged: list[FlaggedOut]
+
+
 class ProfileIn(_In):
     name: str | None = Field(default=None, min_length=1, max_length=32)
     avatar: str | None = Field(default=None, max_length=512, pattern=r"^https://\S+$")

@@ -43,6 +43,7 @@ class ResultRecord:
     ended_at: int
     duration_s: int
     points: int
+    flag: str | None = None  # why it deserves a look before prizes (never a rejection)
 
     def same_content(self, other: ResultRecord) -> bool:
         """Whether a retry carries the same result (the key id is checked separately)."""
@@ -124,3 +125,16 @@ class FrozenWindow:
     players: int
     checksum: str | None = None  # of the archive file, once written
     archive: str | None = None  # the archive file's name, relative to the archive dir
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """A flagged result, for review."""
+
+    player_id: str
+    match_id: str
+    mode: str
+    points: int
+    ended_at: int
+    recorded_at: float
+    reason: str

@@ -26,6 +26,7 @@ from podium.domain.models import (
     ApiKey,
     Change,
     FinalEntry,
+    Flagged,
     FrozenWindow,
     Profile,
     RecordOutcome,
@@ -320,7 +321,8 @@ class PostgresStore:
             )
             live = open_targets(targets, {(r[0], r[1]) for r in frozen_rows})
             await c.execute(
-                "INSERT INTO results VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                f"INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 pid,
                 result.match_id,
                 result.key_id,
@@ -329,6 +331,7 @@ class PostgresStore:
                 result.duration_s,
                 result.points,
                 float(now),
+                result.flag,
             )
             rows = await c.fetch(
                 "SELECT board, window_id, total, reached_at, version, scored FROM tallies "
@@ -495,6 +498,34 @@ class PostgresStore:
             "SELECT player_id FROM bans WHERE player_id = ANY($1::text[])", ids
         )
         return {r[0] for r in rows}
+
+    # -- review -----------------------------------------------------------------------
+
+    async def recent_points(
+        self, player_ids: Sequence[str], mode: str, limit: int
+    ) -> dict[str, list[int]]:
+        rows = await self._fetch(
+            "SELECT p, r.points FROM unnest($1::text[]) AS p CROSS JOIN LATERAL ("
+            "  SELECT points, ended_at FROM results WHERE player_id = p AND mode = $2 "
+            "  ORDER BY ended_at DESC LIMIT $3) AS r ORDER BY p, r.ended_at DESC",
+            list(player_ids),
+            mode,
+            limit,
+        )
+        out: dict[str, list[int]] = {p: [] for p in player_ids}
+        for r in rows:
+            out[r[0]].append(r[1])
+        return out
+
+    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        rows = await self._fetch(
+            "SELECT player_id, match_id, mode, points, ended_at, recorded_at, flag FROM results "
+            "WHERE flag IS NOT NULL AND ($1::text[] IS NULL OR mode = ANY($1::text[])) "
+            "ORDER BY recorded_at DESC LIMIT $2",
+            None if modes is None else list(modes),
+            limit,
+        )
+        return [Flagged(*r) for r in rows]
 
     # -- the life of a window -----------------------------------------------------------
 

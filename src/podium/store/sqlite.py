@@ -21,6 +21,7 @@ from podium.domain.models import (
     ApiKey,
     Change,
     FinalEntry,
+    Flagged,
     FrozenWindow,
     Profile,
     RecordOutcome,
@@ -229,7 +230,8 @@ class SqliteStore:
                 check_cap(count, hourly_cap, oldest, now, result)
             live = open_targets(targets, _frozen(c, [t for t, _ in targets]))
             c.execute(
-                "INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     result.player_id,
                     result.match_id,
@@ -239,6 +241,7 @@ class SqliteStore:
                     result.duration_s,
                     result.points,
                     now,
+                    result.flag,
                 ),
             )
             totals: dict[str, int] = {}
@@ -421,6 +424,37 @@ class SqliteStore:
             return {r[0] for r in rows}
 
         return await self._read(run) if ids else set()
+
+    # -- review -----------------------------------------------------------------------
+
+    async def recent_points(
+        self, player_ids: Sequence[str], mode: str, limit: int
+    ) -> dict[str, list[int]]:
+        def run(c: sqlite3.Connection) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {}
+            for p in player_ids:
+                rows = c.execute(
+                    "SELECT points FROM results WHERE player_id = ? AND mode = ? "
+                    "ORDER BY ended_at DESC LIMIT ?",
+                    (p, mode, limit),
+                ).fetchall()
+                out[p] = [r[0] for r in rows]
+            return out
+
+        return await self._read(run)
+
+    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        only = "" if modes is None else f"AND mode IN ({','.join('?' * len(modes))})"
+
+        def run(c: sqlite3.Connection) -> list[Flagged]:
+            rows = c.execute(
+                "SELECT player_id, match_id, mode, points, ended_at, recorded_at, flag "
+                f"FROM results WHERE flag IS NOT NULL {only} ORDER BY recorded_at DESC LIMIT ?",
+                (*(modes or ()), limit),
+            ).fetchall()
+            return [Flagged(*r) for r in rows]
+
+        return await self._read(run)
 
     # -- the life of a window -----------------------------------------------------------
 

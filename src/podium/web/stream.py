@@ -78,7 +78,7 @@ class Broadcaster:
         self._task: asyncio.Task[None] | None = None
         self._last: bytes | None = None  # the newest frame, for a stream that joins later
         self._last_page: tuple[str, list[Any]] | None = None
-        self.reads = 0  # index reads done, for tests and the benchmark
+        self._failing = False
 
     @property
     def running(self) -> bool:
@@ -145,19 +145,20 @@ class Broadcaster:
         tick = time.time()
         try:
             page = await self._podium.page(self.board, None, 0, self._limit)
-        except asyncio.CancelledError:
-            raise
-        except PodiumError as e:
+        except Exception as e:
             # An outage (or the board losing its open window) must not end the task that
-            # every open stream depends on; streams keep their last frame and the next
-            # tick tries again.
-            log.warning("stream %s: reading the top page failed: %s", self.board, e)
+            # every open stream depends on: streams keep their last frame, the next tick
+            # tries again, and the log says so once per outage, not once a second.
+            if not self._failing:
+                self._failing = True
+                if isinstance(e, PodiumError):
+                    log.warning("stream %s: reading the top page failed: %s", self.board, e)
+                else:
+                    log.exception("stream %s: reading the top page failed", self.board)
             return None
-        except Exception:
-            log.exception("stream %s: reading the top page failed", self.board)
-            return None
-        finally:
-            self.reads += 1
+        if self._failing:
+            self._failing = False
+            log.info("stream %s: reading the top page again", self.board)
         current = (page.window, page.entries)
         if current != self._last_page:  # else nothing moved: only heartbeats go out
             self._last_page = current
