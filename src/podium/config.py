@@ -249,6 +249,7 @@ _BOARD_KEYS = {
     "modes",
     "season_start",
     "season_weeks",
+    "group_by",
 }
 
 
@@ -295,6 +296,11 @@ def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
     freeze = b.get("freeze_after_s", 600)
     if not _is_int(freeze) or freeze < 0:
         raise ConfigError(f"{where}.freeze_after_s: expected a non-negative integer")
+    group_by = b.get("group_by")
+    if group_by is not None and group_by != "country":
+        raise ConfigError(f'{where}.group_by: expected "country", got {group_by!r}')
+    if group_by is not None and kind is WindowKind.ALL:
+        raise ConfigError(f"{where}.group_by: not on an all-time board")
     return BoardSpec(
         name=name,
         rule=WindowRule(kind, season_start, season_weeks),
@@ -304,6 +310,7 @@ def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
         exact_top=exact_top,
         freeze_after_s=freeze,
         modes=tuple(modes) if modes is not None else None,
+        group_by=group_by,
     )
 
 

@@ -16,7 +16,7 @@ from podium.archive import Archive
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, rank_standings
 from podium.domain.models import FinalEntry, FrozenWindow
-from podium.domain.windows import Window, WindowError, WindowKind
+from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.errors import InvalidInput, NotFound
 from podium.ports import Clock, ScoreStore
 from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
@@ -124,10 +124,11 @@ class Lifecycle:
             w = spec.rule.window_at(w.start - 1)
             if w is not None and await self._has_players(spec.name, w.id):
                 out[w.id] = w
-        if not self._swept:
+        # Grouped boards keep a window per group, which only the store can list.
+        if not self._swept or spec.group_by is not None:
             for window_id in await self.store.windows(spec.name):
                 try:
-                    out.setdefault(window_id, spec.rule.parse(window_id))
+                    out.setdefault(window_id, parse_window(spec.rule, window_id))
                 except WindowError:
                     continue  # a window of an older configuration of this board
         return list(out.values())

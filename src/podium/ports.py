@@ -110,7 +110,11 @@ class ScoreStore(Protocol):
         ...
 
     # players
-    async def set_profile(self, profile: Profile) -> None: ...
+    async def set_profile(self, profile: Profile, now: float) -> None:
+        """Save a profile. A new country moves the player's tallies on grouped boards to
+        the new group, in the same transaction, with outbox rows for both groups."""
+        ...
+
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]: ...
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None: ...
     async def friends(self, player_id: str) -> list[str]: ...
@@ -181,6 +185,18 @@ class RankIndex(Protocol):
         """Apply absolute scores with ``GT`` (descending) or ``LT`` (ascending) semantics,
         or, when ``versions`` are given (one per entry), only where the version is newer
         than the one held; skip members banned on this key; return how many were written."""
+        ...
+
+    async def remove(
+        self,
+        key: BoardKey,
+        members: Sequence[str],
+        versions: Sequence[int],
+        *,
+        expire_at: int | None,
+    ) -> int:
+        """On a versioned board, take members off where the version is newer than the one
+        held, and keep that version (a tombstone) so an older write cannot put them back."""
         ...
 
     async def page(

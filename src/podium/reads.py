@@ -10,10 +10,11 @@ from __future__ import annotations
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order, Ties
 from podium.domain.codec import MAX_BITS
-from podium.domain.windows import Window, WindowError
+from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Page, PlayerRank, entry, ranks_in_order
 
 SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
@@ -42,20 +43,47 @@ class Reads:
             raise NotFound(f"no board named {name!r}")
         return spec
 
-    def window(self, spec: BoardSpec, window_id: str | None) -> Window:
-        if window_id is None:
+    def window(self, spec: BoardSpec, window_id: str | None, group: str | None = None) -> Window:
+        """The window asked for (the current one by default), and on a board split into
+        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``."""
+        base_id, suffix = split_group(window_id) if window_id else (None, None)
+        if suffix is not None and group is not None and suffix != group:
+            raise InvalidInput(f"window {window_id!r} and group {group!r} disagree")
+        group = group or suffix
+        if base_id is None:
             w = spec.rule.window_at(int(self.clock.now()))
             if w is None:
                 raise NotFound(f"board {spec.name} has no open window yet")
+        else:
+            try:
+                w = spec.rule.parse(base_id)
+            except WindowError as e:
+                raise InvalidInput(str(e)) from None
+        if spec.group_by is None:
+            if group is not None:
+                raise InvalidInput(f"board {spec.name} is not split into groups")
             return w
-        try:
-            return spec.rule.parse(window_id)
-        except WindowError as e:
-            raise InvalidInput(str(e)) from None
+        if group is None:
+            raise InvalidInput(
+                f"board {spec.name} is split by {spec.group_by}: name a group "
+                "(?group=FR, or a window id like 2026-W44@FR)"
+            )
+        if not GROUP_RE.match(group):
+            raise InvalidInput(f"group {group!r} must be a two-letter country code")
+        return grouped(w, group)
 
-    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page:
+    async def _home(self, spec: BoardSpec, player_id: str, group: str | None) -> str | None:
+        """A player's group on a grouped board, when the caller did not name one."""
+        if spec.group_by is None or group is not None:
+            return group
+        profile = (await self.store.profiles([player_id])).get(player_id)
+        return (profile.country if profile else None) or UNKNOWN_GROUP
+
+    async def page(
+        self, board: str, window_id: str | None, offset: int, limit: int, group: str | None = None
+    ) -> Page:
         spec = self.board(board)
-        w = self.window(spec, window_id)
+        w = self.window(spec, window_id, group)
         if offset >= spec.exact_top:
             raise InvalidInput(
                 f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
@@ -93,10 +121,15 @@ class Reads:
         self._pages.clear()
 
     async def player_rank(
-        self, board: str, player_id: str, neighbors: int, window_id: str | None
+        self,
+        board: str,
+        player_id: str,
+        neighbors: int,
+        window_id: str | None,
+        group: str | None = None,
     ) -> PlayerRank:
         spec = self.board(board)
-        w = self.window(spec, window_id)
+        w = self.window(spec, window_id, await self._home(spec, player_id, group))
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
@@ -121,9 +154,11 @@ class Reads:
         # with sharded boards and will say exact=False.
         return PlayerRank(board, w.id, mine, True, codec.points(score), around)
 
-    async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
+    async def friends_page(
+        self, board: str, player_id: str, window_id: str | None, group: str | None = None
+    ) -> Page:
         spec = self.board(board)
-        w = self.window(spec, window_id)
+        w = self.window(spec, window_id, await self._home(spec, player_id, group))
         friends = await self.store.friends(player_id)
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
@@ -178,11 +213,13 @@ class Reads:
                 out[s] = ahead + 1
         return out
 
-    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
+    async def distribution(
+        self, board: str, window_id: str | None, buckets: int, group: str | None = None
+    ) -> Distribution:
         """How many players hold how many points: equal-width point buckets from the lowest
         to the highest total on the board, counted from the index at one instant."""
         spec = self.board(board)
-        w = self.window(spec, window_id)
+        w = self.window(spec, window_id, group)
         key = BoardKey(board, w.id)
         desc = spec.order == "desc"
         n = await self.index.count(key)

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from podium.domain.boards import BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
 from podium.domain.models import ResultRecord, Target
+from podium.domain.windows import GROUP_SEP
 from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, WindowClosed
 
 HOUR = 3600
@@ -61,3 +62,18 @@ def open_targets(
         windows = ", ".join(f"{t.board} {t.window}" for t, _ in targets)
         raise WindowClosed(f"endedAt falls in windows that are frozen: {windows}")
     return kept
+
+
+UNKNOWN_GROUP = "ZZ"  # the group of players whose country is not known (ISO's "unknown")
+
+
+def place_in_groups(
+    targets: Sequence[tuple[Target, BoardSpec]], country: str | None
+) -> list[tuple[Target, BoardSpec]]:
+    """Targets on grouped boards point at the player's group window (``2026-W44@FR``),
+    read inside the record transaction so that a move between groups cannot interleave."""
+    group = country or UNKNOWN_GROUP
+    return [
+        (Target(t.board, f"{t.window}{GROUP_SEP}{group}", t.start), s) if s.group_by else (t, s)
+        for t, s in targets
+    ]

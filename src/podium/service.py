@@ -13,6 +13,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 
 from podium import metrics
 from podium.archive import Archive
@@ -28,7 +29,7 @@ from podium.domain.models import (
     Target,
 )
 from podium.domain.suspicion import RECENT, flag_for
-from podium.domain.windows import Window, WindowError, index_expiry
+from podium.domain.windows import GROUP_RE, Window, WindowError, index_expiry, parse_window
 from podium.errors import (
     Forbidden,
     InvalidInput,
@@ -78,22 +79,33 @@ class Podium:
     def board(self, name: str) -> BoardSpec:
         return self.reads.board(name)
 
-    def window(self, spec: BoardSpec, window_id: str | None) -> Window:
-        return self.reads.window(spec, window_id)
+    def window(self, spec: BoardSpec, window_id: str | None, group: str | None = None) -> Window:
+        return self.reads.window(spec, window_id, group)
 
-    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page:
-        return await self.reads.page(board, window_id, offset, limit)
+    async def page(
+        self, board: str, window_id: str | None, offset: int, limit: int, group: str | None = None
+    ) -> Page:
+        return await self.reads.page(board, window_id, offset, limit, group)
 
     async def player_rank(
-        self, board: str, player_id: str, neighbors: int, window_id: str | None
+        self,
+        board: str,
+        player_id: str,
+        neighbors: int,
+        window_id: str | None,
+        group: str | None = None,
     ) -> PlayerRank:
-        return await self.reads.player_rank(board, player_id, neighbors, window_id)
+        return await self.reads.player_rank(board, player_id, neighbors, window_id, group)
 
-    async def friends_page(self, board: str, player_id: str, window_id: str | None) -> Page:
-        return await self.reads.friends_page(board, player_id, window_id)
+    async def friends_page(
+        self, board: str, player_id: str, window_id: str | None, group: str | None = None
+    ) -> Page:
+        return await self.reads.friends_page(board, player_id, window_id, group)
 
-    async def distribution(self, board: str, window_id: str | None, buckets: int) -> Distribution:
-        return await self.reads.distribution(board, window_id, buckets)
+    async def distribution(
+        self, board: str, window_id: str | None, buckets: int, group: str | None = None
+    ) -> Distribution:
+        return await self.reads.distribution(board, window_id, buckets, group)
 
     async def review(
         self, board: str, window_id: str | None, top: int
@@ -273,9 +285,19 @@ class Podium:
 
     # -- players ----------------------------------------------------------------------
 
-    async def set_profile(self, profile: Profile) -> None:
+    async def set_profile(self, profile: Profile, fields: set[str] | None = None) -> None:
+        """Save a profile; with ``fields``, only those change and the rest are kept."""
+        if profile.country is not None and not GROUP_RE.match(profile.country):
+            raise InvalidInput(f"country {profile.country!r} must be an ISO 3166-1 alpha-2 code")
+        if fields is not None:
+            old = (await self.store.profiles([profile.player_id])).get(profile.player_id)
+            if old is not None:
+                keep = {
+                    f: getattr(old, f) for f in ("name", "avatar", "country") if f not in fields
+                }
+                profile = replace(profile, **keep)
         self._check_player(profile.player_id)
-        await self.store.set_profile(profile)
+        await self.store.set_profile(profile, self.clock.now())
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         self._check_player(player_id)
@@ -346,7 +368,7 @@ class Podium:
         for spec in self.settings.boards:
             for window_id in await self.store.windows(spec.name):
                 try:
-                    w = spec.rule.parse(window_id)
+                    w = parse_window(spec.rule, window_id)
                 except WindowError:
                     continue  # a window of an older configuration of this board
                 exp = index_expiry(w)

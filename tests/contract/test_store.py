@@ -334,12 +334,12 @@ async def test_outbox_backlog_counts_and_ages(store: ScoreStore) -> None:
 
 
 async def test_profiles_round_trip(store: ScoreStore) -> None:
-    await store.set_profile(Profile("p1", "Vex", "https://example.test/v.png"))
-    await store.set_profile(Profile("p2", "Nyx"))
-    await store.set_profile(Profile("p2", "Nyx II", None))
+    await store.set_profile(Profile("p1", "Vex", "https://example.test/v.png"), NOW)
+    await store.set_profile(Profile("p2", "Nyx", country="FR"), NOW)
+    await store.set_profile(Profile("p2", "Nyx II", None, "FR"), NOW)
     assert await store.profiles(["p1", "p2", "p3"]) == {
         "p1": Profile("p1", "Vex", "https://example.test/v.png"),
-        "p2": Profile("p2", "Nyx II", None),
+        "p2": Profile("p2", "Nyx II", None, "FR"),
     }
     assert await store.profiles([]) == {}
 

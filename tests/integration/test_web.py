@@ -172,7 +172,9 @@ async def test_the_demo_fills_a_board_with_named_players(
             page = await podium.page("week", None, 0, 100)
     finally:
         task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        (outcome,) = await asyncio.gather(task, return_exceptions=True)
+    if not isinstance(outcome, asyncio.CancelledError):
+        raise AssertionError("the simulator stopped by itself") from outcome
     assert len(page.entries) >= 20
     assert all(
         e.name and e.avatar and e.avatar.startswith("/static/avatars/") for e in page.entries

@@ -18,6 +18,10 @@ from podium.service import Entry, Page, Podium
 
 router = APIRouter()
 PlayerId = Annotated[str, Path(pattern=s.ID)]
+GroupQ = Annotated[
+    str | None,
+    Query(pattern=r"^[A-Z]{2}$", description="on a board split by country: the country"),
+]
 WindowQ = Annotated[str | None, Query(max_length=16, description="a past window id, e.g. 2026-W44")]
 
 
@@ -85,6 +89,7 @@ async def list_boards(request: Request) -> s.BoardsOut:
                 ties=b.ties.value,
                 exactTop=b.exact_top,
                 modes=list(b.modes) if b.modes else None,
+                groupBy=b.group_by,
             )
         )
     return s.BoardsOut(boards=out)
@@ -104,9 +109,10 @@ async def board_page(
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 100,
     window: WindowQ = None,
+    group: GroupQ = None,
 ) -> s.PageOut:
     with metrics.READ_SECONDS.labels("page").time():
-        page = await _podium(request).page(board, window, offset, limit)
+        page = await _podium(request).page(board, window, offset, limit, group)
     # Every process holds a page for page_cache_s, the same for everyone: say so.
     response.headers["Cache-Control"] = (
         f"public, max-age={int(_podium(request).settings.server.page_cache_s)}"
@@ -128,9 +134,10 @@ async def player_rank(
     playerId: PlayerId,
     neighbors: Annotated[int, Query(ge=0, le=50)] = 2,
     window: WindowQ = None,
+    group: GroupQ = None,
 ) -> s.RankOut:
     with metrics.READ_SECONDS.labels("rank").time():
-        r = await _podium(request).player_rank(board, playerId, neighbors, window)
+        r = await _podium(request).player_rank(board, playerId, neighbors, window, group)
     response.headers["Cache-Control"] = "no-cache"
     return s.RankOut(
         board=r.board,
@@ -151,10 +158,15 @@ async def player_rank(
     response_model_exclude_none=True,
 )
 async def friends_board(
-    request: Request, response: Response, board: str, playerId: PlayerId, window: WindowQ = None
+    request: Request,
+    response: Response,
+    board: str,
+    playerId: PlayerId,
+    window: WindowQ = None,
+    group: GroupQ = None,
 ) -> s.PageOut:
     with metrics.READ_SECONDS.labels("friends").time():
-        page = await _podium(request).friends_page(board, playerId, window)
+        page = await _podium(request).friends_page(board, playerId, window, group)
     response.headers["Cache-Control"] = "no-cache"
     return _page(page)
 
@@ -171,9 +183,10 @@ async def distribution(
     board: str,
     buckets: Annotated[int, Query(ge=1, le=100)] = 20,
     window: WindowQ = None,
+    group: GroupQ = None,
 ) -> s.DistributionOut:
     with metrics.READ_SECONDS.labels("distribution").time():
-        d = await _podium(request).distribution(board, window, buckets)
+        d = await _podium(request).distribution(board, window, buckets, group)
     response.headers["Cache-Control"] = "public, max-age=1"
     return s.DistributionOut(
         board=d.board,
@@ -188,7 +201,9 @@ async def distribution(
     "/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
 )
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
-    await _podium(request).set_profile(Profile(playerId, body.name, body.avatar))
+    # Fields left out keep their value; an explicit null clears one.
+    profile = Profile(playerId, body.name, body.avatar, body.country)
+    await _podium(request).set_profile(profile, set(body.model_fields_set))
     return Response(status_code=204)
 
 

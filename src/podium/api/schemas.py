@@ -68,6 +68,7 @@ class BoardOut(BaseModel):
     ties: str
     exactTop: int
     modes: list[str] | None
+    groupBy: str | None = None
 
 
 class BoardsOut(BaseModel):
@@ -122,6 +123,7 @@ class ReviewOut(BaseModel):
 class ProfileIn(_In):
     name: str | None = Field(default=None, min_length=1, max_length=32)
     avatar: str | None = Field(default=None, max_length=512, pattern=r"^https://\S+$")
+    country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2
 
 
 class FriendsIn(_In):

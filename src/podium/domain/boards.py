@@ -52,6 +52,7 @@ class BoardSpec:
     exact_top: int = 10_000
     freeze_after_s: int = 600
     modes: tuple[str, ...] | None = None  # None: every mode counts
+    group_by: str | None = None  # a player attribute ("country"): one board per value
 
     @property
     def codec(self) -> ScoreCodec:
@@ -112,8 +113,10 @@ def fold(board: BoardSpec, current: Tally | None, points: int, ended_at: int) ->
 
 def can_fall(board: BoardSpec, min_points: int) -> bool:
     """Whether totals on this board can move against its order, so that a plain
-    ``ZADD GT``/``LT`` would ignore a real change and a versioned write is needed."""
-    if board.aggregate is Aggregate.LAST:
+    ``ZADD GT``/``LT`` would ignore a real change and a versioned write is needed. A
+    grouped board is always versioned: a player who moves between groups leaves a newer
+    version behind, which no late change of the old group can overwrite."""
+    if board.aggregate is Aggregate.LAST or board.group_by is not None:
         return True
     if board.aggregate is Aggregate.SUM:
         return min_points < 0 if board.order is Order.DESC else True

@@ -65,6 +65,7 @@ class Change:
     player_id: str
     tally: Tally
     committed_at: float  # epoch seconds, for commit-to-board latency
+    removed: bool = False  # the player left this board window (moved to another group)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class Profile:
     player_id: str
     name: str | None = None
     avatar: str | None = None
+    country: str | None = None  # ISO 3166-1 alpha-2; places the player on grouped boards
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,32 @@ class WindowRule:
         return w
 
 
+GROUP_SEP = "@"
+GROUP_RE = re.compile(r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2 country codes
+
+
+def grouped(window: Window, group: str) -> Window:
+    """The same window, for one group of a board split by a player attribute: its id is
+    ``2026-W44@FR`` in keys, the store and archive names."""
+    return Window(f"{window.id}{GROUP_SEP}{group}", window.start, window.end)
+
+
+def split_group(window_id: str) -> tuple[str, str | None]:
+    base, sep, group = window_id.partition(GROUP_SEP)
+    return base, (group if sep else None)
+
+
+def parse_window(rule: WindowRule, window_id: str) -> Window:
+    """Like ``WindowRule.parse``, also for a group's window (``2026-W44@FR``)."""
+    base, group = split_group(window_id)
+    window = rule.parse(base)
+    if group is None:
+        return window
+    if not GROUP_RE.match(group):
+        raise WindowError(f"{group!r} is not a group (a two-letter country code)")
+    return grouped(window, group)
+
+
 def _utc(t: int) -> datetime:
     return datetime.fromtimestamp(t, UTC)
 

@@ -99,6 +99,28 @@ class MemoryIndex:
             board.expire_at = expire_at
         return written
 
+    async def remove(
+        self,
+        key: BoardKey,
+        members: Sequence[str],
+        versions: Sequence[int],
+        *,
+        expire_at: int | None,
+    ) -> int:
+        if not members:
+            return 0
+        board = self._get(key, create=True)
+        assert board is not None
+        removed = 0
+        for member, version in zip(members, versions, strict=True):
+            if member not in board.banned and version > board.versions.get(member, 0):
+                board.remove(member)
+                board.versions[member] = version
+                removed += 1
+        if expire_at is not None:
+            board.expire_at = expire_at
+        return removed
+
     async def page(
         self, key: BoardKey, start: int, stop: int, *, descending: bool
     ) -> list[tuple[str, int]]:

@@ -89,6 +89,25 @@ class RedisIndex:
                 written += int(await self._write(keys=keys, args=args))
         return written
 
+    async def remove(
+        self,
+        key: BoardKey,
+        members: Sequence[str],
+        versions: Sequence[int],
+        *,
+        expire_at: int | None,
+    ) -> int:
+        keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
+        exp = "" if expire_at is None else str(expire_at)
+        removed = 0
+        async with _translated():
+            for i in range(0, len(members), CHUNK):
+                args: list[str] = ["R", exp]
+                for m, v in zip(members[i : i + CHUNK], versions[i : i + CHUNK], strict=True):
+                    args += (m, "", str(v))
+                removed += int(await self._write(keys=keys, args=args))
+        return removed
+
     async def page(
         self, key: BoardKey, start: int, stop: int, *, descending: bool
     ) -> list[tuple[str, int]]:

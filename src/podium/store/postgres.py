@@ -34,9 +34,17 @@ from podium.domain.models import (
     Standing,
     Target,
 )
-from podium.domain.windows import Window
+from podium.domain.windows import GROUP_SEP, Window, split_group
 from podium.errors import StoreUnavailable
-from podium.recording import HOUR, check_cap, check_replay, open_targets, step
+from podium.recording import (
+    HOUR,
+    UNKNOWN_GROUP,
+    check_cap,
+    check_replay,
+    open_targets,
+    place_in_groups,
+    step,
+)
 from podium.store import postgres_windows as lifecycle
 from podium.store.common import migrations
 
@@ -283,10 +291,13 @@ class PostgresStore:
         hourly_cap: int | None,
     ) -> RecordOutcome:
         pid = result.player_id
-        boards, windows = _pairs([t for t, _ in targets])
 
         async def run(c: Conn) -> RecordOutcome:
             await c.execute("SELECT pg_advisory_xact_lock($1, $2)", _RECORD_NS, _player_key(pid))
+            # The player's group, under the same lock a move between groups takes.
+            country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
+            placed = place_in_groups(targets, country)
+            boards, windows = _pairs([t for t, _ in placed])
             row = await c.fetchrow(
                 f"SELECT {_RESULT_COLS} FROM results WHERE player_id = $1 AND match_id = $2",
                 pid,
@@ -294,7 +305,7 @@ class PostgresStore:
             )
             if row is not None:
                 check_replay(ResultRecord(*row), result)
-                return RecordOutcome(await _totals(c, pid, [t for t, _ in targets]), True)
+                return RecordOutcome(await _totals(c, pid, [t for t, _ in placed]), True)
             if hourly_cap is not None:
                 cap = await c.fetchrow(
                     "SELECT COUNT(*), MIN(recorded_at) FROM results "
@@ -319,7 +330,7 @@ class PostgresStore:
                 boards,
                 windows,
             )
-            live = open_targets(targets, {(r[0], r[1]) for r in frozen_rows})
+            live = open_targets(placed, {(r[0], r[1]) for r in frozen_rows})
             await c.execute(
                 f"INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -406,7 +417,7 @@ class PostgresStore:
             "ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED) "
             "UPDATE outbox o SET claimed_until = $3 FROM picked WHERE o.id = picked.id "
             "RETURNING o.id, o.board, o.window_id, o.player_id, o.total, o.reached_at, "
-            "o.version, o.committed_at",
+            "o.version, o.committed_at, o.removed",
             float(now),
             limit,
             float(now + lease_s),
@@ -434,23 +445,38 @@ class PostgresStore:
 
     # -- players ----------------------------------------------------------------------
 
-    async def set_profile(self, profile: Profile) -> None:
-        await self._execute(
-            "INSERT INTO profiles VALUES ($1, $2, $3) ON CONFLICT (player_id) DO UPDATE SET "
-            "name = excluded.name, avatar = excluded.avatar",
-            profile.player_id,
-            profile.name,
-            profile.avatar,
-        )
+    async def set_profile(self, profile: Profile, now: float) -> None:
+        pid = profile.player_id
+
+        async def run(c: Conn) -> None:
+            # The record lock: no result folds into the old group while the player moves.
+            await c.execute("SELECT pg_advisory_xact_lock($1, $2)", _RECORD_NS, _player_key(pid))
+            before = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
+            await c.execute(
+                "INSERT INTO profiles (player_id, name, avatar, country) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (player_id) DO UPDATE SET name = excluded.name, "
+                "avatar = excluded.avatar, country = excluded.country",
+                pid,
+                profile.name,
+                profile.avatar,
+                profile.country,
+            )
+            old, new = before or UNKNOWN_GROUP, profile.country or UNKNOWN_GROUP
+            if old != new:
+                await _move_groups(c, pid, old, new, now)
+
+        await self._run(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
         ids = list(player_ids)
         if not ids:
             return {}
         rows = await self._fetch(
-            "SELECT player_id, name, avatar FROM profiles WHERE player_id = ANY($1::text[])", ids
+            "SELECT player_id, name, avatar, country FROM profiles "
+            "WHERE player_id = ANY($1::text[])",
+            ids,
         )
-        return {r[0]: Profile(r[0], r[1], r[2]) for r in rows}
+        return {r[0]: Profile(r[0], r[1], r[2], r[3]) for r in rows}
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         async def run(c: Conn) -> None:
@@ -550,6 +576,48 @@ class PostgresStore:
         await self._run(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
 
 
+async def _move_groups(c: Conn, player_id: str, old: str, new: str, now: float) -> None:
+    """Move the player's tallies on grouped boards from group ``old`` to ``new``: each
+    leaves a removal behind in the old group and arrives whole in the new one, both with a
+    newer version, so no late change of the old group can put the player back there."""
+    rows = await c.fetch(
+        "SELECT t.board, t.window_id, t.total, t.reached_at, t.version, t.scored FROM tallies t "
+        "WHERE t.player_id = $1 AND t.window_id LIKE $2 AND NOT EXISTS (SELECT 1 FROM "
+        "frozen_windows f WHERE f.board = t.board AND f.window_id = t.window_id) FOR UPDATE",
+        player_id,
+        f"%{GROUP_SEP}{old}",
+    )
+    for board, window_id, total, reached, version, scored in rows:
+        base, _ = split_group(window_id)
+        moved = f"{base}{GROUP_SEP}{new}"
+        v = version + 1
+        await c.execute(
+            "DELETE FROM tallies WHERE board = $1 AND window_id = $2 AND player_id = $3",
+            board,
+            window_id,
+            player_id,
+        )
+        await c.execute(
+            "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, scored) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            board,
+            moved,
+            player_id,
+            total,
+            reached,
+            v,
+            scored,
+        )
+        await c.executemany(
+            "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+            "committed_at, removed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            [
+                (board, window_id, player_id, total, reached, v, float(now), True),
+                (board, moved, player_id, total, reached, v, float(now), False),
+            ],
+        )
+
+
 async def _write_changes(
     c: Conn, player_id: str, changes: list[tuple[Target, Tally]], now: float
 ) -> None:
@@ -611,4 +679,4 @@ def _standing(r: asyncpg.Record) -> Standing:
 
 
 def _change(r: asyncpg.Record) -> Change:
-    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7])
+    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], r[8])

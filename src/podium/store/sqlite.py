@@ -29,9 +29,17 @@ from podium.domain.models import (
     Standing,
     Target,
 )
-from podium.domain.windows import Window
+from podium.domain.windows import GROUP_SEP, Window, split_group
 from podium.errors import StoreUnavailable
-from podium.recording import HOUR, check_cap, check_replay, open_targets, step
+from podium.recording import (
+    HOUR,
+    UNKNOWN_GROUP,
+    check_cap,
+    check_replay,
+    open_targets,
+    place_in_groups,
+    step,
+)
 from podium.store import sqlite_windows as lifecycle
 from podium.store.common import migrations
 
@@ -214,13 +222,17 @@ class SqliteStore:
         hourly_cap: int | None,
     ) -> RecordOutcome:
         def run(c: sqlite3.Connection) -> RecordOutcome:
+            country = c.execute(
+                "SELECT country FROM profiles WHERE player_id = ?", (result.player_id,)
+            ).fetchone()
+            placed = place_in_groups(targets, country[0] if country else None)
             row = c.execute(
                 f"SELECT {_RESULT_COLS} FROM results WHERE player_id = ? AND match_id = ?",
                 (result.player_id, result.match_id),
             ).fetchone()
             if row is not None:
                 check_replay(ResultRecord(*row), result)
-                return RecordOutcome(_totals(c, result.player_id, [t for t, _ in targets]), True)
+                return RecordOutcome(_totals(c, result.player_id, [t for t, _ in placed]), True)
             if hourly_cap is not None:
                 count, oldest = c.execute(
                     "SELECT COUNT(*), MIN(recorded_at) FROM results "
@@ -228,7 +240,7 @@ class SqliteStore:
                     (result.player_id, result.mode, now - HOUR),
                 ).fetchone()
                 check_cap(count, hourly_cap, oldest, now, result)
-            live = open_targets(targets, _frozen(c, [t for t, _ in targets]))
+            live = open_targets(placed, _frozen(c, [t for t, _ in placed]))
             c.execute(
                 f"INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -321,7 +333,8 @@ class SqliteStore:
     async def claim_changes(self, limit: int, lease_s: float, now: float) -> list[Change]:
         def run(c: sqlite3.Connection) -> list[Change]:
             rows = c.execute(
-                "SELECT id, board, window_id, player_id, total, reached_at, version, committed_at "
+                "SELECT id, board, window_id, player_id, total, reached_at, version, committed_at, "
+                "removed "
                 "FROM outbox WHERE claimed_until <= ? ORDER BY id LIMIT ?",
                 (now, limit),
             ).fetchall()
@@ -361,14 +374,23 @@ class SqliteStore:
 
     # -- players ----------------------------------------------------------------------
 
-    async def set_profile(self, profile: Profile) -> None:
-        await self._write(
-            lambda c: c.execute(
-                "INSERT INTO profiles VALUES (?, ?, ?) ON CONFLICT (player_id) DO UPDATE SET "
-                "name = excluded.name, avatar = excluded.avatar",
-                (profile.player_id, profile.name, profile.avatar),
+    async def set_profile(self, profile: Profile, now: float) -> None:
+        def run(c: sqlite3.Connection) -> None:
+            row = c.execute(
+                "SELECT country FROM profiles WHERE player_id = ?", (profile.player_id,)
+            ).fetchone()
+            c.execute(
+                "INSERT INTO profiles (player_id, name, avatar, country) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (player_id) DO UPDATE SET name = excluded.name, "
+                "avatar = excluded.avatar, country = excluded.country",
+                (profile.player_id, profile.name, profile.avatar, profile.country),
             )
-        )
+            old = (row[0] if row else None) or UNKNOWN_GROUP
+            new = profile.country or UNKNOWN_GROUP
+            if old != new:
+                _move_groups(c, profile.player_id, old, new, now)
+
+        await self._write(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
         ids = list(player_ids)
@@ -376,7 +398,9 @@ class SqliteStore:
         def run(c: sqlite3.Connection) -> dict[str, Profile]:
             marks = ",".join("?" * len(ids))
             rows = c.execute(
-                f"SELECT player_id, name, avatar FROM profiles WHERE player_id IN ({marks})", ids
+                "SELECT player_id, name, avatar, country FROM profiles "
+                f"WHERE player_id IN ({marks})",
+                ids,
             ).fetchall()
             return {r[0]: Profile(*r) for r in rows}
 
@@ -474,6 +498,39 @@ class SqliteStore:
         await self._write(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
 
 
+def _move_groups(c: sqlite3.Connection, player_id: str, old: str, new: str, now: float) -> None:
+    """Move the player's tallies on grouped boards from group ``old`` to ``new``: each
+    leaves a removal behind in the old group and arrives whole in the new one, both with a
+    newer version, so no late change of the old group can put the player back there."""
+    rows = c.execute(
+        "SELECT board, window_id, total, reached_at, version, scored FROM tallies "
+        "WHERE player_id = ? AND window_id LIKE ?",
+        (player_id, f"%{GROUP_SEP}{old}"),
+    ).fetchall()
+    for board, window_id, total, reached, version, scored in rows:
+        if _frozen(c, [Target(board, window_id, 0)]):
+            continue  # final standings do not move
+        base, _ = split_group(window_id)
+        moved = f"{base}{GROUP_SEP}{new}"
+        v = version + 1
+        c.execute(
+            "DELETE FROM tallies WHERE board = ? AND window_id = ? AND player_id = ?",
+            (board, window_id, player_id),
+        )
+        c.execute(
+            "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (board, moved, player_id, total, reached, v, scored),
+        )
+        c.executemany(
+            "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+            "committed_at, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (board, window_id, player_id, total, reached, v, now, 1),
+                (board, moved, player_id, total, reached, v, now, 0),
+            ],
+        )
+
+
 def _frozen(c: sqlite3.Connection, targets: Sequence[Target]) -> set[tuple[str, str]]:
     out: set[tuple[str, str]] = set()
     for t in targets:
@@ -507,4 +564,4 @@ def _standing(r: Any) -> Standing:
 
 
 def _change(r: Any) -> Change:
-    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7])
+    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], bool(r[8]))

@@ -16,7 +16,7 @@ from podium.config import Settings
 from podium.domain.boards import Order
 from podium.domain.codec import EncodingError
 from podium.domain.models import Change
-from podium.domain.windows import WindowError, index_expiry
+from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.ports import BoardKey, ChangeLog, Clock, RankIndex, ScoreStore
 
 log = logging.getLogger("podium.updater")
@@ -76,21 +76,33 @@ class Updater:
             )
             return
         try:
-            window = spec.rule.parse(key.window)
-            entries = [(c.player_id, spec.score(c.tally, window)) for c in group]
+            window = parse_window(spec.rule, key.window)
+            writes = [c for c in group if not c.removed]
+            entries = [(c.player_id, spec.score(c.tally, window)) for c in writes]
         except (WindowError, EncodingError) as e:
             # The store refuses totals that do not encode, so this means the board's
             # configuration changed under old changes; they cannot be applied as they are.
             log.error("dropping %d changes for %s/%s: %s", len(group), key.board, key.window, e)
             return
-        versions = [c.tally.version for c in group] if spec.name in self._versioned else None
-        await self._index.write(
-            key,
-            entries,
-            descending=spec.order is Order.DESC,
-            expire_at=index_expiry(window),
-            versions=versions,
-        )
+        versions = [c.tally.version for c in writes] if spec.name in self._versioned else None
+        if entries:
+            await self._index.write(
+                key,
+                entries,
+                descending=spec.order is Order.DESC,
+                expire_at=index_expiry(window),
+                versions=versions,
+            )
+        # A player who moved to another group leaves this one; the version they leave
+        # behind refuses any older change of theirs that is still on its way here.
+        gone = [c for c in group if c.removed]
+        if gone:
+            await self._index.remove(
+                key,
+                [c.player_id for c in gone],
+                [c.tally.version for c in gone],
+                expire_at=index_expiry(window),
+            )
 
 
 class BacklogMonitor:

@@ -1,6 +1,7 @@
 -- Apply absolute scores to one board window, skipping banned players.
 -- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash
--- ARGV[1] 'GT' (descending boards), 'LT' (ascending) or 'V' (versioned)
+-- ARGV[1] 'GT' (descending boards), 'LT' (ascending), 'V' (versioned) or 'R' (versioned
+-- removal: the member leaves, and the version stays as a tombstone)
 -- ARGV[2] expire-at epoch seconds or ''
 -- ARGV[3..] member, score pairs; for 'V', member, score, version triples
 -- Checking the ban set here, in the same atomic step as the ZADD, is what stops a delayed
@@ -9,13 +10,17 @@
 -- lands only if its version is newer than the one the board holds, so repeats and
 -- reorderings are just as harmless.
 local written = 0
-if ARGV[1] == 'V' then
+if ARGV[1] == 'V' or ARGV[1] == 'R' then
   for i = 3, #ARGV, 3 do
     local m = ARGV[i]
     if redis.call('SISMEMBER', KEYS[2], m) == 0 then
       local held = tonumber(redis.call('HGET', KEYS[3], m) or '0')
       if tonumber(ARGV[i + 2]) > held then
-        redis.call('ZADD', KEYS[1], ARGV[i + 1], m)
+        if ARGV[1] == 'V' then
+          redis.call('ZADD', KEYS[1], ARGV[i + 1], m)
+        else
+          redis.call('ZREM', KEYS[1], m)
+        end
         redis.call('HSET', KEYS[3], m, ARGV[i + 2])
         written = written + 1
       end

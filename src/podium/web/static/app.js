@@ -16,9 +16,12 @@ let player;
 // Exposed for the browser tests and for poking at from the console.
 window.podium = { describeRank, showRank, state };
 
-function setStatus(kind, text) {
+// The state is a live region, so it changes only when the state does; the time of the
+// last frame sits beside it, outside the region, or a screen reader would read it every second.
+function setStatus(kind, text, time = "") {
   $("status").dataset.state = kind;
-  $("status-text").textContent = text;
+  if ($("status-text").textContent !== text) $("status-text").textContent = text;
+  $("status-time").textContent = time;
 }
 
 // -- tabs: buttons with aria-selected; arrow keys, Home and End move between them ----------
@@ -135,7 +138,7 @@ function renderPage(page, live) {
     state.board.currentWindow = page.window; // a rollover: the stream follows the new window
   }
   $("top-caption").textContent = `${state.board.name} · ${page.window} · top ${page.entries.length}`;
-  if (live) setStatus("live", `live · updated ${clock(page.asOf)}`);
+  if (live) setStatus("live", "live", `updated ${clock(page.asOf)}`);
   if (page.entries.length) player.boardHasPlayers();
   const body = $("top-body");
   const before = new Map();

@@ -23,9 +23,11 @@ const charts = new Map();
 let previous = null;
 let timer = null;
 
-function setStatus(kind, text) {
+// The state is a live region: it changes only with the state, the time sits outside it.
+function setStatus(kind, text, time = "") {
   $("status").dataset.state = kind;
-  $("status-text").textContent = text;
+  if ($("status-text").textContent !== text) $("status-text").textContent = text;
+  $("status-time").textContent = time;
 }
 
 // The q-quantile of cumulative bucket counts [[le (null = +Inf), count], ...].
@@ -158,7 +160,7 @@ async function poll() {
     }
     if (!r.ok) throw new Error(`${r.status} ${r.statusText}`);
     ingest(await r.json());
-    setStatus("live", `live · ${charts.size} charts · ${new Date().toLocaleTimeString("en-GB")}`);
+    setStatus("live", `live · ${charts.size} charts`, new Date().toLocaleTimeString("en-GB"));
   } catch (e) {
     setStatus("down", `cannot read the figures: ${e.message}`);
   }
