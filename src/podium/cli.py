@@ -13,7 +13,7 @@ import typer
 
 from podium import bootstrap, config
 from podium.bootstrap import Backends
-from podium.config import Settings
+from podium.config import Settings, StoreSettings
 from podium.errors import ConfigError, PodiumError
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ keys_app = typer.Typer(no_args_is_help=True, help="Game-server and admin credent
 app.add_typer(keys_app, name="keys")
 
 T = TypeVar("T")
+DEMO_STORE_URL = "sqlite:///podium-demo.db"
 ConfigOpt = Annotated[
     str | None, typer.Option("--config", envvar="PODIUM_CONFIG", help="TOML settings file.")
 ]
@@ -84,6 +85,9 @@ def serve(
         settings.server, host=host or settings.server.host, port=port or settings.server.port
     )
     settings = replace(settings, server=server)
+    if demo and settings.store.url == StoreSettings().url:
+        # Simulated players stay out of the file a real deployment would use.
+        settings = replace(settings, store=replace(settings.store, url=DEMO_STORE_URL))
     if not workers and settings.index.url.startswith("memory://"):
         typer.echo(
             "podium: --no-workers needs a shared index (index.url = redis://...): "
