@@ -15,7 +15,7 @@ from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
 from podium.recording import UNKNOWN_GROUP
-from podium.views import Bucket, Distribution, Page, PlayerRank, entry, ranks_in_order
+from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
 
 SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
 
@@ -101,16 +101,21 @@ class Reads:
             return page
         key = BoardKey(board, w.id)
         rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
+        page = Page(board, w.id, now, await self._entries(spec, key, rows, offset))
+        self._remember(cache_key, now, page)
+        return page
+
+    async def _entries(
+        self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
+    ) -> list[Entry]:
+        """Index rows from 0-based position ``first`` as entries: ranks, points, names."""
         names = await self.store.profiles([p for p, _ in rows])
-        ranks = await self._ranks(spec, key, rows, offset)
+        ranks = await self._ranks(spec, key, rows, first)
         codec = spec.codec
-        entries = [
+        return [
             entry(r, p, codec.points(s), names.get(p))
             for r, (p, s) in zip(ranks, rows, strict=True)
         ]
-        page = Page(board, w.id, now, entries)
-        self._remember(cache_key, now, page)
-        return page
 
     def _remember(self, cache_key: tuple[str, str, int, int], now: float, page: Page) -> None:
         if len(self._pages) > 10_000:  # bounded: one entry per (board, window, page) asked for
@@ -141,18 +146,12 @@ class Reads:
         rows = await self.index.page(
             key, max(0, rank - neighbors), rank + neighbors, descending=desc
         )
-        first = max(0, rank - neighbors)
-        names = await self.store.profiles([p for p, _ in rows])
-        ranks = await self._ranks(spec, key, rows, first)
-        codec = spec.codec
-        around = [
-            entry(r, p, codec.points(s), names.get(p))
-            for r, (p, s) in zip(ranks, rows, strict=True)
-        ]
-        mine = next(r for r, (p, _) in zip(ranks, rows, strict=True) if p == player_id)
+        around = await self._entries(spec, key, rows, max(0, rank - neighbors))
+        mine = next(e.rank for e in around if e.player_id == player_id)
+        mine_points = spec.codec.points(score)
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, mine, True, codec.points(score), around)
+        return PlayerRank(board, w.id, mine, True, mine_points, around)
 
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None

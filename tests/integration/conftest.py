@@ -66,7 +66,8 @@ class Api:
             pending, _ = await self.podium.store.outbox_backlog(time.time())
             return pending == 0
 
-        assert await self.until(empty), "the updater did not drain the outbox"
+        # generous: after an outage the updater may be in its (capped, 5 s) backoff
+        assert await self.until(empty, timeout=15), "the updater did not drain the outbox"
 
     async def page(self, board: str = "week", **params: Any) -> dict[str, Any]:
         # Bypass the one-second page cache so tests see the index as it is now.

@@ -33,7 +33,8 @@ async def proxied(postgres_url: str, redis_prefix: str) -> AsyncIterator[tuple[A
     settings = parse(
         {
             "server": {"read_rate_per_s": 0, "page_cache_s": 0},
-            "workers": {"idle_sleep_s": 0.005},
+            # A claim whose answer was lost in the cut stays leased: keep the lease short.
+            "workers": {"idle_sleep_s": 0.005, "lease_s": 1.0},
             "store": {"url": pg._replace(netloc=f"postgres@127.0.0.1:{pg_proxy.port}").geturl()},
             "index": {"url": f"redis://127.0.0.1:{redis_proxy.port}/0", "prefix": redis_prefix},
         }
