@@ -43,6 +43,7 @@ PG_ADMIN_URL = os.environ.get(
 REDIS_URL = os.environ.get("PODIUM_BENCH_REDIS", "redis://127.0.0.1:6379/0")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CONFIGS = ("embedded", "production")
+PG_DB: dict[str, str | None] = {"name": None}  # our database, once make_env created it
 
 
 # -- process lifetime ---------------------------------------------------------------------
@@ -220,6 +221,7 @@ def make_env(stack: contextlib.ExitStack, kind: str) -> Env:
     else:
         db = f"podium_bench_{token}"
         asyncio.run(_pg_admin(f'CREATE DATABASE "{db}"'))
+        PG_DB["name"] = db
         stack.callback(drop_database, db)
         prefix = f"podium-bench-{token}"
         stack.callback(delete_redis_keys, prefix)
@@ -423,7 +425,7 @@ async def scrape(client: RawHttp | HttpxClient) -> str:
 # -- CPU accounting -----------------------------------------------------------------------
 
 
-def _proc_cpu(pid: int) -> float:
+def proc_cpu(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -432,19 +434,26 @@ def _proc_cpu(pid: int) -> float:
         return 0.0
 
 
-def _cpu_by_comm(names: tuple[str, ...]) -> float:
-    total = 0.0
+def _cpu_by_comm(names: tuple[str, ...], contains: str | None = None) -> dict[int, float]:
+    """CPU seconds of each live process whose name starts with one of ``names`` (and whose
+    command line contains ``contains``, e.g. our database in a Postgres backend's title)."""
+    out: dict[int, float] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             with open(f"/proc/{entry.name}/comm") as f:
                 comm = f.read().strip()
+            if not comm.startswith(names):
+                continue
+            if contains is not None:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as fb:
+                    if contains.encode() not in fb.read():
+                        continue
         except OSError:
             continue
-        if comm.startswith(names):
-            total += _proc_cpu(int(entry.name))
-    return total
+        out[int(entry.name)] = proc_cpu(int(entry.name))
+    return out
 
 
 def _machine() -> tuple[float, float]:
@@ -456,40 +465,64 @@ def _machine() -> tuple[float, float]:
 
 @dataclass
 class CpuMeter:
-    """Cores used by each party over a window (1.0 = one full core)."""
+    """Cores used by each party over a window (1.0 = one full core). Per process: a process
+    that exits inside the window loses its share (it is not seen at the end), none counts
+    twice. "postgres" is every Postgres process on the machine (other users' too), "pg ours"
+    the backends serving ``pg_db``; "others" is the rest of the machine's busy time."""
 
     pids: dict[str, int]
-    start: dict[str, float] = field(default_factory=dict)
+    pg_db: str | None = None
+    start: dict[str, dict[int, float]] = field(default_factory=dict)
     t0: float = 0.0
+    wall: float = 0.0
+    _m0: tuple[float, float] = (0.0, 0.0)
 
-    def _now(self) -> dict[str, float]:
-        out = {name: _proc_cpu(pid) for name, pid in self.pids.items()}
-        out["generator"] = time.process_time()
+    def _now(self) -> dict[str, dict[int, float]]:
+        out = {name: {pid: proc_cpu(pid)} for name, pid in self.pids.items()}
+        out["generator"] = {0: time.process_time()}
         out["postgres"] = _cpu_by_comm(("postgres",))
+        if self.pg_db:
+            out["pg ours"] = _cpu_by_comm(("postgres",), self.pg_db)
         out["redis"] = _cpu_by_comm(("redis-server",))
-        busy, total = _machine()
-        out["_busy"], out["_total"] = busy, total
         return out
 
     def begin(self) -> None:
         self.start = self._now()
+        self._m0 = _machine()
         self.t0 = time.perf_counter()
 
     def end(self) -> dict[str, float]:
         end = self._now()
+        busy1, total1 = _machine()
         wall = time.perf_counter() - self.t0
-        out = {
-            k: (end[k] - self.start[k]) / wall
-            for k in end
-            if not k.startswith("_") and k in self.start
-        }
-        total = end["_total"] - self.start["_total"]
-        busy = (end["_busy"] - self.start["_busy"]) / total if total else 0.0
+        self.wall = wall
+        out: dict[str, float] = {}
+        for k, procs in end.items():
+            before = self.start.get(k, {})
+            out[k] = sum(v - before.get(pid, 0.0) for pid, v in procs.items()) / wall
+        total = total1 - self._m0[1]
+        busy = (busy1 - self._m0[0]) / total if total else 0.0
         ncpu = os.cpu_count() or 1
-        # everything else on this shared machine (other users' jobs, the kernel)
-        out["others"] = max(0.0, busy * ncpu - sum(out.values()))
+        ours = sum(v for k, v in out.items() if k != "pg ours")
+        out["others"] = max(0.0, busy * ncpu - ours)
         out["machine_busy"] = busy
         return out
+
+
+async def wait_quiet(threshold: float, max_wait_s: float) -> float:
+    """Wait (up to ``max_wait_s``) for a second in which the machine is less than
+    ``threshold`` busy, so that runs start while other users' jobs are quiet. Returns the
+    busy fraction of the last second sampled; 0 ``threshold`` does not wait at all."""
+    if threshold <= 0:
+        return float("nan")
+    t0 = time.perf_counter()
+    while True:
+        b0, a0 = _machine()
+        await asyncio.sleep(1.0)
+        b1, a1 = _machine()
+        busy = (b1 - b0) / (a1 - a0) if a1 > a0 else 0.0
+        if busy < threshold or time.perf_counter() - t0 > max_wait_s:
+            return busy
 
 
 def cpu_line(cpu: dict[str, float]) -> str:
@@ -523,11 +556,16 @@ class OpenLoopResult:
         starts = sorted(r.started for r in reqs)
         span = (starts[-1] - starts[0]) if len(starts) > 1 else float("nan")
         achieved = (len(starts) - 1) / span if span and span == span else float("nan")
+        ok = self.ok()
+        span = (max(r.done for r in ok) - min(r.started for r in ok)) if len(ok) > 1 else 0.0
         return {
             "intended_rate": self.rate,
             "sent": len(reqs),
             "achieved_rate": achieved,
-            "ok": len(self.ok()),
+            "ok": len(ok),
+            # answered per second, from the first send to the last answer: what the server
+            # kept up with, whatever the generator's schedule was
+            "throughput": (len(ok) / span) if span > 0 else float("nan"),
             "statuses": dict(Counter(r.status for r in reqs)),
             "latency": summary(r.done - r.started for r in self.ok()),
             "latency_from_intended": summary(r.done - r.intended for r in self.ok()),

@@ -12,11 +12,26 @@ results, so the default 250,500 with 2 players is 500 and 1,000 player results/s
    generator's own lag. Server figures come from the difference of two ``/metrics`` scrapes and
    are interpolated inside the Prometheus buckets. For one match in ``--sample-every`` the
    client polls ``GET /v1/boards/week/players/{id}`` after the ack until the new total shows:
-   ack-to-visible, a lower bound of commit-to-board (the commit happens before the ack).
+   ack-to-visible, a lower bound of commit-to-board (the commit happens before the ack). It
+   polls every ``--poll-interval`` (5 ms) for 50 ms, then backs off to 100 ms, with at most 8
+   watches at once, so that it does not add load of its own when the board lags.
 2. the bare framework (``_bare_app.py``: FastAPI, podium's own request model, a constant
    answer), driven by the same generator at the same rate.
 3. production only, unless ``--no-pgbench``: pgbench running the SQL podium runs for one match
-   (its three transactions, one after the other) at the same match rate, in tables of its own.
+   (its three transactions, one after the other) at the same match rate, in tables of its own:
+   a floor for what Postgres alone needs, and a canary for the state of the shared Postgres.
+   The statements are a hand copy of ``store/postgres.py`` (claim, then per player: advisory
+   lock, replay check, insert, tallies FOR UPDATE, upsert, outbox); later additions (the
+   player's country, the frozen-window check, recent points) are not in it.
+
+The generator is one asyncio process with a minimal keep-alive HTTP/1.1 client (``--client
+httpx`` for httpx, which costs about four times the CPU per request here); it reports the
+arrival rate it achieved and its lag behind the schedule. Requests not answered 15 s after the
+last one was sent are cancelled and counted as "unfinished". "Server CPU per accepted match" is
+the podium process's CPU time over the measured window divided by the matches acknowledged in
+it: a figure the noise of this shared machine barely moves (below saturation; past it, work on
+requests that finish after the window inflates it). ``--quiet F`` waits before each run for a
+second in which the machine is less than F busy.
 
 ``--repeat N`` repeats the whole sequence and prints the median and range of each figure.
 Everything it creates (a temporary directory, the Postgres database ``podium_bench_*``, the
@@ -39,6 +54,7 @@ from typing import Any
 
 from _harness import (
     CLIENT,
+    PG_DB,
     CpuMeter,
     Env,
     Req,
@@ -63,6 +79,7 @@ from _harness import (
     sample,
     scrape,
     summary,
+    wait_quiet,
 )
 
 BOARDS = 3  # the default configuration: season, week and day, all fed by mode "default"
@@ -83,6 +100,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--pgbench-duration", type=float, default=10.0)
     p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
+    p.add_argument(
+        "--quiet",
+        type=float,
+        default=0.0,
+        help="before each run wait (up to 120 s) for the machine to be less busy than this "
+        "fraction (0: do not wait); this machine is shared",
+    )
     p.add_argument(
         "--profile",
         type=Path,
@@ -105,9 +129,10 @@ async def drive(
     measure_podium: bool,
 ) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    tag = f"b{secrets.token_hex(4)}"
+    tag = f"w{secrets.token_hex(4)}"  # the warm-up's match ids; the measured run gets its own
     visible: list[float] = []
     missed = 0
+    skipped = [0]  # samples not taken because 8 watches were already running
     pollers: set[asyncio.Task[None]] = set()
     sampling = False
 
@@ -117,12 +142,13 @@ async def drive(
     ):
 
         async def watch(player: str, want: int, acked: float) -> None:
+            # The poll must not become load of its own when the board lags: after 50 ms the
+            # interval grows from --poll-interval to 100 ms, and at most 8 watches run at once.
             nonlocal missed
+            interval = args.poll_interval
             while True:
                 try:
-                    r = await poll_client.get(
-                        f"/v1/boards/week/players/{player}", params={"neighbors": 0}
-                    )
+                    r = await poll_client.get(f"/v1/boards/week/players/{player}")
                 except Exception:  # counted as not seen; the poll goes on
                     r = None
                 if r is not None and r.status_code == 200 and r.json()["points"] >= want:
@@ -131,7 +157,9 @@ async def drive(
                 if time.perf_counter() - acked > 10:
                     missed += 1
                     return
-                await asyncio.sleep(args.poll_interval)
+                await asyncio.sleep(interval)
+                if time.perf_counter() - acked > 0.05:
+                    interval = min(0.1, interval * 1.5)
 
         async def fire(i: int, req: Req) -> str:
             players = [player_id(n) for n in rng.sample(range(args.pool), args.players_per_match)]
@@ -141,6 +169,9 @@ async def drive(
                 headers=headers,
             )
             if sampling and r.status_code == 200 and i % args.sample_every == 0:
+                if len(pollers) >= 8:
+                    skipped[0] += 1
+                    return str(r.status_code)
                 acked = time.perf_counter()
                 want = r.json()["players"][0]["totals"]["week"]
                 t = asyncio.create_task(watch(players[0], want, acked))
@@ -148,27 +179,32 @@ async def drive(
                 t.add_done_callback(pollers.discard)
             return str(r.status_code)
 
+        out_quiet = await wait_quiet(args.quiet, 120.0)
         if args.warmup > 0:
             await open_loop(rate, args.warmup, fire)
+        tag = f"m{secrets.token_hex(4)}"
         before = await scrape(client) if measure_podium else ""
         pids = {"server": server.pid}
-        cpu = CpuMeter(pids)
+        cpu = CpuMeter(pids, PG_DB["name"])
         sampling = measure_podium
         cpu.begin()
-        res = await open_loop(rate, args.duration, fire)
+        res = await open_loop(rate, args.duration, fire, drain_s=15.0)
         cores = cpu.end()
         ended = time.perf_counter()
         sampling = False
         out = res.report()
         out["cpu"] = cores
-        out["results_per_s_ok"] = out["ok"] * args.players_per_match / args.duration
+        out["busy_before"] = out_quiet
+        # CPU per accepted match: robust to the noise of this shared machine
+        out["server_cpu_ms_per_match"] = 1000 * cores["server"] * cpu.wall / max(out["ok"], 1)
+        out["results_per_s_ok"] = out["throughput"] * args.players_per_match
         if not measure_podium:
             return out
 
         # Let the updater catch up, then read the server's own histograms.
         drained = None
         after = ""
-        while time.perf_counter() - ended < 60:
+        while time.perf_counter() - ended < 20:
             after = await scrape(client)
             accepted = sample(after, "podium_results_accepted_total")
             applied = sample(after, "podium_changes_applied_total")
@@ -193,6 +229,7 @@ async def drive(
         out["drain_s"] = drained
         out["ack_to_visible"] = summary(visible)
         out["ack_to_visible"]["missed"] = missed
+        out["ack_to_visible"]["skipped"] = skipped[0]
         return out
 
 
@@ -317,8 +354,8 @@ def print_run(label: str, rate: float, ppm: int, r: dict[str, Any]) -> None:
         f"generator lag p50 {ms(lag['p50'])} p99 {ms(lag['p99'])} max {ms(lag['max'])} ms"
     )
     print(
-        f"    accepted {r['ok']} matches = {r['results_per_s_ok']:.0f} results/s; "
-        f"statuses {r['statuses']}"
+        f"    accepted {r['ok']} matches, {r['results_per_s_ok']:.0f} results/s from the first "
+        f"send to the last answer; statuses {r['statuses']}"
     )
     print(
         f"    client latency ms: p50 {ms(lat['p50'])} p90 {ms(lat['p90'])} "
@@ -336,14 +373,18 @@ def print_run(label: str, rate: float, ppm: int, r: dict[str, Any]) -> None:
             f"p50 {ms(c2b['p50'])} p99 {ms(c2b['p99'])} ms; over 1 s: {c2b['over_1s']:.2%} "
             f"(n={c2b['n']:.0f})"
         )
-        drain = "not within 60 s" if r["drain_s"] is None else f"{r['drain_s']:.2f} s"
+        drain = "not within 20 s" if r["drain_s"] is None else f"{r['drain_s']:.2f} s"
         print(f"    updater backlog drained {drain} after the last request completed")
         print(
             f"    client ack-to-visible (lower bound of commit-to-board): n={vis['n']} "
             f"p50 {ms(vis['p50'])} p99 {ms(vis['p99'])} max {ms(vis['max'])} ms, "
-            f"not visible in 10 s: {vis['missed']}"
+            f"not visible in 10 s: {vis['missed']}, "
+            f"not sampled (8 watches running): {vis['skipped']}"
         )
-    print(f"    {cpu_line(r['cpu'])}")
+    print(
+        f"    {cpu_line(r['cpu'])}; server CPU {r['server_cpu_ms_per_match']:.2f} ms per "
+        "accepted match"
+    )
 
 
 def print_pgbench(rate: float, r: dict[str, Any] | None) -> None:
@@ -406,9 +447,15 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
         )
         print(f"  generator lag p99       {med_spread(col(pod, 'lag', 'p99'))}")
         print(f"  podium server cores     {num_spread(col(pod, 'cpu', 'server'), '{:.2f}')}")
+        cpm = num_spread(col(pod, "server_cpu_ms_per_match"), "{:.2f}")
+        print(f"  podium CPU ms per match {cpm}")
+        cpm = num_spread(col(bare, "server_cpu_ms_per_match"), "{:.2f}")
+        print(f"  bare CPU ms per match   {cpm}")
+        print(f"  others' cores (noise)   {num_spread(col(pod, 'cpu', 'others'), '{:.2f}')}")
         print(f"  generator cores         {num_spread(col(pod, 'cpu', 'generator'), '{:.2f}')}")
         if args.config == "production":
-            print(f"  postgres cores          {num_spread(col(pod, 'cpu', 'postgres'), '{:.2f}')}")
+            print(f"  postgres cores (all)    {num_spread(col(pod, 'cpu', 'postgres'), '{:.2f}')}")
+            print(f"  postgres cores (ours)   {num_spread(col(pod, 'cpu', 'pg ours'), '{:.2f}')}")
             print(f"  redis cores             {num_spread(col(pod, 'cpu', 'redis'), '{:.2f}')}")
         pg = [r["pgbench"] for r in rs if r.get("pgbench")]
         if pg:
@@ -419,12 +466,14 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
         p99s = col(pod, "latency", "p99")
         sacc = col(pod, "server_accept", "p99")
         c2b = col(pod, "commit_to_board", "p99")
-        met = "met" if all(v < 0.1 for v in p99s) else "NOT met"
-        print(f"  target accept p99 < 100 ms (client): {met} in {args.repeat} run(s)")
-        met = "met" if all(v < 0.1 for v in sacc) else "NOT met"
-        print(f"  target accept p99 < 100 ms (server histogram): {met}")
-        met = "met" if all(v < 1.0 for v in c2b) else "NOT met"
-        print(f"  target commit-to-board p99 < 1 s (server histogram): {met}")
+
+        def met(values: list[float], limit: float) -> str:
+            k = sum(1 for v in values if v < limit)
+            return f"met in {k} of {len(values)} run(s)"
+
+        print(f"  target accept p99 < 100 ms (client): {met(p99s, 0.1)}")
+        print(f"  target accept p99 < 100 ms (server histogram): {met(sacc, 0.1)}")
+        print(f"  target commit-to-board p99 < 1 s (server histogram): {met(c2b, 1.0)}")
         ok_rate = all(
             v >= 0.98 * rate * args.players_per_match for v in col(pod, "results_per_s_ok")
         )
