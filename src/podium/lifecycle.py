@@ -19,6 +19,7 @@ from podium.domain.models import FinalEntry, FrozenWindow
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.errors import InvalidInput, NotFound
 from podium.ports import Clock, ScoreStore
+from podium.profiles import ProfileCache
 from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
 
 log = logging.getLogger("podium.freezer")
@@ -29,12 +30,18 @@ FROZEN_CACHE_S = 1.0  # how long a process trusts its list of frozen windows
 
 class Lifecycle:
     def __init__(
-        self, settings: Settings, store: ScoreStore, clock: Clock, archive: Archive
+        self,
+        settings: Settings,
+        store: ScoreStore,
+        clock: Clock,
+        archive: Archive,
+        profiles: ProfileCache,
     ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
         self.archive = archive
+        self.profiles = profiles
         self._frozen: dict[str, tuple[float, dict[str, FrozenWindow]]] = {}
         self._swept = False
 
@@ -162,7 +169,7 @@ class Lifecycle:
     async def final_friends(self, spec: BoardSpec, window: Window, ids: Sequence[str]) -> Page:
         found = [await self.store.final_entry(spec.name, window.id, p) for p in ids]
         present = sorted((e for e in found if e is not None), key=lambda e: e.position)
-        names = await self.store.profiles([e.player_id for e in present])
+        names = await self.profiles.get([e.player_id for e in present])
         among = ranks_in_order(spec, [(e.player_id, e.points) for e in present], 1)
         entries = [
             entry(r, e.player_id, e.points, names.get(e.player_id), global_rank=e.rank)
@@ -171,5 +178,5 @@ class Lifecycle:
         return Page(spec.name, window.id, self.clock.now(), entries)
 
     async def _entries(self, rows: list[FinalEntry]) -> list[Entry]:
-        names = await self.store.profiles([r.player_id for r in rows])
+        names = await self.profiles.get([r.player_id for r in rows])
         return [entry(r.rank, r.player_id, r.points, names.get(r.player_id)) for r in rows]

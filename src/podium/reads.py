@@ -14,6 +14,7 @@ from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.profiles import ProfileCache
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
 
@@ -28,12 +29,14 @@ class Reads:
         index: RankIndex,
         clock: Clock,
         lifecycle: Lifecycle,
+        profiles: ProfileCache,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
         self.clock = clock
         self.lifecycle = lifecycle
+        self.profiles = profiles
         self.boards = {b.name: b for b in settings.boards}
         self._pages: dict[tuple[str, str, int, int], tuple[float, Page]] = {}
 
@@ -76,7 +79,7 @@ class Reads:
         """A player's group on a grouped board, when the caller did not name one."""
         if spec.group_by is None or group is not None:
             return group
-        profile = (await self.store.profiles([player_id])).get(player_id)
+        profile = (await self.profiles.get([player_id])).get(player_id)
         return (profile.country if profile else None) or UNKNOWN_GROUP
 
     async def page(
@@ -109,7 +112,7 @@ class Reads:
         self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
     ) -> list[Entry]:
         """Index rows from 0-based position ``first`` as entries: ranks, points, names."""
-        names = await self.store.profiles([p for p, _ in rows])
+        names = await self.profiles.get([p for p, _ in rows])
         ranks = await self._ranks(spec, key, rows, first)
         codec = spec.codec
         return [
@@ -147,7 +150,11 @@ class Reads:
             key, max(0, rank - neighbors), rank + neighbors, descending=desc
         )
         around = await self._entries(spec, key, rows, max(0, rank - neighbors))
-        mine = next(e.rank for e in around if e.player_id == player_id)
+        mine = next((e.rank for e in around if e.player_id == player_id), None)
+        if mine is None:
+            # The board moved between the two reads and the player left the window around
+            # their old place: rank them by the score read with their rank.
+            mine = (await self._ranks(spec, key, [(player_id, score)], rank))[0]
         mine_points = spec.codec.points(score)
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
@@ -166,7 +173,7 @@ class Reads:
         present = sorted(
             (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
         )
-        names = await self.store.profiles([p for _, p, _ in present])
+        names = await self.profiles.get([p for _, p, _ in present])
         rows = [(p, s) for _, p, s in present]
         if spec.ties is Ties.SHARED:
             shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])

@@ -40,6 +40,7 @@ from podium.errors import (
 )
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.recording import HOUR, check_replay
 from podium.views import Distribution, Entry, Page, PlayerRank
@@ -70,8 +71,9 @@ class Podium:
         self.index = index
         self.clock = clock
         self.boards = {b.name: b for b in settings.boards}
-        self.lifecycle = Lifecycle(settings, store, clock, archive)
-        self.reads = Reads(settings, store, index, clock, self.lifecycle)
+        self.profiles = ProfileCache(store, clock)
+        self.lifecycle = Lifecycle(settings, store, clock, archive, self.profiles)
+        self.reads = Reads(settings, store, index, clock, self.lifecycle, self.profiles)
         self._keys: dict[str, tuple[float, ApiKey]] = {}
 
     # -- reads (reads.py) -------------------------------------------------------------
@@ -298,6 +300,7 @@ class Podium:
                 profile = replace(profile, **keep)
         self._check_player(profile.player_id)
         await self.store.set_profile(profile, self.clock.now())
+        self.profiles.forget(profile.player_id)
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         self._check_player(player_id)
