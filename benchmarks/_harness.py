@@ -847,3 +847,25 @@ def code_line() -> str:
     except (OSError, subprocess.CalledProcessError):
         where = "not a git checkout"
     return f"podium {podium.__version__} from {src} ({where})"
+
+
+def bench_main(
+    args: Any,
+    header: str,
+    bench: Callable[[Env, contextlib.ExitStack, Any], Coroutine[Any, Any, None]],
+) -> None:
+    """What every load script's ``main`` does around its own ``bench``: the header lines,
+    the environment (server, database, keys) and its cleanup, even on Ctrl-C."""
+    CLIENT["kind"] = args.client
+    install_sigterm()
+    print(machine_line())
+    print(code_line())
+    print(f"load generator: {args.client} HTTP/1.1 client on asyncio (uvloop), one process")
+    print(header, flush=True)
+    with contextlib.ExitStack() as stack:
+        env = make_env(stack, args.config)
+        try:
+            run(bench(env, stack, args))
+        except KeyboardInterrupt:
+            print("interrupted; cleaning up", file=sys.stderr)
+            raise

@@ -53,21 +53,17 @@ from pathlib import Path
 from typing import Any
 
 from _harness import (
-    CLIENT,
     PG_DB,
     CpuMeter,
     Env,
     Req,
     Server,
     bare_server,
-    code_line,
+    bench_main,
     cpu_line,
     create_key,
     histogram,
     http_client,
-    install_sigterm,
-    machine_line,
-    make_env,
     match_body,
     med_spread,
     ms,
@@ -75,7 +71,6 @@ from _harness import (
     open_loop,
     player_id,
     podium_server,
-    run,
     sample,
     scrape,
     summary,
@@ -513,24 +508,12 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
 
 def main() -> None:
     args = parse_args()
-    CLIENT["kind"] = args.client
-    install_sigterm()
-    print(machine_line())
-    print(code_line())
-    print(f"load generator: {args.client} HTTP/1.1 client on asyncio (uvloop), one process")
-    print(
+    header = (
         f"config {args.config}; rates {args.rates} matches/s x {args.players_per_match} "
         f"players; {args.duration:g} s measured after {args.warmup:g} s warm-up; "
-        f"player pool {args.pool}; {args.repeat} repeat(s)",
-        flush=True,
+        f"player pool {args.pool}; {args.repeat} repeat(s)"
     )
-    with contextlib.ExitStack() as stack:
-        env = make_env(stack, args.config)
-        try:
-            run(bench(env, stack, args))
-        except KeyboardInterrupt:
-            print("interrupted; cleaning up", file=sys.stderr)
-            raise
+    bench_main(args, header, bench)
 
 
 if __name__ == "__main__":

@@ -44,14 +44,12 @@ import dataclasses
 import json
 import random
 import secrets
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from _harness import (
-    CLIENT,
     PG_DB,
     REDIS_URL,
     CpuMeter,
@@ -59,15 +57,12 @@ from _harness import (
     Req,
     Server,
     bare_server,
+    bench_main,
     closed_loop,
-    code_line,
     cpu_line,
     create_key,
     histogram,
     http_client,
-    install_sigterm,
-    machine_line,
-    make_env,
     match_body,
     med_spread,
     ms,
@@ -75,7 +70,6 @@ from _harness import (
     open_loop,
     player_id,
     podium_server,
-    run,
     scrape,
     summary,
     wait_quiet,
@@ -507,24 +501,12 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
 
 def main() -> None:
     args = parse_args()
-    CLIENT["kind"] = args.client
-    install_sigterm()
-    print(machine_line())
-    print(code_line())
-    print(f"load generator: {args.client} HTTP/1.1 client on asyncio (uvloop), one process")
-    print(
+    header = (
         f"config {args.config}; {args.players} players; concurrency {args.concurrency}; "
         f"{args.duration:g} s per cell; writes during the +writes cells: {args.write_rate:g} "
-        f"matches/s x 2 players; {args.repeat} repeat(s)",
-        flush=True,
+        f"matches/s x 2 players; {args.repeat} repeat(s)"
     )
-    with contextlib.ExitStack() as stack:
-        env = make_env(stack, args.config)
-        try:
-            run(bench(env, stack, args))
-        except KeyboardInterrupt:
-            print("interrupted; cleaning up", file=sys.stderr)
-            raise
+    bench_main(args, header, bench)
 
 
 if __name__ == "__main__":
