@@ -70,7 +70,6 @@ class Podium:
         self.store = store
         self.index = index
         self.clock = clock
-        self.boards = {b.name: b for b in settings.boards}
         self.profiles = ProfileCache(store, clock)
         self.lifecycle = Lifecycle(settings, store, clock, archive, self.profiles)
         self.reads = Reads(settings, store, index, clock, self.lifecycle, self.profiles)
@@ -315,12 +314,13 @@ class Podium:
             raise InvalidInput(f"playerId {player_id!r} must match {ID_RE.pattern}")
 
     async def _ban_keys(self, player_id: str) -> list[BoardKey]:
-        """Every board window the player has a tally on, plus every board's current window."""
+        """Every board window the player has a tally on, plus every board's current window
+        (on a grouped board only the group windows exist: those come with the tallies)."""
         keys = {BoardKey(s.board, s.window) for s in await self.store.player_standings(player_id)}
         now = int(self.clock.now())
         for spec in self.settings.boards:
             w = spec.rule.window_at(now)
-            if w is not None:
+            if w is not None and spec.group_by is None:
                 keys.add(BoardKey(spec.name, w.id))
         return sorted(keys, key=lambda k: (k.board, k.window))
 
