@@ -9,6 +9,7 @@ flush or reconfigure anything.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import ctypes
@@ -869,3 +870,23 @@ def bench_main(
         except KeyboardInterrupt:
             print("interrupted; cleaning up", file=sys.stderr)
             raise
+
+
+def common_args(p: argparse.ArgumentParser, *, wait_s: int, unit: str) -> None:
+    """The options every load script shares: repeats, the client, waiting for a quiet
+    machine, profiling, and a JSON copy of the figures."""
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
+    p.add_argument(
+        "--quiet",
+        type=float,
+        default=0.0,
+        help=f"before each {unit} wait (up to {wait_s} s) for the machine to be less busy than "
+        "this fraction (0: do not wait); this machine is shared",
+    )
+    p.add_argument(
+        "--profile",
+        type=Path,
+        help="run podium under cProfile and write its stats here (timings then inflated)",
+    )
+    p.add_argument("--json", type=Path, help="also write every figure to this file")

@@ -49,7 +49,6 @@ import secrets
 import shutil
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from _harness import (
@@ -60,6 +59,7 @@ from _harness import (
     Server,
     bare_server,
     bench_main,
+    common_args,
     cpu_line,
     create_key,
     histogram,
@@ -91,23 +91,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sample-every", type=int, default=50, help="ack-to-visible: 1 match in N")
     p.add_argument("--poll-interval", type=float, default=0.005)
     p.add_argument("--connections", type=int, default=256, help="generator connection pool")
-    p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--pgbench-duration", type=float, default=10.0)
-    p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
-    p.add_argument(
-        "--quiet",
-        type=float,
-        default=0.0,
-        help="before each run wait (up to 120 s) for the machine to be less busy than this "
-        "fraction (0: do not wait); this machine is shared",
-    )
-    p.add_argument(
-        "--profile",
-        type=Path,
-        help="run podium under cProfile and write its stats here (timings then inflated)",
-    )
-    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    common_args(p, wait_s=120, unit="run")
     return p.parse_args()
 
 

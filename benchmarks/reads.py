@@ -46,7 +46,6 @@ import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from _harness import (
@@ -59,6 +58,7 @@ from _harness import (
     bare_server,
     bench_main,
     closed_loop,
+    common_args,
     cpu_line,
     create_key,
     histogram,
@@ -93,21 +93,7 @@ def parse_args() -> argparse.Namespace:
         default="auto",
         help="auto: service for embedded, sql for production (see the module docstring)",
     )
-    p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--client", choices=["raw", "httpx"], default="raw", help="load generator")
-    p.add_argument(
-        "--quiet",
-        type=float,
-        default=0.0,
-        help="before each cell wait (up to 30 s) for the machine to be less busy than this "
-        "fraction (0: do not wait); this machine is shared",
-    )
-    p.add_argument(
-        "--profile",
-        type=Path,
-        help="run podium under cProfile and write its stats here (timings then inflated)",
-    )
-    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    common_args(p, wait_s=30, unit="cell")
     return p.parse_args()
 
 
