@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -24,6 +24,9 @@ class Api:
     podium: Podium
     game_key: str
     admin_key: str
+    # endedAt of each match id sent so far: sending a match again without naming endedAt is
+    # a true retry (same content), even when the clock has moved to the next second.
+    ended: dict[str, float] = field(default_factory=dict)
 
     def auth(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.game_key}"}
@@ -40,7 +43,10 @@ class Api:
     ) -> httpx.Response:
         body = {
             "mode": mode,
-            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended_at or time.time())),
+            "endedAt": time.strftime(
+                "%Y-%m-%dT%H:%M:%SZ",
+                time.gmtime(ended_at or self.ended.setdefault(match_id, time.time())),
+            ),
             "durationSeconds": duration,
             "results": [{"playerId": p, "points": pts} for p, pts in results],
         }
