@@ -96,7 +96,9 @@ class Backends:
             elif role == "updater":
                 up = Updater(self.settings, self.store, self.index, self.log, self.clock)
                 mon = BacklogMonitor(self.store, self.clock)
-                self._runners.append(Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s))
+                self._runners.append(
+                    Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch)
+                )
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
             elif role == "freezer":
                 step = self.podium.lifecycle.freeze_due

@@ -62,7 +62,7 @@ class LogSettings:
 @dataclass(frozen=True)
 class WorkerSettings:
     batch: int = 500
-    idle_sleep_s: float = 0.01  # the pause when there is nothing to do
+    idle_sleep_s: float = 0.01  # the pause after a step that found less than a full batch
     lease_s: float = (
         10.0  # how long a claimed outbox row is held before another updater may retry it
     )

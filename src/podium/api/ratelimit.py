@@ -34,6 +34,12 @@ class ReadLimiter:
             self._buckets.popitem(last=False)
 
 
-async def read_limit(request: Request) -> None:
+def limit_reads(request: Request) -> None:
+    """Called first thing in the hot read handlers: as a dependency it costs a second pass
+    of FastAPI's dependency solving per request."""
     limiter: ReadLimiter = request.app.state.read_limiter
     limiter.check(request.client.host if request.client else "unknown")
+
+
+async def read_limit(request: Request) -> None:
+    limit_reads(request)

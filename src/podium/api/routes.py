@@ -11,7 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from podium import metrics
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
-from podium.api.ratelimit import read_limit
+from podium.api.encode import rank_json
+from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Entry, Page, Podium
@@ -27,6 +28,11 @@ WindowQ = Annotated[str | None, Query(max_length=16, description="a past window 
 
 def _podium(request: Request) -> Podium:
     return request.app.state.podium  # type: ignore[no-any-return]
+
+
+def _json(body: bytes, cache_control: str) -> Response:
+    """A body encoded by ``encode``: returned as is, FastAPI skips ``response_model``."""
+    return Response(body, media_type="application/json", headers={"Cache-Control": cache_control})
 
 
 def _entry(e: Entry) -> s.EntryOut:
@@ -99,55 +105,44 @@ async def list_boards(request: Request) -> s.BoardsOut:
     "/v1/boards/{board}",
     response_model=s.PageOut,
     tags=["read"],
-    dependencies=[Depends(read_limit)],
     response_model_exclude_none=True,
 )
 async def board_page(
     request: Request,
-    response: Response,
     board: str,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 100,
     window: WindowQ = None,
     group: GroupQ = None,
-) -> s.PageOut:
+) -> Response:
+    limit_reads(request)
+    podium = _podium(request)
     with metrics.READ_SECONDS.labels("page").time():
-        page = await _podium(request).page(board, window, offset, limit, group)
+        page = await podium.page(board, window, offset, limit, group)
+        body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
     # Every process holds a page for page_cache_s, the same for everyone: say so.
-    response.headers["Cache-Control"] = (
-        f"public, max-age={int(_podium(request).settings.server.page_cache_s)}"
-    )
-    return _page(page)
+    return _json(body, f"public, max-age={int(podium.settings.server.page_cache_s)}")
 
 
 @router.get(
     "/v1/boards/{board}/players/{playerId}",
     response_model=s.RankOut,
     tags=["read"],
-    dependencies=[Depends(read_limit)],
     response_model_exclude_none=True,
 )
 async def player_rank(
     request: Request,
-    response: Response,
     board: str,
     playerId: PlayerId,
     neighbors: Annotated[int, Query(ge=0, le=50)] = 2,
     window: WindowQ = None,
     group: GroupQ = None,
-) -> s.RankOut:
+) -> Response:
+    limit_reads(request)
     with metrics.READ_SECONDS.labels("rank").time():
         r = await _podium(request).player_rank(board, playerId, neighbors, window, group)
-    response.headers["Cache-Control"] = "no-cache"
-    return s.RankOut(
-        board=r.board,
-        window=r.window,
-        rank=r.rank,
-        exact=r.exact,
-        points=r.points,
-        topPercent=r.top_percent,
-        neighbors=[_entry(e) for e in r.neighbors],
-    )
+        body = rank_json(r)
+    return _json(body, "no-cache")
 
 
 @router.get(

@@ -1,8 +1,11 @@
 """The loop every worker role shares: do a step, back off on outages, stop cleanly.
 
-A step returns how much work it did; a busy role loops at once, an idle one sleeps a
-little. An ``Unavailable`` backend is expected (a restart, a failover) and is retried with
-capped exponential backoff; anything else is a bug, logged with its traceback and retried
+A step returns how much work it did; a role that did a full batch loops at once, one that
+did less sleeps a little, so that under a steady trickle the work is taken in batches (one
+claim per ``idle_sleep_s``) rather than a transaction per change.
+
+An ``Unavailable`` backend is expected (a restart, a failover) and is retried with capped
+exponential backoff; anything else is a bug, logged with its traceback and retried
 the same way so that one bad message cannot kill the process.
 """
 
@@ -28,11 +31,13 @@ class Runner:
         *,
         idle_sleep_s: float = 0.01,
         max_backoff_s: float = 5.0,
+        full: int = 1,
     ) -> None:
         self.role = role
         self._step = step
         self._idle = idle_sleep_s
         self._max_backoff = max_backoff_s
+        self._full = full  # a step that did at least this much may have left more behind
         self._stop = asyncio.Event()
 
     def stop(self) -> None:
@@ -59,7 +64,7 @@ class Runner:
                 log.exception("%s: step failed; retrying in %.2fs", self.role, backoff)
                 await self._sleep(backoff)
                 continue
-            if not done:
+            if done < self._full:
                 await self._sleep(self._idle)
 
     async def _sleep(self, seconds: float) -> None:

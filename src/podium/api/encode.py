@@ -1,0 +1,85 @@
+"""JSON bodies of the two hot read routes, written straight from the read results.
+
+Building a pydantic model per entry and validating it against ``response_model`` cost more
+CPU than the rest of a cached page read (BENCHMARKS.md, "Where the time goes"). These
+functions emit the same JSON as ``schemas.PageOut`` and ``schemas.RankOut`` with
+``exclude_none`` (the routes keep those models for the OpenAPI document, and a test holds
+the two to the same output). A page also keeps its encoded body for as long as the read
+side keeps the page itself, so a cached page is encoded once per refill, not per request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from podium.domain.windows import to_rfc3339
+from podium.views import Entry, Page, PlayerRank
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+MAX_HELD = 10_000  # encoded pages kept; like the page cache, it starts over beyond this
+
+
+def _entry(e: Entry) -> dict[str, Any]:
+    out: dict[str, Any] = {"rank": e.rank, "playerId": e.player_id, "points": e.points}
+    if e.name is not None:
+        out["name"] = e.name
+    if e.avatar is not None:
+        out["avatar"] = e.avatar
+    if e.global_rank is not None:
+        out["globalRank"] = e.global_rank
+    return out
+
+
+def page_json(p: Page) -> bytes:
+    body = {
+        "board": p.board,
+        "window": p.window,
+        "asOf": to_rfc3339(p.as_of),
+        "entries": [_entry(e) for e in p.entries],
+    }
+    return _dumps(body).encode()
+
+
+def rank_json(r: PlayerRank) -> bytes:
+    body: dict[str, Any] = {
+        "board": r.board,
+        "window": r.window,
+        "rank": r.rank,
+        "exact": r.exact,
+        "points": r.points,
+    }
+    if r.top_percent is not None:
+        body["topPercent"] = r.top_percent
+    body["neighbors"] = [_entry(e) for e in r.neighbors]
+    return _dumps(body).encode()
+
+
+class EncodedPages:
+    """The body of each page object the read side hands out, encoded on first use.
+
+    Keyed by the page's identity: the read side returns the very same object while it
+    caches a page, and a refilled page is a new object, so a stale body is never served.
+    Holding the page keeps its identity from being reused while its body is held.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[Page, bytes]] = {}
+        self._by_slot: dict[tuple[str, str, int, int], int] = {}
+
+    def body(self, page: Page, slot: tuple[str, str, int, int]) -> bytes:
+        """``slot``: what the page was asked by (board, window, offset, limit); a newer
+        page of the same slot replaces the older one's body."""
+        hit = self._held.get(id(page))
+        if hit is not None and hit[0] is page:
+            return hit[1]
+        body = page_json(page)
+        old = self._by_slot.get(slot)
+        if old is not None:
+            self._held.pop(old, None)
+        if len(self._held) >= MAX_HELD:
+            self._held.clear()
+            self._by_slot.clear()
+        self._held[id(page)] = (page, body)
+        self._by_slot[slot] = id(page)
+        return body
