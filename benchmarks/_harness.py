@@ -170,14 +170,19 @@ def start_server(stack: contextlib.ExitStack, server: Server) -> Server:
     return server
 
 
-def podium_server(stack: contextlib.ExitStack, env: Env, profile: Path | None = None) -> Server:
-    """``podium serve`` with every role in one process; with ``profile`` under cProfile, the
-    stats written to that file when it stops (the timings are then not representative)."""
+def podium_server(
+    stack: contextlib.ExitStack, env: Env, profile: Path | None = None, processes: int = 1
+) -> Server:
+    """``podium serve`` with every role in one process, or with ``processes`` API processes
+    and one of roles; with ``profile`` under cProfile, the stats written to that file when it
+    stops (the timings are then not representative)."""
     port = free_port()
     argv = [sys.executable]
     if profile is not None:
         argv += ["-m", "cProfile", "-o", str(profile)]
     argv += ["-m", "podium", "serve", "--config", str(env.config_path), "--port", str(port)]
+    if processes > 1:
+        argv += ["--processes", str(processes)]
     return start_server(stack, Server("podium", argv, port, env.tmp / "podium-serve.log"))
 
 
@@ -435,6 +440,23 @@ def proc_cpu(pid: int) -> float:
         return 0.0
 
 
+def _cpu_of_session(sid: int) -> dict[int, float]:
+    """CPU seconds of each live process in session ``sid``: a server and every process it
+    started (``podium serve --processes N`` runs N API processes and one of roles)."""
+    out: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:
+                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
 def _cpu_by_comm(names: tuple[str, ...], contains: str | None = None) -> dict[int, float]:
     """CPU seconds of each live process whose name starts with one of ``names`` (and whose
     command line contains ``contains``, e.g. our database in a Postgres backend's title)."""
@@ -479,7 +501,8 @@ class CpuMeter:
     _m0: tuple[float, float] = (0.0, 0.0)
 
     def _now(self) -> dict[str, dict[int, float]]:
-        out = {name: {pid: proc_cpu(pid)} for name, pid in self.pids.items()}
+        # Servers start in a session of their own (Server.start), children included.
+        out = {name: _cpu_of_session(pid) for name, pid in self.pids.items()}
         out["generator"] = {0: time.process_time()}
         out["postgres"] = _cpu_by_comm(("postgres",))
         if self.pg_db:
@@ -890,3 +913,10 @@ def common_args(p: argparse.ArgumentParser, *, wait_s: int, unit: str) -> None:
         help="run podium under cProfile and write its stats here (timings then inflated)",
     )
     p.add_argument("--json", type=Path, help="also write every figure to this file")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="podium serve --processes N: N API processes and one of background roles "
+        "(production only; CPU figures then add up the whole group)",
+    )

@@ -467,7 +467,9 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
 async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
     rates = [float(x) for x in args.rates.split(",") if x.strip()]
     key = create_key(env)
-    pod = podium_server(stack, env, args.profile.resolve() if args.profile else None)
+    pod = podium_server(
+        stack, env, args.profile.resolve() if args.profile else None, args.processes
+    )
     bare = bare_server(stack, env)
     t_pod = await pod.wait_ready()
     await bare.wait_ready()

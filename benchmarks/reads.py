@@ -410,7 +410,9 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
         )
     pre["method"] = how
     key = create_key(env)
-    pod = podium_server(stack, env, args.profile.resolve() if args.profile else None)
+    pod = podium_server(
+        stack, env, args.profile.resolve() if args.profile else None, args.processes
+    )
     bare = bare_server(stack, env)
     t_ready = await pod.wait_ready(wait_s=600)
     await bare.wait_ready()

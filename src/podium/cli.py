@@ -74,8 +74,16 @@ def serve(
     demo: Annotated[
         bool, typer.Option("--demo", help="Also run simulated game servers and players.")
     ] = False,
+    processes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="API processes sharing the port (needs a shared index); the background "
+            "roles then run in one process of their own.",
+        ),
+    ] = 1,
 ) -> None:
-    """The API and, by default, every background role, in one process."""
+    """The API and, by default, every background role, in one process (or --processes)."""
     import uvicorn
 
     from podium.api.app import create_app
@@ -95,6 +103,9 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
+    if processes > 1:
+        _serve_processes(settings, config_file, processes, workers=workers, demo=demo)
+        return
     try:
         application = create_app(settings, roles=bootstrap.ROLES if workers else (), demo=demo)
     except ConfigError as e:
@@ -110,6 +121,63 @@ def serve(
         # Open board streams never end by themselves: give them this long, then close them.
         timeout_graceful_shutdown=3,
     )
+
+
+def _serve_processes(
+    settings: Settings, config_file: str | None, processes: int, *, workers: bool, demo: bool
+) -> None:
+    """``processes`` API processes on one port (uvicorn's supervisor restarts one that dies),
+    plus, with ``workers``, one ``podium worker`` process for the background roles: the roles
+    coordinate through the store, but one set of them is all a machine needs."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    import uvicorn
+
+    if settings.index.url.startswith("memory://"):
+        typer.echo(
+            "podium: --processes needs a shared index (index.url = redis://...): "
+            "each process would hold a board of its own",
+            err=True,
+        )
+        raise typer.Exit(2)
+    if demo:
+        typer.echo("podium: --demo runs in one process; leave out --processes", err=True)
+        raise typer.Exit(2)
+    # The API processes are started afresh by uvicorn and read their settings as this one
+    # did: from the same file and the same PODIUM_* environment.
+    if config_file is not None:
+        os.environ["PODIUM_CONFIG"] = os.path.abspath(config_file)
+    # Every process of the group writes its metrics here and /metrics sums them (metrics.py).
+    shared_metrics = tempfile.mkdtemp(prefix="podium-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = shared_metrics
+    _logging()
+    roles = None
+    if workers:
+        argv = [sys.executable, "-m", "podium", "worker", "--roles", ",".join(bootstrap.ROLES)]
+        roles = subprocess.Popen(argv)
+    try:
+        uvicorn.run(
+            "podium.api.app:from_environment",
+            factory=True,
+            workers=processes,
+            host=settings.server.host,
+            port=settings.server.port,
+            log_level="info",
+            access_log=False,
+            timeout_graceful_shutdown=3,
+        )
+    finally:
+        if roles is not None:
+            roles.terminate()
+            try:
+                roles.wait(10)
+            except subprocess.TimeoutExpired:
+                roles.kill()
+        shutil.rmtree(shared_metrics, ignore_errors=True)
 
 
 @app.command()

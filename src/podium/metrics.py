@@ -1,11 +1,24 @@
 """The Prometheus metrics every role exports; one registry per process.
 
 Defined in one module so that the API, the workers and the ops page read the same names.
+Under ``podium serve --processes N`` every process writes its values to files in
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus_client's multiprocess mode, chosen when it is
+imported) and ``/metrics`` adds them up, so any one process answers for all of them; the
+gauges say how (``multiprocess_mode``, ignored in a single process).
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import os
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -49,19 +62,47 @@ CHANGES_SKIPPED_BANNED = Counter(
     "Changes not applied because the player is banned",
     registry=REGISTRY,
 )
-OUTBOX_PENDING = Gauge("podium_outbox_pending", "Outbox rows not yet applied", registry=REGISTRY)
+OUTBOX_PENDING = Gauge(
+    "podium_outbox_pending",
+    "Outbox rows not yet applied",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
 OUTBOX_AGE_SECONDS = Gauge(
-    "podium_outbox_age_seconds", "Age of the oldest outbox row not yet applied", registry=REGISTRY
+    "podium_outbox_age_seconds",
+    "Age of the oldest outbox row not yet applied",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
 )
 WORKER_HEARTBEAT = Gauge(
     "podium_worker_heartbeat_timestamp",
     "Last loop of each worker role",
     ["role"],
     registry=REGISTRY,
+    multiprocess_mode="max",
 )
 WORKER_ERRORS = Counter(
     "podium_worker_errors", "Worker loop failures, by role", ["role"], registry=REGISTRY
 )
 STREAM_CLIENTS = Gauge(
-    "podium_stream_clients", "Open live board streams (SSE), by board", ["board"], registry=REGISTRY
+    "podium_stream_clients",
+    "Open live board streams (SSE), by board",
+    ["board"],
+    registry=REGISTRY,
+    multiprocess_mode="livesum",
 )
+
+
+def readable() -> CollectorRegistry:
+    """What ``/metrics`` and the ops page read: this process's registry, or in multiprocess
+    mode a collector over every process of the group."""
+    shared = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not shared:
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, shared)  # type: ignore[no-untyped-call]
+    return registry
+
+
+def exposition() -> bytes:
+    return generate_latest(readable())

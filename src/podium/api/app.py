@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from podium import __version__, bootstrap
+from podium import __version__, bootstrap, config
 from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
@@ -67,3 +67,9 @@ def create_app(
     web.install(app)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     return app
+
+
+def from_environment() -> FastAPI:
+    """An API-only app with settings from ``PODIUM_CONFIG`` and the ``PODIUM_*`` environment:
+    what each process of ``podium serve --processes N`` runs."""
+    return create_app(config.load(), roles=())

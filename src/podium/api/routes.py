@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
 from podium.api import schemas as s
@@ -303,4 +303,4 @@ async def readyz(request: Request) -> dict[str, str]:
 
 @router.get("/metrics", tags=["ops"], include_in_schema=False)
 async def prometheus() -> Response:
-    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

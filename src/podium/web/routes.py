@@ -84,9 +84,9 @@ async def stream(request: Request, board: str) -> StreamingResponse:
 
 @router.get("/v1/admin/ops", tags=["admin"], dependencies=[Depends(admin)])
 async def ops_figures() -> OpsOut:
-    """This process's counters, gauges and histogram buckets (cumulative), for the ops
-    page; the same figures ``/metrics`` exports."""
-    return snapshot(metrics.REGISTRY)
+    """The counters, gauges and histogram buckets (cumulative) for the ops page: the same
+    figures ``/metrics`` exports."""
+    return snapshot(metrics.readable())
 
 
 def install(app: FastAPI) -> None:
