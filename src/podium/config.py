@@ -38,6 +38,9 @@ class ServerSettings:
     page_cache_s: float = 1.0  # how long one process holds a board page
     max_clock_skew_s: int = 60  # how far in the future endedAt may be
     key_cache_s: float = 10.0  # how long a verified credential is trusted without a lookup
+    # Matches being recorded at once by one process; one more gets 503 with Retry-After, so
+    # that overload shows as a prompt "back off" rather than every answer taking seconds.
+    max_pending_matches: int = 64
 
 
 @dataclass(frozen=True)
@@ -350,5 +353,7 @@ def _check_urls(s: Settings) -> None:
         raise ConfigError(f"server.port: expected 1 to 65535, got {s.server.port}")
     if s.index.shards < 1:
         raise ConfigError("index.shards: must be at least 1")
+    if s.server.max_pending_matches < 1:
+        raise ConfigError("server.max_pending_matches: must be at least 1")
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", s.index.prefix):
         raise ConfigError("index.prefix: 1 to 32 of letters, digits, _ . -")

@@ -81,3 +81,7 @@ class StoreUnavailable(Unavailable):
 
 class IndexUnavailable(Unavailable):
     title = "Rank index unavailable"
+
+
+class Overloaded(Unavailable):
+    title = "Too many matches in flight"

@@ -12,7 +12,7 @@ from podium import __version__, bootstrap, config
 from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
-from podium.api.ratelimit import ReadLimiter
+from podium.api.ratelimit import PendingMatches, ReadLimiter
 from podium.api.routes import router
 from podium.config import Settings
 from podium.ports import Clock
@@ -62,6 +62,7 @@ def create_app(
         settings.server.read_rate_per_s, settings.server.read_burst
     )
     app.state.encoded_pages = EncodedPages()
+    app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
     problems.install(app)
     app.include_router(router)
     web.install(app)

@@ -1,13 +1,15 @@
-"""Per-client token buckets for the public read endpoints."""
+"""Per-client token buckets for the public read endpoints, and the cap on matches in flight."""
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fastapi import Request
 
-from podium.errors import RateLimited
+from podium.errors import Overloaded, RateLimited
 
 MAX_CLIENTS = 100_000  # buckets kept; the least recently seen client is forgotten first
 
@@ -43,3 +45,22 @@ def limit_reads(request: Request) -> None:
 
 async def read_limit(request: Request) -> None:
     limit_reads(request)
+
+
+class PendingMatches:
+    """Counts the matches this process is recording; past ``limit`` a new one is refused
+    before it touches the store, and the game server retries it (retries are safe)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.now = 0
+
+    @contextmanager
+    def admit(self) -> Iterator[None]:
+        if self.now >= self.limit:
+            raise Overloaded(f"this process is recording {self.now} matches already; retry shortly")
+        self.now += 1
+        try:
+            yield
+        finally:
+            self.now -= 1

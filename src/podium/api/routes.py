@@ -62,7 +62,7 @@ async def post_results(
     matchId: Annotated[str, Path(pattern=s.ID)],
     key: Annotated[ApiKey, Depends(game_server)],
 ) -> s.MatchOut:
-    with metrics.ACCEPT_SECONDS.time():
+    with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
         totals = await _podium(request).record_match(
             key,
             matchId,
