@@ -211,10 +211,20 @@ class RankIndex(Protocol):
         """(0-based rank, score) or None when the player is not on the board."""
         ...
 
+    async def around(
+        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
+    ) -> tuple[int, int, list[tuple[str, int]]] | None:
+        """(0-based rank, score, the rows at ranks ``max(0, rank - neighbors)`` to
+        ``rank + neighbors`` in board order), all read at one instant, so the player's own
+        row is always among them; None when the player is not on the board.
+        ``neighbors >= 0``."""
+        ...
+
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
     ) -> list[tuple[int, int] | None]:
-        """Scores first (one ``ZMSCORE``), then ranks of those present, in one round trip."""
+        """(0-based rank, score) or None for each player, in the order asked, all read at
+        one instant, in one round trip."""
         ...
 
     async def count(self, key: BoardKey) -> int: ...

@@ -141,24 +141,18 @@ class Reads:
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
-        desc = spec.order == "desc"
-        found = await self.index.rank(key, player_id, descending=desc)
+        # Rank and rows come from one read at one instant, so the player's own row is always
+        # among the rows, and their displayed rank (a shared one, too) is that row's.
+        found = await self.index.around(key, player_id, neighbors, descending=spec.order == "desc")
         if found is None:
             raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
-        rank, score = found
-        rows = await self.index.page(
-            key, max(0, rank - neighbors), rank + neighbors, descending=desc
-        )
-        around = await self._entries(spec, key, rows, max(0, rank - neighbors))
-        mine = next((e.rank for e in around if e.player_id == player_id), None)
-        if mine is None:
-            # The board moved between the two reads and the player left the window around
-            # their old place: rank them by the score read with their rank.
-            mine = (await self._ranks(spec, key, [(player_id, score)], rank))[0]
-        mine_points = spec.codec.points(score)
+        rank, score, rows = found
+        first = max(0, rank - neighbors)
+        around = await self._entries(spec, key, rows, first)
+        mine = around[rank - first].rank
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, mine, True, mine_points, around)
+        return PlayerRank(board, w.id, mine, True, spec.codec.points(score), around)
 
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None

@@ -235,6 +235,65 @@ async def test_ranks_of_nobody_on_empty_and_missing_boards(
     assert await index.rank(WEEK, "a", descending=descending) is None
 
 
+# -- around: a rank with its neighbours ------------------------------------------------------
+
+
+async def test_around_each_member(index: RankIndex, descending: bool) -> None:
+    entries = {m: (i * 7) % 5 for i, m in enumerate(TRICKY)}  # ties, in byte order
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    for neighbors in (0, 1, 2, 5, len(TRICKY)):
+        for i, (member, score) in enumerate(ordered):
+            expected = (i, score, ordered[max(0, i - neighbors) : i + neighbors + 1])
+            got = await index.around(WEEK, member, neighbors, descending=descending)
+            assert got == expected, (member, neighbors)
+
+
+async def test_around_at_the_ends_of_the_board(index: RankIndex, descending: bool) -> None:
+    entries = {f"p{i}": i for i in range(6)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    first, last = ordered[0][0], ordered[-1][0]
+    assert await index.around(WEEK, first, 2, descending=descending) == (
+        0,
+        ordered[0][1],
+        ordered[:3],
+    )
+    assert await index.around(WEEK, last, 2, descending=descending) == (
+        5,
+        ordered[-1][1],
+        ordered[3:],
+    )
+    assert await index.around(WEEK, first, 100, descending=descending) == (
+        0,
+        ordered[0][1],
+        ordered,
+    )
+
+
+async def test_around_agrees_with_rank_and_page(index: RankIndex, descending: bool) -> None:
+    entries = {m: (i * 3) % 4 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    for member in TRICKY:
+        found = await index.around(WEEK, member, 2, descending=descending)
+        assert found is not None
+        rank, score, rows = found
+        assert await index.rank(WEEK, member, descending=descending) == (rank, score)
+        assert rows == await index.page(WEEK, max(0, rank - 2), rank + 2, descending=descending)
+        assert rows[rank - max(0, rank - 2)] == (member, score)  # the player's own row
+
+
+async def test_around_of_someone_absent(index: RankIndex, descending: bool) -> None:
+    assert await index.around(MISSING, "a", 2, descending=descending) is None
+    await index.write(WEEK, [("a", 1), ("b", 2)], descending=descending, expire_at=None)
+    assert await index.around(WEEK, "nobody", 2, descending=descending) is None
+    assert await index.around(WEEK, "A", 0, descending=descending) is None  # case matters
+    await index.ban([WEEK], "a")
+    assert await index.around(WEEK, "a", 2, descending=descending) is None
+    await index.ban([WEEK], "b")  # now an empty board
+    assert await index.around(WEEK, "b", 2, descending=descending) is None
+
+
 async def test_count(index: RankIndex, descending: bool) -> None:
     assert await index.count(MISSING) == 0
     await index.write(WEEK, [("a", 1), ("b", 2), ("a", 3)], descending=descending, expire_at=None)
@@ -407,6 +466,12 @@ async def test_scores_up_to_2_pow_53_round_trip_exactly(index: RankIndex, descen
     assert [hit[1] if hit else None for hit in got] == list(entries.values())
     for hit in got:
         assert hit is not None and type(hit[0]) is int and type(hit[1]) is int
+    for i, (member, score) in enumerate(ordered):
+        around = await index.around(WEEK, member, 1, descending=descending)
+        assert around == (i, score, ordered[max(0, i - 1) : i + 2])
+        assert around is not None and type(around[0]) is int and type(around[1]) is int
+        assert all(type(s) is int for _, s in around[2])
+    assert all(type(s) is int for _, s in await full(index, WEEK, descending))
     # GT/LT compare these neighbours exactly
     step = 1 if descending else -1
     assert (
@@ -580,6 +645,37 @@ async def test_redis_expired_board_is_gone(redis_pair: tuple[RedisIndex, Any]) -
     await index.write(WEEK, [("a", 1)], descending=True, expire_at=int(time.time()) - 10)
     assert await index.count(WEEK) == 0
     assert await index.rank(WEEK, "a", descending=True) is None
+
+
+async def test_redis_reads_alike_over_resp2_and_resp3(redis_prefix: str, descending: bool) -> None:
+    """redis-py speaks RESP3 by default, where a score comes back as a double; a client set to
+    RESP2 gets decimal strings (as scripts always do). Every read must decode both exactly."""
+    entries = {"max": MAX, "max-2": MAX - 2, "half": 2**52 + 1, "e15": 10**15, "neg": -MAX}
+    entries |= {"a": 5, "b": 5}
+    members = [*entries, "nobody"]
+    resp3 = RedisIndex.from_url(REDIS_URL, prefix=redis_prefix)
+    resp2 = RedisIndex(
+        aioredis.Redis.from_url(REDIS_URL, decode_responses=True, protocol=2), redis_prefix
+    )
+    try:
+        await resp3.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+        ordered = board_order(entries, descending)
+        for index in (resp3, resp2):
+            assert await full(index, WEEK, descending) == ordered
+            assert await index.page(WEEK, 2, 4, descending=descending) == ordered[2:5]
+            position = {m: (i, s) for i, (m, s) in enumerate(ordered)}
+            assert await index.ranks(WEEK, members, descending=descending) == [
+                position.get(m) for m in members
+            ]
+            assert await index.around(WEEK, "half", 1, descending=descending) == (
+                position["half"][0],
+                2**52 + 1,
+                ordered[position["half"][0] - 1 : position["half"][0] + 2],
+            )
+            assert await index.count_between(WEEK, [-MAX, 0, 6, MAX]) == [1, 2, 3]
+    finally:
+        await resp2.close()
+        await resp3.close()
 
 
 async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, Any]) -> None:

@@ -3,7 +3,7 @@
 Random sequences of writes (few members, so they collide; few scores, so they tie; random
 batch splits; replays of earlier batches, reversed), bans and unbans over two board keys,
 and now and then a rebuild; after each step the whole board is compared with the model, and
-after each sequence every page, every rank and the count.
+after each sequence every page, every rank, every rank with its neighbours and the count.
 
 Hypothesis runs each example synchronously; each example gets its own event loop
 (``asyncio.run``) and, on Redis, its own key prefix, whose keys it deletes itself.
@@ -168,6 +168,15 @@ async def _check_all(index: RankIndex, model: Model, key: int) -> None:
     assert await index.ranks(bkey, asked, descending=desc) == [position.get(m) for m in asked]
     for m in [*MEMBERS, *ABSENT]:
         assert await index.rank(bkey, m, descending=desc) == position.get(m), m
+        hit = position.get(m)
+        for neighbors in (0, 1, 2, n):
+            near = await index.around(bkey, m, neighbors, descending=desc)
+            if hit is None:
+                assert near is None, (m, neighbors)
+            else:
+                rank, score = hit
+                rows = expected[max(0, rank - neighbors) : rank + neighbors + 1]
+                assert near == (rank, score, rows), (m, neighbors)
 
 
 async def _example(index: RankIndex, descending: bool, sequence: list[Op]) -> None:

@@ -47,6 +47,18 @@ class _Board:
         i: int = self.entries.index((score, member))
         return len(self.entries) - 1 - i if descending else i
 
+    def rows(self, start: int, stop: int, descending: bool) -> list[tuple[str, int]]:
+        """(member, score) at ranks ``start..stop`` inclusive, in board order."""
+        n = len(self.entries)
+        stop = min(stop, n - 1)
+        if start > stop:
+            return []
+        if descending:
+            chunk = list(reversed(self.entries[n - 1 - stop : n - start]))
+        else:
+            chunk = self.entries[start : stop + 1]
+        return [(m, s) for s, m in chunk]
+
 
 class MemoryIndex:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -125,16 +137,7 @@ class MemoryIndex:
         self, key: BoardKey, start: int, stop: int, *, descending: bool
     ) -> list[tuple[str, int]]:
         board = self._get(key)
-        if board is None or start > stop:
-            return []
-        n = len(board.entries)
-        stop = min(stop, n - 1)
-        if descending:
-            chunk = board.entries[n - 1 - stop : n - start] if start < n else []
-            chunk = list(reversed(chunk))
-        else:
-            chunk = board.entries[start : stop + 1]
-        return [(m, s) for s, m in chunk]
+        return [] if board is None else board.rows(start, stop, descending)
 
     async def rank(
         self, key: BoardKey, player_id: str, *, descending: bool
@@ -144,6 +147,15 @@ class MemoryIndex:
             return None
         r = board.rank(player_id, descending)
         return None if r is None else (r, board.scores[player_id])
+
+    async def around(
+        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
+    ) -> tuple[int, int, list[tuple[str, int]]] | None:
+        board = self._get(key)
+        if board is None or (r := board.rank(player_id, descending)) is None:
+            return None
+        rows = board.rows(max(0, r - neighbors), r + neighbors, descending)
+        return r, board.scores[player_id], rows
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool

@@ -1,12 +1,15 @@
 """The Redis rank index: one sorted set per board window, written by server-side scripts.
 
 Scores are integers below 2**53 (DESIGN §2), which a Redis double holds exactly; we send
-them as decimal strings and read them back through ``int(float(...))``.
+them as decimal strings and read them back through ``int(float(...))``, or ``int(...)`` of
+the double a RESP3 reply already holds.
+
+Reads that need more than one command run as one script rather than a MULTI: the same one
+instant, and much less client work per call than queueing and parsing a transaction.
 """
 
 from __future__ import annotations
 
-import itertools
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -28,6 +31,20 @@ def _lua(name: str) -> str:
     return (resources.files("podium.index") / "lua" / f"{name}.lua").read_text()
 
 
+def _order(descending: bool) -> str:
+    return "desc" if descending else "asc"
+
+
+def _rows(reply: list[Any]) -> list[tuple[str, int]]:
+    """(member, score) rows of a ``ZRANGE ... WITHSCORES`` reply: over RESP3 (redis-py's
+    default) pairs of member and double; over RESP2, and from any script, a flat list of
+    member, score string, ..."""
+    if reply and isinstance(reply[0], list):
+        return [(m, int(s)) for m, s in reply]
+    flat = iter(reply)
+    return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
+
+
 @asynccontextmanager
 async def _translated() -> AsyncIterator[None]:
     try:
@@ -47,6 +64,9 @@ class RedisIndex:
         self._write = client.register_script(_lua("write"))
         self._ban = client.register_script(_lua("ban"))
         self._swap = client.register_script(_lua("swap"))
+        self._around = client.register_script(_lua("around"))
+        self._ranks = client.register_script(_lua("ranks"))
+        self._counts = client.register_script(_lua("counts"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -113,11 +133,27 @@ class RedisIndex:
     ) -> list[tuple[str, int]]:
         if start > stop:
             return []
+        zkey = self.keys.board(key)
+        # The bare command, not ``zrange(withscores=True)``: over RESP3, redis-py turns every
+        # score back into bytes and then into a float again, to look like RESP2.
+        args = ("REV", "WITHSCORES") if descending else ("WITHSCORES",)
         async with _translated():
-            rows = await self._r.zrange(
-                self.keys.board(key), start, stop, desc=descending, withscores=True
+            reply = await self._r.execute_command("ZRANGE", zkey, start, stop, *args)
+        return _rows(reply)
+
+    async def around(
+        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
+    ) -> tuple[int, int, list[tuple[str, int]]] | None:
+        async with _translated():
+            reply = await self._around(
+                keys=[self.keys.board(key)], args=[player_id, neighbors, _order(descending)]
             )
-        return [(m, int(s)) for m, s in rows]
+        if reply is None:
+            return None
+        rank, flat = reply
+        rows = _rows(flat)
+        # The script sends no score of its own: the player's row holds it.
+        return rank, rows[rank - max(0, rank - neighbors)][1], rows
 
     async def rank(
         self, key: BoardKey, player_id: str, *, descending: bool
@@ -129,19 +165,12 @@ class RedisIndex:
     ) -> list[tuple[int, int] | None]:
         if not player_ids:
             return []
-        zkey = self.keys.board(key)
         async with _translated():
-            # One MULTI: the scores (one ZMSCORE) and the ranks are read at the same instant.
-            pipe = self._r.pipeline(transaction=True)
-            pipe.zmscore(zkey, list(player_ids))
-            for p in player_ids:
-                (pipe.zrevrank if descending else pipe.zrank)(zkey, p)
-            replies = await pipe.execute()
-        scores, ranks = replies[0], replies[1:]
-        return [
-            None if s is None or r is None else (int(r), int(s))
-            for s, r in zip(scores, ranks, strict=True)
-        ]
+            reply = await self._ranks(
+                keys=[self.keys.board(key)], args=[_order(descending), *player_ids]
+            )
+        flat = iter(reply)
+        return [None if r is None else (r, int(float(s))) for r, s in zip(flat, flat, strict=True)]
 
     async def count(self, key: BoardKey) -> int:
         async with _translated():
@@ -150,12 +179,9 @@ class RedisIndex:
     async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
         if len(bounds) < 2:
             return []
-        zkey = self.keys.board(key)
         async with _translated():
-            pipe = self._r.pipeline(transaction=True)
-            for lo, hi in itertools.pairwise(bounds):
-                pipe.zcount(zkey, lo, f"({hi}")
-            return [int(n) for n in await pipe.execute()]
+            counts: list[int] = await self._counts(keys=[self.keys.board(key)], args=bounds)
+        return counts
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         async with _translated():

@@ -1,0 +1,125 @@
+"""A player's rank with neighbours, on the in-process index: one index read at one instant
+(plus the one histogram read that shared ranks need), and the tie rules on top of it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import pytest
+
+from podium.archive import Archive
+from podium.config import parse
+from podium.domain.models import FrozenWindow, Profile
+from podium.errors import NotFound
+from podium.index.memory import MemoryIndex
+from podium.lifecycle import Lifecycle
+from podium.ports import BoardKey, ScoreStore
+from podium.profiles import ProfileCache
+from podium.reads import Reads
+
+# All-time boards hold points alone (no time packed in), so the scores below are the points.
+BOARDS = [
+    {"name": "first", "window": "all", "ties": "first"},
+    {"name": "shared", "window": "all", "ties": "shared"},
+    {"name": "asc", "window": "all", "order": "asc"},
+]
+POINTS = {"a": 50, "b": 40, "c": 40, "d": 40, "e": 30, "f": 20}
+
+
+class Clock:
+    def now(self) -> float:
+        return 1_800_000_000.0
+
+
+class Store:
+    """Only what a live rank read asks of the store: nothing frozen, and no profiles."""
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        return {}
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
+        return {}
+
+
+class CountingIndex(MemoryIndex):
+    """The memory index, noting each read it answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in {"around", "rank", "ranks", "page", "count", "count_between"}:
+            object.__getattribute__(self, "calls").append(name)
+        return object.__getattribute__(self, name)
+
+
+@pytest.fixture
+async def reads() -> Reads:
+    settings = parse({"boards": BOARDS})
+    store = cast(ScoreStore, Store())
+    clock = Clock()
+    profiles = ProfileCache(store, clock)
+    lifecycle = Lifecycle(settings, store, clock, cast(Archive, None), profiles)
+    index = CountingIndex()
+    for spec in settings.boards:
+        entries = [(p, spec.codec.encode(pts)) for p, pts in POINTS.items()]
+        await index.write(
+            BoardKey(spec.name, "all"),
+            entries,
+            descending=spec.order == "desc",
+            expire_at=None,
+        )
+    index.calls.clear()
+    return Reads(settings, store, index, clock, lifecycle, profiles)
+
+
+def rows(r: Any) -> list[tuple[int, str, int]]:
+    return [(e.rank, e.player_id, e.points) for e in r.neighbors]
+
+
+def calls(reads: Reads) -> list[str]:
+    return cast(CountingIndex, reads.index).calls
+
+
+async def test_rank_with_neighbours_is_one_index_read(reads: Reads) -> None:
+    # equal points: the member that sorts later by bytes first (as ZREVRANGE returns them)
+    me = await reads.player_rank("first", "c", 2, None)
+    assert (me.rank, me.points, me.exact) == (3, 40, True)
+    assert rows(me) == [(1, "a", 50), (2, "d", 40), (3, "c", 40), (4, "b", 40), (5, "e", 30)]
+    assert calls(reads) == ["around"]
+
+
+async def test_neighbours_stop_at_the_ends_of_the_board(reads: Reads) -> None:
+    top = await reads.player_rank("first", "a", 2, None)
+    assert top.rank == 1 and [e.player_id for e in top.neighbors] == ["a", "d", "c"]
+    bottom = await reads.player_rank("first", "f", 1, None)
+    assert bottom.rank == 6 and [e.player_id for e in bottom.neighbors] == ["e", "f"]
+    alone = await reads.player_rank("first", "e", 0, None)
+    assert rows(alone) == [(5, "e", 30)]
+
+
+async def test_shared_ranks_count_everyone_strictly_ahead(reads: Reads) -> None:
+    me = await reads.player_rank("shared", "b", 1, None)
+    assert (me.rank, me.points) == (2, 40)
+    assert rows(me) == [(2, "c", 40), (2, "b", 40), (5, "e", 30)]
+    # the first row ties with rows above the window: its rank is counted, not its position
+    assert calls(reads) == ["around", "count_between"]
+    last_of_the_tie = await reads.player_rank("shared", "b", 0, None)
+    assert last_of_the_tie.rank == 2 and rows(last_of_the_tie) == [(2, "b", 40)]
+
+
+async def test_ascending_board(reads: Reads) -> None:
+    # lowest first, and on equal points byte order (as ZRANGE returns them)
+    me = await reads.player_rank("asc", "c", 1, None)
+    assert me.rank == 4
+    assert rows(me) == [(3, "b", 40), (4, "c", 40), (5, "d", 40)]
+
+
+async def test_absent_player_is_not_found(reads: Reads) -> None:
+    with pytest.raises(NotFound):
+        await reads.player_rank("first", "ghost", 2, None)
+    with pytest.raises(NotFound):
+        await reads.player_rank("shared", "ghost", 2, None)
+    assert calls(reads) == ["around", "around"]
