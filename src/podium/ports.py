@@ -37,6 +37,15 @@ class SystemClock:
         return time.time()
 
 
+@dataclass(frozen=True, slots=True)
+class PriorResults:
+    """What the service checks before it writes a match (``ScoreStore.prior_results``)."""
+
+    existing: dict[str, ResultRecord]  # as existing_results
+    recent_points: dict[str, list[int]]  # as recent_points
+    counts: dict[str, tuple[int, float]]  # as results_since
+
+
 class ScoreStore(Protocol):
     """The record (DESIGN invariant 1). Every write is one transaction on one player."""
 
@@ -63,6 +72,18 @@ class ScoreStore(Protocol):
     ) -> dict[str, tuple[int, float]]:
         """(count, oldest recorded_at) of each player's results in ``mode`` recorded at or
         after ``since``; players with none are left out."""
+        ...
+
+    async def prior_results(
+        self,
+        match_id: str,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+    ) -> PriorResults:
+        """``existing_results``, ``recent_points`` (``recent`` of each) and, unless ``since``
+        is None, ``results_since`` of these players, in one call (one round trip)."""
         ...
 
     async def record(

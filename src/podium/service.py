@@ -199,9 +199,14 @@ class Podium:
         owner = await self.store.claim_match(match_id, key.id, now)
         if owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")
+        ids = [r.player_id for r in results]
+        cap = mode.max_results_per_player_per_hour
         # Flags are advisory (a look before prizes), so they are worked out from a read
-        # before the write transactions; a retry keeps the flag of the first record.
-        recent = await self.store.recent_points([r.player_id for r in results], mode.name, RECENT)
+        # before the write transactions; a retry keeps the flag of the first record. The
+        # same read holds what the checks below need (one round trip for all of them).
+        prior = await self.store.prior_results(
+            match_id, ids, mode.name, RECENT, None if cap is None else now - HOUR
+        )
         records = [
             ResultRecord(
                 r.player_id,
@@ -211,23 +216,19 @@ class Podium:
                 ended_at,
                 duration_s,
                 r.points,
-                flag_for(r.points, recent.get(r.player_id, []), mode),
+                flag_for(r.points, prior.recent_points.get(r.player_id, []), mode),
             )
             for r in results
         ]
         # Check every player before writing any, so that a conflict or a cap refuses the
         # whole match instead of leaving it half recorded.
-        existing = await self.store.existing_results(match_id, [r.player_id for r in results])
+        existing = prior.existing
         for rec in records:
             if rec.player_id in existing:
                 check_replay(existing[rec.player_id], rec)
-        cap = mode.max_results_per_player_per_hour
-        fresh = [r for r in records if r.player_id not in existing]
-        if cap is not None and fresh:
-            counts = await self.store.results_since(
-                [r.player_id for r in fresh], mode.name, now - HOUR
-            )
-            over = {p: c for p, c in counts.items() if c[0] >= cap}
+        if cap is not None:
+            # The cap counts new results only: a player whose result is stored is retrying.
+            over = {p: c for p, c in prior.counts.items() if p not in existing and c[0] >= cap}
             if over:
                 p, (count, oldest) = min(over.items())
                 raise RateLimited(

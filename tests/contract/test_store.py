@@ -14,9 +14,16 @@ import pytest
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally
 from podium.domain.models import ApiKey, Profile, ResultRecord, Standing, Target
-from podium.domain.windows import WindowKind, WindowRule
-from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, StoreUnavailable
-from podium.ports import ScoreStore
+from podium.domain.windows import WindowKind, WindowRule, grouped
+from podium.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    RateLimited,
+    StoreUnavailable,
+    WindowClosed,
+)
+from podium.ports import PriorResults, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 
@@ -106,6 +113,12 @@ async def test_claim_match_returns_the_first_owner(store: ScoreStore) -> None:
     assert await store.claim_match("m1", "k2", NOW + 1) == "k1"
     assert await store.claim_match("m1", "k1", NOW + 2) == "k1"
     assert await store.claim_match("m2", "k2", NOW) == "k2"
+
+
+async def test_concurrent_claims_of_one_match_agree_on_the_owner(store: ScoreStore) -> None:
+    for m in range(10):
+        owners = await asyncio.gather(*(store.claim_match(f"m{m}", f"k{i}", NOW) for i in range(8)))
+        assert len(set(owners)) == 1 and owners[0] in {f"k{i}" for i in range(8)}
 
 
 # -- recording ------------------------------------------------------------------------------
@@ -230,6 +243,81 @@ async def test_concurrent_identical_retries_fold_once(store: ScoreStore) -> None
     assert all(o.totals == {"day": 7, "week": 7} for o in outs)
     assert (await store.outbox_backlog(NOW))[0] == 2
     assert tally_of(await store.player_standings("p1"), "day").version == 1
+
+
+async def test_prior_results_is_the_three_reads_in_one(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    for i, (player, at) in enumerate([("a", NOW - 5000), ("a", NOW - 100), ("b", NOW - 50)]):
+        await store.record(result(f"m{i}", 10 + i, T0 + 100 + i, player=player), t, at, None)
+    await store.record(ResultRecord("a", "c1", "k1", "casual", T0, 300, 99), t, NOW - 10, None)
+    ids = ["a", "b", "c"]
+    got = await store.prior_results("m1", ids, "ranked", 5, NOW - 3600)
+    assert got == PriorResults(
+        existing=await store.existing_results("m1", ids),
+        recent_points=await store.recent_points(ids, "ranked", 5),
+        counts=await store.results_since(ids, "ranked", NOW - 3600),
+    )
+    assert got.existing == {"a": result("m1", 11, T0 + 101, player="a")}
+    assert got.recent_points == {"a": [11, 10], "b": [12], "c": []}
+    assert got.counts == {"a": (1, NOW - 100), "b": (1, NOW - 50)}
+    assert (await store.prior_results("m1", ids, "ranked", 1, None)).counts == {}
+    assert (await store.prior_results("m1", ids, "ranked", 1, None)).recent_points["a"] == [11]
+
+
+async def test_refused_records_leave_the_store_usable(
+    store: ScoreStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every refusal inside a record rolls back and hands its connection back clean (on
+    Postgres the pool would otherwise log a reset with an open transaction)."""
+    t = targets(T0 + 100)
+    await store.record(result("m1", 1), t, NOW, 1)
+    refusals: list[tuple[type[Exception], ResultRecord, int | None]] = [
+        (Conflict, result("m1", 2), None),
+        (Forbidden, result("m1", 1, key="k2"), None),
+        (RateLimited, result("m2", 1), 1),
+        (InvalidInput, result("m3", 2**40), None),  # too many points for a day board
+    ]
+    for _ in range(3):  # more times than the pool has idle connections to hide a dirty one
+        for error, r, cap in refusals:
+            with pytest.raises(error):
+                await store.record(r, t, NOW, cap)
+    out = await store.record(result("m4", 5), t, NOW, None)
+    assert out.totals == {"day": 6, "week": 6} and not out.replayed
+    assert not [r for r in caplog.records if "transaction" in r.getMessage()]
+
+
+async def test_grouped_windows_freeze_against_concurrent_records(store: ScoreStore) -> None:
+    """A record on a grouped board locks its window before it knows the player's group;
+    a freeze of one group's window still sees every result that counts for it."""
+    board = BoardSpec("gday", WindowRule(WindowKind.DAY), group_by="country")
+    base = board.rule.window_at(T0 + 100)
+    assert base is not None
+    fr = grouped(base, "FR")
+    players = [f"p{i}" for i in range(6)]
+    for i, p in enumerate(players):
+        await store.set_profile(Profile(p, None, None, "FR" if i % 2 else "DE"), NOW)
+    t = targets(T0 + 100, board, WEEK)
+
+    async def submit(i: int) -> None:
+        r = result(f"m{i}", 1 + i, T0 + 100 + i, player=players[i % len(players)])
+        await store.record(r, t, NOW, None)
+
+    async def freeze_soon() -> None:
+        await asyncio.sleep(0.005)
+        assert await store.freeze(board, fr, 100, NOW)
+
+    await asyncio.gather(*(submit(i) for i in range(40)), freeze_soon())
+    live = {s.player_id: s.tally.total async for b in store.standings("gday", fr.id) for s in b}
+    final = await store.final_page("gday", fr.id, 1, 100)
+    assert {e.player_id: e.points for e in final} == live
+    assert (await store.frozen("gday"))[fr.id].players == len(live)
+    # The frozen group refuses a result that counts for nothing else; the other group is open.
+    with pytest.raises(WindowClosed):
+        await store.record(result("late", 1, player="p1"), targets(T0 + 100, board), NOW, None)
+    ok = await store.record(result("late", 1, player="p0"), targets(T0 + 100, board), NOW, None)
+    assert not ok.replayed
+    weekly = [(await store.totals(p, [t[1][0]]))["week"] for p in players]
+    assert sum(weekly) == sum(1 + i for i in range(40))  # every result counted for the week
 
 
 # -- standings ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
@@ -36,6 +37,7 @@ from podium.domain.models import (
 )
 from podium.domain.windows import GROUP_SEP, Window, split_group
 from podium.errors import StoreUnavailable
+from podium.ports import PriorResults
 from podium.recording import (
     HOUR,
     UNKNOWN_GROUP,
@@ -61,9 +63,40 @@ _RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
 _TALLY_COLS = "board, window_id, player_id, total, reached_at, version"
 # (board, window_id) pairs passed as two parallel arrays $2 and $3.
 _PAIRS = "(board, window_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
-_UNNEST = (
-    "unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[]) "
-    "WITH ORDINALITY AS u(b, w, t, r, v, n)"
+
+# Everything a record decides on, in one statement after its locks: the result this match
+# already has (columns 0-4, NULL when none); the count and oldest of the player's results in
+# the mode since $4 (5-6; 0 when $4 is NULL); and per target, in the order of $5 and $6,
+# whether its window is frozen (7) and its tally, locked FOR UPDATE (8-11, NULL when none).
+_RECORD_READ = (
+    "SELECT r.key_id, r.mode, r.ended_at, r.duration_s, r.points, cap.n, cap.oldest, t.* "
+    "FROM (SELECT COUNT(*), MIN(recorded_at) FROM results "
+    "  WHERE player_id = $1 AND mode = $3 AND recorded_at >= $4::float8) AS cap(n, oldest) "
+    "CROSS JOIN (SELECT array_agg(f.board IS NOT NULL ORDER BY u.n), "
+    "  array_agg(x.total ORDER BY u.n), array_agg(x.reached_at ORDER BY u.n), "
+    "  array_agg(x.version ORDER BY u.n), array_agg(x.scored ORDER BY u.n) "
+    "  FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(b, w, n) "
+    "  LEFT JOIN frozen_windows f ON f.board = u.b AND f.window_id = u.w "
+    "  LEFT JOIN LATERAL (SELECT total, reached_at, version, scored FROM tallies "
+    "    WHERE board = u.b AND window_id = u.w AND player_id = $1 FOR UPDATE) AS x ON true"
+    ") AS t "
+    "LEFT JOIN results r ON r.player_id = $1 AND r.match_id = $2"
+)
+# Every write of a record in one statement: the result, each changed tally at its last
+# value ($10-$15), and one outbox row per change in fold order ($16-$20; ids follow n).
+_RECORD_WRITE = (
+    f"WITH result AS (INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
+    "  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)), "
+    "tally AS (INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, "
+    "  scored) SELECT b, w, $1, t, r, v, s FROM unnest($10::text[], $11::text[], "
+    "  $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[]) AS u(b, w, t, r, v, s) "
+    "  ON CONFLICT (board, window_id, player_id) DO UPDATE SET total = excluded.total, "
+    "  reached_at = excluded.reached_at, version = excluded.version, "
+    "  scored = excluded.scored) "
+    "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+    "committed_at) SELECT b, w, $1, t, r, v, $8 FROM unnest($16::text[], $17::text[], "
+    "$18::bigint[], $19::bigint[], $20::bigint[]) WITH ORDINALITY AS u(b, w, t, r, v, n) "
+    "ORDER BY n"
 )
 
 # Advisory lock keys. The single-bigint and the two-int4 key spaces do not overlap, so the
@@ -99,8 +132,54 @@ def _player_key(player_id: str) -> int:
 
 
 def window_key(board: str, window: str) -> int:
-    """The advisory lock key of one board window (signed 32-bit, like ``_player_key``)."""
-    return _player_key(f"{board}\x00{window}")
+    """The advisory lock key of one board window (signed 32-bit, like ``_player_key``).
+
+    Every group of a grouped board's window shares its base window's key (``2026-W44@FR``
+    locks ``2026-W44``), so a record can take its window locks before it reads which group
+    the player is in, in the round trip that opens its transaction."""
+    base, _ = split_group(window)
+    return _player_key(f"{board}\x00{base}")
+
+
+def _record_locks(player_id: str, targets: Sequence[Target]) -> str:
+    """The advisory locks of one record, as SQL text: the player's lock, then shared locks on
+    the target windows in key order. A freeze takes its window's lock exclusively, so a
+    result either commits before the freeze reads the standings, or sees the window frozen.
+    The keys are integers computed here, so writing them into the text is safe (a string
+    never would be)."""
+    windows = sorted({window_key(t.board, t.window) for t in targets})
+    return "; ".join(
+        [f"SELECT pg_advisory_xact_lock({_RECORD_NS}, {_player_key(player_id)})"]
+        + [f"SELECT pg_advisory_xact_lock_shared({_WINDOW_NS}, {k})" for k in windows]
+    )
+
+
+@asynccontextmanager
+async def _transaction(c: Conn, locks: str) -> AsyncIterator[None]:
+    """A transaction that opens with its advisory locks in one round trip (the simple
+    protocol runs several statements when there are no arguments), where
+    ``conn.transaction()`` would spend one on BEGIN alone.
+
+    Any failure rolls back here, whatever state the connection is in (a ROLLBACK outside a
+    transaction only warns), so it goes back to the pool clean: the pool would roll back
+    too, but reports that as an error."""
+    try:
+        await c.execute(f"BEGIN; {locks}")
+        yield
+        await c.execute("COMMIT")
+    except BaseException:
+        if not c.is_closed():
+            await c.execute("ROLLBACK")
+        raise
+
+
+async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset of a released connection: nothing, on purpose.
+
+    podium leaves no session state behind (no SET, LISTEN, cursors or session advisory
+    locks: every lock it takes ends with its transaction), so asyncpg's default reset query
+    (unlock all, CLOSE ALL, UNLISTEN, RESET ALL) would only add a round trip to every call.
+    The pool still rolls back a transaction left open before it calls this."""
 
 
 def _pairs(targets: Sequence[Target]) -> tuple[list[str], list[str]]:
@@ -143,6 +222,7 @@ class PostgresStore:
                     max_size=self.pool_size,
                     timeout=self._connect_timeout,
                     command_timeout=self._command_timeout,
+                    reset=_keep_session,
                 )
             return self._pool
 
@@ -242,17 +322,24 @@ class PostgresStore:
 
     async def claim_match(self, match_id: str, key_id: str, now: float) -> str:
         async def run(c: Conn) -> str:
-            # DO NOTHING waits for a concurrent claim of the same id to commit; the SELECT
-            # then runs on a fresh snapshot (READ COMMITTED) and sees whoever won.
-            await c.execute(
-                "INSERT INTO matches VALUES ($1, $2, $3) ON CONFLICT (match_id) DO NOTHING",
+            owner = await c.fetchval(
+                "WITH claimed AS (INSERT INTO matches VALUES ($1, $2, $3) "
+                "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
+                "SELECT COALESCE((SELECT key_id FROM claimed), "
+                "(SELECT key_id FROM matches WHERE match_id = $1))",
                 match_id,
                 key_id,
                 float(now),
             )
-            return str(await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id))
+            if owner is None:
+                # DO NOTHING waited for a concurrent claim of the same id to commit, after
+                # this statement's snapshot was taken: only a new statement (READ COMMITTED)
+                # sees whoever won.
+                owner = await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id)
+            return str(owner)
 
-        return await self._run(run)
+        # One statement, so autocommit: BEGIN and COMMIT would only add round trips.
+        return await self._run(run, tx=False)
 
     async def existing_results(
         self, match_id: str, player_ids: Sequence[str]
@@ -283,6 +370,36 @@ class PostgresStore:
         )
         return {r[0]: (r[1], r[2]) for r in rows}
 
+    async def prior_results(
+        self,
+        match_id: str,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+    ) -> PriorResults:
+        rows = await self._fetch(
+            "SELECT p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
+            "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
+            "  ORDER BY ended_at DESC LIMIT $4), cap.n, cap.oldest "
+            "FROM unnest($1::text[]) AS p "
+            "LEFT JOIN results e ON e.player_id = p AND e.match_id = $2 "
+            "CROSS JOIN LATERAL (SELECT COUNT(*), MIN(recorded_at) FROM results "
+            "  WHERE player_id = p AND mode = $3 AND recorded_at >= $5::float8) AS cap(n, oldest)",
+            list(player_ids),
+            match_id,
+            mode,
+            recent,
+            since,
+        )
+        return PriorResults(
+            existing={
+                r[0]: ResultRecord(r[0], match_id, *r[1:6]) for r in rows if r[1] is not None
+            },
+            recent_points={r[0]: list(r[6]) for r in rows},
+            counts={r[0]: (r[7], r[8]) for r in rows if r[7] > 0},
+        )
+
     async def record(
         self,
         result: ResultRecord,
@@ -291,87 +408,82 @@ class PostgresStore:
         hourly_cap: int | None,
     ) -> RecordOutcome:
         pid = result.player_id
+        locks = _record_locks(pid, [t for t, _ in targets])
+        grouped = any(spec.group_by for _, spec in targets)
+        since = None if hourly_cap is None else float(now - HOUR)
 
         async def run(c: Conn) -> RecordOutcome:
-            await c.execute("SELECT pg_advisory_xact_lock($1, $2)", _RECORD_NS, _player_key(pid))
-            # The player's group, under the same lock a move between groups takes.
-            country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
-            placed = place_in_groups(targets, country)
-            boards, windows = _pairs([t for t, _ in placed])
-            row = await c.fetchrow(
-                f"SELECT {_RESULT_COLS} FROM results WHERE player_id = $1 AND match_id = $2",
-                pid,
-                result.match_id,
-            )
-            if row is not None:
-                check_replay(ResultRecord(*row), result)
-                return RecordOutcome(await _totals(c, pid, [t for t, _ in placed]), True)
-            if hourly_cap is not None:
-                cap = await c.fetchrow(
-                    "SELECT COUNT(*), MIN(recorded_at) FROM results "
-                    "WHERE player_id = $1 AND mode = $2 AND recorded_at >= $3",
-                    pid,
-                    result.mode,
-                    float(now - HOUR),
+            async with _transaction(c, locks):
+                # Every read is a statement after the locks: READ COMMITTED takes a snapshot
+                # per statement, so it sees whatever committed before they were granted.
+                country = None
+                if grouped:
+                    # The player's group, under the same lock a move between groups takes.
+                    country = await c.fetchval(
+                        "SELECT country FROM profiles WHERE player_id = $1", pid
+                    )
+                placed = place_in_groups(targets, country)
+                boards, windows = _pairs([t for t, _ in placed])
+                row = await c.fetchrow(
+                    _RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
                 )
-                assert cap is not None
-                check_cap(cap[0], hourly_cap, cap[1], now, result)
-            # Shared locks on the target windows: a freeze takes the same lock exclusively,
-            # so a result either commits before the freeze reads the standings, or sees the
-            # window frozen here. Nothing slips in between.
-            await c.execute(
-                "SELECT pg_advisory_xact_lock_shared($1, k) FROM unnest($2::int[]) AS k ORDER BY k",
-                _WINDOW_NS,
-                sorted({window_key(b, w) for b, w in zip(boards, windows, strict=True)}),
-            )
-            frozen_rows = await c.fetch(
-                "SELECT board, window_id FROM frozen_windows "
-                "WHERE (board, window_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
-                boards,
-                windows,
-            )
-            live = open_targets(placed, {(r[0], r[1]) for r in frozen_rows})
-            await c.execute(
-                f"INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                pid,
-                result.match_id,
-                result.key_id,
-                result.mode,
-                result.ended_at,
-                result.duration_s,
-                result.points,
-                float(now),
-                result.flag,
-            )
-            rows = await c.fetch(
-                "SELECT board, window_id, total, reached_at, version, scored FROM tallies "
-                f"WHERE player_id = $1 AND {_PAIRS} FOR UPDATE",
-                pid,
-                boards,
-                windows,
-            )
-            current = {(r[0], r[1]): Tally(r[2], r[3], r[4], r[5]) for r in rows}
-            # Fold everything first (step() may refuse with InvalidInput), then write in two
-            # statements; a refusal rolls back the result row inserted above.
-            totals: dict[str, int] = {}
-            changes: list[tuple[Target, Tally]] = []
-            for target, spec in live:
-                cur = current.get((target.board, target.window))
-                new = step(spec, target, cur, result)
-                if new is not None:
-                    current[(target.board, target.window)] = new
-                    changes.append((target, new))
-                final = new or cur
-                assert final is not None
-                totals[target.board] = final.total
-            if changes:
-                await _write_changes(c, pid, changes, now)
-            return RecordOutcome(totals, False)
+                assert row is not None
+                frozen_flags, *tally_columns = (a or [] for a in row[7:12])
+                current = {
+                    (t.board, t.window): Tally(*tally)
+                    for (t, _), *tally in zip(placed, *tally_columns, strict=True)
+                    if tally[0] is not None
+                }
+                if row[0] is not None:
+                    check_replay(ResultRecord(pid, result.match_id, *row[0:5]), result)
+                    # In target order, like sqlite.py, so a repeated board name resolves
+                    # the same way.
+                    stored = {
+                        t.board: current[(t.board, t.window)].total
+                        for t, _ in placed
+                        if (t.board, t.window) in current
+                    }
+                    return RecordOutcome(stored, True)
+                if hourly_cap is not None:
+                    check_cap(row[5], hourly_cap, row[6], now, result)
+                frozen = {
+                    (t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f
+                }
+                live = open_targets(placed, frozen)
+                # Fold everything first (step() may refuse with InvalidInput, and then
+                # nothing is written), then write it all in one statement.
+                totals: dict[str, int] = {}
+                changes: list[tuple[Target, Tally]] = []
+                for target, spec in live:
+                    cur = current.get((target.board, target.window))
+                    new = step(spec, target, cur, result)
+                    if new is not None:
+                        current[(target.board, target.window)] = new
+                        changes.append((target, new))
+                    final = new or cur
+                    assert final is not None
+                    totals[target.board] = final.total
+                last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
+                await c.execute(
+                    _RECORD_WRITE,
+                    pid,
+                    result.match_id,
+                    result.key_id,
+                    result.mode,
+                    result.ended_at,
+                    result.duration_s,
+                    result.points,
+                    float(now),
+                    result.flag,
+                    *_columns(last),
+                    [n.scored for _, n in last],
+                    *_columns(changes),
+                )
+                return RecordOutcome(totals, False)
 
         # The player lock already orders identical retries; the unique retry covers a writer
         # that inserts results without it.
-        return await self._run(run, retry_unique=True)
+        return await self._run(run, tx=False, retry_unique=True)
 
     async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
         return await self._run(lambda c: _totals(c, player_id, targets), tx=False)
@@ -618,35 +730,8 @@ async def _move_groups(c: Conn, player_id: str, old: str, new: str, now: float) 
         )
 
 
-async def _write_changes(
-    c: Conn, player_id: str, changes: list[tuple[Target, Tally]], now: float
-) -> None:
-    """Upsert each changed tally once, at its last value, and append one outbox row per
-    change, in fold order."""
-    last = {(t.board, t.window): (t, n) for t, n in changes}
-    final = list(last.values())
-    await c.execute(
-        "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, scored) "
-        "SELECT b, w, $1, t, r, v, s FROM unnest($2::text[], $3::text[], $4::bigint[], "
-        "$5::bigint[], $6::bigint[], $7::boolean[]) AS u(b, w, t, r, v, s) "
-        "ON CONFLICT (board, window_id, player_id) DO UPDATE SET total = excluded.total, "
-        "reached_at = excluded.reached_at, version = excluded.version, "
-        "scored = excluded.scored",
-        player_id,
-        *_columns(final),
-        [n.scored for _, n in final],
-    )
-    await c.execute(
-        "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-        f"committed_at) SELECT b, w, $1, t, r, v, $7 FROM {_UNNEST} ORDER BY n",
-        player_id,
-        *_columns(changes),
-        float(now),
-    )
-
-
 def _columns(changes: list[tuple[Target, Tally]]) -> list[list[str] | list[int]]:
-    """Rows as the five parallel arrays that ``_UNNEST`` takes as $2..$6."""
+    """Rows as five parallel arrays: board, window, total, reached_at, version."""
     return [
         [t.board for t, _ in changes],
         [t.window for t, _ in changes],

@@ -4,7 +4,9 @@ Plain functions on a connection, run by ``PostgresStore`` inside its transaction
 takes the window's advisory lock exclusively; every record transaction takes it shared
 before checking ``frozen_windows``. So a result either commits before the freeze reads the
 tallies (and is in the final standings) or sees the window frozen (and does not count for
-it): nothing changes a window after its standings are taken.
+it): nothing changes a window after its standings are taken. On a grouped board the lock is
+the base window's (``postgres.window_key``), shared by all its groups: a record takes it
+before it knows the player's group.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from podium.domain.models import (
 )
 from podium.domain.windows import GROUP_SEP, Window, split_group
 from podium.errors import StoreUnavailable
+from podium.ports import PriorResults
 from podium.recording import (
     HOUR,
     UNKNOWN_GROUP,
@@ -186,33 +187,32 @@ class SqliteStore:
         self, match_id: str, player_ids: Sequence[str]
     ) -> dict[str, ResultRecord]:
         ids = list(player_ids)
-
-        def run(c: sqlite3.Connection) -> dict[str, ResultRecord]:
-            marks = ",".join("?" * len(ids))
-            rows = c.execute(
-                f"SELECT {_RESULT_COLS} FROM results WHERE match_id = ? AND player_id IN ({marks})",
-                (match_id, *ids),
-            ).fetchall()
-            return {r[0]: ResultRecord(*r) for r in rows}
-
-        return await self._read(run) if ids else {}
+        return await self._read(lambda c: _existing(c, match_id, ids)) if ids else {}
 
     async def results_since(
         self, player_ids: Sequence[str], mode: str, since: float
     ) -> dict[str, tuple[int, float]]:
         ids = list(player_ids)
+        return await self._read(lambda c: _since(c, ids, mode, since)) if ids else {}
 
-        def run(c: sqlite3.Connection) -> dict[str, tuple[int, float]]:
-            marks = ",".join("?" * len(ids))
-            rows = c.execute(
-                "SELECT player_id, COUNT(*), MIN(recorded_at) FROM results "
-                f"WHERE mode = ? AND recorded_at >= ? "
-                f"AND player_id IN ({marks}) GROUP BY player_id",
-                (mode, since, *ids),
-            ).fetchall()
-            return {r[0]: (r[1], r[2]) for r in rows}
+    async def prior_results(
+        self,
+        match_id: str,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+    ) -> PriorResults:
+        ids = list(player_ids)
 
-        return await self._read(run) if ids else {}
+        def run(c: sqlite3.Connection) -> PriorResults:
+            return PriorResults(
+                existing=_existing(c, match_id, ids) if ids else {},
+                recent_points=_recent(c, ids, mode, recent),
+                counts=_since(c, ids, mode, since) if ids and since is not None else {},
+            )
+
+        return await self._read(run)
 
     async def record(
         self,
@@ -454,18 +454,7 @@ class SqliteStore:
     async def recent_points(
         self, player_ids: Sequence[str], mode: str, limit: int
     ) -> dict[str, list[int]]:
-        def run(c: sqlite3.Connection) -> dict[str, list[int]]:
-            out: dict[str, list[int]] = {}
-            for p in player_ids:
-                rows = c.execute(
-                    "SELECT points FROM results WHERE player_id = ? AND mode = ? "
-                    "ORDER BY ended_at DESC LIMIT ?",
-                    (p, mode, limit),
-                ).fetchall()
-                out[p] = [r[0] for r in rows]
-            return out
-
-        return await self._read(run)
+        return await self._read(lambda c: _recent(c, player_ids, mode, limit))
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
         only = "" if modes is None else f"AND mode IN ({','.join('?' * len(modes))})"
@@ -529,6 +518,42 @@ def _move_groups(c: sqlite3.Connection, player_id: str, old: str, new: str, now:
                 (board, moved, player_id, total, reached, v, now, 0),
             ],
         )
+
+
+def _existing(c: sqlite3.Connection, match_id: str, ids: Sequence[str]) -> dict[str, ResultRecord]:
+    marks = ",".join("?" * len(ids))
+    rows = c.execute(
+        f"SELECT {_RESULT_COLS} FROM results WHERE match_id = ? AND player_id IN ({marks})",
+        (match_id, *ids),
+    ).fetchall()
+    return {r[0]: ResultRecord(*r) for r in rows}
+
+
+def _since(
+    c: sqlite3.Connection, ids: Sequence[str], mode: str, since: float
+) -> dict[str, tuple[int, float]]:
+    marks = ",".join("?" * len(ids))
+    rows = c.execute(
+        "SELECT player_id, COUNT(*), MIN(recorded_at) FROM results "
+        f"WHERE mode = ? AND recorded_at >= ? "
+        f"AND player_id IN ({marks}) GROUP BY player_id",
+        (mode, since, *ids),
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def _recent(
+    c: sqlite3.Connection, player_ids: Sequence[str], mode: str, limit: int
+) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for p in player_ids:
+        rows = c.execute(
+            "SELECT points FROM results WHERE player_id = ? AND mode = ? "
+            "ORDER BY ended_at DESC LIMIT ?",
+            (p, mode, limit),
+        ).fetchall()
+        out[p] = [r[0] for r in rows]
+    return out
 
 
 def _frozen(c: sqlite3.Connection, targets: Sequence[Target]) -> set[tuple[str, str]]:
