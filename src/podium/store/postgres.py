@@ -14,6 +14,7 @@ committed, so a retry is safe). Serialization failures and deadlocks are retried
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -162,14 +163,17 @@ async def _transaction(c: Conn, locks: str) -> AsyncIterator[None]:
 
     Any failure rolls back here, whatever state the connection is in (a ROLLBACK outside a
     transaction only warns), so it goes back to the pool clean: the pool would roll back
-    too, but reports that as an error."""
+    too, but reports that as an error. If the ROLLBACK fails as well (the connection is
+    gone, or busy with a cancelled query), the first error is the one raised, and the pool
+    closes the connection when it fails to reset it."""
     try:
         await c.execute(f"BEGIN; {locks}")
         yield
         await c.execute("COMMIT")
     except BaseException:
         if not c.is_closed():
-            await c.execute("ROLLBACK")
+            with contextlib.suppress(Exception):
+                await c.execute("ROLLBACK")
         raise
 
 
