@@ -237,20 +237,22 @@ CREATE INDEX pgb_outbox_claimable ON pgb_outbox (claimed_until, id);
 
 
 def _pgb_player(v: str) -> list[str]:
-    """The statements of podium's record transaction for one player (postgres.py)."""
+    """The round trips of podium's record transaction for one player (postgres.py): BEGIN
+    with the lock, one read (the stored result, the tallies FOR UPDATE), one write (result,
+    tallies, outbox), COMMIT. ``\\;`` sends two statements in one round trip, as podium's
+    simple-protocol BEGIN does."""
     pid = f"'p:{v}'"
     boards = "'{season,week,day}'::text[]"
     return [
-        "BEGIN;",
-        f"SELECT pg_advisory_xact_lock(1, :{v});",
-        f"SELECT 1 FROM pgb_results WHERE player_id = {pid} AND match_id = ':mid';",
-        f"INSERT INTO pgb_results VALUES ({pid}, ':mid', 'k', 'default', 0, 540, :pts, 0) "
-        "ON CONFLICT DO NOTHING;",
-        f"SELECT total FROM pgb_tallies WHERE player_id = {pid} AND board = ANY({boards}) "
-        "FOR UPDATE;",
-        f"INSERT INTO pgb_tallies SELECT b, 'w', {pid}, :pts, 0, 1 FROM unnest({boards}) b "
+        f"BEGIN \\; SELECT pg_advisory_xact_lock(1, :{v});",
+        f"SELECT (SELECT 1 FROM pgb_results WHERE player_id = {pid} AND match_id = ':mid'), "
+        f"ARRAY(SELECT total FROM pgb_tallies WHERE player_id = {pid} "
+        f"AND board = ANY({boards}) FOR UPDATE);",
+        f"WITH r AS (INSERT INTO pgb_results VALUES ({pid}, ':mid', 'k', 'default', 0, 540, "
+        ":pts, 0) ON CONFLICT DO NOTHING), "
+        f"t AS (INSERT INTO pgb_tallies SELECT b, 'w', {pid}, :pts, 0, 1 FROM unnest({boards}) b "
         "ON CONFLICT (board, window_id, player_id) DO UPDATE SET "
-        "total = pgb_tallies.total + excluded.total, version = pgb_tallies.version + 1;",
+        "total = pgb_tallies.total + excluded.total, version = pgb_tallies.version + 1) "
         "INSERT INTO pgb_outbox (board, window_id, player_id, total, reached_at, version, "
         f"committed_at) SELECT b, 'w', {pid}, :pts, 0, 1, 0 FROM unnest({boards}) b;",
         "COMMIT;",
@@ -258,25 +260,27 @@ def _pgb_player(v: str) -> list[str]:
 
 
 def pgbench_script(players: int, pool: int) -> str:
-    """One pgbench transaction = one match: claim the match id, check existing results, then
-    each player's transaction, one after the other (podium runs the players concurrently)."""
+    """One pgbench transaction = one match: claim the match id (one statement), read what
+    the players already have (one statement), then each player's transaction, one after the
+    other (podium runs the players concurrently)."""
     lines = [
         "\\set m random(1, 2000000000)",
         "\\set pts random(1, 1000)",
     ]
     for k in range(players):
         lines.append(f"\\set p{k} random(1, {pool})")
-    lines += [
-        "BEGIN;",
-        "INSERT INTO pgb_matches VALUES ('m:client_id-:m', 'k', 0) "
-        "ON CONFLICT (match_id) DO NOTHING;",
-        "SELECT key_id FROM pgb_matches WHERE match_id = 'm:client_id-:m';",
-        "COMMIT;",
-    ]
+    lines.append(
+        "WITH c AS (INSERT INTO pgb_matches VALUES ('m:client_id-:m', 'k', 0) "
+        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) SELECT COALESCE("
+        "(SELECT key_id FROM c), "
+        "(SELECT key_id FROM pgb_matches WHERE match_id = 'm:client_id-:m'));"
+    )
     ids = ", ".join(f"'p:p{k}'" for k in range(players))
     lines.append(
-        "SELECT player_id FROM pgb_results WHERE match_id = 'm:client_id-:m' "
-        f"AND player_id = ANY(ARRAY[{ids}]);"
+        "SELECT p, e.match_id, ARRAY(SELECT points FROM pgb_results r WHERE r.player_id = p "
+        "AND r.mode = 'default' ORDER BY r.ended_at DESC LIMIT 20) "
+        f"FROM unnest(ARRAY[{ids}]) AS p "
+        "LEFT JOIN pgb_results e ON e.player_id = p AND e.match_id = 'm:client_id-:m';"
     )
     for k in range(players):
         lines += _pgb_player(f"p{k}")

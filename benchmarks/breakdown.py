@@ -134,7 +134,7 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
         async def claim() -> Any:
             return await b.store.claim_match(f"bd-claim-{next(count)}", api_key.id, time.time())
 
-        await step("store.claim_match (1 write transaction)", claim, n)
+        await step("store.claim_match (1 write statement)", claim, n)
         await step(
             "store.existing_results (read)",
             lambda: b.store.existing_results("bd-none", [pid(), pid()]),
