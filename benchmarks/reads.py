@@ -460,13 +460,17 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
         if args.write_rate > 0:
             c = args.load_concurrency
             d = args.duration
-            loaded: list[tuple[str, Awaitable[dict[str, Any]]]] = [
-                (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
-                (f"podium page +writes @{c}", http_cell(pod, page_path, c, d, "page")),
-            ]
+            # The open-loop cell (the targets' condition) goes first: the closed-loop cells
+            # saturate the server, refuse writes past its cap and leave Postgres with dead
+            # rows to clean up, which would weigh on whatever cell came next.
+            loaded: list[tuple[str, Awaitable[dict[str, Any]]]] = []
             if args.read_rate > 0:
                 name = f"podium rank +writes @{args.read_rate:.0f}/s"
                 loaded.append((name, open_read_cell(pod, rank_path, args.read_rate, d, "rank")))
+            loaded += [
+                (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
+                (f"podium page +writes @{c}", http_cell(pod, page_path, c, d, "page")),
+            ]
             for name, job in loaded:
                 await wait_quiet(args.quiet, 30.0)  # before our own writer starts
                 async with write_load(pod, key, args.write_rate, args.players) as w:
