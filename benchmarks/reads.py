@@ -83,7 +83,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--concurrency", default="16,32,64")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per measured cell")
     p.add_argument("--write-rate", type=float, default=250.0, help="matches/s of 2 players")
-    p.add_argument("--load-concurrency", type=int, default=32)
+    p.add_argument(
+        "--load-concurrency",
+        type=int,
+        default=32,
+        help="closed-loop readers in the +writes cells (0: only the open-loop cell)",
+    )
     p.add_argument(
         "--read-rate", type=float, default=500.0, help="open-loop rank reads/s in the +writes cells"
     )
@@ -467,10 +472,11 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
             if args.read_rate > 0:
                 name = f"podium rank +writes @{args.read_rate:.0f}/s"
                 loaded.append((name, open_read_cell(pod, rank_path, args.read_rate, d, "rank")))
-            loaded += [
-                (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
-                (f"podium page +writes @{c}", http_cell(pod, page_path, c, d, "page")),
-            ]
+            if c > 0:
+                loaded += [
+                    (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
+                    (f"podium page +writes @{c}", http_cell(pod, page_path, c, d, "page")),
+                ]
             for name, job in loaded:
                 await wait_quiet(args.quiet, 30.0)  # before our own writer starts
                 async with write_load(pod, key, args.write_rate, args.players) as w:
