@@ -39,7 +39,9 @@ def _store(settings: Settings) -> ScoreStore:
         return SqliteStore.from_url(url)
     from podium.store.postgres import PostgresStore
 
-    return PostgresStore.from_url(url, pool_size=settings.store.pool_size)
+    return PostgresStore.from_url(
+        url, pool_size=settings.store.pool_size, read_pool_size=settings.store.read_pool_size
+    )
 
 
 def _index(settings: Settings, clock: Clock) -> RankIndex:

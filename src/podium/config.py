@@ -47,7 +47,8 @@ class ServerSettings:
 class StoreSettings:
     url: str = "sqlite:///podium.db"
     shards: tuple[str, ...] = ()
-    pool_size: int = 10
+    pool_size: int = 10  # Postgres connections for transactions and writes, per process
+    read_pool_size: int = 10  # and for reads, apart, so that writes never hold them up
 
 
 @dataclass(frozen=True)

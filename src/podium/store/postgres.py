@@ -196,44 +196,57 @@ class PostgresStore:
         url: str,
         *,
         pool_size: int = 10,
+        read_pool_size: int = 10,
         connect_timeout: float = 5.0,
         command_timeout: float = 10.0,
         acquire_timeout: float = 5.0,
     ) -> None:
         self.url = url
         self.pool_size = pool_size
+        self.read_pool_size = read_pool_size
         self._connect_timeout = connect_timeout
         self._command_timeout = command_timeout
         self._acquire_timeout = acquire_timeout
-        self._pool: asyncpg.Pool[asyncpg.Record] | None = None
+        # Two pools: transactions and writes in one, single-statement reads in the other.
+        # Write transactions hold their connection through lock waits and commit flushes;
+        # from one shared pool, a burst of them took every connection, and board reads
+        # (which look up names here) queued behind them: read p99 followed write p99.
+        self._pools: dict[bool, asyncpg.Pool[asyncpg.Record]] = {}
         self._opening = asyncio.Lock()
 
     @classmethod
-    def from_url(cls, url: str, pool_size: int = 10) -> PostgresStore:
-        """Does not connect: the pool opens on first use, so a store can be built anywhere."""
-        return cls(url, pool_size=pool_size)
+    def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
+        """Does not connect: the pools open on first use, so a store can be built anywhere."""
+        return cls(url, pool_size=pool_size, read_pool_size=read_pool_size)
 
     # -- plumbing ---------------------------------------------------------------------
 
-    async def _get_pool(self) -> asyncpg.Pool[asyncpg.Record]:
-        if self._pool is not None:
-            return self._pool
-        async with self._opening:  # one pool, however many first calls race here
-            if self._pool is None:
-                self._pool = await asyncpg.create_pool(
+    async def _get_pool(self, reads: bool) -> asyncpg.Pool[asyncpg.Record]:
+        pool = self._pools.get(reads)
+        if pool is not None:
+            return pool
+        async with self._opening:  # one pool each, however many first calls race here
+            if reads not in self._pools:
+                self._pools[reads] = await asyncpg.create_pool(
                     self.url,
                     min_size=1,
-                    max_size=self.pool_size,
+                    max_size=self.read_pool_size if reads else self.pool_size,
                     timeout=self._connect_timeout,
                     command_timeout=self._command_timeout,
                     reset=_keep_session,
                 )
-            return self._pool
+            return self._pools[reads]
 
     async def _run(
-        self, fn: Callable[[Conn], Awaitable[T]], *, tx: bool = True, retry_unique: bool = False
+        self,
+        fn: Callable[[Conn], Awaitable[T]],
+        *,
+        tx: bool = True,
+        retry_unique: bool = False,
+        reads: bool = False,
     ) -> T:
-        """Run ``fn`` on a pooled connection, in one transaction unless ``tx`` is False.
+        """Run ``fn`` on a pooled connection, in one transaction unless ``tx`` is False;
+        ``reads``: on the pool of single-statement reads.
 
         ``retry_unique``: a unique violation means a concurrent transaction inserted the same
         key first; run once more, and this time the row is there to be read.
@@ -243,7 +256,7 @@ class PostgresStore:
         while True:
             attempt += 1
             try:
-                pool = await self._get_pool()
+                pool = await self._get_pool(reads)
                 async with pool.acquire(timeout=self._acquire_timeout) as conn:
                     if not tx:
                         return await fn(conn)
@@ -281,8 +294,8 @@ class PostgresStore:
         await self._run(run)
 
     async def close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
             try:
                 await asyncio.wait_for(pool.close(), self._command_timeout)
             except TimeoutError:
@@ -294,7 +307,7 @@ class PostgresStore:
     # Single statements run outside an explicit transaction: each one is atomic on its own,
     # and BEGIN/COMMIT would only add two round trips.
     async def _fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
-        return await self._run(lambda c: c.fetch(sql, *args), tx=False)
+        return await self._run(lambda c: c.fetch(sql, *args), tx=False, reads=True)
 
     async def _execute(self, sql: str, *args: object) -> str:
         return await self._run(lambda c: c.execute(sql, *args), tx=False)
@@ -490,7 +503,7 @@ class PostgresStore:
         return await self._run(run, tx=False, retry_unique=True)
 
     async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
-        return await self._run(lambda c: _totals(c, player_id, targets), tx=False)
+        return await self._run(lambda c: _totals(c, player_id, targets), tx=False, reads=True)
 
     async def player_standings(self, player_id: str) -> list[Standing]:
         rows = await self._fetch(
@@ -676,16 +689,16 @@ class PostgresStore:
         return await self._run(lambda c: lifecycle.freeze(c, board, window, keep, now, lock))
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
-        return await self._run(lambda c: lifecycle.frozen(c, board), tx=False)
+        return await self._run(lambda c: lifecycle.frozen(c, board), tx=False, reads=True)
 
     async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
         return await self._run(
-            lambda c: lifecycle.final_page(c, board, window, first, last), tx=False
+            lambda c: lifecycle.final_page(c, board, window, first, last), tx=False, reads=True
         )
 
     async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
         return await self._run(
-            lambda c: lifecycle.final_entry(c, board, window, player_id), tx=False
+            lambda c: lifecycle.final_entry(c, board, window, player_id), tx=False, reads=True
         )
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
