@@ -104,16 +104,23 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
 
         print("\nread path of GET /v1/boards/week/players/{id}?neighbors=2, step by step:")
         await step(
-            "index.rank (rank + score)", lambda: b.index.rank(key, pid(), descending=True), n
+            "index.around (rank + the 5 rows, one read)",
+            lambda: b.index.around(key, pid(), 2, descending=True),
+            n,
         )
         await step(
-            "index.page (the 5 neighbours)",
+            "  for reference: index.rank",
+            lambda: b.index.rank(key, pid(), descending=True),
+            n,
+        )
+        await step(
+            "  and index.page (5 rows)",
             lambda: b.index.page(key, 1000, 1004, descending=True),
             n,
         )
         await step("store.profiles (5 ids)", lambda: b.store.profiles([pid() for _ in range(5)]), n)
         await step(
-            "Podium.player_rank (all of the above)",
+            "Podium.player_rank (around + profiles)",
             lambda: pod.player_rank("week", pid(), 2, None),
             n,
         )
