@@ -440,18 +440,19 @@ def proc_cpu(pid: int) -> float:
         return 0.0
 
 
+def _pids() -> list[int]:
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+
+
 def _cpu_of_session(sid: int) -> dict[int, float]:
     """CPU seconds of each live process in session ``sid``: a server and every process it
     started (``podium serve --processes N`` runs N API processes and one of roles)."""
     out: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    for pid in _pids():
         try:
-            with open(f"/proc/{entry.name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) == sid:
-                out[int(entry.name)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
+            with open(f"/proc/{pid}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:
+                    out[pid] = proc_cpu(pid)
         except (OSError, IndexError, ValueError):
             continue
     return out
@@ -461,21 +462,18 @@ def _cpu_by_comm(names: tuple[str, ...], contains: str | None = None) -> dict[in
     """CPU seconds of each live process whose name starts with one of ``names`` (and whose
     command line contains ``contains``, e.g. our database in a Postgres backend's title)."""
     out: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    for pid in _pids():
         try:
-            with open(f"/proc/{entry.name}/comm") as f:
-                comm = f.read().strip()
-            if not comm.startswith(names):
-                continue
+            with open(f"/proc/{pid}/comm") as f:
+                if not f.read().strip().startswith(names):
+                    continue
             if contains is not None:
-                with open(f"/proc/{entry.name}/cmdline", "rb") as fb:
+                with open(f"/proc/{pid}/cmdline", "rb") as fb:
                     if contains.encode() not in fb.read():
                         continue
         except OSError:
             continue
-        out[int(entry.name)] = proc_cpu(int(entry.name))
+        out[pid] = proc_cpu(pid)
     return out
 
 

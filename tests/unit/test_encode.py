@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from podium.api import schemas as s
 from podium.api.encode import EncodedPages, page_json, rank_json
+from podium.api.routes import _entry as model_entry  # what the other routes answer with
 from podium.domain.windows import to_rfc3339
 from podium.views import Entry, Page, PlayerRank
 
@@ -24,17 +25,6 @@ entries = st.builds(
 )
 
 
-def _model_entry(e: Entry) -> s.EntryOut:
-    return s.EntryOut(
-        rank=e.rank,
-        playerId=e.player_id,
-        points=e.points,
-        name=e.name,
-        avatar=e.avatar,
-        globalRank=e.global_rank,
-    )
-
-
 @given(st.lists(entries, max_size=20), st.floats(0, 2e9))
 def test_page_matches_the_model(rows: list[Entry], as_of: float) -> None:
     page = Page("week", "2026-W48", as_of, rows)
@@ -42,7 +32,7 @@ def test_page_matches_the_model(rows: list[Entry], as_of: float) -> None:
         board="week",
         window="2026-W48",
         asOf=to_rfc3339(as_of),
-        entries=[_model_entry(e) for e in rows],
+        entries=[model_entry(e) for e in rows],
     )
     assert json.loads(page_json(page)) == json.loads(model.model_dump_json(exclude_none=True))
 
@@ -64,7 +54,7 @@ def test_rank_matches_the_model(
         exact=exact,
         points=42,
         topPercent=top,
-        neighbors=[_model_entry(e) for e in rows],
+        neighbors=[model_entry(e) for e in rows],
     )
     assert json.loads(rank_json(r)) == json.loads(model.model_dump_json(exclude_none=True))
 
