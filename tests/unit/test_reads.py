@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -123,3 +124,40 @@ async def test_absent_player_is_not_found(reads: Reads) -> None:
     with pytest.raises(NotFound):
         await reads.player_rank("shared", "ghost", 2, None)
     assert calls(reads) == ["around", "around"]
+
+
+async def test_concurrent_misses_of_a_page_share_one_refill(reads: Reads) -> None:
+    index = cast(CountingIndex, reads.index)
+    pages = await asyncio.gather(*(reads.page("first", None, 0, 3) for _ in range(20)))
+    assert index.calls.count("page") == 1
+    assert all(p is pages[0] for p in pages)
+    # equal scores: the later member first, as in Redis
+    assert [e.player_id for e in pages[0].entries] == ["a", "d", "c"]
+    await reads.page("first", None, 0, 3)  # now from the cache
+    assert index.calls.count("page") == 1
+    reads.clear_cache()
+    await reads.page("first", None, 0, 3)
+    assert index.calls.count("page") == 2
+
+
+async def test_a_failed_refill_fails_its_waiters_and_the_next_read_tries_again(
+    reads: Reads,
+) -> None:
+    index = cast(CountingIndex, reads.index)
+    real = index.page
+    failing = True
+
+    async def page(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        if failing:
+            raise RuntimeError("index down")
+        return await real(*args, **kwargs)
+
+    index.page = page  # type: ignore[method-assign]
+    results = await asyncio.gather(
+        *(reads.page("first", None, 0, 3) for _ in range(5)), return_exceptions=True
+    )
+    assert all(isinstance(r, RuntimeError) for r in results)
+    failing = False
+    page = await reads.page("first", None, 0, 3)
+    assert [e.player_id for e in page.entries] == ["a", "d", "c"]
