@@ -143,16 +143,10 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
 
         await step("store.claim_match (1 write statement)", claim, n)
         await step(
-            "store.existing_results (read)",
-            lambda: b.store.existing_results("bd-none", [pid(), pid()]),
+            "store.prior_results (1 read: stored, recent, cap)",
+            lambda: b.store.prior_results("bd-none", [pid(), pid()], "default", 20, time.time()),
             n,
         )
-        if hasattr(b.store, "recent_points"):
-            await step(
-                "store.recent_points (read)",
-                lambda: b.store.recent_points([pid(), pid()], "default", 20),  # type: ignore[attr-defined]
-                n,
-            )
 
         async def record() -> Any:
             ps = [PlayerResult(pid(), 10), PlayerResult(pid(), 20)]

@@ -12,9 +12,12 @@ import os
 import secrets
 import socket
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+
+from podium.ports import ScoreStore
 
 POSTGRES_URL = os.environ.get(
     "PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -82,3 +85,8 @@ async def redis_prefix() -> AsyncIterator[str]:
 @pytest.fixture
 def sqlite_url(tmp_path: object) -> Iterator[str]:
     yield f"sqlite:///{tmp_path}/podium.db"
+
+
+async def stored_results(store: ScoreStore, match_id: str, player_ids: list[str]) -> dict[str, Any]:
+    """The results ``store`` holds for these players in this match (``prior_results``)."""
+    return (await store.prior_results(match_id, player_ids, "", 0, None)).existing

@@ -41,9 +41,11 @@ class SystemClock:
 class PriorResults:
     """What the service checks before it writes a match (``ScoreStore.prior_results``)."""
 
-    existing: dict[str, ResultRecord]  # as existing_results
-    recent_points: dict[str, list[int]]  # as recent_points
-    counts: dict[str, tuple[int, float]]  # as results_since
+    existing: dict[str, ResultRecord]  # the results already stored for this match
+    recent_points: dict[str, list[int]]  # each player's last results in the mode, newest first
+    # (count, oldest recorded_at) of each player's results in the mode since ``since``;
+    # players with none are left out
+    counts: dict[str, tuple[int, float]]
 
 
 class ScoreStore(Protocol):
@@ -63,17 +65,6 @@ class ScoreStore(Protocol):
         owner's key id either way."""
         ...
 
-    async def existing_results(
-        self, match_id: str, player_ids: Sequence[str]
-    ) -> dict[str, ResultRecord]: ...
-
-    async def results_since(
-        self, player_ids: Sequence[str], mode: str, since: float
-    ) -> dict[str, tuple[int, float]]:
-        """(count, oldest recorded_at) of each player's results in ``mode`` recorded at or
-        after ``since``; players with none are left out."""
-        ...
-
     async def prior_results(
         self,
         match_id: str,
@@ -82,8 +73,9 @@ class ScoreStore(Protocol):
         recent: int,
         since: float | None,
     ) -> PriorResults:
-        """``existing_results``, ``recent_points`` (``recent`` of each) and, unless ``since``
-        is None, ``results_since`` of these players, in one call (one round trip)."""
+        """What the checks before a match's writes need, in one read: the results stored for
+        ``match_id``, the last ``recent`` points of each player in ``mode`` (by endedAt), and,
+        unless ``since`` is None, the count of their results in ``mode`` since then."""
         ...
 
     async def record(
@@ -146,12 +138,6 @@ class ScoreStore(Protocol):
     async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
 
     # review
-    async def recent_points(
-        self, player_ids: Sequence[str], mode: str, limit: int
-    ) -> dict[str, list[int]]:
-        """Each player's last ``limit`` results in ``mode``, newest (by endedAt) first."""
-        ...
-
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
         """The latest flagged results (in these modes), newest first."""
         ...

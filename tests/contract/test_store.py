@@ -23,9 +23,10 @@ from podium.errors import (
     StoreUnavailable,
     WindowClosed,
 )
-from podium.ports import PriorResults, ScoreStore
+from podium.ports import ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
+from tests.conftest import stored_results
 
 T0 = 1_792_800_000  # 2026-10-24T00:00:00Z, a Saturday: a day window starts here
 NOW = float(T0 + 2 * 86_400)  # wall time of the writes, after every match below
@@ -140,7 +141,7 @@ async def test_sum_board_folds_out_of_order_results(store: ScoreStore) -> None:
     assert out == type(out)({"day": 22, "week": 22}, False)
     assert tally_of(await store.player_standings("p1"), "day") == Tally(22, T0 + 300, 3)
     assert (await store.outbox_backlog(NOW))[0] == 6
-    assert "p1" in await store.existing_results("m4", ["p1"])
+    assert "p1" in await stored_results(store, "m4", ["p1"])
 
 
 async def test_best_board_keeps_the_best_and_the_first_time_it_was_set(store: ScoreStore) -> None:
@@ -168,7 +169,7 @@ async def test_same_key_different_content_conflicts_and_changes_nothing(store: S
     with pytest.raises(Conflict):
         await store.record(result("m1", 11), targets(r.ended_at), NOW, None)
     assert await store.player_standings("p1") == before
-    assert await store.existing_results("m1", ["p1"]) == {"p1": r}
+    assert await stored_results(store, "m1", ["p1"]) == {"p1": r}
     assert (await store.outbox_backlog(NOW))[0] == 2
 
 
@@ -177,7 +178,7 @@ async def test_another_servers_match_is_forbidden(store: ScoreStore) -> None:
     await store.record(r, targets(r.ended_at), NOW, None)
     with pytest.raises(Forbidden):
         await store.record(result("m1", 10, key="k2"), targets(r.ended_at), NOW, None)
-    assert await store.existing_results("m1", ["p1"]) == {"p1": r}
+    assert await stored_results(store, "m1", ["p1"]) == {"p1": r}
     assert (await store.outbox_backlog(NOW))[0] == 2
 
 
@@ -189,9 +190,10 @@ async def test_hourly_cap(store: ScoreStore) -> None:
     with pytest.raises(RateLimited) as e:
         await store.record(result("m3", 1), t, NOW, 2)
     assert e.value.retry_after == 3600 - 1000 + 1  # when the oldest counted result ages out
-    assert await store.existing_results("m3", ["p1"]) == {}
+    assert await stored_results(store, "m3", ["p1"]) == {}
     assert await store.totals("p1", [x for x, _ in t]) == {"day": 3, "week": 3}
-    assert await store.results_since(["p1", "p2"], "ranked", NOW - 3600) == {"p1": (2, NOW - 1000)}
+    prior = await store.prior_results("m3", ["p1", "p2"], "ranked", 0, NOW - 3600)
+    assert prior.counts == {"p1": (2, NOW - 1000)}
     # A retry of a stored result is still answered: the cap counts new results only.
     assert (await store.record(result("m2", 1), t, NOW, 2)).replayed
     # No cap, no limit.
@@ -204,7 +206,7 @@ async def test_points_the_board_cannot_encode_write_nothing(store: ScoreStore) -
     r = result("m1", 2**36)
     with pytest.raises(InvalidInput):
         await store.record(r, targets(r.ended_at, ALL_BEST, DAY), NOW, None)
-    assert await store.existing_results("m1", ["p1"]) == {}
+    assert await stored_results(store, "m1", ["p1"]) == {}
     assert await store.player_standings("p1") == []
     assert await store.outbox_backlog(NOW) == (0, 0.0)
     # The same match with sane points is then accepted as new, not as a conflict.
@@ -212,13 +214,13 @@ async def test_points_the_board_cannot_encode_write_nothing(store: ScoreStore) -
     assert ok.totals == {"best": 5, "day": 5} and not ok.replayed
 
 
-async def test_existing_results_and_totals(store: ScoreStore) -> None:
+async def test_stored_results_and_totals(store: ScoreStore) -> None:
     a, b = result("m1", 10, player="a"), result("m1", 20, player="b")
     for r in (a, b):
         await store.record(r, targets(r.ended_at), NOW, None)
-    assert await store.existing_results("m1", ["a", "b", "c"]) == {"a": a, "b": b}
-    assert await store.existing_results("m1", []) == {}
-    assert await store.existing_results("m2", ["a"]) == {}
+    assert await stored_results(store, "m1", ["a", "b", "c"]) == {"a": a, "b": b}
+    assert await stored_results(store, "m1", []) == {}
+    assert await stored_results(store, "m2", ["a"]) == {}
     day_t, _ = targets(T0 + 100, DAY)[0]
     other_day = Target("day", "2026-10-25", T0 + 86_400)
     assert await store.totals("b", [day_t, other_day]) == {"day": 20}
@@ -245,18 +247,13 @@ async def test_concurrent_identical_retries_fold_once(store: ScoreStore) -> None
     assert tally_of(await store.player_standings("p1"), "day").version == 1
 
 
-async def test_prior_results_is_the_three_reads_in_one(store: ScoreStore) -> None:
+async def test_prior_results_reads_what_the_checks_need(store: ScoreStore) -> None:
     t = targets(T0 + 100)
     for i, (player, at) in enumerate([("a", NOW - 5000), ("a", NOW - 100), ("b", NOW - 50)]):
         await store.record(result(f"m{i}", 10 + i, T0 + 100 + i, player=player), t, at, None)
     await store.record(ResultRecord("a", "c1", "k1", "casual", T0, 300, 99), t, NOW - 10, None)
     ids = ["a", "b", "c"]
     got = await store.prior_results("m1", ids, "ranked", 5, NOW - 3600)
-    assert got == PriorResults(
-        existing=await store.existing_results("m1", ids),
-        recent_points=await store.recent_points(ids, "ranked", 5),
-        counts=await store.results_since(ids, "ranked", NOW - 3600),
-    )
     assert got.existing == {"a": result("m1", 11, T0 + 101, player="a")}
     assert got.recent_points == {"a": [11, 10], "b": [12], "c": []}
     assert got.counts == {"a": (1, NOW - 100), "b": (1, NOW - 50)}

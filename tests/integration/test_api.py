@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import stored_results
 from tests.integration.conftest import Api
 
 pytestmark = pytest.mark.asyncio
@@ -99,7 +100,7 @@ async def test_invalid_results_change_nothing(
 ) -> None:
     body = problem(await api.submit("m1", results, **extra), 422)
     assert needle in body["detail"]
-    assert await api.podium.store.existing_results("m1", ["a"]) == {}
+    assert await stored_results(api.podium.store, "m1", ["a"]) == {}
 
 
 async def test_malformed_bodies(api: Api) -> None:
@@ -142,7 +143,7 @@ async def test_hourly_cap(make_api: Any) -> None:
     problem(r, 429)
     assert int(r.headers["retry-after"]) > 0
     assert (
-        await api.podium.store.existing_results("m3", ["a", "b"]) == {}
+        await stored_results(api.podium.store, "m3", ["a", "b"]) == {}
     )  # b was not written either
     assert (await api.submit("m2", [("a", 1), ("b", 1)])).status_code == 200  # a retry never counts
 

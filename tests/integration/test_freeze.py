@@ -14,6 +14,7 @@ import pytest
 from podium import archive, bootstrap
 from podium.config import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
+from tests.conftest import stored_results
 from tests.integration.conftest import Api, settings_for
 
 DAY = 86_400
@@ -239,4 +240,4 @@ async def test_a_result_for_frozen_windows_only_is_refused(make_api: Any) -> Non
     ).status_code == 200
     r = await api.submit("m1", [("a", 10)])
     assert r.status_code == 422 and "window" in r.json()["detail"]
-    assert await api.podium.store.existing_results("m1", ["a"]) == {}
+    assert await stored_results(api.podium.store, "m1", ["a"]) == {}

@@ -358,35 +358,6 @@ class PostgresStore:
         # One statement, so autocommit: BEGIN and COMMIT would only add round trips.
         return await self._run(run, tx=False)
 
-    async def existing_results(
-        self, match_id: str, player_ids: Sequence[str]
-    ) -> dict[str, ResultRecord]:
-        ids = list(player_ids)
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            f"SELECT {_RESULT_COLS} FROM results "
-            "WHERE match_id = $1 AND player_id = ANY($2::text[])",
-            match_id,
-            ids,
-        )
-        return {r[0]: ResultRecord(*r) for r in rows}
-
-    async def results_since(
-        self, player_ids: Sequence[str], mode: str, since: float
-    ) -> dict[str, tuple[int, float]]:
-        ids = list(player_ids)
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            "SELECT player_id, COUNT(*), MIN(recorded_at) FROM results WHERE mode = $1 "
-            "AND recorded_at >= $2 AND player_id = ANY($3::text[]) GROUP BY player_id",
-            mode,
-            float(since),
-            ids,
-        )
-        return {r[0]: (r[1], r[2]) for r in rows}
-
     async def prior_results(
         self,
         match_id: str,
@@ -655,22 +626,6 @@ class PostgresStore:
         return {r[0] for r in rows}
 
     # -- review -----------------------------------------------------------------------
-
-    async def recent_points(
-        self, player_ids: Sequence[str], mode: str, limit: int
-    ) -> dict[str, list[int]]:
-        rows = await self._fetch(
-            "SELECT p, r.points FROM unnest($1::text[]) AS p CROSS JOIN LATERAL ("
-            "  SELECT points, ended_at FROM results WHERE player_id = p AND mode = $2 "
-            "  ORDER BY ended_at DESC LIMIT $3) AS r ORDER BY p, r.ended_at DESC",
-            list(player_ids),
-            mode,
-            limit,
-        )
-        out: dict[str, list[int]] = {p: [] for p in player_ids}
-        for r in rows:
-            out[r[0]].append(r[1])
-        return out
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
         rows = await self._fetch(

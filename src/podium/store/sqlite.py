@@ -183,18 +183,6 @@ class SqliteStore:
 
         return await self._write(run)
 
-    async def existing_results(
-        self, match_id: str, player_ids: Sequence[str]
-    ) -> dict[str, ResultRecord]:
-        ids = list(player_ids)
-        return await self._read(lambda c: _existing(c, match_id, ids)) if ids else {}
-
-    async def results_since(
-        self, player_ids: Sequence[str], mode: str, since: float
-    ) -> dict[str, tuple[int, float]]:
-        ids = list(player_ids)
-        return await self._read(lambda c: _since(c, ids, mode, since)) if ids else {}
-
     async def prior_results(
         self,
         match_id: str,
@@ -450,11 +438,6 @@ class SqliteStore:
         return await self._read(run) if ids else set()
 
     # -- review -----------------------------------------------------------------------
-
-    async def recent_points(
-        self, player_ids: Sequence[str], mode: str, limit: int
-    ) -> dict[str, list[int]]:
-        return await self._read(lambda c: _recent(c, player_ids, mode, limit))
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
         only = "" if modes is None else f"AND mode IN ({','.join('?' * len(modes))})"
