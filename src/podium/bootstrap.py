@@ -17,7 +17,6 @@ from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
 from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
-from podium.profiles import ProfileCache
 from podium.service import Podium
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
@@ -126,23 +125,11 @@ class Backends:
         await self.store.close()
 
 
-def _profiles(
-    settings: Settings, store: ScoreStore, index: RankIndex, clock: Clock
-) -> ProfileCache:
-    """Names for board reads: with a shared index, from a copy next to it before the store;
-    the in-process index has no other process to share with."""
-    from podium.index.redis import RedisIndex
-
-    copy = index.profile_copy() if isinstance(index, RedisIndex) else None
-    return ProfileCache(store, clock, copy, ttl_s=settings.server.name_cache_s)
-
-
 def build(settings: Settings, clock: Clock | None = None) -> Backends:
     clock = clock or SystemClock()
     store = _store(settings)
     index = _index(settings, clock)
     changes = _log(settings, store, clock)
     archive = FileArchive(settings.archive.dir)
-    profiles = _profiles(settings, store, index, clock)
-    podium = Podium(settings, store, index, clock, archive, profiles)
+    podium = Podium(settings, store, index, clock, archive)
     return Backends(settings, store, index, changes, clock, podium)

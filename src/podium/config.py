@@ -38,7 +38,6 @@ class ServerSettings:
     page_cache_s: float = 1.0  # how long one process holds a board page
     max_clock_skew_s: int = 60  # how far in the future endedAt may be
     key_cache_s: float = 10.0  # how long a verified credential is trusted without a lookup
-    name_cache_s: float = 5.0  # how long a process holds a player's name for board entries
     # Matches being recorded at once by one process; one more gets 503 with Retry-After, so
     # that overload shows as a prompt "back off" rather than every answer taking seconds.
     max_pending_matches: int = 64

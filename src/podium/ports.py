@@ -169,27 +169,6 @@ class BoardKey:
     window: str
 
 
-class ProfileCopy(Protocol):
-    """Display profiles copied where every API process reads them before the store, so
-    that a board read needs no store round trip for names. The store stays the record: a
-    copy that is lost or unreachable only sends reads back to the store."""
-
-    async def get(self, player_ids: Sequence[str]) -> dict[str, Profile | None]:
-        """The profiles held for these players; None for one held as having no profile.
-        Players not held are left out."""
-        ...
-
-    async def fill(self, profiles: dict[str, Profile | None]) -> None:
-        """Hold these profiles as read from the store, except for players whose profile
-        changed a moment ago (``changed``): a read that raced the change must not put the
-        old profile back."""
-        ...
-
-    async def changed(self, player_ids: Sequence[str]) -> None:
-        """Call after the store committed a change to these players' profiles."""
-        ...
-
-
 class RankIndex(Protocol):
     """The copy that answers ranks (DESIGN invariant 1: rebuildable from the store).
 

@@ -65,13 +65,12 @@ class Podium:
         index: RankIndex,
         clock: Clock,
         archive: Archive,
-        profiles: ProfileCache | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
         self.clock = clock
-        self.profiles = profiles or ProfileCache(store, clock)
+        self.profiles = ProfileCache(store, clock)
         self.lifecycle = Lifecycle(settings, store, clock, archive, self.profiles)
         self.reads = Reads(settings, store, index, clock, self.lifecycle, self.profiles)
         self._keys: dict[str, tuple[float, ApiKey]] = {}
@@ -301,7 +300,7 @@ class Podium:
                 profile = replace(profile, **keep)
         self._check_player(profile.player_id)
         await self.store.set_profile(profile, self.clock.now())
-        await self.profiles.changed(profile.player_id)
+        self.profiles.forget(profile.player_id)
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         self._check_player(player_id)

@@ -31,9 +31,5 @@ class Keys:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
         return f"{self.prefix}:{self.tag(key)}:stage:{token}"
 
-    def profile(self, player_id: str) -> str:
-        """A player's display profile, copied from the store (``profile_copy.py``)."""
-        return f"{self.prefix}:p:{player_id}"
-
     def pattern(self) -> str:
         return f"{self.prefix}:*"

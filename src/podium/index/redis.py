@@ -14,7 +14,7 @@ import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
@@ -22,9 +22,6 @@ from redis.exceptions import RedisError, ResponseError
 from podium.errors import IndexUnavailable
 from podium.index.keys import Keys
 from podium.ports import BoardKey
-
-if TYPE_CHECKING:
-    from podium.index.profile_copy import RedisProfileCopy
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
@@ -49,8 +46,7 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
 
 
 @asynccontextmanager
-async def translated() -> AsyncIterator[None]:
-    """Redis errors as podium's: an outage is ``IndexUnavailable``; an error reply is a bug."""
+async def _translated() -> AsyncIterator[None]:
     try:
         yield
     except ResponseError:
@@ -72,12 +68,6 @@ class RedisIndex:
         self._ranks = client.register_script(_lua("ranks"))
         self._counts = client.register_script(_lua("counts"))
 
-    def profile_copy(self) -> RedisProfileCopy:
-        """The copy of display profiles, on this index's connections."""
-        from podium.index.profile_copy import RedisProfileCopy
-
-        return RedisProfileCopy(self._r, self.keys)
-
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
         client = aioredis.Redis.from_url(
@@ -90,7 +80,7 @@ class RedisIndex:
         return cls(client, prefix)
 
     async def ping(self) -> None:
-        async with translated():
+        async with _translated():
             await self._r.ping()
 
     async def close(self) -> None:
@@ -109,7 +99,7 @@ class RedisIndex:
         flag = "V" if versions is not None else "GT" if descending else "LT"
         exp = "" if expire_at is None else str(expire_at)
         written = 0
-        async with translated():
+        async with _translated():
             for i in range(0, len(entries), CHUNK):
                 args: list[str] = [flag, exp]
                 for j, (member, score) in enumerate(entries[i : i + CHUNK], start=i):
@@ -130,7 +120,7 @@ class RedisIndex:
         keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
         exp = "" if expire_at is None else str(expire_at)
         removed = 0
-        async with translated():
+        async with _translated():
             for i in range(0, len(members), CHUNK):
                 args: list[str] = ["R", exp]
                 for m, v in zip(members[i : i + CHUNK], versions[i : i + CHUNK], strict=True):
@@ -147,14 +137,14 @@ class RedisIndex:
         # The bare command, not ``zrange(withscores=True)``: over RESP3, redis-py turns every
         # score back into bytes and then into a float again, to look like RESP2.
         args = ("REV", "WITHSCORES") if descending else ("WITHSCORES",)
-        async with translated():
+        async with _translated():
             reply = await self._r.execute_command("ZRANGE", zkey, start, stop, *args)
         return _rows(reply)
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
     ) -> tuple[int, int, list[tuple[str, int]]] | None:
-        async with translated():
+        async with _translated():
             reply = await self._around(
                 keys=[self.keys.board(key)], args=[player_id, neighbors, _order(descending)]
             )
@@ -175,7 +165,7 @@ class RedisIndex:
     ) -> list[tuple[int, int] | None]:
         if not player_ids:
             return []
-        async with translated():
+        async with _translated():
             reply = await self._ranks(
                 keys=[self.keys.board(key)], args=[_order(descending), *player_ids]
             )
@@ -183,24 +173,24 @@ class RedisIndex:
         return [None if r is None else (r, int(float(s))) for r, s in zip(flat, flat, strict=True)]
 
     async def count(self, key: BoardKey) -> int:
-        async with translated():
+        async with _translated():
             return int(await self._r.zcard(self.keys.board(key)))
 
     async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
         if len(bounds) < 2:
             return []
-        async with translated():
+        async with _translated():
             counts: list[int] = await self._counts(keys=[self.keys.board(key)], args=bounds)
         return counts
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        async with translated():
+        async with _translated():
             for key in keys:
                 names = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
                 await self._ban(keys=names, args=[player_id])
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        async with translated():
+        async with _translated():
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
 
@@ -217,7 +207,7 @@ class RedisIndex:
         token = secrets.token_hex(6)
         stage, stage_ver = self.keys.staging(key, token), self.keys.staging(key, token + ":ver")
         bans = self.keys.bans(key)
-        async with translated():
+        async with _translated():
             banned = set(await self._r.smembers(bans))
             kept = [
                 (m, s, versions[i] if versions is not None else 0)
