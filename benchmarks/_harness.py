@@ -171,17 +171,17 @@ def start_server(stack: contextlib.ExitStack, server: Server) -> Server:
 
 
 def podium_server(
-    stack: contextlib.ExitStack, env: Env, profile: Path | None = None, processes: int = 1
+    stack: contextlib.ExitStack, env: Env, profile: Path | None = None, processes: int = 0
 ) -> Server:
-    """``podium serve`` with every role in one process, or with ``processes`` API processes
-    and one of roles; with ``profile`` under cProfile, the stats written to that file when it
-    stops (the timings are then not representative)."""
+    """``podium serve`` with every role in one process, or (``processes`` > 0) with that many
+    API processes and one of roles; with ``profile`` under cProfile, the stats written to
+    that file when it stops (the timings are then not representative)."""
     port = free_port()
     argv = [sys.executable]
     if profile is not None:
         argv += ["-m", "cProfile", "-o", str(profile)]
     argv += ["-m", "podium", "serve", "--config", str(env.config_path), "--port", str(port)]
-    if processes > 1:
+    if processes > 0:
         argv += ["--processes", str(processes)]
     return start_server(stack, Server("podium", argv, port, env.tmp / "podium-serve.log"))
 
@@ -914,7 +914,7 @@ def common_args(p: argparse.ArgumentParser, *, wait_s: int, unit: str) -> None:
     p.add_argument(
         "--processes",
         type=int,
-        default=1,
+        default=0,
         help="podium serve --processes N: N API processes and one of background roles "
-        "(production only; CPU figures then add up the whole group)",
+        "(production only; CPU figures then add up the whole group); 0: one process for all",
     )

@@ -75,13 +75,13 @@ def serve(
         bool, typer.Option("--demo", help="Also run simulated game servers and players.")
     ] = False,
     processes: Annotated[
-        int,
+        int | None,
         typer.Option(
             min=1,
             help="API processes sharing the port (needs a shared index); the background "
-            "roles then run in one process of their own.",
+            "roles then run in one process of their own, even with --processes 1.",
         ),
-    ] = 1,
+    ] = None,
 ) -> None:
     """The API and, by default, every background role, in one process (or --processes)."""
     import uvicorn
@@ -103,7 +103,7 @@ def serve(
             err=True,
         )
         raise typer.Exit(2)
-    if processes > 1:
+    if processes is not None:
         _serve_processes(settings, config_file, processes, workers=workers, demo=demo)
         return
     try:
@@ -136,6 +136,7 @@ def _serve_processes(
     import tempfile
 
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     if settings.index.url.startswith("memory://"):
         typer.echo(
@@ -160,7 +161,9 @@ def _serve_processes(
         argv = [sys.executable, "-m", "podium", "worker", "--roles", ",".join(bootstrap.ROLES)]
         roles = subprocess.Popen(argv)
     try:
-        uvicorn.run(
+        # uvicorn.run would serve a single process in this one, whose metrics were set up
+        # before PROMETHEUS_MULTIPROC_DIR existed: the supervisor starts them all afresh.
+        config = uvicorn.Config(
             "podium.api.app:from_environment",
             factory=True,
             workers=processes,
@@ -170,6 +173,7 @@ def _serve_processes(
             access_log=False,
             timeout_graceful_shutdown=3,
         )
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
     finally:
         if roles is not None:
             roles.terminate()

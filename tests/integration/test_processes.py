@@ -31,8 +31,9 @@ def test_the_embedded_index_refuses_more_than_one_process(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
 def test_processes_share_the_port_and_the_board(
-    tmp_path: Path, postgres_url: str, redis_prefix: str
+    processes: int, tmp_path: Path, postgres_url: str, redis_prefix: str
 ) -> None:
     cfg = _config(tmp_path, "production", postgres_url, redis_prefix)
     _podium("migrate", cfg=cfg, cwd=tmp_path)
@@ -43,7 +44,7 @@ def test_processes_share_the_port_and_the_board(
     )
     port = _free_port()
     log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", "2"]
+    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", str(processes)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "podium", *argv],
         cwd=tmp_path,
@@ -67,7 +68,7 @@ def test_processes_share_the_port_and_the_board(
         time.sleep(0.1)
     assert _running_in_group(proc.pid) == []
     out = (tmp_path / "serve.log").read_text()
-    assert out.count("Application startup complete") == 2, out  # two API processes
+    assert out.count("Application startup complete") == processes, out  # the API processes
     assert "worker running roles relay,updater,freezer" in out, out
 
 
