@@ -138,6 +138,8 @@ def _serve_processes(
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
+    from podium import orphans
+
     if settings.index.url.startswith("memory://"):
         typer.echo(
             "podium: --processes needs a shared index (index.url = redis://...): "
@@ -159,7 +161,7 @@ def _serve_processes(
     roles = None
     if workers:
         argv = [sys.executable, "-m", "podium", "worker", "--roles", ",".join(bootstrap.ROLES)]
-        roles = subprocess.Popen(argv)
+        roles = subprocess.Popen(argv, preexec_fn=orphans.die_with_parent)
     try:
         # uvicorn.run would serve a single process in this one, whose metrics were set up
         # before PROMETHEUS_MULTIPROC_DIR existed: the supervisor starts them all afresh.

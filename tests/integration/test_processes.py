@@ -118,3 +118,38 @@ async def _scenario(port: int, key: str, proc: subprocess.Popen[bytes]) -> None:
             async with httpx.AsyncClient(base_url=client.base_url, timeout=10) as one:
                 text = (await one.get("/metrics")).text
             assert "podium_results_accepted_total 80.0" in text, text
+
+
+@pytest.mark.slow
+def test_nothing_outlives_a_killed_serve(
+    tmp_path: Path, postgres_url: str, redis_prefix: str
+) -> None:
+    cfg = _config(tmp_path, "production", postgres_url, redis_prefix)
+    _podium("migrate", cfg=cfg, cwd=tmp_path)
+    port = _free_port()
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "podium", *argv],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+    async def ready() -> None:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
+            await _ready(c, proc)
+
+    try:
+        asyncio.run(ready())
+        assert len(_running_in_group(proc.pid)) >= 3  # serve, an API process, the roles
+        proc.kill()  # no clean-up of its own: the kernel tells the children
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while _running_in_group(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _running_in_group(proc.pid) == []
+    finally:
+        if _running_in_group(proc.pid):  # the test failed: leave nothing behind all the same
+            os.killpg(proc.pid, signal.SIGKILL)

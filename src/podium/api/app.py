@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from podium import __version__, bootstrap, config
+from podium import __version__, bootstrap, config, orphans
 from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
@@ -73,4 +73,5 @@ def create_app(
 def from_environment() -> FastAPI:
     """An API-only app with settings from ``PODIUM_CONFIG`` and the ``PODIUM_*`` environment:
     what each process of ``podium serve --processes N`` runs."""
+    orphans.die_with_parent()  # the supervisor that started this process
     return create_app(config.load(), roles=())
