@@ -31,14 +31,18 @@ def _entry(e: Entry) -> dict[str, Any]:
     return out
 
 
-def page_json(p: Page) -> bytes:
-    body = {
+def page_body(p: Page) -> dict[str, Any]:
+    """A page as ``GET /v1/boards/{board}`` answers it; the live stream sends the same."""
+    return {
         "board": p.board,
         "window": p.window,
         "asOf": to_rfc3339(p.as_of),
         "entries": [_entry(e) for e in p.entries],
     }
-    return _dumps(body).encode()
+
+
+def page_json(p: Page) -> bytes:
+    return _dumps(page_body(p)).encode()
 
 
 def rank_json(r: PlayerRank) -> bytes:

@@ -11,11 +11,11 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from podium import metrics
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
-from podium.api.encode import rank_json
+from podium.api.encode import page_json, rank_json
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.windows import to_epoch, to_rfc3339
-from podium.service import Entry, Page, Podium
+from podium.service import Entry, Podium
 
 router = APIRouter()
 PlayerId = Annotated[str, Path(pattern=s.ID)]
@@ -43,15 +43,6 @@ def _entry(e: Entry) -> s.EntryOut:
         name=e.name,
         avatar=e.avatar,
         globalRank=e.global_rank,
-    )
-
-
-def _page(p: Page) -> s.PageOut:
-    return s.PageOut(
-        board=p.board,
-        window=p.window,
-        asOf=to_rfc3339(p.as_of),
-        entries=[_entry(e) for e in p.entries],
     )
 
 
@@ -154,16 +145,14 @@ async def player_rank(
 )
 async def friends_board(
     request: Request,
-    response: Response,
     board: str,
     playerId: PlayerId,
     window: WindowQ = None,
     group: GroupQ = None,
-) -> s.PageOut:
+) -> Response:
     with metrics.READ_SECONDS.labels("friends").time():
         page = await _podium(request).friends_page(board, playerId, window, group)
-    response.headers["Cache-Control"] = "no-cache"
-    return _page(page)
+    return _json(page_json(page), "no-cache")
 
 
 @router.get(

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from podium import metrics
-from podium.domain.windows import to_rfc3339
+from podium.api.encode import page_body
 from podium.errors import PodiumError
 from podium.service import Page, Podium
 
@@ -34,26 +34,7 @@ QUEUE_FRAMES = 2  # per stream: the frame being written plus the newest one
 def encode(page: Page, tick: float) -> bytes:
     """One SSE event: the page as ``GET /v1/boards/{board}`` returns it, plus ``tickAt``,
     the broadcaster's read time, so a client can tell how fresh the frame is."""
-    body: dict[str, Any] = {
-        "board": page.board,
-        "window": page.window,
-        "asOf": to_rfc3339(page.as_of),
-        "entries": [
-            {
-                k: v
-                for k, v in (
-                    ("rank", e.rank),
-                    ("playerId", e.player_id),
-                    ("points", e.points),
-                    ("name", e.name),
-                    ("avatar", e.avatar),
-                )
-                if v is not None
-            }
-            for e in page.entries
-        ],
-        "tickAt": round(tick, 3),
-    }
+    body = {**page_body(page), "tickAt": round(tick, 3)}
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
