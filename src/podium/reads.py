@@ -120,12 +120,10 @@ class Reads:
         return Page(spec.name, w.id, now, await self._entries(spec, key, rows, offset))
 
     def _refilled(self, cache_key: tuple[str, str, int, int], done: asyncio.Future[Page]) -> None:
-        current = self._refills.get(cache_key) is done  # not, if the cache was cleared since
-        if current:
-            del self._refills[cache_key]
-        if done.cancelled():
-            return
-        if done.exception() is None and current:  # exception(): a failure nobody awaited is seen
+        if self._refills.get(cache_key) is not done:
+            return  # the cache was cleared meanwhile: this page is not to be kept
+        del self._refills[cache_key]
+        if not done.cancelled() and done.exception() is None:
             self._remember(cache_key, self.clock.now(), done.result())
 
     async def _entries(
