@@ -60,30 +60,24 @@ def rank_json(r: PlayerRank) -> bytes:
 
 
 class EncodedPages:
-    """The body of each page object the read side hands out, encoded on first use.
+    """The body of each page the read side hands out, encoded on first use.
 
-    Keyed by the page's identity: the read side returns the very same object while it
-    caches a page, and a refilled page is a new object, so a stale body is never served.
-    Holding the page keeps its identity from being reused while its body is held.
+    Held per slot, with the page it was encoded from: the read side returns the very same
+    page object while it caches a page, and a refill is a new object, so a stale body is
+    never served.
     """
 
     def __init__(self) -> None:
-        self._held: dict[int, tuple[Page, bytes]] = {}
-        self._by_slot: dict[tuple[str, str, int, int], int] = {}
+        self._held: dict[tuple[str, str, int, int], tuple[Page, bytes]] = {}
 
     def body(self, page: Page, slot: tuple[str, str, int, int]) -> bytes:
         """``slot``: what the page was asked by (board, window, offset, limit); a newer
         page of the same slot replaces the older one's body."""
-        hit = self._held.get(id(page))
+        hit = self._held.get(slot)
         if hit is not None and hit[0] is page:
             return hit[1]
         body = page_json(page)
-        old = self._by_slot.get(slot)
-        if old is not None:
-            self._held.pop(old, None)
-        if len(self._held) >= MAX_HELD:
+        if len(self._held) >= MAX_HELD and slot not in self._held:
             self._held.clear()
-            self._by_slot.clear()
-        self._held[id(page)] = (page, body)
-        self._by_slot[slot] = id(page)
+        self._held[slot] = (page, body)
         return body
