@@ -431,13 +431,22 @@ async def scrape(client: RawHttp | HttpxClient) -> str:
 # -- CPU accounting -----------------------------------------------------------------------
 
 
-def proc_cpu(pid: int) -> float:
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-    except (OSError, IndexError, ValueError):
-        return 0.0
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _cpu(fields: list[str]) -> float:
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_cpu(pid: int) -> float:
+    fields = _stat(pid)
+    return 0.0 if fields is None else _cpu(fields)
 
 
 def _pids() -> list[int]:
@@ -449,12 +458,9 @@ def _cpu_of_session(sid: int) -> dict[int, float]:
     started (``podium serve --processes N`` runs N API processes and one of roles)."""
     out: dict[int, float] = {}
     for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[3]) == sid:
-                    out[pid] = proc_cpu(pid)
-        except (OSError, IndexError, ValueError):
-            continue
+        fields = _stat(pid)
+        if fields is not None and int(fields[3]) == sid:
+            out[pid] = _cpu(fields)
     return out
 
 
