@@ -43,15 +43,7 @@ def test_processes_share_the_port_and_the_board(
         .splitlines()[-1]
     )
     port = _free_port()
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", str(processes)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "podium", *argv],
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = _serve(cfg, tmp_path, port, processes)
     try:
         asyncio.run(_scenario(port, key, proc))
     finally:
@@ -61,15 +53,33 @@ def test_processes_share_the_port_and_the_board(
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-    # Everything it started stops with it: soon no process of the group is left running
-    # (multiprocessing's resource tracker leaves when it sees its pipe close).
-    deadline = time.monotonic() + 10
-    while _running_in_group(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _running_in_group(proc.pid) == []
+    # Everything it started stops with it.
+    assert _left_running(proc.pid) == []
     out = (tmp_path / "serve.log").read_text()
     assert out.count("Application startup complete") == processes, out  # the API processes
     assert "worker running roles relay,updater,freezer" in out, out
+
+
+def _serve(cfg: Path, tmp_path: Path, port: int, processes: int) -> subprocess.Popen[bytes]:
+    """``podium serve --processes N`` in a process group of its own, logging to serve.log."""
+    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
+    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", str(processes)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "podium", *argv],
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _left_running(pgid: int) -> list[str]:
+    """What of the group is still running once it has had 10 s to go (multiprocessing's
+    resource tracker, for one, leaves only when it sees its pipe close)."""
+    deadline = time.monotonic() + 10
+    while _running_in_group(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _running_in_group(pgid)
 
 
 def _running_in_group(pgid: int) -> list[str]:
@@ -127,15 +137,7 @@ def test_nothing_outlives_a_killed_serve(
     cfg = _config(tmp_path, "production", postgres_url, redis_prefix)
     _podium("migrate", cfg=cfg, cwd=tmp_path)
     port = _free_port()
-    log = open(tmp_path / "serve.log", "wb")  # noqa: SIM115
-    argv = ["serve", "--config", str(cfg), "--port", str(port), "--processes", "1"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "podium", *argv],
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = _serve(cfg, tmp_path, port, 1)
 
     async def ready() -> None:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as c:
@@ -146,10 +148,7 @@ def test_nothing_outlives_a_killed_serve(
         assert len(_running_in_group(proc.pid)) >= 3  # serve, an API process, the roles
         proc.kill()  # no clean-up of its own: the kernel tells the children
         proc.wait(10)
-        deadline = time.monotonic() + 10
-        while _running_in_group(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _running_in_group(proc.pid) == []
+        assert _left_running(proc.pid) == []
     finally:
         if _running_in_group(proc.pid):  # the test failed: leave nothing behind all the same
             os.killpg(proc.pid, signal.SIGKILL)
