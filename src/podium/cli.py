@@ -11,7 +11,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, config
+from podium import bootstrap, config, gcpolicy
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.errors import ConfigError, PodiumError
@@ -200,6 +200,7 @@ def worker(
     _logging()
 
     async def main(b: Backends) -> None:
+        gcpolicy.settle()  # the process ends here, so there is nothing to release
         b.start_roles(names)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

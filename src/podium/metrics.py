@@ -48,6 +48,13 @@ READ_SECONDS = Histogram(
     buckets=_LATENCY,
     registry=REGISTRY,
 )
+GC_PAUSE_SECONDS = Histogram(
+    "podium_gc_pause_seconds",
+    "Pauses of the cyclic garbage collector, by generation (2: a full collection)",
+    ["generation"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+    registry=REGISTRY,
+)
 COMMIT_TO_BOARD_SECONDS = Histogram(
     "podium_commit_to_board_seconds",
     "From store commit to visible in the rank index",

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from podium import __version__, bootstrap, config, orphans
+from podium import __version__, bootstrap, config, gcpolicy, orphans
 from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
@@ -34,14 +34,10 @@ def create_app(
         backends = bootstrap.build(settings, clock)
         app.state.backends = backends
         app.state.podium = backends.podium
+        thresholds = gc.get_threshold()
         try:
             await backends.start()
-            # Everything alive now (the imported code, and in the embedded mode the rebuilt
-            # index of every board) lives for the whole process: taking it out of the
-            # cyclic collector's sight keeps each full collection from walking it, a pause
-            # of tens of milliseconds in the middle of requests.
-            gc.collect()
-            gc.freeze()
+            gcpolicy.settle()
             backends.start_roles(roles)
             async with (
                 web.serving(app, backends.podium),
@@ -49,7 +45,7 @@ def create_app(
             ):
                 yield
         finally:
-            gc.unfreeze()  # back to the collector, for a process that starts another app
+            gcpolicy.release(thresholds)
             await backends.close()
 
     app = FastAPI(
