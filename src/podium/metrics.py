@@ -32,6 +32,13 @@ RESULTS_FLAGGED = Counter(
     "Results flagged for review (accepted all the same)",
     registry=REGISTRY,
 )
+RECORD_REREADS = Counter(
+    "podium_record_rereads",
+    "Player results whose store transaction had to read again: something changed between "
+    "the match's first read and its write (the same player in two matches at once, a "
+    "freeze, a move between groups)",
+    registry=REGISTRY,
+)
 RESULTS_REJECTED = Counter(
     "podium_results_rejected",
     "Match submissions refused, by HTTP status",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from podium.domain.boards import BoardSpec
+from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import (
     ApiKey,
     Change,
@@ -38,6 +38,17 @@ class SystemClock:
 
 
 @dataclass(frozen=True, slots=True)
+class Seen:
+    """One player's record state in a ``prior_results`` read: the country (which places the
+    targets of grouped boards), and, by placed ``(board, window)``, the frozen windows and
+    the tallies there are."""
+
+    country: str | None
+    frozen: frozenset[tuple[str, str]]
+    tallies: dict[tuple[str, str], Tally]
+
+
+@dataclass(frozen=True, slots=True)
 class PriorResults:
     """What the service checks before it writes a match (``ScoreStore.prior_results``)."""
 
@@ -46,6 +57,9 @@ class PriorResults:
     # (count, oldest recorded_at) of each player's results in the mode since ``since``;
     # players with none are left out
     counts: dict[str, tuple[int, float]]
+    # What each player's record would read, as of the same read, for a store that writes
+    # from it (``ScoreStore.record``); a store that always reads again leaves it empty.
+    seen: dict[str, Seen] = field(default_factory=dict)
 
 
 class ScoreStore(Protocol):
@@ -72,10 +86,12 @@ class ScoreStore(Protocol):
         mode: str,
         recent: int,
         since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
     ) -> PriorResults:
         """What the checks before a match's writes need, in one read: the results stored for
         ``match_id``, the last ``recent`` points of each player in ``mode`` (by endedAt), and,
-        unless ``since`` is None, the count of their results in ``mode`` since then."""
+        unless ``since`` is None, the count of their results in ``mode`` since then; with
+        ``targets``, also what each player's ``record`` of them would read (``seen``)."""
         ...
 
     async def record(
@@ -84,11 +100,16 @@ class ScoreStore(Protocol):
         targets: Sequence[tuple[Target, BoardSpec]],
         now: float,
         hourly_cap: int | None,
+        prior: PriorResults | None = None,
     ) -> RecordOutcome:
         """In one transaction: store the result, fold it into each target's tally, and write
         one outbox row per tally that changed. A retry with the same content returns the
         stored totals and writes nothing; other content raises ``Conflict``; a player over
-        ``hourly_cap`` results in the last hour raises ``RateLimited``."""
+        ``hourly_cap`` results in the last hour raises ``RateLimited``.
+
+        ``prior``: a ``prior_results`` read of the same targets, ``now - HOUR`` and match,
+        which a store may write from instead of reading again, provided nothing in it has
+        changed when the write's locks are granted; the outcome is the same either way."""
         ...
 
     async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:

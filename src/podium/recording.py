@@ -52,6 +52,30 @@ def step(
     return new
 
 
+def fold_targets(
+    live: Sequence[tuple[Target, BoardSpec]],
+    current: dict[tuple[str, str], Tally],
+    result: ResultRecord,
+) -> tuple[dict[str, int], list[tuple[Target, Tally]]]:
+    """Fold one result into every open target, in order: the total on each board, and the
+    tallies that changed in fold order (``current`` is updated as it goes, so a board named
+    twice folds twice). Nothing is written here, so an ``InvalidInput`` from ``step`` leaves
+    nothing half done."""
+    totals: dict[str, int] = {}
+    changes: list[tuple[Target, Tally]] = []
+    for target, spec in live:
+        key = (target.board, target.window)
+        cur = current.get(key)
+        new = step(spec, target, cur, result)
+        if new is not None:
+            current[key] = new
+            changes.append((target, new))
+        final = new or cur
+        assert final is not None
+        totals[target.board] = final.total
+    return totals, changes
+
+
 def open_targets(
     targets: Sequence[tuple[Target, BoardSpec]], frozen: Collection[tuple[str, str]]
 ) -> list[tuple[Target, BoardSpec]]:

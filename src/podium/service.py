@@ -205,7 +205,7 @@ class Podium:
         # before the write transactions; a retry keeps the flag of the first record. The
         # same read holds what the checks below need (one round trip for all of them).
         prior = await self.store.prior_results(
-            match_id, ids, mode.name, RECENT, None if cap is None else now - HOUR
+            match_id, ids, mode.name, RECENT, None if cap is None else now - HOUR, targets
         )
         records = [
             ResultRecord(
@@ -236,9 +236,13 @@ class Podium:
                     f"(cap {cap})",
                     retry_after=int(oldest + HOUR - now) + 1,
                 )
-        # One transaction per player (the store is split by player); they run concurrently.
-        outcomes = await asyncio.gather(*(self.store.record(r, targets, now, cap) for r in records))
+        # One transaction per player (the store is split by player); they run concurrently,
+        # each written from the read above when nothing in it has changed meanwhile.
+        outcomes = await asyncio.gather(
+            *(self.store.record(r, targets, now, cap, prior) for r in records)
+        )
         metrics.RESULTS_ACCEPTED.inc(sum(1 for o in outcomes if not o.replayed))
+        metrics.RECORD_REREADS.inc(sum(1 for o in outcomes if o.reread))
         metrics.RESULTS_FLAGGED.inc(
             sum(1 for o, r in zip(outcomes, records, strict=True) if r.flag and not o.replayed)
         )

@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally
-from podium.domain.models import ApiKey, Profile, ResultRecord, Standing, Target
+from podium.domain.models import (
+    ApiKey,
+    Profile,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
 from podium.domain.windows import WindowKind, WindowRule, grouped
 from podium.errors import (
     Conflict,
@@ -23,7 +30,7 @@ from podium.errors import (
     StoreUnavailable,
     WindowClosed,
 )
-from podium.ports import ScoreStore
+from podium.ports import PriorResults, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 from tests.conftest import stored_results
@@ -245,6 +252,124 @@ async def test_concurrent_identical_retries_fold_once(store: ScoreStore) -> None
     assert all(o.totals == {"day": 7, "week": 7} for o in outs)
     assert (await store.outbox_backlog(NOW))[0] == 2
     assert tally_of(await store.player_standings("p1"), "day").version == 1
+
+
+# -- writing from an earlier read (``prior``) -----------------------------------------------
+# The service reads every player's state for a match once, then records each player with
+# that read. A store may write from it; whatever changed in between, the outcome must be
+# the one a record that reads again gives. (SQLite reads again every time: ``seen`` empty.)
+
+GDAY = BoardSpec("gday", WindowRule(WindowKind.DAY), group_by="country")
+
+
+async def read_then_record(
+    store: ScoreStore, r: ResultRecord, t: list[tuple[Target, BoardSpec]], cap: int | None = None
+) -> tuple[PriorResults, RecordOutcome]:
+    """What ``Podium.record_match`` does for one player."""
+    since = None if cap is None else NOW - 3600
+    prior = await store.prior_results(r.match_id, [r.player_id], r.mode, 5, since, t)
+    return prior, await store.record(r, t, NOW, cap, prior)
+
+
+async def test_prior_read_sees_what_a_record_would_read(
+    store: ScoreStore, backend: tuple[str, str]
+) -> None:
+    await store.set_profile(Profile("p1", country="FR"), NOW)
+    t = targets(T0 + 100, DAY, GDAY, ALL_BEST)
+    for i, points in enumerate([10, 5, 0, 30]):
+        prior, out = await read_then_record(store, result(f"m{i}", points, T0 + 100 + i), t)
+        assert not out.reread and not out.replayed
+    assert out.totals == {"day": 45, "gday": 45, "best": 30}
+    prior = await store.prior_results("m9", ["p1", "p2"], "ranked", 5, None, t)
+    standings = {(s.board, s.window): s.tally for s in await store.player_standings("p1")}
+    if backend[0] == "postgres":  # the store that writes from the read
+        fr = grouped(GDAY.rule.window_at(T0 + 100), "FR").id  # type: ignore[arg-type]
+        assert set(standings) == {("day", t[0][0].window), ("gday", fr), ("best", "all")}
+        assert prior.seen["p1"].tallies == standings
+        assert prior.seen["p1"].country == "FR" and not prior.seen["p1"].frozen
+        assert prior.seen["p2"].tallies == {} and prior.seen["p2"].country is None
+    else:
+        assert prior.seen == {}
+    # one outbox row per change, in order: m2 (0 points) moved nothing but the best board
+    changes = await store.claim_changes(100, 30, NOW)
+    assert [(c.board, c.tally.total) for c in changes if c.board == "day"] == [
+        ("day", 10),
+        ("day", 15),
+        ("day", 45),
+    ]
+
+
+async def test_a_stale_prior_read_is_read_again(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    prior = await store.prior_results("m2", ["p1"], "ranked", 5, None, t)
+    await store.record(result("m1", 10), t, NOW, None)  # lands between the read and the write
+    out = await store.record(result("m2", 5), t, NOW, None, prior)
+    assert out.totals == {"day": 15, "week": 15} and not out.replayed
+    assert out.reread == bool(prior.seen)
+    assert tally_of(await store.player_standings("p1"), "day") == Tally(15, T0 + 100, 2)
+    assert (await store.outbox_backlog(NOW))[0] == 4
+
+
+async def test_a_prior_read_before_the_same_match_landed_is_a_replay(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    await store.record(result("m1", 10), t, NOW, None)
+    out = await store.record(result("m1", 10), t, NOW, None, prior)
+    assert out.replayed and out.totals == {"day": 10, "week": 10}
+    with pytest.raises(Conflict):
+        await store.record(result("m1", 11), t, NOW, None, prior)
+    assert (await store.outbox_backlog(NOW))[0] == 2
+
+
+async def test_a_freeze_after_the_prior_read_keeps_the_result_out(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    await store.record(result("m0", 1, player="p2"), t, NOW, None)
+    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    day = DAY.rule.window_at(T0 + 100)
+    assert day is not None
+    assert await store.freeze(DAY, day, 100, NOW)
+    out = await store.record(result("m1", 10), t, NOW, None, prior)
+    assert out.totals == {"week": 10}  # the day was frozen before the write: not counted
+    assert [e.player_id for e in await store.final_page("day", day.id, 1, 10)] == ["p2"]
+    assert {s.board for s in await store.player_standings("p1")} == {"week"}
+
+
+async def test_a_move_between_groups_after_the_prior_read(store: ScoreStore) -> None:
+    base = GDAY.rule.window_at(T0 + 100)
+    assert base is not None
+    t = targets(T0 + 100, GDAY)
+    await store.set_profile(Profile("p1", country="FR"), NOW)
+    await store.record(result("m0", 3), t, NOW, None)
+    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    await store.set_profile(Profile("p1", country="DE"), NOW)
+    out = await store.record(result("m1", 10), t, NOW, None, prior)
+    assert out.totals == {"gday": 13} and out.reread == bool(prior.seen)
+    assert {s.window: s.tally.total for s in await store.player_standings("p1")} == {
+        grouped(base, "DE").id: 13
+    }
+
+
+async def test_the_hourly_cap_holds_against_a_stale_prior_read(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    await store.record(result("m1", 1), t, NOW - 100, 2)
+    prior = await store.prior_results("m3", ["p1"], "ranked", 5, NOW - 3600, t)
+    assert prior.counts == {"p1": (1, NOW - 100)}
+    await store.record(result("m2", 1), t, NOW - 50, 2)
+    with pytest.raises(RateLimited):
+        await store.record(result("m3", 1), t, NOW, 2, prior)
+    assert await stored_results(store, "m3", ["p1"]) == {}
+
+
+async def test_concurrent_records_of_one_player_from_prior_reads_all_fold(
+    store: ScoreStore,
+) -> None:
+    t = targets(T0 + 100, DAY)
+    outs = await asyncio.gather(
+        *(read_then_record(store, result(f"m{i}", i + 1, T0 + 100 + i), t) for i in range(20))
+    )
+    assert not any(o.replayed for _, o in outs)
+    assert tally_of(await store.player_standings("p1"), "day") == Tally(210, T0 + 119, 20)
+    assert (await store.outbox_backlog(NOW))[0] == 20
 
 
 async def test_prior_results_reads_what_the_checks_need(store: ScoreStore) -> None:

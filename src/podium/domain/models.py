@@ -105,6 +105,9 @@ class RecordOutcome:
 
     totals: dict[str, int] = field(default_factory=dict)  # board name -> total
     replayed: bool = False  # True when it was already recorded with the same content
+    # True when the store was given an earlier read to write from (``prior``) and, that read
+    # being out of date by then, read again instead
+    reread: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -38,15 +39,15 @@ from podium.domain.models import (
 )
 from podium.domain.windows import GROUP_SEP, Window, split_group
 from podium.errors import StoreUnavailable
-from podium.ports import PriorResults
+from podium.ports import PriorResults, Seen
 from podium.recording import (
     HOUR,
     UNKNOWN_GROUP,
     check_cap,
     check_replay,
+    fold_targets,
     open_targets,
     place_in_groups,
-    step,
 )
 from podium.store import postgres_windows as lifecycle
 from podium.store.common import migrations
@@ -84,20 +85,45 @@ _RECORD_READ = (
     "LEFT JOIN results r ON r.player_id = $1 AND r.match_id = $2"
 )
 # Every write of a record in one statement: the result, each changed tally at its last
-# value ($10-$15), and one outbox row per change in fold order ($16-$20; ids follow n).
+# value ($10-$15), and one outbox row per change in fold order ($16-$20; migration 006).
 _RECORD_WRITE = (
-    f"WITH result AS (INSERT INTO results ({_RESULT_COLS}, recorded_at, flag) "
-    "  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)), "
-    "tally AS (INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, "
-    "  scored) SELECT b, w, $1, t, r, v, s FROM unnest($10::text[], $11::text[], "
-    "  $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[]) AS u(b, w, t, r, v, s) "
-    "  ON CONFLICT (board, window_id, player_id) DO UPDATE SET total = excluded.total, "
-    "  reached_at = excluded.reached_at, version = excluded.version, "
-    "  scored = excluded.scored) "
-    "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-    "committed_at) SELECT b, w, $1, t, r, v, $8 FROM unnest($16::text[], $17::text[], "
-    "$18::bigint[], $19::bigint[], $20::bigint[]) WITH ORDINALITY AS u(b, w, t, r, v, n) "
-    "ORDER BY n"
+    "SELECT podium_write_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], "
+    "$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
+    "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[])"
+)
+# A whole record in one autocommitted statement, from a state read before (migration 006):
+# the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
+# the writes as above ($24-$34). Returns false, having written nothing, if any of it changed.
+_RECORD_SEEN = (
+    "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+    "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "
+    "$21::bigint[], $22::bigint[], $23::boolean[], $24::text[], $25::text[], $26::bigint[], "
+    "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
+    "$33::bigint[], $34::bigint[])"
+)
+# The checks before a match's writes, for every player in one statement: the result this
+# match already has (columns 1-5), the last $4 points in the mode, the count and oldest of
+# results since $5, the country, and with targets ($6-$8, grouped ones placed in the
+# player's group as ``place_in_groups`` does, with $9 and $10), per target in order whether
+# its window is frozen and its tally (NULL when none).
+_PRIOR_READ = (
+    "SELECT p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
+    "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
+    "  ORDER BY ended_at DESC LIMIT $4), cap.n, cap.oldest, pr.country, t.* "
+    "FROM unnest($1::text[]) AS p "
+    "LEFT JOIN results e ON e.player_id = p AND e.match_id = $2 "
+    "LEFT JOIN profiles pr ON pr.player_id = p "
+    "CROSS JOIN LATERAL (SELECT COUNT(*), MIN(recorded_at) FROM results "
+    "  WHERE player_id = p AND mode = $3 AND recorded_at >= $5::float8) AS cap(n, oldest) "
+    "CROSS JOIN LATERAL (SELECT array_agg(f.board IS NOT NULL ORDER BY u.n), "
+    "  array_agg(x.total ORDER BY u.n), array_agg(x.reached_at ORDER BY u.n), "
+    "  array_agg(x.version ORDER BY u.n), array_agg(x.scored ORDER BY u.n) "
+    "  FROM unnest($6::text[], $7::text[], $8::boolean[]) WITH ORDINALITY AS u(b, w, g, n) "
+    "  CROSS JOIN LATERAL (SELECT CASE WHEN u.g "
+    "    THEN u.w || $9 || COALESCE(NULLIF(pr.country, ''), $10) ELSE u.w END) AS pl(w) "
+    "  LEFT JOIN frozen_windows f ON f.board = u.b AND f.window_id = pl.w "
+    "  LEFT JOIN tallies x ON x.board = u.b AND x.window_id = pl.w AND x.player_id = p"
+    ") AS t"
 )
 
 # Advisory lock keys. The single-bigint and the two-int4 key spaces do not overlap, so the
@@ -142,16 +168,22 @@ def window_key(board: str, window: str) -> int:
     return _player_key(f"{board}\x00{base}")
 
 
+def _window_locks(targets: Sequence[Target]) -> list[int]:
+    return sorted({window_key(t.board, t.window) for t in targets})
+
+
 def _record_locks(player_id: str, targets: Sequence[Target]) -> str:
     """The advisory locks of one record, as SQL text: the player's lock, then shared locks on
-    the target windows in key order. A freeze takes its window's lock exclusively, so a
-    result either commits before the freeze reads the standings, or sees the window frozen.
-    The keys are integers computed here, so writing them into the text is safe (a string
-    never would be)."""
-    windows = sorted({window_key(t.board, t.window) for t in targets})
+    the target windows in key order (``podium_record_seen`` takes the same). A freeze takes
+    its window's lock exclusively, so a result either commits before the freeze reads the
+    standings, or sees the window frozen. The keys are integers computed here, so writing
+    them into the text is safe (a string never would be)."""
     return "; ".join(
         [f"SELECT pg_advisory_xact_lock({_RECORD_NS}, {_player_key(player_id)})"]
-        + [f"SELECT pg_advisory_xact_lock_shared({_WINDOW_NS}, {k})" for k in windows]
+        + [
+            f"SELECT pg_advisory_xact_lock_shared({_WINDOW_NS}, {k})"
+            for k in _window_locks(targets)
+        ]
     )
 
 
@@ -365,27 +397,47 @@ class PostgresStore:
         mode: str,
         recent: int,
         since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
     ) -> PriorResults:
+        boards, windows = _pairs([t for t, _ in targets])
         rows = await self._fetch(
-            "SELECT p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
-            "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
-            "  ORDER BY ended_at DESC LIMIT $4), cap.n, cap.oldest "
-            "FROM unnest($1::text[]) AS p "
-            "LEFT JOIN results e ON e.player_id = p AND e.match_id = $2 "
-            "CROSS JOIN LATERAL (SELECT COUNT(*), MIN(recorded_at) FROM results "
-            "  WHERE player_id = p AND mode = $3 AND recorded_at >= $5::float8) AS cap(n, oldest)",
+            _PRIOR_READ,
             list(player_ids),
             match_id,
             mode,
             recent,
             since,
+            boards,
+            windows,
+            [spec.group_by is not None for _, spec in targets],
+            GROUP_SEP,
+            UNKNOWN_GROUP,
         )
+        seen = {}
+        if targets:
+            for r in rows:
+                placed = place_in_groups(targets, r[9])
+                frozen_flags, *tally_columns = (a or [] for a in r[10:15])
+                seen[r[0]] = Seen(
+                    r[9],
+                    frozenset(
+                        (t.board, t.window)
+                        for (t, _), f in zip(placed, frozen_flags, strict=True)
+                        if f
+                    ),
+                    {
+                        (t.board, t.window): Tally(*tally)
+                        for (t, _), *tally in zip(placed, *tally_columns, strict=True)
+                        if tally[0] is not None
+                    },
+                )
         return PriorResults(
             existing={
                 r[0]: ResultRecord(r[0], match_id, *r[1:6]) for r in rows if r[1] is not None
             },
             recent_points={r[0]: list(r[6]) for r in rows},
             counts={r[0]: (r[7], r[8]) for r in rows if r[7] > 0},
+            seen=seen,
         )
 
     async def record(
@@ -394,80 +446,26 @@ class PostgresStore:
         targets: Sequence[tuple[Target, BoardSpec]],
         now: float,
         hourly_cap: int | None,
+        prior: PriorResults | None = None,
     ) -> RecordOutcome:
         pid = result.player_id
-        locks = _record_locks(pid, [t for t, _ in targets])
-        grouped = any(spec.group_by for _, spec in targets)
         since = None if hourly_cap is None else float(now - HOUR)
+        seen = None
+        if prior is not None and pid not in prior.existing:
+            seen = prior.seen.get(pid)
 
         async def run(c: Conn) -> RecordOutcome:
-            async with _transaction(c, locks):
-                # Every read is a statement after the locks: READ COMMITTED takes a snapshot
-                # per statement, so it sees whatever committed before they were granted.
-                country = None
-                if grouped:
-                    # The player's group, under the same lock a move between groups takes.
-                    country = await c.fetchval(
-                        "SELECT country FROM profiles WHERE player_id = $1", pid
-                    )
-                placed = place_in_groups(targets, country)
-                boards, windows = _pairs([t for t, _ in placed])
-                row = await c.fetchrow(
-                    _RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
-                )
-                assert row is not None
-                frozen_flags, *tally_columns = (a or [] for a in row[7:12])
-                current = {
-                    (t.board, t.window): Tally(*tally)
-                    for (t, _), *tally in zip(placed, *tally_columns, strict=True)
-                    if tally[0] is not None
-                }
-                if row[0] is not None:
-                    check_replay(ResultRecord(pid, result.match_id, *row[0:5]), result)
-                    # In target order, like sqlite.py, so a repeated board name resolves
-                    # the same way.
-                    stored = {
-                        t.board: current[(t.board, t.window)].total
-                        for t, _ in placed
-                        if (t.board, t.window) in current
-                    }
-                    return RecordOutcome(stored, True)
+            if seen is not None:
+                assert prior is not None
+                count, oldest = prior.counts.get(pid, (0, None))
                 if hourly_cap is not None:
-                    check_cap(row[5], hourly_cap, row[6], now, result)
-                frozen = {
-                    (t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f
-                }
-                live = open_targets(placed, frozen)
-                # Fold everything first (step() may refuse with InvalidInput, and then
-                # nothing is written), then write it all in one statement.
-                totals: dict[str, int] = {}
-                changes: list[tuple[Target, Tally]] = []
-                for target, spec in live:
-                    cur = current.get((target.board, target.window))
-                    new = step(spec, target, cur, result)
-                    if new is not None:
-                        current[(target.board, target.window)] = new
-                        changes.append((target, new))
-                    final = new or cur
-                    assert final is not None
-                    totals[target.board] = final.total
-                last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
-                await c.execute(
-                    _RECORD_WRITE,
-                    pid,
-                    result.match_id,
-                    result.key_id,
-                    result.mode,
-                    result.ended_at,
-                    result.duration_s,
-                    result.points,
-                    float(now),
-                    result.flag,
-                    *_columns(last),
-                    [n.scored for _, n in last],
-                    *_columns(changes),
-                )
-                return RecordOutcome(totals, False)
+                    check_cap(count, hourly_cap, oldest, now, result)
+                written = await _record_seen(c, result, targets, seen, now, since, count)
+                if written is not None:
+                    return written
+                out = await _record_locked(c, result, targets, now, since, hourly_cap)
+                return dataclasses.replace(out, reread=True)
+            return await _record_locked(c, result, targets, now, since, hourly_cap)
 
         # The player lock already orders identical retries; the unique retry covers a writer
         # that inserts results without it.
@@ -658,6 +656,118 @@ class PostgresStore:
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
         await self._run(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
+
+
+async def _record_seen(
+    c: Conn,
+    result: ResultRecord,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    seen: Seen,
+    now: float,
+    since: float | None,
+    count: int,
+) -> RecordOutcome | None:
+    """A record in one round trip, folded from what ``prior_results`` saw; None (nothing
+    written) when any of it changed before the locks were granted."""
+    pid = result.player_id
+    placed = place_in_groups(targets, seen.country)
+    live = open_targets(placed, seen.frozen)
+    totals, changes = fold_targets(live, dict(seen.tallies), result)
+    was = [seen.tallies.get((t.board, t.window)) for t, _ in live]
+    last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
+    boards, windows = _pairs([t for t, _ in live])
+    written = await c.fetchval(
+        _RECORD_SEEN,
+        *_result_args(result, now),
+        _RECORD_NS,
+        _player_key(pid),
+        _WINDOW_NS,
+        _window_locks([t for t, _ in targets]),
+        any(spec.group_by for _, spec in targets),
+        seen.country,
+        since,
+        count,
+        boards,
+        windows,
+        [x and x.total for x in was],
+        [x and x.reached_at for x in was],
+        [x and x.version for x in was],
+        [x and x.scored for x in was],
+        *_write_args(last, changes),
+    )
+    return RecordOutcome(totals, False) if written else None
+
+
+async def _record_locked(
+    c: Conn,
+    result: ResultRecord,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    now: float,
+    since: float | None,
+    hourly_cap: int | None,
+) -> RecordOutcome:
+    """A record that reads everything it decides on inside its transaction, after its
+    locks: four round trips (five on grouped boards)."""
+    pid = result.player_id
+    async with _transaction(c, _record_locks(pid, [t for t, _ in targets])):
+        # Every read is a statement after the locks: READ COMMITTED takes a snapshot per
+        # statement, so it sees whatever committed before they were granted.
+        country = None
+        if any(spec.group_by for _, spec in targets):
+            # The player's group, under the same lock a move between groups takes.
+            country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
+        placed = place_in_groups(targets, country)
+        boards, windows = _pairs([t for t, _ in placed])
+        row = await c.fetchrow(
+            _RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
+        )
+        assert row is not None
+        frozen_flags, *tally_columns = (a or [] for a in row[7:12])
+        current = {
+            (t.board, t.window): Tally(*tally)
+            for (t, _), *tally in zip(placed, *tally_columns, strict=True)
+            if tally[0] is not None
+        }
+        if row[0] is not None:
+            check_replay(ResultRecord(pid, result.match_id, *row[0:5]), result)
+            # In target order, like sqlite.py, so a repeated board name resolves the same way.
+            stored = {
+                t.board: current[(t.board, t.window)].total
+                for t, _ in placed
+                if (t.board, t.window) in current
+            }
+            return RecordOutcome(stored, True)
+        if hourly_cap is not None:
+            check_cap(row[5], hourly_cap, row[6], now, result)
+        frozen = {(t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f}
+        # Fold everything first (step() may refuse with InvalidInput, and then nothing is
+        # written), then write it all in one statement.
+        totals, changes = fold_targets(open_targets(placed, frozen), current, result)
+        last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
+        await c.execute(_RECORD_WRITE, *_result_args(result, now), *_write_args(last, changes))
+        return RecordOutcome(totals, False)
+
+
+def _result_args(result: ResultRecord, now: float) -> list[object]:
+    return [
+        result.player_id,
+        result.match_id,
+        result.key_id,
+        result.mode,
+        result.ended_at,
+        result.duration_s,
+        result.points,
+        float(now),
+        result.flag,
+    ]
+
+
+def _write_args(
+    last: list[tuple[Target, Tally]], changes: list[tuple[Target, Tally]]
+) -> list[object]:
+    """The tally and outbox columns of ``podium_write_record``: each changed tally at its last
+    value, then every change in fold order."""
+    return [*_columns(last), [n.scored for _, n in last], *_columns(changes)]
 
 
 async def _move_groups(c: Conn, player_id: str, old: str, new: str, now: float) -> None:

@@ -190,7 +190,10 @@ class SqliteStore:
         mode: str,
         recent: int,
         since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
     ) -> PriorResults:
+        # No ``seen``: a record here is one local transaction, which reads as cheaply as it
+        # would check what an earlier read saw.
         ids = list(player_ids)
 
         def run(c: sqlite3.Connection) -> PriorResults:
@@ -208,6 +211,7 @@ class SqliteStore:
         targets: Sequence[tuple[Target, BoardSpec]],
         now: float,
         hourly_cap: int | None,
+        prior: PriorResults | None = None,
     ) -> RecordOutcome:
         def run(c: sqlite3.Connection) -> RecordOutcome:
             country = c.execute(
