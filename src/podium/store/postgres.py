@@ -246,7 +246,8 @@ class PostgresStore:
         self._connect_timeout = connect_timeout
         self._command_timeout = command_timeout
         self._acquire_timeout = acquire_timeout
-        # Two pools: transactions and writes in one, single-statement reads in the other.
+        # Two pools: a match's statements (its read, its writes) and the other writes in
+        # one, the single-statement reads of the board and admin endpoints in the other.
         # Write transactions hold their connection through lock waits and commit flushes;
         # from one shared pool, a burst of them took every connection, and board reads
         # (which look up names here) queued behind them: read p99 followed write p99.
@@ -408,19 +409,11 @@ class PostgresStore:
         targets: Sequence[tuple[Target, BoardSpec]] = (),
     ) -> PriorResults:
         boards, windows = _pairs([t for t, _ in targets])
-        rows = await self._fetch(
-            _PRIOR_READ,
-            list(player_ids),
-            match_id,
-            mode,
-            recent,
-            since,
-            boards,
-            windows,
-            [spec.group_by is not None for _, spec in targets],
-            GROUP_SEP,
-            UNKNOWN_GROUP,
-        )
+        args = (list(player_ids), match_id, mode, recent, since, boards, windows)
+        groups = ([spec.group_by is not None for _, spec in targets], GROUP_SEP, UNKNOWN_GROUP)
+        # On the writes' pool: this read is the first step of a match's writes, and comes
+        # in bursts with them, which the board reads should not queue behind.
+        rows = await self._run(lambda c: c.fetch(_PRIOR_READ, *args, *groups), tx=False)
         seen = {}
         if targets:
             for r in rows:
