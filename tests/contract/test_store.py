@@ -442,6 +442,30 @@ async def test_grouped_windows_freeze_against_concurrent_records(store: ScoreSto
     assert sum(weekly) == sum(1 + i for i in range(40))  # every result counted for the week
 
 
+async def test_postgres_vacuums_the_outbox_it_drains(postgres_url: str) -> None:
+    """Postgres only: claims and acks leave dead rows that autovacuum reaches too late."""
+    store = PostgresStore(postgres_url, vacuum_outbox_every=30)
+    await store.migrate()
+
+    async def vacuums() -> int:
+        rows = await store._fetch(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'outbox'"
+        )
+        return int(rows[0][0])
+
+    try:
+        before = await vacuums()
+        t = targets(T0 + 100)
+        for i in range(20):  # 40 outbox rows: one vacuum at the 30th acked row
+            await store.record(result(f"m{i}", 1, player=f"p{i}"), t, NOW, None)
+        for _ in range(4):
+            await store.ack_changes([c.id for c in await store.claim_changes(10, 30, NOW)])
+        assert await store.outbox_backlog(NOW) == (0, 0.0)
+        assert await vacuums() == before + 1
+    finally:
+        await store.close()
+
+
 # -- standings ------------------------------------------------------------------------------
 
 
