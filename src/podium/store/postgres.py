@@ -133,13 +133,6 @@ _RECORD_NS = 0x7064_0001
 _FRIENDS_NS = 0x7064_0002
 _WINDOW_NS = 0x7064_0003
 
-# Every statement podium prepares is a lookup by key whose best plan does not depend on
-# the values bound. Left to itself Postgres plans the statements that take arrays (unnest)
-# again on every call, as their generic plan looks dearer than the custom ones it tried
-# first, and planning cost as much as running them: the match read took 0.74 ms a call
-# against 0.37 ms with its generic plan, measured on one connection.
-_SESSION = {"plan_cache_mode": "force_generic_plan"}
-
 _ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
 
 # Not reaching the server, or the server refusing work: worth a clear "unreachable".
@@ -277,7 +270,6 @@ class PostgresStore:
                     timeout=self._connect_timeout,
                     command_timeout=self._command_timeout,
                     reset=_keep_session,
-                    server_settings=_SESSION,
                 )
             return self._pools[reads]
 
