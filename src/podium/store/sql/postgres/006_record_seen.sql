@@ -1,7 +1,7 @@
 -- Both functions run with enable_seqscan off. PL/pgSQL keeps a generic plan per statement,
 -- and one made while a table was new and empty scans it whole; on a fresh database that plan
 -- stayed until autovacuum next analyzed the table (up to a minute), and Postgres went from
--- half a core to 1.4 cores at 500 results/s, reading 110 million tally rows in a few
+-- half a core to 1.1-1.4 cores at 500 results/s, reading 110 million tally rows in a few
 -- seconds. Every statement here is a lookup by key, which an index always serves best.
 
 -- The writes of one record: the result, each changed tally at its last value, and one
