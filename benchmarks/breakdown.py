@@ -138,15 +138,21 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
         count = iter(range(10**9))
         now = int(time.time())
 
-        async def claim() -> Any:
-            return await b.store.claim_match(f"bd-claim-{next(count)}", api_key.id, time.time())
+        targets = pod.targets("default", now, now)
 
-        await step("store.claim_match (1 write statement)", claim, n)
-        await step(
-            "store.prior_results (1 read: stored, recent, cap)",
-            lambda: b.store.prior_results("bd-none", [pid(), pid()], "default", 20, time.time()),
-            n,
-        )
+        async def open_match() -> Any:
+            return await b.store.open_match(
+                f"bd-open-{next(count)}",
+                api_key.id,
+                time.time(),
+                [pid(), pid()],
+                "default",
+                20,
+                time.time() - 3600,
+                targets,
+            )
+
+        await step("store.open_match (1 statement: claim, then the checks' read)", open_match, n)
 
         async def record() -> Any:
             ps = [PlayerResult(pid(), 10), PlayerResult(pid(), 20)]

@@ -94,6 +94,21 @@ class ScoreStore(Protocol):
         ``targets``, also what each player's ``record`` of them would read (``seen``)."""
         ...
 
+    async def open_match(
+        self,
+        match_id: str,
+        key_id: str,
+        now: float,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
+    ) -> tuple[str, PriorResults]:
+        """``claim_match`` and then ``prior_results``, in one round trip where the store
+        can: the first step of recording a match. Returns (the owner's key id, the read)."""
+        ...
+
     async def record(
         self,
         result: ResultRecord,

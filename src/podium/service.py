@@ -196,17 +196,24 @@ class Podium:
         if not targets and any(b.counts(mode.name) for b in self.settings.boards):
             raise WindowClosed(f"endedAt is before every open window of mode {mode.name!r}")
 
-        owner = await self.store.claim_match(match_id, key.id, now)
-        if owner != key.id:
-            raise Forbidden(f"match {match_id} was recorded by another game server")
         ids = [r.player_id for r in results]
         cap = mode.max_results_per_player_per_hour
-        # Flags are advisory (a look before prizes), so they are worked out from a read
-        # before the write transactions; a retry keeps the flag of the first record. The
-        # same read holds what the checks below need (one round trip for all of them).
-        prior = await self.store.prior_results(
-            match_id, ids, mode.name, RECENT, None if cap is None else now - HOUR, targets
+        # The match is claimed for this key (unless another has it) in the same round trip
+        # as the read of everything the checks below need, and each player's write after:
+        # flags are advisory (a look before prizes), so they are worked out from this read;
+        # a retry keeps the flag of the first record.
+        owner, prior = await self.store.open_match(
+            match_id,
+            key.id,
+            now,
+            ids,
+            mode.name,
+            RECENT,
+            None if cap is None else now - HOUR,
+            targets,
         )
+        if owner != key.id:
+            raise Forbidden(f"match {match_id} was recorded by another game server")
         records = [
             ResultRecord(
                 r.player_id,

@@ -129,6 +129,30 @@ async def test_concurrent_claims_of_one_match_agree_on_the_owner(store: ScoreSto
         assert len(set(owners)) == 1 and owners[0] in {f"k{i}" for i in range(8)}
 
 
+async def test_open_match_claims_and_reads_in_one_call(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    await store.record(result("m1", 10, player="a"), t, NOW - 100, None)
+    await store.record(result("m0", 7, player="a"), t, NOW - 50, None)
+    owner, prior = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, NOW - 3600, t)
+    assert owner == "k1"
+    assert prior == await store.prior_results("m1", ["a", "b"], "ranked", 5, NOW - 3600, t)
+    assert prior.existing == {"a": result("m1", 10, player="a")}
+    assert prior.counts == {"a": (2, NOW - 100)}
+    # the first key keeps the match; another key reads who has it
+    assert (await store.open_match("m1", "k2", NOW, ["a"], "ranked", 5, None))[0] == "k1"
+    assert (await store.open_match("m2", "k2", NOW, [], "ranked", 5, None))[0] == "k2"
+    assert await store.claim_match("m2", "k1", NOW) == "k2"
+
+
+async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStore) -> None:
+    for m in range(10):
+        opened = await asyncio.gather(
+            *(store.open_match(f"m{m}", f"k{i}", NOW, ["p1"], "ranked", 5, None) for i in range(8))
+        )
+        owners = {owner for owner, _ in opened}
+        assert len(owners) == 1 and owners <= {f"k{i}" for i in range(8)}
+
+
 # -- recording ------------------------------------------------------------------------------
 
 

@@ -101,15 +101,37 @@ _RECORD_SEEN = (
     "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
     "$33::bigint[], $34::bigint[])"
 )
+
+
+# Claiming a match id: the insert does nothing if the id has an owner, and the owner is
+# whoever inserted first (NULL when that was a concurrent claim this snapshot cannot see).
+def _claim(match: str, key: str, now: str) -> str:
+    return (
+        f"WITH claimed AS (INSERT INTO matches VALUES ({match}, {key}, {now}) "
+        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
+    )
+
+
+def _owner_of(match: str) -> str:
+    return (
+        "COALESCE((SELECT key_id FROM claimed), "
+        f"(SELECT key_id FROM matches WHERE match_id = {match}))"
+    )
+
+
+_CLAIM = f"{_claim('$1', '$2', '$3')} SELECT {_owner_of('$1')}"
+
 # The checks before a match's writes, for every player in one statement: the result this
 # match already has (columns 1-5), the last $4 points in the mode, the count and oldest of
 # results since $5, the country, and with targets ($6-$8, grouped ones placed in the
 # player's group as ``place_in_groups`` does, with $9 and $10), per target in order whether
 # its window is frozen and its tally (NULL when none).
-_PRIOR_READ = (
-    "SELECT p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
+_PRIOR_COLUMNS = (
+    "p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
     "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
-    "  ORDER BY ended_at DESC LIMIT $4), cap.n, cap.oldest, pr.country, t.* "
+    "  ORDER BY ended_at DESC LIMIT $4), cap.n, cap.oldest, pr.country, t.*"
+)
+_PRIOR_FROM = (
     "FROM unnest($1::text[]) AS p "
     "LEFT JOIN results e ON e.player_id = p AND e.match_id = $2 "
     "LEFT JOIN profiles pr ON pr.player_id = p "
@@ -124,6 +146,12 @@ _PRIOR_READ = (
     "  LEFT JOIN frozen_windows f ON f.board = u.b AND f.window_id = pl.w "
     "  LEFT JOIN tallies x ON x.board = u.b AND x.window_id = pl.w AND x.player_id = p"
     ") AS t"
+)
+_PRIOR_READ = f"SELECT {_PRIOR_COLUMNS} {_PRIOR_FROM}"
+# The claim and the read in one statement, the claim's key and time after the read's
+# parameters ($11, $12); the owner is the last column of every row.
+_OPEN_MATCH = (
+    f"{_claim('$2', '$11', '$12')} SELECT {_PRIOR_COLUMNS}, {_owner_of('$2')} {_PRIOR_FROM}"
 )
 
 # Advisory lock keys. The single-bigint and the two-int4 key spaces do not overlap, so the
@@ -375,24 +403,34 @@ class PostgresStore:
 
     async def claim_match(self, match_id: str, key_id: str, now: float) -> str:
         async def run(c: Conn) -> str:
-            owner = await c.fetchval(
-                "WITH claimed AS (INSERT INTO matches VALUES ($1, $2, $3) "
-                "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
-                "SELECT COALESCE((SELECT key_id FROM claimed), "
-                "(SELECT key_id FROM matches WHERE match_id = $1))",
-                match_id,
-                key_id,
-                float(now),
-            )
-            if owner is None:
-                # DO NOTHING waited for a concurrent claim of the same id to commit, after
-                # this statement's snapshot was taken: only a new statement (READ COMMITTED)
-                # sees whoever won.
-                owner = await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id)
-            return str(owner)
+            owner = await c.fetchval(_CLAIM, match_id, key_id, float(now))
+            return await _owner(c, match_id, owner)
 
         # One statement, so autocommit: BEGIN and COMMIT would only add round trips.
         return await self._run(run, tx=False)
+
+    async def open_match(
+        self,
+        match_id: str,
+        key_id: str,
+        now: float,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
+    ) -> tuple[str, PriorResults]:
+        if not player_ids:  # the read has a row per player, and so nowhere to put the owner
+            return await self.claim_match(match_id, key_id, now), PriorResults({}, {}, {})
+        args = (*self._prior_args(match_id, player_ids, mode, recent, since, targets), key_id)
+
+        async def run(c: Conn) -> tuple[str, list[asyncpg.Record]]:
+            rows = await c.fetch(_OPEN_MATCH, *args, float(now))
+            return await _owner(c, match_id, rows[0][-1]), rows
+
+        # One autocommitted statement: the claim commits with it, as it did on its own.
+        owner, rows = await self._run(run, tx=False)
+        return owner, self._prior(match_id, rows, targets)
 
     async def prior_results(
         self,
@@ -403,12 +441,40 @@ class PostgresStore:
         since: float | None,
         targets: Sequence[tuple[Target, BoardSpec]] = (),
     ) -> PriorResults:
-        boards, windows = _pairs([t for t, _ in targets])
-        args = (list(player_ids), match_id, mode, recent, since, boards, windows)
-        groups = ([spec.group_by is not None for _, spec in targets], GROUP_SEP, UNKNOWN_GROUP)
+        args = self._prior_args(match_id, player_ids, mode, recent, since, targets)
         # On the writes' pool: this read is the first step of a match's writes, and comes
         # in bursts with them, which the board reads should not queue behind.
-        rows = await self._run(lambda c: c.fetch(_PRIOR_READ, *args, *groups), tx=False)
+        rows = await self._run(lambda c: c.fetch(_PRIOR_READ, *args), tx=False)
+        return self._prior(match_id, rows, targets)
+
+    @staticmethod
+    def _prior_args(
+        match_id: str,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]],
+    ) -> tuple[object, ...]:
+        boards, windows = _pairs([t for t, _ in targets])
+        grouped = [spec.group_by is not None for _, spec in targets]
+        return (
+            list(player_ids),
+            match_id,
+            mode,
+            recent,
+            since,
+            boards,
+            windows,
+            grouped,
+            GROUP_SEP,
+            UNKNOWN_GROUP,
+        )
+
+    @staticmethod
+    def _prior(
+        match_id: str, rows: list[asyncpg.Record], targets: Sequence[tuple[Target, BoardSpec]]
+    ) -> PriorResults:
         seen = {}
         if targets:
             for r in rows:
@@ -667,6 +733,14 @@ class PostgresStore:
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
         await self._run(lambda c: lifecycle.set_archive(c, board, window, archive, checksum))
+
+
+async def _owner(c: Conn, match_id: str, owner: str | None) -> str:
+    if owner is None:
+        # DO NOTHING waited for a concurrent claim of the same id to commit, after this
+        # statement's snapshot was taken: only a new statement (READ COMMITTED) sees who won.
+        owner = await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id)
+    return str(owner)
 
 
 async def _record_seen(

@@ -183,6 +183,21 @@ class SqliteStore:
 
         return await self._write(run)
 
+    async def open_match(
+        self,
+        match_id: str,
+        key_id: str,
+        now: float,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
+    ) -> tuple[str, PriorResults]:
+        # Two local calls: there is no round trip to save.
+        owner = await self.claim_match(match_id, key_id, now)
+        return owner, await self.prior_results(match_id, player_ids, mode, recent, since, targets)
+
     async def prior_results(
         self,
         match_id: str,
