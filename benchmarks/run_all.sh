@@ -20,3 +20,5 @@ for cfg in embedded production; do
   "$PY" benchmarks/reads.py --config "$cfg" --players 20000 --concurrency 16,64 --duration 3 \
     --quiet "$QUIET"
 done
+echo "=== record_paths.py (production)"
+"$PY" benchmarks/record_paths.py --records 500 --repeat 2
