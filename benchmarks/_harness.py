@@ -90,6 +90,7 @@ class Server:
     port: int
     log_path: Path
     proc: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] | None = None  # added to this process's environment
 
     @property
     def url(self) -> str:
@@ -165,17 +166,23 @@ class Server:
 
 
 def start_server(stack: contextlib.ExitStack, server: Server) -> Server:
-    server.start()
+    server.start(server.env)
     stack.callback(server.stop)
     return server
 
 
 def podium_server(
-    stack: contextlib.ExitStack, env: Env, profile: Path | None = None, processes: int = 0
+    stack: contextlib.ExitStack,
+    env: Env,
+    profile: Path | None = None,
+    processes: int = 0,
+    api: str = "all",
 ) -> Server:
     """``podium serve`` with every role in one process, or (``processes`` > 0) with that many
     API processes and one of roles; with ``profile`` under cProfile, the stats written to
-    that file when it stops (the timings are then not representative)."""
+    that file when it stops (the timings are then not representative). ``api`` "read": a
+    process for reads only, without the background roles; "write": for writes only, with
+    them (``server.api``)."""
     port = free_port()
     argv = [sys.executable]
     if profile is not None:
@@ -183,7 +190,12 @@ def podium_server(
     argv += ["-m", "podium", "serve", "--config", str(env.config_path), "--port", str(port)]
     if processes > 0:
         argv += ["--processes", str(processes)]
-    return start_server(stack, Server("podium", argv, port, env.tmp / "podium-serve.log"))
+    if api == "read":
+        argv += ["--no-workers"]
+    name = "podium" if api == "all" else f"podium-{api}"
+    log = env.tmp / f"{name}-serve.log"
+    server = Server(name, argv, port, log, env={"PODIUM_SERVER_API": api})
+    return start_server(stack, server)
 
 
 def bare_server(stack: contextlib.ExitStack, env: Env) -> Server:

@@ -29,6 +29,11 @@
    ``--read-rate`` rank reads/s (default 500) under the same writes. The writer's own accept
    latency is printed under each of those cells.
 
+``--split`` (production) serves the reads from one podium process (``server.api = "read"``,
+no background roles) and the writes from another (``"write"``, with the roles), as a fleet
+that runs them apart would; the server CPU shown is then the reads' process, the other's
+beside it.
+
 ``--repeat N`` repeats steps 3-4 and prints the median and range. ``--quiet F`` waits before
 each cell for a second in which the machine is less than F busy. Everything it creates (the
 temporary directory, the Postgres database ``podium_bench_*``, the Redis keys under
@@ -83,6 +88,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--concurrency", default="16,32,64")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per measured cell")
     p.add_argument("--write-rate", type=float, default=250.0, help="matches/s of 2 players")
+    p.add_argument(
+        "--split",
+        action="store_true",
+        help="production only: reads to a podium process of their own (server.api = read), "
+        "writes and the background roles to another (server.api = write)",
+    )
     p.add_argument(
         "--load-concurrency",
         type=int,
@@ -233,16 +244,23 @@ async def http_cell(
 
 
 async def open_read_cell(
-    server: Server, path_for: Callable[[], str], rate: float, duration: float, kind: str
+    server: Server,
+    path_for: Callable[[], str],
+    rate: float,
+    duration: float,
+    kind: str,
+    writes: Server | None = None,
 ) -> dict[str, Any]:
-    """Open-loop GETs at a fixed rate, with the server's podium_read_seconds{kind=...}."""
+    """Open-loop GETs at a fixed rate, with the server's podium_read_seconds{kind=...};
+    ``writes``: the process the writes go to, when it is another one (its CPU is shown)."""
     async with http_client(server.url, 256) as client:
 
         async def fire(i: int, req: Req) -> str:
             return str((await client.get(path_for())).status_code)
 
         before = await scrape(client)
-        cpu = CpuMeter({"server": server.pid}, PG_DB["name"])
+        pids = {"server": server.pid} | ({"writes server": writes.pid} if writes else {})
+        cpu = CpuMeter(pids, PG_DB["name"])
         cpu.begin()
         res = await open_loop(rate, duration, fire)
         rep = res.report()
@@ -392,6 +410,8 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
     concs = [int(x) for x in args.concurrency.split(",") if x.strip()]
+    if args.split and env.kind != "production":
+        raise SystemExit("--split is for the production configuration (a shared index)")
     how = args.preload
     if how == "auto":
         how = "service" if env.kind == "embedded" else "sql"
@@ -418,9 +438,14 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
         )
     pre["method"] = how
     key = create_key(env)
-    pod = podium_server(
-        stack, env, args.profile.resolve() if args.profile else None, args.processes
-    )
+    profile = args.profile.resolve() if args.profile else None
+    if args.split:
+        # Reads to a process of their own, writes (and the background roles) to another.
+        pod = podium_server(stack, env, profile, args.processes, api="read")
+        writes = podium_server(stack, env, None, 0, api="write")
+        await writes.wait_ready(wait_s=600)
+    else:
+        pod = writes = podium_server(stack, env, profile, args.processes)
     bare = bare_server(stack, env)
     t_ready = await pod.wait_ready(wait_s=600)
     await bare.wait_ready()
@@ -474,7 +499,9 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
             loaded: list[tuple[str, Awaitable[dict[str, Any]]]] = []
             if args.read_rate > 0:
                 name = f"podium rank +writes @{args.read_rate:.0f}/s"
-                loaded.append((name, open_read_cell(pod, rank_path, args.read_rate, d, "rank")))
+                split = writes if writes is not pod else None
+                cell_job = open_read_cell(pod, rank_path, args.read_rate, d, "rank", split)
+                loaded.append((name, cell_job))
             if c > 0:
                 loaded += [
                     (f"podium rank +writes @{c}", http_cell(pod, rank_path, c, d, "rank")),
@@ -482,7 +509,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
                 ]
             for name, job in loaded:
                 await wait_quiet(args.quiet, 30.0)  # before our own writer starts
-                async with write_load(pod, key, args.write_rate, args.players) as w:
+                async with write_load(writes, key, args.write_rate, args.players) as w:
                     await cell(name, job, cells, wait=False)
                 wl = w["latency"]
                 print(

@@ -27,6 +27,9 @@ NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up with ISO weeks
 
 
+API_KINDS = ("all", "read", "write")
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     host: str = "127.0.0.1"
@@ -41,6 +44,11 @@ class ServerSettings:
     # Matches being recorded at once by one process; one more gets 503 with Retry-After, so
     # that overload shows as a prompt "back off" rather than every answer taking seconds.
     max_pending_matches: int = 64
+    # What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
+    # pages and streams) or "write" (game servers and admins: results, profiles, friends
+    # lists, bans, freezes, review), each with the health and metrics endpoints. A fleet
+    # that runs them apart keeps reads from queueing behind bursts of writes.
+    api: str = "all"
 
 
 @dataclass(frozen=True)
@@ -360,5 +368,12 @@ def _check_urls(s: Settings) -> None:
         raise ConfigError("index.shards: must be at least 1")
     if s.server.max_pending_matches < 1:
         raise ConfigError("server.max_pending_matches: must be at least 1")
+    if s.server.api not in API_KINDS:
+        raise ConfigError(f"server.api: expected {' | '.join(API_KINDS)}, got {s.server.api!r}")
+    if s.server.api != "all" and s.index.url.startswith("memory://"):
+        raise ConfigError(
+            "server.api: a process for reads or writes only needs an index it shares with the "
+            "others (index.url = redis://...); the in-process index is this process's own"
+        )
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", s.index.prefix):
         raise ConfigError("index.prefix: 1 to 32 of letters, digits, _ . -")

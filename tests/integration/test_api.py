@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from podium.errors import ConfigError
 from tests.conftest import stored_results
 from tests.integration.conftest import Api
 
@@ -317,3 +318,28 @@ async def test_review_lists_flagged_results_and_the_top(make_api: Any) -> None:
     await api.submit("big", [("sus", 900), ("fair", 95)], ended_at=base + 10)
     again = (await api.client.get("/v1/admin/review", params={"board": "week"}, headers=h)).json()
     assert len(again["flagged"]) == 1
+
+
+async def test_a_process_may_serve_reads_or_writes_only(make_api: Any, config_kind: str) -> None:
+    """``server.api``: two processes on one store and index, one for each kind of caller."""
+    if config_kind == "embedded":  # the in-process index cannot be shared
+        with pytest.raises(ConfigError, match=r"server\.api: .* redis://"):
+            await make_api(server={"api": "read"})
+        return
+    writer: Api = await make_api(server={"api": "write"})
+    reader: Api = await make_api(server={"api": "read"})
+    assert (await writer.submit("m1", [("p1", 10)])).status_code == 200
+    await writer.settle()
+    rank = await reader.client.get("/v1/boards/week/players/p1")
+    assert rank.status_code == 200 and rank.json()["points"] == 10
+    assert (await reader.client.get("/")).status_code == 200  # the browser pages too
+    # each refuses the other's routes, as routes it does not have
+    problem(await reader.submit("m2", [("p1", 5)], key=writer.game_key), 404)
+    problem(await writer.client.get("/v1/boards/week/players/p1"), 404)
+    ban = await reader.client.delete(
+        "/v1/admin/players/p1/ban", headers=reader.auth(reader.admin_key)
+    )
+    problem(ban, 404)
+    for api in (writer, reader):
+        assert (await api.client.get("/healthz")).status_code == 200
+        assert (await api.client.get("/metrics")).status_code == 200

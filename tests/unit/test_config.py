@@ -343,3 +343,11 @@ def test_out_of_range_port_and_boolean_numbers_are_refused(tmp_path: Path) -> No
         parse({"boards": [{"name": "s", "window": "season", "season_weeks": True}]})
     with pytest.raises(ConfigError, match="config file"):
         load(tmp_path, env={})  # a directory, not a file
+
+
+def test_server_api_is_all_read_or_write() -> None:
+    assert parse({}).server.api == "all"
+    shared = {"PODIUM_INDEX_URL": "redis://127.0.0.1:6379/0"}
+    assert load(None, env={"PODIUM_SERVER_API": "read", **shared}).server.api == "read"
+    with pytest.raises(ConfigError, match=r"server\.api: expected all \| read \| write"):
+        parse({"server": {"api": "reads"}})

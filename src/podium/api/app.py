@@ -13,7 +13,7 @@ from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import PendingMatches, ReadLimiter
-from podium.api.routes import router
+from podium.api.routes import ROUTERS
 from podium.config import Settings
 from podium.ports import Clock
 from podium.web import routes as web
@@ -60,8 +60,15 @@ def create_app(
     app.state.encoded_pages = EncodedPages()
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
     problems.install(app)
-    app.include_router(router)
-    web.install(app)
+    kinds = {
+        "all": ("read", "write", "admin", "ops"),
+        "read": ("read", "ops"),
+        "write": ("write", "admin", "ops"),
+    }[settings.server.api]
+    for kind in kinds:
+        app.include_router(ROUTERS[kind])
+    if "read" in kinds:
+        web.install(app)  # the browser pages read boards
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     return app
 

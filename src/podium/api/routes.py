@@ -17,7 +17,13 @@ from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Entry, Podium
 
-router = APIRouter()
+# One router per kind of caller, so that a process can serve only some of them
+# (``server.api``): players' reads, game servers' writes, the admin's calls, and operations.
+reads = APIRouter()
+writes = APIRouter()
+admin_routes = APIRouter()
+ops = APIRouter()
+ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 PlayerId = Annotated[str, Path(pattern=s.ID)]
 GroupQ = Annotated[
     str | None,
@@ -46,7 +52,7 @@ def _entry(e: Entry) -> s.EntryOut:
     )
 
 
-@router.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, tags=["write"])
+@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, tags=["write"])
 async def post_results(
     body: s.MatchIn,
     request: Request,
@@ -67,7 +73,7 @@ async def post_results(
     )
 
 
-@router.get(
+@reads.get(
     "/v1/boards", response_model=s.BoardsOut, tags=["read"], dependencies=[Depends(read_limit)]
 )
 async def list_boards(request: Request) -> s.BoardsOut:
@@ -92,7 +98,7 @@ async def list_boards(request: Request) -> s.BoardsOut:
     return s.BoardsOut(boards=out)
 
 
-@router.get(
+@reads.get(
     "/v1/boards/{board}",
     response_model=s.PageOut,
     tags=["read"],
@@ -115,7 +121,7 @@ async def board_page(
     return _json(body, f"public, max-age={int(podium.settings.server.page_cache_s)}")
 
 
-@router.get(
+@reads.get(
     "/v1/boards/{board}/players/{playerId}",
     response_model=s.RankOut,
     tags=["read"],
@@ -136,7 +142,7 @@ async def player_rank(
     return _json(body, "no-cache")
 
 
-@router.get(
+@reads.get(
     "/v1/boards/{board}/players/{playerId}/friends",
     response_model=s.PageOut,
     tags=["read"],
@@ -155,7 +161,7 @@ async def friends_board(
     return _json(page_json(page), "no-cache")
 
 
-@router.get(
+@reads.get(
     "/v1/boards/{board}/distribution",
     response_model=s.DistributionOut,
     tags=["read"],
@@ -181,7 +187,7 @@ async def distribution(
     )
 
 
-@router.put(
+@admin_routes.put(
     "/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
 )
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
@@ -191,7 +197,7 @@ async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -
     return Response(status_code=204)
 
 
-@router.put(
+@admin_routes.put(
     "/v1/players/{playerId}/friends", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
 )
 async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
@@ -199,7 +205,7 @@ async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -
     return Response(status_code=204)
 
 
-@router.post(
+@admin_routes.post(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     tags=["admin"],
@@ -210,7 +216,7 @@ async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
     return Response(status_code=204)
 
 
-@router.delete(
+@admin_routes.delete(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     tags=["admin"],
@@ -221,7 +227,7 @@ async def unban(request: Request, playerId: PlayerId) -> Response:
     return Response(status_code=204)
 
 
-@router.post(
+@admin_routes.post(
     "/v1/admin/boards/{board}/windows/{window}/freeze",
     response_model=s.FrozenOut,
     tags=["admin"],
@@ -240,7 +246,7 @@ async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
     )
 
 
-@router.get(
+@admin_routes.get(
     "/v1/admin/review",
     response_model=s.ReviewOut,
     tags=["admin"],
@@ -277,12 +283,12 @@ async def review(
     )
 
 
-@router.get("/healthz", tags=["ops"])
+@ops.get("/healthz", tags=["ops"])
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", tags=["ops"])
+@ops.get("/readyz", tags=["ops"])
 async def readyz(request: Request) -> dict[str, str]:
     podium = _podium(request)
     await podium.store.ping()
@@ -290,6 +296,6 @@ async def readyz(request: Request) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@router.get("/metrics", tags=["ops"], include_in_schema=False)
+@ops.get("/metrics", tags=["ops"], include_in_schema=False)
 async def prometheus() -> Response:
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
