@@ -479,20 +479,8 @@ class PostgresStore:
         if targets:
             for r in rows:
                 placed = place_in_groups(targets, r[9])
-                frozen_flags, *tally_columns = (a or [] for a in r[10:15])
-                seen[r[0]] = Seen(
-                    r[9],
-                    frozenset(
-                        (t.board, t.window)
-                        for (t, _), f in zip(placed, frozen_flags, strict=True)
-                        if f
-                    ),
-                    {
-                        (t.board, t.window): Tally(*tally)
-                        for (t, _), *tally in zip(placed, *tally_columns, strict=True)
-                        if tally[0] is not None
-                    },
-                )
+                frozen, tallies = _target_state(placed, r[10:15])
+                seen[r[0]] = Seen(r[9], frozenset(frozen), tallies)
         return PriorResults(
             existing={
                 r[0]: ResultRecord(r[0], match_id, *r[1:6]) for r in rows if r[1] is not None
@@ -759,7 +747,6 @@ async def _record_seen(
     live = open_targets(placed, seen.frozen)
     totals, changes = fold_targets(live, dict(seen.tallies), result)
     was = [seen.tallies.get((t.board, t.window)) for t, _ in live]
-    last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
     boards, windows = _pairs([t for t, _ in live])
     written = await c.fetchval(
         _RECORD_SEEN,
@@ -778,7 +765,7 @@ async def _record_seen(
         [x and x.reached_at for x in was],
         [x and x.version for x in was],
         [x and x.scored for x in was],
-        *_write_args(last, changes),
+        *_write_args(changes),
     )
     return RecordOutcome(totals, False) if written else None
 
@@ -807,12 +794,7 @@ async def _record_locked(
             _RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
         )
         assert row is not None
-        frozen_flags, *tally_columns = (a or [] for a in row[7:12])
-        current = {
-            (t.board, t.window): Tally(*tally)
-            for (t, _), *tally in zip(placed, *tally_columns, strict=True)
-            if tally[0] is not None
-        }
+        frozen, current = _target_state(placed, row[7:12])
         if row[0] is not None:
             check_replay(ResultRecord(pid, result.match_id, *row[0:5]), result)
             # In target order, like sqlite.py, so a repeated board name resolves the same way.
@@ -824,12 +806,10 @@ async def _record_locked(
             return RecordOutcome(stored, True)
         if hourly_cap is not None:
             check_cap(row[5], hourly_cap, row[6], now, result)
-        frozen = {(t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f}
         # Fold everything first (step() may refuse with InvalidInput, and then nothing is
         # written), then write it all in one statement.
         totals, changes = fold_targets(open_targets(placed, frozen), current, result)
-        last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
-        await c.execute(_RECORD_WRITE, *_result_args(result, now), *_write_args(last, changes))
+        await c.execute(_RECORD_WRITE, *_result_args(result, now), *_write_args(changes))
         return RecordOutcome(totals, False)
 
 
@@ -847,12 +827,27 @@ def _result_args(result: ResultRecord, now: float) -> list[object]:
     ]
 
 
-def _write_args(
-    last: list[tuple[Target, Tally]], changes: list[tuple[Target, Tally]]
-) -> list[object]:
+def _write_args(changes: list[tuple[Target, Tally]]) -> list[object]:
     """The tally and outbox columns of ``podium_write_record``: each changed tally at its last
     value, then every change in fold order."""
+    last = list({(t.board, t.window): (t, n) for t, n in changes}.values())
     return [*_columns(last), [n.scored for _, n in last], *_columns(changes)]
+
+
+def _target_state(
+    placed: Sequence[tuple[Target, BoardSpec]], columns: Sequence[list[object] | None]
+) -> tuple[set[tuple[str, str]], dict[tuple[str, str], Tally]]:
+    """The per-target columns of ``_RECORD_READ`` and ``_PRIOR_READ`` (whether the window
+    is frozen; total, reached_at, version, scored, each NULL when there is no tally), in the
+    order of ``placed``: the frozen windows, and the tallies there are."""
+    frozen_flags, *tally_columns = (a or [] for a in columns)
+    frozen = {(t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f}
+    tallies = {
+        (t.board, t.window): Tally(*tally)
+        for (t, _), *tally in zip(placed, *tally_columns, strict=True)
+        if tally[0] is not None
+    }
+    return frozen, tallies
 
 
 async def _move_groups(c: Conn, player_id: str, old: str, new: str, now: float) -> None:
