@@ -19,10 +19,10 @@ from podium.service import Entry, Podium
 
 # One router per kind of caller, so that a process can serve only some of them
 # (``server.api``): players' reads, game servers' writes, the admin's calls, and operations.
-reads = APIRouter()
-writes = APIRouter()
-admin_routes = APIRouter()
-ops = APIRouter()
+reads = APIRouter(tags=["read"])
+writes = APIRouter(tags=["write"])
+admin_routes = APIRouter(tags=["admin"])
+ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 PlayerId = Annotated[str, Path(pattern=s.ID)]
 GroupQ = Annotated[
@@ -52,7 +52,7 @@ def _entry(e: Entry) -> s.EntryOut:
     )
 
 
-@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, tags=["write"])
+@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut)
 async def post_results(
     body: s.MatchIn,
     request: Request,
@@ -73,9 +73,7 @@ async def post_results(
     )
 
 
-@reads.get(
-    "/v1/boards", response_model=s.BoardsOut, tags=["read"], dependencies=[Depends(read_limit)]
-)
+@reads.get("/v1/boards", response_model=s.BoardsOut, dependencies=[Depends(read_limit)])
 async def list_boards(request: Request) -> s.BoardsOut:
     podium = _podium(request)
     now = int(podium.clock.now())
@@ -101,7 +99,6 @@ async def list_boards(request: Request) -> s.BoardsOut:
 @reads.get(
     "/v1/boards/{board}",
     response_model=s.PageOut,
-    tags=["read"],
     response_model_exclude_none=True,
 )
 async def board_page(
@@ -124,7 +121,6 @@ async def board_page(
 @reads.get(
     "/v1/boards/{board}/players/{playerId}",
     response_model=s.RankOut,
-    tags=["read"],
     response_model_exclude_none=True,
 )
 async def player_rank(
@@ -145,7 +141,6 @@ async def player_rank(
 @reads.get(
     "/v1/boards/{board}/players/{playerId}/friends",
     response_model=s.PageOut,
-    tags=["read"],
     dependencies=[Depends(read_limit)],
     response_model_exclude_none=True,
 )
@@ -164,7 +159,6 @@ async def friends_board(
 @reads.get(
     "/v1/boards/{board}/distribution",
     response_model=s.DistributionOut,
-    tags=["read"],
     dependencies=[Depends(read_limit)],
 )
 async def distribution(
@@ -187,9 +181,7 @@ async def distribution(
     )
 
 
-@admin_routes.put(
-    "/v1/players/{playerId}/profile", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
-)
+@admin_routes.put("/v1/players/{playerId}/profile", status_code=204, dependencies=[Depends(admin)])
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
     # Fields left out keep their value; an explicit null clears one.
     profile = Profile(playerId, body.name, body.avatar, body.country)
@@ -197,9 +189,7 @@ async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -
     return Response(status_code=204)
 
 
-@admin_routes.put(
-    "/v1/players/{playerId}/friends", status_code=204, tags=["admin"], dependencies=[Depends(admin)]
-)
+@admin_routes.put("/v1/players/{playerId}/friends", status_code=204, dependencies=[Depends(admin)])
 async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
     await _podium(request).set_friends(playerId, body.friends)
     return Response(status_code=204)
@@ -208,7 +198,6 @@ async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -
 @admin_routes.post(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
-    tags=["admin"],
     dependencies=[Depends(admin)],
 )
 async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
@@ -219,7 +208,6 @@ async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
 @admin_routes.delete(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
-    tags=["admin"],
     dependencies=[Depends(admin)],
 )
 async def unban(request: Request, playerId: PlayerId) -> Response:
@@ -230,7 +218,6 @@ async def unban(request: Request, playerId: PlayerId) -> Response:
 @admin_routes.post(
     "/v1/admin/boards/{board}/windows/{window}/freeze",
     response_model=s.FrozenOut,
-    tags=["admin"],
     dependencies=[Depends(admin)],
 )
 async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
@@ -249,7 +236,6 @@ async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
 @admin_routes.get(
     "/v1/admin/review",
     response_model=s.ReviewOut,
-    tags=["admin"],
     dependencies=[Depends(admin)],
     response_model_exclude_none=True,
 )
@@ -283,12 +269,12 @@ async def review(
     )
 
 
-@ops.get("/healthz", tags=["ops"])
+@ops.get("/healthz")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@ops.get("/readyz", tags=["ops"])
+@ops.get("/readyz")
 async def readyz(request: Request) -> dict[str, str]:
     podium = _podium(request)
     await podium.store.ping()
@@ -296,6 +282,6 @@ async def readyz(request: Request) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@ops.get("/metrics", tags=["ops"], include_in_schema=False)
+@ops.get("/metrics", include_in_schema=False)
 async def prometheus() -> Response:
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
