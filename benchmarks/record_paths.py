@@ -24,6 +24,8 @@ import random
 import secrets
 import statistics
 
+import asyncpg
+
 import _harness as h
 from podium.domain.boards import BoardSpec
 from podium.domain.models import ResultRecord, Target
@@ -47,8 +49,9 @@ def targets() -> list[tuple[Target, BoardSpec]]:
     return out
 
 
-async def preload(store: PostgresStore, players: int) -> None:
-    async with (await store._get_pool(False)).acquire() as c:
+async def preload(url: str, players: int) -> None:
+    c = await asyncpg.connect(url)
+    try:
         for t, _ in targets():
             await c.execute(
                 "INSERT INTO tallies SELECT $1, $2, 'p_' || g, g, $3, 1, true "
@@ -59,6 +62,8 @@ async def preload(store: PostgresStore, players: int) -> None:
                 players,
             )
         await c.execute("ANALYZE")
+    finally:
+        await c.close()
 
 
 async def one_set(
@@ -94,7 +99,7 @@ async def main_async(args: argparse.Namespace, env: h.Env) -> None:
     assert env.pg_db is not None
     store = PostgresStore(env.store_url, pool_size=10, read_pool_size=10)
     await store.migrate()
-    await preload(store, args.players)
+    await preload(env.store_url, args.players)
     results: dict[str, list[tuple[float, float, float, int]]] = {"locked": [], "seen": []}
     try:
         for seen in (True, False):  # warm both paths: connections, prepared statements
