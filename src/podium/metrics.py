@@ -62,6 +62,12 @@ GC_PAUSE_SECONDS = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
     registry=REGISTRY,
 )
+STORE_WRITE_GROUP = Histogram(
+    "podium_store_write_group_size",
+    "Writes committed together in one embedded (SQLite) store transaction",
+    buckets=(1, 2, 4, 8, 16, 32),
+    registry=REGISTRY,
+)
 COMMIT_TO_BOARD_SECONDS = Histogram(
     "podium_commit_to_board_seconds",
     "From store commit to visible in the rank index",
