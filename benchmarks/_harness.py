@@ -495,11 +495,14 @@ def _cpu_by_comm(names: tuple[str, ...], contains: str | None = None) -> dict[in
     return out
 
 
-def _machine() -> tuple[float, float]:
+def _machine() -> tuple[float, float, float]:
+    """(busy, total, stolen) jiffies of the whole machine since boot. Stolen: time the
+    hypervisor gave our virtual cores to someone else (counted as busy too)."""
     with open("/proc/stat") as f:
         parts = [int(x) for x in f.readline().split()[1:]]
     idle = parts[3] + parts[4]
-    return float(sum(parts) - idle), float(sum(parts))
+    steal = parts[7] if len(parts) > 7 else 0
+    return float(sum(parts) - idle), float(sum(parts)), float(steal)
 
 
 @dataclass
@@ -514,7 +517,7 @@ class CpuMeter:
     start: dict[str, dict[int, float]] = field(default_factory=dict)
     t0: float = 0.0
     wall: float = 0.0
-    _m0: tuple[float, float] = (0.0, 0.0)
+    _m0: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def _now(self) -> dict[str, dict[int, float]]:
         # Servers start in a session of their own (Server.start), children included.
@@ -533,7 +536,7 @@ class CpuMeter:
 
     def end(self) -> dict[str, float]:
         end = self._now()
-        busy1, total1 = _machine()
+        busy1, total1, steal1 = _machine()
         wall = time.perf_counter() - self.t0
         self.wall = wall
         out: dict[str, float] = {}
@@ -546,6 +549,7 @@ class CpuMeter:
         ours = sum(v for k, v in out.items() if k != "pg ours")
         out["others"] = max(0.0, busy * ncpu - ours)
         out["machine_busy"] = busy
+        out["machine_steal"] = (steal1 - self._m0[2]) / total if total else 0.0
         return out
 
 
@@ -557,18 +561,21 @@ async def wait_quiet(threshold: float, max_wait_s: float) -> float:
         return float("nan")
     t0 = time.perf_counter()
     while True:
-        b0, a0 = _machine()
+        b0, a0, _ = _machine()
         await asyncio.sleep(1.0)
-        b1, a1 = _machine()
+        b1, a1, _ = _machine()
         busy = (b1 - b0) / (a1 - a0) if a1 > a0 else 0.0
         if busy < threshold or time.perf_counter() - t0 > max_wait_s:
             return busy
 
 
 def cpu_line(cpu: dict[str, float]) -> str:
-    parts = [f"{k} {v:.2f}" for k, v in cpu.items() if k != "machine_busy" and v >= 0.005]
-    busy = cpu.get("machine_busy", 0)
-    return f"cores used: {', '.join(parts)}; machine busy {busy:.0%} of {os.cpu_count()} cores"
+    parts = [f"{k} {v:.2f}" for k, v in cpu.items() if not k.startswith("machine_") and v >= 0.005]
+    busy, steal = cpu.get("machine_busy", 0), cpu.get("machine_steal", 0)
+    return (
+        f"cores used: {', '.join(parts)}; machine busy {busy:.0%} of {os.cpu_count()} cores "
+        f"(stolen by the hypervisor: {steal:.0%})"
+    )
 
 
 # -- load loops ---------------------------------------------------------------------------
