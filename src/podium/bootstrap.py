@@ -20,13 +20,14 @@ from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
 from podium.service import Podium
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
-from podium.workers.updater import BacklogMonitor, Updater
+from podium.workers.updater import BacklogMonitor, ProfileCopier, Updater
 
 log = logging.getLogger("podium")
 
 ROLES = ("relay", "updater", "freezer")
 PLANNED_ROLES = ("aggregator", "reconciler")
 FREEZER_PERIOD_S = 5.0  # how often the freezer looks for windows that are due
+PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
 
 
 def _store(settings: Settings) -> ScoreStore:
@@ -86,7 +87,8 @@ class Backends:
         await self.store.migrate()
         if self.in_process_index:
             n = await self.podium.rebuild_live()
-            log.info("in-process index rebuilt from the store: %d entries", n)
+            p = await self.podium.copy_profiles()
+            log.info("in-process index rebuilt from the store: %d entries, %d profiles", n, p)
 
     def start_roles(self, roles: Sequence[str]) -> None:
         w = self.settings.workers
@@ -102,6 +104,8 @@ class Backends:
                     Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch)
                 )
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
+                copier = ProfileCopier(self.podium.copy_profiles, self.index)
+                self._runners.append(Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S))
             elif role == "freezer":
                 step = self.podium.lifecycle.freeze_due
                 self._runners.append(Runner("freezer", step, idle_sleep_s=FREEZER_PERIOD_S))

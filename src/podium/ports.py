@@ -28,6 +28,19 @@ from podium.domain.models import (
 from podium.domain.windows import Window
 
 
+@dataclass(frozen=True, slots=True)
+class Around:
+    """A player's place on a board (``RankIndex.around``): their 0-based rank and score,
+    the rows at ranks ``max(0, rank - neighbors)`` to ``rank + neighbors`` in board order,
+    and, when the index's copy of profiles is complete, the profiles of those rows' players
+    read in the same step (None otherwise)."""
+
+    rank: int
+    score: int
+    rows: list[tuple[str, int]]
+    profiles: dict[str, Profile] | None
+
+
 class Clock(Protocol):
     def now(self) -> float: ...
 
@@ -159,12 +172,24 @@ class ScoreStore(Protocol):
         ...
 
     # players
-    async def set_profile(self, profile: Profile, now: float) -> None:
-        """Save a profile. A new country moves the player's tallies on grouped boards to
-        the new group, in the same transaction, with outbox rows for both groups."""
+    async def set_profile(self, profile: Profile, now: float) -> int:
+        """Save a profile and return its new version (one more than the last). In the same
+        transaction: a profile change in the outbox, for the index's copy of names, and on
+        a new country, the player's tallies on grouped boards moved to the new group, with
+        outbox rows for both groups."""
         ...
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]: ...
+
+    async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
+        """The profiles with their versions; players without one are left out."""
+        ...
+
+    async def all_profiles(self, after: str, limit: int) -> list[tuple[Profile, int]]:
+        """Up to ``limit`` profiles with their versions, by player id, from the first id
+        after ``after`` (a whole copy of them, a page at a time)."""
+        ...
+
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None: ...
     async def friends(self, player_id: str) -> list[str]: ...
 
@@ -256,10 +281,9 @@ class RankIndex(Protocol):
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
-    ) -> tuple[int, int, list[tuple[str, int]]] | None:
-        """(0-based rank, score, the rows at ranks ``max(0, rank - neighbors)`` to
-        ``rank + neighbors`` in board order), all read at one instant, so the player's own
-        row is always among them; None when the player is not on the board.
+    ) -> Around | None:
+        """The player's rank and the rows around it, all read at one instant, so the
+        player's own row is always among them; None when the player is not on the board.
         ``neighbors >= 0``."""
         ...
 
@@ -294,6 +318,25 @@ class RankIndex(Protocol):
         """Swap a board for exactly these entries (and versions, for versioned boards) in
         one step (rebuild)."""
         ...
+
+    # The index's copy of profiles (names, avatars, countries), so that a read shows names
+    # without asking the store. The copy is complete only once it was filled from the store
+    # (``mark_profiles_complete``); until then, and whenever the index lost it, reads ask
+    # the store instead.
+
+    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
+        """Keep each profile where its version is newer than the one held; return how many
+        were kept."""
+        ...
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
+        """The profiles held for these players (none for a player without one), or None
+        while the copy is not complete."""
+        ...
+
+    async def mark_profiles_complete(self) -> None: ...
+
+    async def profiles_complete(self) -> bool: ...
 
 
 class ChangeLog(Protocol):

@@ -12,6 +12,7 @@ import asyncio
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order, Ties
 from podium.domain.codec import MAX_BITS
+from podium.domain.models import Profile
 from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
@@ -126,11 +127,27 @@ class Reads:
         if not done.cancelled() and done.exception() is None:
             self._remember(cache_key, self.clock.now(), done.result())
 
+    async def _names(
+        self, player_ids: list[str], held: dict[str, Profile] | None = None, ask: bool = True
+    ) -> dict[str, Profile]:
+        """Profiles for entries: those the index read along with the rows (``held``), else
+        the index's copy (with ``ask``), else, while that copy is not complete, the store's
+        through the cache."""
+        if held is None and ask:
+            held = await self.index.profiles(player_ids)
+        return held if held is not None else await self.profiles.get(player_ids)
+
     async def _entries(
-        self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
+        self,
+        spec: BoardSpec,
+        key: BoardKey,
+        rows: list[tuple[str, int]],
+        first: int,
+        names: dict[str, Profile] | None = None,
     ) -> list[Entry]:
         """Index rows from 0-based position ``first`` as entries: ranks, points, names."""
-        names = await self.profiles.get([p for p, _ in rows])
+        if names is None:
+            names = await self._names([p for p, _ in rows])
         ranks = await self._ranks(spec, key, rows, first)
         codec = spec.codec
         return [
@@ -165,13 +182,14 @@ class Reads:
         found = await self.index.around(key, player_id, neighbors, descending=spec.order == "desc")
         if found is None:
             raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
-        rank, score, rows = found
-        first = max(0, rank - neighbors)
-        around = await self._entries(spec, key, rows, first)
-        mine = around[rank - first].rank
+        first = max(0, found.rank - neighbors)
+        # The names came with the rows when the index's copy is complete: one round trip.
+        names = await self._names([p for p, _ in found.rows], found.profiles, ask=False)
+        around = await self._entries(spec, key, found.rows, first, names)
+        mine = around[found.rank - first].rank
         # One index holds the whole board today, so every rank is exact; estimates arrive
         # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, mine, True, spec.codec.points(score), around)
+        return PlayerRank(board, w.id, mine, True, spec.codec.points(found.score), around)
 
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None
@@ -186,7 +204,7 @@ class Reads:
         present = sorted(
             (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
         )
-        names = await self.profiles.get([p for _, p, _ in present])
+        names = await self._names([p for _, p, _ in present])
         rows = [(p, s) for _, p, s in present]
         if spec.ties is Ties.SHARED:
             shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])

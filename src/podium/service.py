@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
 import secrets
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.windows import GROUP_RE, Window, WindowError, index_expiry, parse_window
 from podium.errors import (
     Forbidden,
+    IndexUnavailable,
     InvalidInput,
     NotFound,
     RateLimited,
@@ -44,6 +46,8 @@ from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.recording import HOUR, check_replay
 from podium.views import Distribution, Entry, Page, PlayerRank
+
+log = logging.getLogger("podium.service")
 
 __all__ = ["Distribution", "Entry", "Page", "PlayerRank", "Podium", "hash_key"]
 
@@ -310,8 +314,15 @@ class Podium:
                 }
                 profile = replace(profile, **keep)
         self._check_player(profile.player_id)
-        await self.store.set_profile(profile, self.clock.now())
+        version = await self.store.set_profile(profile, self.clock.now())
         self.profiles.forget(profile.player_id)
+        # The change is in the outbox, and the updater will copy it into the index; copying
+        # it here as well shows the new name to every reader at once. If this fails, the
+        # outbox still brings it.
+        try:
+            await self.index.write_profiles([(profile, version)])
+        except IndexUnavailable:
+            log.warning("index unavailable: profile of %s left to the updater", profile.player_id)
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         self._check_player(player_id)
@@ -374,6 +385,18 @@ class Podium:
         )
         self.reads.clear_cache()
         return len(entries)
+
+    async def copy_profiles(self, page: int = 1000) -> int:
+        """Copy every profile from the store into the index, then mark the copy complete.
+        Profiles that change meanwhile come through the outbox with newer versions, so the
+        copy can be taken while the service runs."""
+        after, n = "", 0
+        while batch := await self.store.all_profiles(after, page):
+            await self.index.write_profiles(batch)
+            after = batch[-1][0].player_id
+            n += len(batch)
+        await self.index.mark_profiles_complete()
+        return n
 
     async def rebuild_live(self) -> int:
         """Rebuild every window whose index key would still exist (start-up of the

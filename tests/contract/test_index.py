@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from podium.domain.models import Profile
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
-from podium.ports import BoardKey, RankIndex
+from podium.ports import Around, BoardKey, RankIndex
 from tests.conftest import REDIS_URL
 
 WEEK = BoardKey("week", "2026-W44")
@@ -244,7 +245,7 @@ async def test_around_each_member(index: RankIndex, descending: bool) -> None:
     ordered = board_order(entries, descending)
     for neighbors in (0, 1, 2, 5, len(TRICKY)):
         for i, (member, score) in enumerate(ordered):
-            expected = (i, score, ordered[max(0, i - neighbors) : i + neighbors + 1])
+            expected = Around(i, score, ordered[max(0, i - neighbors) : i + neighbors + 1], None)
             got = await index.around(WEEK, member, neighbors, descending=descending)
             assert got == expected, (member, neighbors)
 
@@ -254,20 +255,14 @@ async def test_around_at_the_ends_of_the_board(index: RankIndex, descending: boo
     await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
     ordered = board_order(entries, descending)
     first, last = ordered[0][0], ordered[-1][0]
-    assert await index.around(WEEK, first, 2, descending=descending) == (
-        0,
-        ordered[0][1],
-        ordered[:3],
+    assert await index.around(WEEK, first, 2, descending=descending) == Around(
+        0, ordered[0][1], ordered[:3], None
     )
-    assert await index.around(WEEK, last, 2, descending=descending) == (
-        5,
-        ordered[-1][1],
-        ordered[3:],
+    assert await index.around(WEEK, last, 2, descending=descending) == Around(
+        5, ordered[-1][1], ordered[3:], None
     )
-    assert await index.around(WEEK, first, 100, descending=descending) == (
-        0,
-        ordered[0][1],
-        ordered,
+    assert await index.around(WEEK, first, 100, descending=descending) == Around(
+        0, ordered[0][1], ordered, None
     )
 
 
@@ -277,7 +272,7 @@ async def test_around_agrees_with_rank_and_page(index: RankIndex, descending: bo
     for member in TRICKY:
         found = await index.around(WEEK, member, 2, descending=descending)
         assert found is not None
-        rank, score, rows = found
+        rank, score, rows = found.rank, found.score, found.rows
         assert await index.rank(WEEK, member, descending=descending) == (rank, score)
         assert rows == await index.page(WEEK, max(0, rank - 2), rank + 2, descending=descending)
         assert rows[rank - max(0, rank - 2)] == (member, score)  # the player's own row
@@ -292,6 +287,52 @@ async def test_around_of_someone_absent(index: RankIndex, descending: bool) -> N
     assert await index.around(WEEK, "a", 2, descending=descending) is None
     await index.ban([WEEK], "b")  # now an empty board
     assert await index.around(WEEK, "b", 2, descending=descending) is None
+
+
+# -- the copy of profiles ---------------------------------------------------------------
+
+
+async def test_profiles_copy_keeps_the_newest_version(index: RankIndex) -> None:
+    vex = Profile("p1", "Vex", "https://example.test/v.png", "FR")
+    assert await index.write_profiles([(vex, 2), (Profile("p2", "Nyx"), 1)]) == 2
+    assert await index.write_profiles([(Profile("p1", "older"), 1)]) == 0
+    assert await index.write_profiles([(Profile("p1", "same version"), 2)]) == 0
+    await index.mark_profiles_complete()
+    assert await index.profiles(["p1", "p2", "p3"]) == {"p1": vex, "p2": Profile("p2", "Nyx")}
+    odd = Profile("p1", 'Zoë "😀" ,]\\', None, None)  # what a JSON copy must survive
+    assert await index.write_profiles([(odd, 10)]) == 1
+    assert await index.profiles(["p1"]) == {"p1": odd}
+    assert await index.profiles([]) == {}
+
+
+async def test_profiles_are_not_answered_until_the_copy_is_complete(index: RankIndex) -> None:
+    assert not await index.profiles_complete()
+    await index.write_profiles([(Profile("p1", "Vex"), 1)])
+    assert await index.profiles(["p1"]) is None  # not "no profile": unknown
+    await index.mark_profiles_complete()
+    assert await index.profiles_complete()
+    assert await index.profiles(["p1", "p9"]) == {"p1": Profile("p1", "Vex")}
+
+
+async def test_around_reads_the_rows_profiles_in_the_same_step(
+    index: RankIndex, descending: bool
+) -> None:
+    entries = {f"p{i}": i for i in range(6)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    await index.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
+    before = await index.around(WEEK, "p2", 1, descending=descending)
+    assert before is not None and before.profiles is None
+    await index.mark_profiles_complete()
+    found = await index.around(WEEK, "p2", 1, descending=descending)
+    assert found is not None
+    assert found.rows == board_order(entries, descending)[found.rank - 1 : found.rank + 2]
+    # the rows are p1, p2, p3 either way; players without a profile are left out
+    assert found.profiles == {p: Profile(p, p.upper()) for p in ("p1", "p2", "p3")}
+    edge = await index.around(WEEK, "p4", 1, descending=descending)
+    assert edge is not None and edge.profiles == {
+        "p3": Profile("p3", "P3"),
+        "p5": Profile("p5", "P5"),
+    }
 
 
 async def test_count(index: RankIndex, descending: bool) -> None:
@@ -468,9 +509,9 @@ async def test_scores_up_to_2_pow_53_round_trip_exactly(index: RankIndex, descen
         assert hit is not None and type(hit[0]) is int and type(hit[1]) is int
     for i, (member, score) in enumerate(ordered):
         around = await index.around(WEEK, member, 1, descending=descending)
-        assert around == (i, score, ordered[max(0, i - 1) : i + 2])
-        assert around is not None and type(around[0]) is int and type(around[1]) is int
-        assert all(type(s) is int for _, s in around[2])
+        assert around == Around(i, score, ordered[max(0, i - 1) : i + 2], None)
+        assert around is not None and type(around.rank) is int and type(around.score) is int
+        assert all(type(s) is int for _, s in around.rows)
     assert all(type(s) is int for _, s in await full(index, WEEK, descending))
     # GT/LT compare these neighbours exactly
     step = 1 if descending else -1
@@ -667,10 +708,11 @@ async def test_redis_reads_alike_over_resp2_and_resp3(redis_prefix: str, descend
             assert await index.ranks(WEEK, members, descending=descending) == [
                 position.get(m) for m in members
             ]
-            assert await index.around(WEEK, "half", 1, descending=descending) == (
+            assert await index.around(WEEK, "half", 1, descending=descending) == Around(
                 position["half"][0],
                 2**52 + 1,
                 ordered[position["half"][0] - 1 : position["half"][0] + 2],
+                None,
             )
             assert await index.count_between(WEEK, [-MAX, 0, 6, MAX]) == [1, 2, 3]
     finally:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import podium.index.redis as redis_index
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
-from podium.ports import BoardKey, RankIndex
+from podium.ports import Around, BoardKey, RankIndex
 from tests.conftest import REDIS_URL, need
 
 KEYS = [BoardKey("week", "2026-W44"), BoardKey("day", "2026-10-28")]
@@ -176,7 +176,7 @@ async def _check_all(index: RankIndex, model: Model, key: int) -> None:
             else:
                 rank, score = hit
                 rows = expected[max(0, rank - neighbors) : rank + neighbors + 1]
-                assert near == (rank, score, rows), (m, neighbors)
+                assert near == Around(rank, score, rows, None), (m, neighbors)
 
 
 async def _example(index: RankIndex, descending: bool, sequence: list[Op]) -> None:

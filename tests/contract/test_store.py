@@ -14,6 +14,7 @@ import pytest
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally
 from podium.domain.models import (
+    PROFILE_CHANGE,
     ApiKey,
     Profile,
     RecordOutcome,
@@ -600,6 +601,37 @@ async def test_profiles_round_trip(store: ScoreStore) -> None:
         "p2": Profile("p2", "Nyx II", None, "FR"),
     }
     assert await store.profiles([]) == {}
+
+
+async def test_profile_changes_are_versioned_and_go_to_the_outbox(store: ScoreStore) -> None:
+    assert await store.set_profile(Profile("p1", "Vex"), NOW) == 1
+    assert await store.set_profile(Profile("p2", "Nyx"), NOW + 1) == 1
+    assert await store.set_profile(Profile("p1", "Vex II", country="FR"), NOW + 2) == 2
+    assert await store.versioned_profiles(["p1", "p2", "p3"]) == {
+        "p1": (Profile("p1", "Vex II", None, "FR"), 2),
+        "p2": (Profile("p2", "Nyx"), 1),
+    }
+    assert await store.versioned_profiles([]) == {}
+    changes = await store.claim_changes(100, 30.0, NOW + 3)
+    profile_changes = [(c.player_id, c.tally.version, c.committed_at) for c in changes if c.profile]
+    assert profile_changes == [("p1", 1, NOW), ("p2", 1, NOW + 1), ("p1", 2, NOW + 2)]
+    # only profile rows: nobody has a tally, so the move to FR moved nothing
+    assert all(c.profile and c.board == PROFILE_CHANGE for c in changes)
+
+
+async def test_all_profiles_pages_by_player_id(store: ScoreStore) -> None:
+    for i in (3, 1, 5, 2, 4):
+        await store.set_profile(Profile(f"p{i}", f"n{i}"), NOW)
+    await store.set_profile(Profile("p4", "n4 again"), NOW)
+    pages, after = [], ""
+    while page := await store.all_profiles(after, 2):
+        pages.append([(p.player_id, p.name, v) for p, v in page])
+        after = page[-1][0].player_id
+    assert pages == [
+        [("p1", "n1", 1), ("p2", "n2", 1)],
+        [("p3", "n3", 1), ("p4", "n4 again", 2)],
+        [("p5", "n5", 1)],
+    ]
 
 
 async def test_set_friends_replaces_the_list(store: ScoreStore) -> None:

@@ -95,9 +95,7 @@ async def test_a_driver_error_in_one_write_is_unavailable(
     assert _rows(tmp_path) == [1, 2]
 
 
-async def test_a_lost_transaction_fails_the_whole_group(
-    store: SqliteStore, tmp_path: Path
-) -> None:
+async def test_a_lost_transaction_fails_the_whole_group(store: SqliteStore, tmp_path: Path) -> None:
     def lose_it(c: sqlite3.Connection) -> None:
         # What SQLite does on a full disk or an I/O error: it rolls the whole transaction
         # back, taking the writes before this one in the group with it.

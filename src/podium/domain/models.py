@@ -55,9 +55,15 @@ class ResultRecord:
         )
 
 
+PROFILE_CHANGE = ""  # the board of a change that carries no total: the player's profile changed
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
-    """An absolute total to apply to the rank index: one outbox row or log message."""
+    """An absolute total to apply to the rank index: one outbox row or log message.
+
+    A change on no board (``PROFILE_CHANGE``) says instead that the player's profile changed,
+    to the version in ``tally.version``: the index keeps a copy of names for its reads."""
 
     id: int
     board: str
@@ -66,6 +72,10 @@ class Change:
     tally: Tally
     committed_at: float  # epoch seconds, for commit-to-board latency
     removed: bool = False  # the player left this board window (moved to another group)
+
+    @property
+    def profile(self) -> bool:
+        return self.board == PROFILE_CHANGE
 
 
 @dataclass(frozen=True, slots=True)

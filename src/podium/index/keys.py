@@ -31,5 +31,11 @@ class Keys:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
         return f"{self.prefix}:{self.tag(key)}:stage:{token}"
 
+    def profiles(self) -> str:
+        """The index's copy of every player's profile (one hash). A board's script reads it
+        with the board's keys, which only a single Redis allows: on Redis Cluster (not
+        built yet) it would need a copy in each board's slot, or a second read."""
+        return f"{self.prefix}:profiles"
+
     def pattern(self) -> str:
         return f"{self.prefix}:*"

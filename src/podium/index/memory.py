@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 
-from podium.ports import BoardKey
+from podium.domain.models import Profile
+from podium.ports import Around, BoardKey
 
 
 @dataclass
@@ -64,6 +65,8 @@ class MemoryIndex:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._boards: dict[BoardKey, _Board] = {}
         self._clock = clock
+        self._profiles: dict[str, tuple[Profile, int]] = {}
+        self._profiles_complete = False
 
     def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
         board = self._boards.get(key)
@@ -79,6 +82,8 @@ class MemoryIndex:
 
     async def close(self) -> None:
         self._boards.clear()
+        self._profiles.clear()
+        self._profiles_complete = False
 
     async def write(
         self,
@@ -150,12 +155,13 @@ class MemoryIndex:
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
-    ) -> tuple[int, int, list[tuple[str, int]]] | None:
+    ) -> Around | None:
         board = self._get(key)
         if board is None or (r := board.rank(player_id, descending)) is None:
             return None
         rows = board.rows(max(0, r - neighbors), r + neighbors, descending)
-        return r, board.scores[player_id], rows
+        profiles = self._held([m for m, _ in rows])
+        return Around(r, board.scores[player_id], rows, profiles)
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
@@ -213,3 +219,31 @@ class MemoryIndex:
                 if versions is not None:
                     fresh.versions[member] = versions[i]
         self._boards[key] = fresh
+
+    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
+        kept = 0
+        for profile, version in entries:
+            held = self._profiles.get(profile.player_id)
+            if held is None or version > held[1]:
+                self._profiles[profile.player_id] = (profile, version)
+                kept += 1
+        return kept
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
+        return self._held(player_ids)
+
+    def _held(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
+        if not self._profiles_complete:
+            return None
+        out = {}
+        for p in player_ids:
+            held = self._profiles.get(p)
+            if held is not None:
+                out[p] = held[0]
+        return out
+
+    async def mark_profiles_complete(self) -> None:
+        self._profiles_complete = True
+
+    async def profiles_complete(self) -> bool:
+        return self._profiles_complete

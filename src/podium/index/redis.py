@@ -10,6 +10,7 @@ instant, and much less client work per call than queueing and parsing a transact
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -19,12 +20,14 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
+from podium.domain.models import Profile
 from podium.errors import IndexUnavailable
 from podium.index.keys import Keys
-from podium.ports import BoardKey
+from podium.ports import Around, BoardKey
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
+COMPLETE = ""  # the profiles hash's field that says the copy is complete (no player id is "")
 
 
 def _lua(name: str) -> str:
@@ -43,6 +46,12 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
         return [(m, int(s)) for m, s in reply]
     flat = iter(reply)
     return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
+
+
+def _profile(player_id: str, held: str) -> Profile:
+    """A profile from its copy in the profiles hash: ``[version, name, avatar, country]``."""
+    _, name, avatar, country = json.loads(held)
+    return Profile(player_id, name, avatar, country)
 
 
 @asynccontextmanager
@@ -67,6 +76,7 @@ class RedisIndex:
         self._around = client.register_script(_lua("around"))
         self._ranks = client.register_script(_lua("ranks"))
         self._counts = client.register_script(_lua("counts"))
+        self._profiles = client.register_script(_lua("profiles"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -143,17 +153,21 @@ class RedisIndex:
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
-    ) -> tuple[int, int, list[tuple[str, int]]] | None:
+    ) -> Around | None:
         async with _translated():
             reply = await self._around(
-                keys=[self.keys.board(key)], args=[player_id, neighbors, _order(descending)]
+                keys=[self.keys.board(key), self.keys.profiles()],
+                args=[player_id, neighbors, _order(descending)],
             )
         if reply is None:
             return None
-        rank, flat = reply
+        rank, flat = reply[0], reply[1]
         rows = _rows(flat)
+        profiles = None
+        if len(reply) > 2:
+            profiles = {m: _profile(m, v) for (m, _), v in zip(rows, reply[2], strict=True) if v}
         # The script sends no score of its own: the player's row holds it.
-        return rank, rows[rank - max(0, rank - neighbors)][1], rows
+        return Around(rank, rows[rank - max(0, rank - neighbors)][1], rows, profiles)
 
     async def rank(
         self, key: BoardKey, player_id: str, *, descending: bool
@@ -193,6 +207,32 @@ class RedisIndex:
         async with _translated():
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
+
+    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
+        kept = 0
+        async with _translated():
+            for i in range(0, len(entries), CHUNK):
+                args: list[str | int] = []
+                for p, version in entries[i : i + CHUNK]:
+                    held = json.dumps([version, p.name, p.avatar, p.country], separators=(",", ":"))
+                    args += (p.player_id, version, held)
+                kept += int(await self._profiles(keys=[self.keys.profiles()], args=args))
+        return kept
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
+        async with _translated():
+            complete, *held = await self._r.hmget(self.keys.profiles(), [COMPLETE, *player_ids])
+        if complete is None:
+            return None
+        return {p: _profile(p, v) for p, v in zip(player_ids, held, strict=True) if v}
+
+    async def mark_profiles_complete(self) -> None:
+        async with _translated():
+            await self._r.hset(self.keys.profiles(), COMPLETE, "complete")
+
+    async def profiles_complete(self) -> bool:
+        async with _translated():
+            return bool(await self._r.hexists(self.keys.profiles(), COMPLETE))
 
     async def replace(
         self,

@@ -26,6 +26,7 @@ from asyncpg import exceptions as pgx
 
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import (
+    PROFILE_CHANGE,
     ApiKey,
     Change,
     FinalEntry,
@@ -608,27 +609,39 @@ class PostgresStore:
 
     # -- players ----------------------------------------------------------------------
 
-    async def set_profile(self, profile: Profile, now: float) -> None:
+    async def set_profile(self, profile: Profile, now: float) -> int:
         pid = profile.player_id
 
-        async def run(c: Conn) -> None:
+        async def run(c: Conn) -> int:
             # The record lock: no result folds into the old group while the player moves.
+            # It also orders two changes of one profile, so versions follow commit order.
             await c.execute("SELECT pg_advisory_xact_lock($1, $2)", _RECORD_NS, _player_key(pid))
             before = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
-            await c.execute(
-                "INSERT INTO profiles (player_id, name, avatar, country) VALUES ($1, $2, $3, $4) "
+            version: int = await c.fetchval(
+                "INSERT INTO profiles (player_id, name, avatar, country, version) "
+                "VALUES ($1, $2, $3, $4, 1) "
                 "ON CONFLICT (player_id) DO UPDATE SET name = excluded.name, "
-                "avatar = excluded.avatar, country = excluded.country",
+                "avatar = excluded.avatar, country = excluded.country, "
+                "version = profiles.version + 1 RETURNING version",
                 pid,
                 profile.name,
                 profile.avatar,
                 profile.country,
             )
+            await c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at) VALUES ($1, '', $2, 0, 0, $3, $4)",
+                PROFILE_CHANGE,
+                pid,
+                version,
+                float(now),
+            )
             old, new = before or UNKNOWN_GROUP, profile.country or UNKNOWN_GROUP
             if old != new:
                 await _move_groups(c, pid, old, new, now)
+            return version
 
-        await self._run(run)
+        return await self._run(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
         ids = list(player_ids)
@@ -640,6 +653,26 @@ class PostgresStore:
             ids,
         )
         return {r[0]: Profile(r[0], r[1], r[2], r[3]) for r in rows}
+
+    async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
+        ids = list(player_ids)
+        if not ids:
+            return {}
+        rows = await self._fetch(
+            "SELECT player_id, name, avatar, country, version FROM profiles "
+            "WHERE player_id = ANY($1::text[])",
+            ids,
+        )
+        return {r[0]: (Profile(r[0], r[1], r[2], r[3]), r[4]) for r in rows}
+
+    async def all_profiles(self, after: str, limit: int) -> list[tuple[Profile, int]]:
+        rows = await self._fetch(
+            "SELECT player_id, name, avatar, country, version FROM profiles "
+            "WHERE player_id > $1 ORDER BY player_id LIMIT $2",
+            after,
+            limit,
+        )
+        return [(Profile(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         async def run(c: Conn) -> None:

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from podium import metrics
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import (
+    PROFILE_CHANGE,
     ApiKey,
     Change,
     FinalEntry,
@@ -440,23 +441,32 @@ class SqliteStore:
 
     # -- players ----------------------------------------------------------------------
 
-    async def set_profile(self, profile: Profile, now: float) -> None:
-        def run(c: sqlite3.Connection) -> None:
-            row = c.execute(
-                "SELECT country FROM profiles WHERE player_id = ?", (profile.player_id,)
-            ).fetchone()
+    async def set_profile(self, profile: Profile, now: float) -> int:
+        pid = profile.player_id
+
+        def run(c: sqlite3.Connection) -> int:
+            row = c.execute("SELECT country FROM profiles WHERE player_id = ?", (pid,)).fetchone()
             c.execute(
-                "INSERT INTO profiles (player_id, name, avatar, country) VALUES (?, ?, ?, ?) "
+                "INSERT INTO profiles (player_id, name, avatar, country, version) "
+                "VALUES (?, ?, ?, ?, 1) "
                 "ON CONFLICT (player_id) DO UPDATE SET name = excluded.name, "
-                "avatar = excluded.avatar, country = excluded.country",
-                (profile.player_id, profile.name, profile.avatar, profile.country),
+                "avatar = excluded.avatar, country = excluded.country, "
+                "version = profiles.version + 1",
+                (pid, profile.name, profile.avatar, profile.country),
+            )
+            [version] = c.execute("SELECT version FROM profiles WHERE player_id = ?", (pid,))
+            c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at) VALUES (?, '', ?, 0, 0, ?, ?)",
+                (PROFILE_CHANGE, pid, version[0], now),
             )
             old = (row[0] if row else None) or UNKNOWN_GROUP
             new = profile.country or UNKNOWN_GROUP
             if old != new:
-                _move_groups(c, profile.player_id, old, new, now)
+                _move_groups(c, pid, old, new, now)
+            return int(version[0])
 
-        await self._write(run)
+        return await self._write(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
         ids = list(player_ids)
@@ -471,6 +481,30 @@ class SqliteStore:
             return {r[0]: Profile(*r) for r in rows}
 
         return await self._read(run) if ids else {}
+
+    async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
+        ids = list(player_ids)
+
+        def run(c: sqlite3.Connection) -> dict[str, tuple[Profile, int]]:
+            marks = ",".join("?" * len(ids))
+            rows = c.execute(
+                "SELECT player_id, name, avatar, country, version FROM profiles "
+                f"WHERE player_id IN ({marks})",
+                ids,
+            ).fetchall()
+            return {r[0]: (Profile(*r[:4]), r[4]) for r in rows}
+
+        return await self._read(run) if ids else {}
+
+    async def all_profiles(self, after: str, limit: int) -> list[tuple[Profile, int]]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT player_id, name, avatar, country, version FROM profiles "
+                "WHERE player_id > ? ORDER BY player_id LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        )
+        return [(Profile(*r[:4]), r[4]) for r in rows]
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         def run(c: sqlite3.Connection) -> None:

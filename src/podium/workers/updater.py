@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 
 from podium import metrics
 from podium.config import Settings
@@ -47,9 +48,13 @@ class Updater:
         if not changes:
             return 0
         self._held = changes
-        banned = await self._store.banned([c.player_id for c in changes])
+        profiles = [c for c in changes if c.profile]
+        if profiles:
+            await self._apply_profiles(profiles)
+        totals = [c for c in changes if not c.profile]
+        banned = await self._store.banned([c.player_id for c in totals]) if totals else set()
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
-        for c in changes:
+        for c in totals:
             if c.player_id in banned:
                 metrics.CHANGES_SKIPPED_BANNED.inc()
             else:
@@ -65,6 +70,18 @@ class Updater:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
         metrics.CHANGES_APPLIED.inc(len(changes))
         return len(changes)
+
+    async def _apply_profiles(self, changes: list[Change]) -> None:
+        """Copy changed profiles into the index. The copy is read from the store now, so it
+        is at least as new as the change, and is kept under the change's version: a newer
+        change of the same player still lands after it, an older one never does."""
+        versions: dict[str, int] = {}
+        for c in changes:
+            versions[c.player_id] = max(versions.get(c.player_id, 0), c.tally.version)
+        found = await self._store.versioned_profiles(list(versions))
+        await self._index.write_profiles(
+            [(found[p][0], v) for p, v in versions.items() if p in found]
+        )
 
     async def _apply(self, key: BoardKey, group: list[Change]) -> None:
         spec = self._boards.get(key.board)
@@ -117,3 +134,20 @@ class BacklogMonitor:
         metrics.OUTBOX_PENDING.set(pending)
         metrics.OUTBOX_AGE_SECONDS.set(age)
         return 0
+
+
+class ProfileCopier:
+    """Fills the index's copy of profiles from the store whenever the copy is not complete:
+    on a new index, and after the index lost it (a Redis restarted empty). Until it is done,
+    reads take names from the store."""
+
+    def __init__(self, fill: Callable[[], Awaitable[int]], index: RankIndex) -> None:
+        self._fill = fill
+        self._index = index
+
+    async def step(self) -> int:
+        if await self._index.profiles_complete():
+            return 0
+        n = await self._fill()
+        log.info("copied %d profiles from the store into the index", n)
+        return 0  # nothing more to do at once: the runner sleeps until the next check

@@ -2,17 +2,25 @@
 -- (no-writes: this script only reads, and Redis holds it to that.)
 -- A player's rank and the rows around it, read in one atomic step: one round trip, and the
 -- board cannot move between the rank and the rows, so the player is always among them.
--- KEYS[1] board sorted set
+-- KEYS[1] board sorted set, KEYS[2] the profiles hash (profiles.lua)
 -- ARGV[1] member, ARGV[2] neighbours on each side, ARGV[3] 'desc' or 'asc'
 -- Returns false when the member is not on the board, else {rank, {member, score, ...}} with
--- the rows from rank - neighbours (at least 0) to rank + neighbours; the member's own score
--- is its row, so it is not read twice.
+-- the rows from rank - neighbours (at least 0) to rank + neighbours (the member's own score
+-- is its row, so it is not read twice), and a third element when the copy of profiles is
+-- complete (its field '' is set): each row's profile (false where there is none), so the
+-- names come in the same round trip.
 local desc = ARGV[3] == 'desc'
 local rank = redis.call(desc and 'ZREVRANK' or 'ZRANK', KEYS[1], ARGV[1])
 if not rank then return false end
 local n = tonumber(ARGV[2])
 local first = math.max(0, rank - n)
+local rows
 if desc then
-  return {rank, redis.call('ZRANGE', KEYS[1], first, rank + n, 'REV', 'WITHSCORES')}
+  rows = redis.call('ZRANGE', KEYS[1], first, rank + n, 'REV', 'WITHSCORES')
+else
+  rows = redis.call('ZRANGE', KEYS[1], first, rank + n, 'WITHSCORES')
 end
-return {rank, redis.call('ZRANGE', KEYS[1], first, rank + n, 'WITHSCORES')}
+if redis.call('HEXISTS', KEYS[2], '') == 0 then return {rank, rows} end
+local members = {}
+for i = 1, #rows, 2 do members[#members + 1] = rows[i] end
+return {rank, rows, redis.call('HMGET', KEYS[2], unpack(members))}
