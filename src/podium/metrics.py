@@ -77,6 +77,11 @@ COMMIT_TO_BOARD_SECONDS = Histogram(
 CHANGES_APPLIED = Counter(
     "podium_changes_applied", "Outbox changes applied to the rank index", registry=REGISTRY
 )
+PROFILES_APPLIED = Counter(
+    "podium_profile_changes_applied",
+    "Outbox profile changes copied into the rank index's copy of names",
+    registry=REGISTRY,
+)
 CHANGES_SKIPPED_BANNED = Counter(
     "podium_changes_skipped_banned",
     "Changes not applied because the player is banned",

@@ -321,8 +321,8 @@ class RankIndex(Protocol):
 
     # The index's copy of profiles (names, avatars, countries), so that a read shows names
     # without asking the store. The copy is complete only once it was filled from the store
-    # (``mark_profiles_complete``); until then, and whenever the index lost it, reads ask
-    # the store instead.
+    # (``begin_profiles_copy``, every profile written, ``end_profiles_copy``); until then,
+    # and whenever the index lost it, reads ask the store instead.
 
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
         """Keep each profile where its version is newer than the one held; return how many
@@ -334,7 +334,15 @@ class RankIndex(Protocol):
         while the copy is not complete."""
         ...
 
-    async def mark_profiles_complete(self) -> None: ...
+    async def begin_profiles_copy(self) -> str:
+        """Start filling the copy: it is not complete from now until ``end_profiles_copy``
+        with the token returned here."""
+        ...
+
+    async def end_profiles_copy(self, token: str) -> bool:
+        """Mark the copy complete, unless it was lost or another copy began since
+        ``begin_profiles_copy`` gave ``token`` (then False: the copy may lack profiles)."""
+        ...
 
     async def profiles_complete(self) -> bool: ...
 

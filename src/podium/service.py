@@ -390,12 +390,14 @@ class Podium:
         """Copy every profile from the store into the index, then mark the copy complete.
         Profiles that change meanwhile come through the outbox with newer versions, so the
         copy can be taken while the service runs."""
+        token = await self.index.begin_profiles_copy()
         after, n = "", 0
         while batch := await self.store.all_profiles(after, page):
             await self.index.write_profiles(batch)
             after = batch[-1][0].player_id
             n += len(batch)
-        await self.index.mark_profiles_complete()
+        if not await self.index.end_profiles_copy(token):
+            log.warning("the index lost its copy of profiles while it was being filled")
         return n
 
     async def rebuild_live(self) -> int:

@@ -297,7 +297,7 @@ async def test_profiles_copy_keeps_the_newest_version(index: RankIndex) -> None:
     assert await index.write_profiles([(vex, 2), (Profile("p2", "Nyx"), 1)]) == 2
     assert await index.write_profiles([(Profile("p1", "older"), 1)]) == 0
     assert await index.write_profiles([(Profile("p1", "same version"), 2)]) == 0
-    await index.mark_profiles_complete()
+    await index.end_profiles_copy(await index.begin_profiles_copy())
     assert await index.profiles(["p1", "p2", "p3"]) == {"p1": vex, "p2": Profile("p2", "Nyx")}
     odd = Profile("p1", 'Zoë "😀" ,]\\', None, None)  # what a JSON copy must survive
     assert await index.write_profiles([(odd, 10)]) == 1
@@ -309,9 +309,22 @@ async def test_profiles_are_not_answered_until_the_copy_is_complete(index: RankI
     assert not await index.profiles_complete()
     await index.write_profiles([(Profile("p1", "Vex"), 1)])
     assert await index.profiles(["p1"]) is None  # not "no profile": unknown
-    await index.mark_profiles_complete()
+    await index.end_profiles_copy(await index.begin_profiles_copy())
     assert await index.profiles_complete()
     assert await index.profiles(["p1", "p9"]) == {"p1": Profile("p1", "Vex")}
+
+
+async def test_only_the_last_copy_begun_marks_the_profiles_complete(index: RankIndex) -> None:
+    first = await index.begin_profiles_copy()
+    second = await index.begin_profiles_copy()
+    assert not await index.profiles_complete()
+    assert not await index.end_profiles_copy(first)  # the second began since: not done yet
+    assert not await index.profiles_complete()
+    assert await index.end_profiles_copy(second)
+    assert await index.profiles_complete()
+    await index.begin_profiles_copy()  # a copy filled again is incomplete until it ends
+    assert not await index.profiles_complete()
+    assert await index.profiles(["p1"]) is None
 
 
 async def test_around_reads_the_rows_profiles_in_the_same_step(
@@ -322,7 +335,7 @@ async def test_around_reads_the_rows_profiles_in_the_same_step(
     await index.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
     before = await index.around(WEEK, "p2", 1, descending=descending)
     assert before is not None and before.profiles is None
-    await index.mark_profiles_complete()
+    await index.end_profiles_copy(await index.begin_profiles_copy())
     found = await index.around(WEEK, "p2", 1, descending=descending)
     assert found is not None
     assert found.rows == board_order(entries, descending)[found.rank - 1 : found.rank + 2]
@@ -602,6 +615,19 @@ async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]
     finally:
         await raw.aclose()
         await index.close()
+
+
+async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    index, raw = redis_pair
+    token = await index.begin_profiles_copy()
+    await index.write_profiles([(Profile("p1", "Vex"), 1)])
+    await raw.delete(index.keys.profiles())  # Redis restarted empty, part way through
+    await index.write_profiles([(Profile("p2", "Nyx"), 1)])
+    assert not await index.end_profiles_copy(token)
+    assert not await index.profiles_complete()
+    assert await index.profiles(["p2"]) is None
 
 
 async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:

@@ -11,6 +11,7 @@ each one is atomic, as a Lua script is on Redis.
 from __future__ import annotations
 
 import itertools
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,7 @@ class MemoryIndex:
         self._clock = clock
         self._profiles: dict[str, tuple[Profile, int]] = {}
         self._profiles_complete = False
+        self._copy_token = ""
 
     def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
         board = self._boards.get(key)
@@ -84,6 +86,8 @@ class MemoryIndex:
         self._boards.clear()
         self._profiles.clear()
         self._profiles_complete = False
+        self._copy_token = ""
+        self._copy_token = ""
 
     async def write(
         self,
@@ -242,8 +246,16 @@ class MemoryIndex:
                 out[p] = held[0]
         return out
 
-    async def mark_profiles_complete(self) -> None:
+    async def begin_profiles_copy(self) -> str:
+        self._copy_token = secrets.token_hex(8)
+        self._profiles_complete = False
+        return self._copy_token
+
+    async def end_profiles_copy(self, token: str) -> bool:
+        if token != self._copy_token:
+            return False
         self._profiles_complete = True
+        return True
 
     async def profiles_complete(self) -> bool:
         return self._profiles_complete

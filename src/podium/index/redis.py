@@ -27,7 +27,11 @@ from podium.ports import Around, BoardKey
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
-COMPLETE = ""  # the profiles hash's field that says the copy is complete (no player id is "")
+# The profiles hash's field that says whether the copy is complete (no player id is ""):
+# "complete", or the token of the copy being filled. It goes with the hash: a Redis that lost
+# the copy lost the mark too.
+MARK = ""
+COMPLETE = "complete"
 
 
 def _lua(name: str) -> str:
@@ -77,6 +81,7 @@ class RedisIndex:
         self._ranks = client.register_script(_lua("ranks"))
         self._counts = client.register_script(_lua("counts"))
         self._profiles = client.register_script(_lua("profiles"))
+        self._copied = client.register_script(_lua("copied"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -221,18 +226,24 @@ class RedisIndex:
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
         async with _translated():
-            complete, *held = await self._r.hmget(self.keys.profiles(), [COMPLETE, *player_ids])
-        if complete is None:
+            mark, *held = await self._r.hmget(self.keys.profiles(), [MARK, *player_ids])
+        if mark != COMPLETE:
             return None
         return {p: _profile(p, v) for p, v in zip(player_ids, held, strict=True) if v}
 
-    async def mark_profiles_complete(self) -> None:
+    async def begin_profiles_copy(self) -> str:
+        token = f"copying:{secrets.token_hex(8)}"
         async with _translated():
-            await self._r.hset(self.keys.profiles(), COMPLETE, "complete")
+            await self._r.hset(self.keys.profiles(), MARK, token)
+        return token
+
+    async def end_profiles_copy(self, token: str) -> bool:
+        async with _translated():
+            return bool(await self._copied(keys=[self.keys.profiles()], args=[token]))
 
     async def profiles_complete(self) -> bool:
         async with _translated():
-            return bool(await self._r.hexists(self.keys.profiles(), COMPLETE))
+            return bool(await self._r.hget(self.keys.profiles(), MARK) == COMPLETE)
 
     async def replace(
         self,

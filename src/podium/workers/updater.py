@@ -66,9 +66,10 @@ class Updater:
         await self._log.ack(changes)
         self._held = []
         now = self._clock.now()
-        for c in changes:
+        for c in totals:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
-        metrics.CHANGES_APPLIED.inc(len(changes))
+        metrics.CHANGES_APPLIED.inc(len(totals))
+        metrics.PROFILES_APPLIED.inc(len(profiles))
         return len(changes)
 
     async def _apply_profiles(self, changes: list[Change]) -> None:

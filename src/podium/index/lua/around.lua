@@ -7,7 +7,7 @@
 -- Returns false when the member is not on the board, else {rank, {member, score, ...}} with
 -- the rows from rank - neighbours (at least 0) to rank + neighbours (the member's own score
 -- is its row, so it is not read twice), and a third element when the copy of profiles is
--- complete (its field '' is set): each row's profile (false where there is none), so the
+-- complete (its field '' says so): each row's profile (false where there is none), so the
 -- names come in the same round trip.
 local desc = ARGV[3] == 'desc'
 local rank = redis.call(desc and 'ZREVRANK' or 'ZRANK', KEYS[1], ARGV[1])
@@ -20,7 +20,7 @@ if desc then
 else
   rows = redis.call('ZRANGE', KEYS[1], first, rank + n, 'WITHSCORES')
 end
-if redis.call('HEXISTS', KEYS[2], '') == 0 then return {rank, rows} end
+if redis.call('HGET', KEYS[2], '') ~= 'complete' then return {rank, rows} end
 local members = {}
 for i = 1, #rows, 2 do members[#members + 1] = rows[i] end
 return {rank, rows, redis.call('HMGET', KEYS[2], unpack(members))}
