@@ -88,7 +88,7 @@ class Backends:
         if self.in_process_index:
             n = await self.podium.rebuild_live()
             p = await self.podium.copy_profiles()
-            log.info("in-process index rebuilt from the store: %d entries, %d profiles", n, p)
+            log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
 
     def start_roles(self, roles: Sequence[str]) -> None:
         w = self.settings.workers

@@ -320,9 +320,10 @@ class RankIndex(Protocol):
         ...
 
     # The index's copy of profiles (names, avatars, countries), so that a read shows names
-    # without asking the store. The copy is complete only once it was filled from the store
-    # (``begin_profiles_copy``, every profile written, ``end_profiles_copy``); until then,
-    # and whenever the index lost it, reads ask the store instead.
+    # without asking the store. The copy is complete only once one copier filled it from the
+    # store (``begin_profiles_copy``, every profile written under a lease it keeps,
+    # ``end_profiles_copy``); until then, and whenever the index lost it, reads ask the store
+    # instead.
 
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
         """Keep each profile where its version is newer than the one held; return how many
@@ -334,17 +335,28 @@ class RankIndex(Protocol):
         while the copy is not complete."""
         ...
 
-    async def begin_profiles_copy(self) -> str:
-        """Start filling the copy: it is not complete from now until ``end_profiles_copy``
-        with the token returned here."""
+    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        """Take the copy over to fill it, under a lease until ``now + lease_s``: from now on
+        it is not complete. False, and nothing changes, while another copier's lease runs:
+        that one is left to finish."""
+        ...
+
+    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        """Extend this copier's lease; False once the copy is no longer this copier's (the
+        index lost it, or another took it over after the lease ran out): stop filling."""
         ...
 
     async def end_profiles_copy(self, token: str) -> bool:
-        """Mark the copy complete, unless it was lost or another copy began since
-        ``begin_profiles_copy`` gave ``token`` (then False: the copy may lack profiles)."""
+        """Mark the copy complete, if it is still this copier's (else False: it may lack
+        profiles)."""
         ...
 
-    async def profiles_complete(self) -> bool: ...
+    async def profiles_complete(self) -> bool:
+        """Complete, and marked so since the index last started: a Redis restored from a
+        snapshot, or a replica that took over, may hold a copy without the latest changes,
+        which counts as incomplete here (reads still use it until a copier filled it
+        again)."""
+        ...
 
 
 class ChangeLog(Protocol):

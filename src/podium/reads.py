@@ -83,7 +83,7 @@ class Reads:
         """A player's group on a grouped board, when the caller did not name one."""
         if spec.group_by is None or group is not None:
             return group
-        profile = (await self.profiles.get([player_id])).get(player_id)
+        profile = (await self._names([player_id])).get(player_id)
         return (profile.country if profile else None) or UNKNOWN_GROUP
 
     async def page(

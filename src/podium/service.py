@@ -49,6 +49,10 @@ from podium.views import Distribution, Entry, Page, PlayerRank
 
 log = logging.getLogger("podium.service")
 
+# A copier of profiles that stops (its process died) holds the copy this long at most; one
+# that lives renews it with each page of 1,000 profiles.
+COPY_LEASE_S = 60.0
+
 __all__ = ["Distribution", "Entry", "Page", "PlayerRank", "Podium", "hash_key"]
 
 REVIEW_FLAGGED = 200  # flagged results listed for review
@@ -317,8 +321,8 @@ class Podium:
         version = await self.store.set_profile(profile, self.clock.now())
         self.profiles.forget(profile.player_id)
         # The change is in the outbox, and the updater will copy it into the index; copying
-        # it here as well shows the new name to every reader at once. If this fails, the
-        # outbox still brings it.
+        # it here as well shows the new name at once to every reader of the index's copy (all
+        # of them, while the copy is complete). If this fails, the outbox still brings it.
         try:
             await self.index.write_profiles([(profile, version)])
         except IndexUnavailable:
@@ -386,19 +390,26 @@ class Podium:
         self.reads.clear_cache()
         return len(entries)
 
-    async def copy_profiles(self, page: int = 1000) -> int:
-        """Copy every profile from the store into the index, then mark the copy complete.
-        Profiles that change meanwhile come through the outbox with newer versions, so the
-        copy can be taken while the service runs."""
-        token = await self.index.begin_profiles_copy()
+    async def copy_profiles(self, page: int = 1000) -> int | None:
+        """Copy every profile from the store into the index, then mark the copy complete;
+        return how many, or None if another copier is at it (or took over). Profiles that
+        change meanwhile come through the outbox with newer versions, so the copy can be
+        taken while the service runs."""
+        token = secrets.token_hex(8)
+        if not await self.index.begin_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+            return None
         after, n = "", 0
         while batch := await self.store.all_profiles(after, page):
             await self.index.write_profiles(batch)
             after = batch[-1][0].player_id
             n += len(batch)
-        if not await self.index.end_profiles_copy(token):
-            log.warning("the index lost its copy of profiles while it was being filled")
-        return n
+            if not await self.index.keep_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+                break
+        else:
+            if await self.index.end_profiles_copy(token):
+                return n
+        log.warning("the copy of profiles was lost or taken over while this process filled it")
+        return None
 
     async def rebuild_live(self) -> int:
         """Rebuild every window whose index key would still exist (start-up of the

@@ -297,7 +297,7 @@ async def test_profiles_copy_keeps_the_newest_version(index: RankIndex) -> None:
     assert await index.write_profiles([(vex, 2), (Profile("p2", "Nyx"), 1)]) == 2
     assert await index.write_profiles([(Profile("p1", "older"), 1)]) == 0
     assert await index.write_profiles([(Profile("p1", "same version"), 2)]) == 0
-    await index.end_profiles_copy(await index.begin_profiles_copy())
+    await _fill(index)
     assert await index.profiles(["p1", "p2", "p3"]) == {"p1": vex, "p2": Profile("p2", "Nyx")}
     odd = Profile("p1", 'Zoë "😀" ,]\\', None, None)  # what a JSON copy must survive
     assert await index.write_profiles([(odd, 10)]) == 1
@@ -309,20 +309,34 @@ async def test_profiles_are_not_answered_until_the_copy_is_complete(index: RankI
     assert not await index.profiles_complete()
     await index.write_profiles([(Profile("p1", "Vex"), 1)])
     assert await index.profiles(["p1"]) is None  # not "no profile": unknown
-    await index.end_profiles_copy(await index.begin_profiles_copy())
+    await _fill(index)
     assert await index.profiles_complete()
     assert await index.profiles(["p1", "p9"]) == {"p1": Profile("p1", "Vex")}
 
 
-async def test_only_the_last_copy_begun_marks_the_profiles_complete(index: RankIndex) -> None:
-    first = await index.begin_profiles_copy()
-    second = await index.begin_profiles_copy()
+async def _fill(index: RankIndex, token: str = "t0") -> None:
+    """Mark the copy complete, as a copier does once it wrote every profile."""
+    assert await index.begin_profiles_copy(token, 1000.0, 60.0)
+    assert await index.end_profiles_copy(token)
+
+
+async def test_one_copier_at_a_time_fills_the_copy(index: RankIndex) -> None:
+    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
+    assert not await index.begin_profiles_copy("b", 1030.0, 60.0)  # a's lease runs to 1060
+    assert await index.keep_profiles_copy("a", 1050.0, 60.0)  # now to 1110
+    assert not await index.begin_profiles_copy("b", 1100.0, 60.0)
     assert not await index.profiles_complete()
-    assert not await index.end_profiles_copy(first)  # the second began since: not done yet
+    assert await index.profiles(["p1"]) is None
+    # a stops renewing (its process died): once the lease ran out, b takes over
+    assert await index.begin_profiles_copy("b", 1111.0, 60.0)
+    assert not await index.keep_profiles_copy("a", 1112.0, 60.0)
+    assert not await index.end_profiles_copy("a")  # a must not mark b's half-filled copy
     assert not await index.profiles_complete()
-    assert await index.end_profiles_copy(second)
+    assert await index.end_profiles_copy("b")
     assert await index.profiles_complete()
-    await index.begin_profiles_copy()  # a copy filled again is incomplete until it ends
+    assert not await index.end_profiles_copy("b")  # once: the copy is no longer b's to mark
+    # a new copy makes it incomplete again until it ends
+    assert await index.begin_profiles_copy("c", 2000.0, 60.0)
     assert not await index.profiles_complete()
     assert await index.profiles(["p1"]) is None
 
@@ -335,7 +349,7 @@ async def test_around_reads_the_rows_profiles_in_the_same_step(
     await index.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
     before = await index.around(WEEK, "p2", 1, descending=descending)
     assert before is not None and before.profiles is None
-    await index.end_profiles_copy(await index.begin_profiles_copy())
+    await _fill(index)
     found = await index.around(WEEK, "p2", 1, descending=descending)
     assert found is not None
     assert found.rows == board_order(entries, descending)[found.rank - 1 : found.rank + 2]
@@ -621,13 +635,31 @@ async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
     redis_pair: tuple[RedisIndex, Any],
 ) -> None:
     index, raw = redis_pair
-    token = await index.begin_profiles_copy()
+    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
     await index.write_profiles([(Profile("p1", "Vex"), 1)])
     await raw.delete(index.keys.profiles())  # Redis restarted empty, part way through
     await index.write_profiles([(Profile("p2", "Nyx"), 1)])
-    assert not await index.end_profiles_copy(token)
+    assert not await index.keep_profiles_copy("a", 1001.0, 60.0)
+    assert not await index.end_profiles_copy("a")
     assert not await index.profiles_complete()
     assert await index.profiles(["p2"]) is None
+
+
+async def test_redis_copy_marked_before_a_restart_is_filled_again(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    index, raw = redis_pair
+    await index.write_profiles([(Profile("p1", "Vex"), 1)])
+    await _fill(index)
+    assert await index.profiles_complete()
+    # As a Redis restored from a snapshot, or a replica that took over, would hold it: the
+    # mark of a server that has another run id. Reads may use the copy, but it is to be
+    # filled again, as it may lack the last changes.
+    await raw.hset(index.keys.profiles(), "", "complete:0123456789abcdef")
+    assert not await index.profiles_complete()
+    assert await index.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
+    await _fill(index, "t1")
+    assert await index.profiles_complete()
 
 
 async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:

@@ -5,6 +5,7 @@ an updater has filled it again."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,15 +72,21 @@ async def test_the_updater_copies_a_profile_change(api: Api) -> None:
     assert (await _names(api, "p2"))["p2"] == "Nyx"
 
 
-async def test_the_copy_is_filled_at_start(make_api: Callable[..., Any], config_kind: str) -> None:
+async def test_a_new_process_fills_a_missing_copy(
+    make_api: Callable[..., Any], config_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bootstrap, "PROFILE_CHECK_S", 3600.0)  # the first one checks once
     first: Api = await make_api()
     await _board_of_three(first)
     for i in range(3):
         await first.podium.store.set_profile(Profile(f"p{i}", f"N{i}"), 0.0)
+    await first.settle()
     if config_kind == "production":
         await _drop_copy(first)  # as if Redis had restarted empty (its boards aside)
-    second: Api = await make_api()  # a new process on the same store (and Redis)
-    await second.settle()
+    monkeypatch.setattr(bootstrap, "PROFILE_CHECK_S", 0.05)
+    # Embedded: the new process fills its own copy at start. Production: its updater
+    # finds the shared copy missing and fills it (the first process no longer checks).
+    second: Api = await make_api()
 
     async def complete() -> bool:
         return await second.podium.index.profiles_complete()
@@ -100,15 +107,28 @@ async def _drop_copy(api: Api) -> None:
 
 
 async def test_a_lost_copy_falls_back_to_the_store_until_it_is_filled_again(
-    api: Api, config_kind: str
+    api: Api, config_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if config_kind != "production":
         pytest.skip("the in-process copy is lost only with its process, and filled at start")
     await _board_of_three(api)
     await api.podium.set_profile(Profile("p0", "Vex"))
+    # Hold the copier part way, so the copy stays incomplete while we look.
+    held, release = asyncio.Event(), asyncio.Event()
+    all_profiles = api.podium.store.all_profiles
+
+    async def slow(after: str, limit: int) -> list[tuple[Profile, int]]:
+        held.set()
+        await release.wait()
+        return await all_profiles(after, limit)
+
+    monkeypatch.setattr(api.podium.store, "all_profiles", slow)
     await _drop_copy(api)
+    await asyncio.wait_for(held.wait(), 5)
+    assert await api.podium.index.profiles(["p0"]) is None
     # Names still show, from the store, while the copy is incomplete...
     assert (await _names(api, "p0"))["p0"] == "Vex"
+    release.set()
 
     async def complete() -> bool:
         return await api.podium.index.profiles_complete()

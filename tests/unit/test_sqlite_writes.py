@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,17 +111,61 @@ async def test_a_lost_transaction_fails_the_whole_group(store: SqliteStore, tmp_
     assert _rows(tmp_path) == [4]
 
 
-async def test_a_write_is_answered_after_its_commit(store: SqliteStore, tmp_path: Path) -> None:
+class SlowCommit(sqlite3.Connection):
+    """A connection whose COMMIT takes 50 ms: long enough that a write answered before its
+    commit would be seen, without fail, by a reader that looks as soon as it is answered."""
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            time.sleep(0.05)
+        return super().execute(sql, *args)
+
+
+async def test_a_write_is_answered_after_its_commit(
+    store: SqliteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.close()
+    slow = SqliteStore(str(tmp_path / "w.db"))
+    connect = sqlite3.connect
+    monkeypatch.setattr(
+        sqlite3, "connect", lambda *a, **k: connect(*a, **{**k, "factory": SlowCommit})
+    )
     seen: list[list[int]] = []
 
     async def write_then_look(x: int) -> None:
-        await store._write(_insert(x))
+        await slow._write(_insert(x))
         seen.append(_rows(tmp_path))
 
-    await asyncio.gather(*(write_then_look(x) for x in range(5)))
+    try:
+        await asyncio.gather(*(write_then_look(x) for x in range(5)))
+    finally:
+        monkeypatch.undo()
+        await slow.close()
     # the k-th answer comes after at least k writes are committed
     for k, rows in enumerate(sorted(seen, key=len), start=1):
         assert len(rows) >= k
+
+
+async def test_an_interrupt_in_one_write_fails_its_group_and_no_more(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    def interrupted(c: sqlite3.Connection) -> None:
+        raise KeyboardInterrupt
+
+    out = await _behind_a_held_write(store, [_insert(1), interrupted, _insert(3)])
+    # the others hear of an unavailable store, not of the interrupt; nothing of it is kept
+    assert all(isinstance(o, StoreUnavailable) for o in out), out
+    assert _rows(tmp_path) == []
+    assert await store._write(_insert(4)) == 4
+    assert _rows(tmp_path) == [4]
+
+
+async def test_a_closed_store_refuses_writes(tmp_path: Path) -> None:
+    s = SqliteStore(str(tmp_path / "c.db"))
+    await s._write(lambda c: c.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)"))
+    await s.close()
+    with pytest.raises(StoreUnavailable, match="closed"):
+        await s._write(_insert(1))
 
 
 async def test_a_caller_that_goes_away_does_not_undo_its_write(

@@ -11,7 +11,6 @@ each one is atomic, as a Lua script is on Redis.
 from __future__ import annotations
 
 import itertools
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -68,7 +67,7 @@ class MemoryIndex:
         self._clock = clock
         self._profiles: dict[str, tuple[Profile, int]] = {}
         self._profiles_complete = False
-        self._copy_token = ""
+        self._copier: tuple[str, float] | None = None  # (token, lease end) while filled
 
     def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
         board = self._boards.get(key)
@@ -86,8 +85,7 @@ class MemoryIndex:
         self._boards.clear()
         self._profiles.clear()
         self._profiles_complete = False
-        self._copy_token = ""
-        self._copy_token = ""
+        self._copier = None
 
     async def write(
         self,
@@ -246,14 +244,23 @@ class MemoryIndex:
                 out[p] = held[0]
         return out
 
-    async def begin_profiles_copy(self) -> str:
-        self._copy_token = secrets.token_hex(8)
+    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        if self._copier is not None and self._copier[0] != token and self._copier[1] > now:
+            return False
+        self._copier = (token, now + lease_s)
         self._profiles_complete = False
-        return self._copy_token
+        return True
+
+    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        if self._copier is None or self._copier[0] != token:
+            return False
+        self._copier = (token, now + lease_s)
+        return True
 
     async def end_profiles_copy(self, token: str) -> bool:
-        if token != self._copy_token:
+        if self._copier is None or self._copier[0] != token:
             return False
+        self._copier = None
         self._profiles_complete = True
         return True
 

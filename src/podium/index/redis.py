@@ -28,10 +28,9 @@ from podium.ports import Around, BoardKey
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
 # The profiles hash's field that says whether the copy is complete (no player id is ""):
-# "complete", or the token of the copy being filled. It goes with the hash: a Redis that lost
-# the copy lost the mark too.
+# "complete:<run_id>", or the lease of the copier filling it (lua/copy.lua).
 MARK = ""
-COMPLETE = "complete"
+COMPLETE = "complete:"
 
 
 def _lua(name: str) -> str:
@@ -81,7 +80,7 @@ class RedisIndex:
         self._ranks = client.register_script(_lua("ranks"))
         self._counts = client.register_script(_lua("counts"))
         self._profiles = client.register_script(_lua("profiles"))
-        self._copied = client.register_script(_lua("copied"))
+        self._copy = client.register_script(_lua("copy"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -227,23 +226,34 @@ class RedisIndex:
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
         async with _translated():
             mark, *held = await self._r.hmget(self.keys.profiles(), [MARK, *player_ids])
-        if mark != COMPLETE:
+        if not (mark or "").startswith(COMPLETE):
             return None
         return {p: _profile(p, v) for p, v in zip(player_ids, held, strict=True) if v}
 
-    async def begin_profiles_copy(self) -> str:
-        token = f"copying:{secrets.token_hex(8)}"
-        async with _translated():
-            await self._r.hset(self.keys.profiles(), MARK, token)
-        return token
+    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        return await self._copy_mark("begin", token, repr(now + lease_s), repr(now))
+
+    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        return await self._copy_mark("keep", token, repr(now + lease_s))
 
     async def end_profiles_copy(self, token: str) -> bool:
+        return await self._copy_mark("end", token, await self._run_id())
+
+    async def _copy_mark(self, *args: str) -> bool:
         async with _translated():
-            return bool(await self._copied(keys=[self.keys.profiles()], args=[token]))
+            return bool(await self._copy(keys=[self.keys.profiles()], args=list(args)))
 
     async def profiles_complete(self) -> bool:
         async with _translated():
-            return bool(await self._r.hget(self.keys.profiles(), MARK) == COMPLETE)
+            mark = await self._r.hget(self.keys.profiles(), MARK)
+        return bool(mark == COMPLETE + await self._run_id())
+
+    async def _run_id(self) -> str:
+        """The id Redis draws each time it starts: a copy marked complete under another one
+        was marked before a restart (from a snapshot) or on another server (a replica)."""
+        async with _translated():
+            info = await self._r.info("server")
+        return str(info["run_id"])
 
     async def replace(
         self,

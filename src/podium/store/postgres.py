@@ -644,15 +644,8 @@ class PostgresStore:
         return await self._run(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
-        ids = list(player_ids)
-        if not ids:
-            return {}
-        rows = await self._fetch(
-            "SELECT player_id, name, avatar, country FROM profiles "
-            "WHERE player_id = ANY($1::text[])",
-            ids,
-        )
-        return {r[0]: Profile(r[0], r[1], r[2], r[3]) for r in rows}
+        found = await self.versioned_profiles(player_ids)
+        return {p: profile for p, (profile, _) in found.items()}
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
         ids = list(player_ids)

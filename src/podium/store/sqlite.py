@@ -72,6 +72,7 @@ class SqliteStore:
         self._queued: list[_Job] = []  # writes waiting for the next group
         self._queue_lock = threading.Lock()
         self._draining = False  # a drain of the queue is scheduled on the writer thread
+        self._closed = False
         self._rconn: sqlite3.Connection | None = None
 
     @classmethod
@@ -105,17 +106,13 @@ class SqliteStore:
         # Retrieve a failure even when the caller went away, so it is not logged as lost.
         job.done.add_done_callback(lambda f: f.cancelled() or f.exception())
         with self._queue_lock:
+            if self._closed:
+                raise StoreUnavailable("sqlite: the store is closed")
             self._queued.append(job)
             start = not self._draining  # if not, the running drain takes this write too
             self._draining = True
         if start:
-            try:
-                self._writer.submit(self._drain)
-            except RuntimeError as e:  # closed; no drain was running, so the queue is ours
-                with self._queue_lock:
-                    self._queued.clear()
-                    self._draining = False
-                raise StoreUnavailable("sqlite: the store is closed") from e
+            self._writer.submit(self._drain)
         # Shielded: a caller that goes away does not take the write back; it may still
         # commit, as any write may whose caller stopped waiting (a retry is safe).
         out: T = await asyncio.shield(job.done)
@@ -124,14 +121,26 @@ class SqliteStore:
     def _drain(self) -> None:
         """On the writer thread: commit the queued writes, a group at a time, until none
         is left."""
-        while True:
+        group: list[_Job] = []
+        try:
+            while True:
+                with self._queue_lock:
+                    group = self._queued[:GROUP_MAX]
+                    del self._queued[:GROUP_MAX]
+                    if not group:
+                        self._draining = False
+                        return
+                self._commit(group)
+        except BaseException as e:
+            # Not one of the writes' own errors (``_commit`` answers those): still, no write
+            # may be left waiting, nor the queue without a drain.
             with self._queue_lock:
-                group = self._queued[:GROUP_MAX]
-                del self._queued[:GROUP_MAX]
-                if not group:
-                    self._draining = False
-                    return
-            self._commit(group)
+                left, self._queued = self._queued, []
+                self._draining = False
+            failure = StoreUnavailable(f"sqlite: the writer stopped: {e!r}")
+            for job in [*group, *left]:
+                job.settle(False, failure)
+            raise
 
     def _commit(self, group: list[_Job]) -> None:
         outcomes: list[tuple[bool, Any]] = []
@@ -194,7 +203,12 @@ class SqliteStore:
             if self._rconn is not None:
                 self._rconn.close()
 
-        # The writer thread runs in order: queued writes finish before the connection closes.
+        # No write is queued from now on; the writer thread runs in order, so the drain of
+        # the writes queued before this finishes before the connection closes.
+        with self._queue_lock:
+            if self._closed:
+                return
+            self._closed = True
         await asyncio.get_running_loop().run_in_executor(self._writer, close_w)
         await asyncio.get_running_loop().run_in_executor(self._reader, close_r)
         self._writer.shutdown()
@@ -469,18 +483,8 @@ class SqliteStore:
         return await self._write(run)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
-        ids = list(player_ids)
-
-        def run(c: sqlite3.Connection) -> dict[str, Profile]:
-            marks = ",".join("?" * len(ids))
-            rows = c.execute(
-                "SELECT player_id, name, avatar, country FROM profiles "
-                f"WHERE player_id IN ({marks})",
-                ids,
-            ).fetchall()
-            return {r[0]: Profile(*r) for r in rows}
-
-        return await self._read(run) if ids else {}
+        found = await self.versioned_profiles(player_ids)
+        return {p: profile for p, (profile, _) in found.items()}
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
         ids = list(player_ids)
@@ -729,10 +733,11 @@ def _one(conn: sqlite3.Connection, job: _Job) -> tuple[bool, Any]:
 
 
 def _translate(e: BaseException) -> BaseException:
-    """Driver errors become ``StoreUnavailable`` (nothing was committed); the use cases' own
-    errors pass as they are."""
-    if isinstance(e, sqlite3.Error | _GroupLost):
-        failure = StoreUnavailable(f"sqlite: {e}")
+    """Driver errors become ``StoreUnavailable`` (nothing was committed), as does anything
+    that is not an ``Exception`` (an interrupt on the writer thread: the other writers of the
+    group must not receive it); the use cases' own errors pass as they are."""
+    if isinstance(e, sqlite3.Error | _GroupLost) or not isinstance(e, Exception):
+        failure = StoreUnavailable(f"sqlite: {e or type(e).__name__}")
         failure.__cause__ = e
         return failure
     return e

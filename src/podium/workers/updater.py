@@ -139,10 +139,12 @@ class BacklogMonitor:
 
 class ProfileCopier:
     """Fills the index's copy of profiles from the store whenever the copy is not complete:
-    on a new index, and after the index lost it (a Redis restarted empty). Until it is done,
-    reads take names from the store."""
+    on a new index, after the index lost it (a Redis restarted empty) or when it may lack
+    changes (a Redis restored from a snapshot, a replica that took over). Every updater
+    checks; one at a time fills it, under a lease. Until it is done, reads take names from
+    the store."""
 
-    def __init__(self, fill: Callable[[], Awaitable[int]], index: RankIndex) -> None:
+    def __init__(self, fill: Callable[[], Awaitable[int | None]], index: RankIndex) -> None:
         self._fill = fill
         self._index = index
 
@@ -150,5 +152,6 @@ class ProfileCopier:
         if await self._index.profiles_complete():
             return 0
         n = await self._fill()
-        log.info("copied %d profiles from the store into the index", n)
+        if n is not None:
+            log.info("copied %d profiles from the store into the index", n)
         return 0  # nothing more to do at once: the runner sleeps until the next check

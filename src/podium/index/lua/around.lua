@@ -20,7 +20,8 @@ if desc then
 else
   rows = redis.call('ZRANGE', KEYS[1], first, rank + n, 'WITHSCORES')
 end
-if redis.call('HGET', KEYS[2], '') ~= 'complete' then return {rank, rows} end
+local mark = redis.call('HGET', KEYS[2], '')
+if not mark or string.sub(mark, 1, 9) ~= 'complete:' then return {rank, rows} end
 local members = {}
 for i = 1, #rows, 2 do members[#members + 1] = rows[i] end
 return {rank, rows, redis.call('HMGET', KEYS[2], unpack(members))}
