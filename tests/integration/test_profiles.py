@@ -106,11 +106,11 @@ async def _drop_copy(api: Api) -> None:
         await r.aclose()
 
 
+# Production only: the in-process copy is lost only with its process, and filled at start.
+@pytest.mark.parametrize("config_kind", ["production"])
 async def test_a_lost_copy_falls_back_to_the_store_until_it_is_filled_again(
-    api: Api, config_kind: str, monkeypatch: pytest.MonkeyPatch
+    api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if config_kind != "production":
-        pytest.skip("the in-process copy is lost only with its process, and filled at start")
     await _board_of_three(api)
     await api.podium.set_profile(Profile("p0", "Vex"))
     # Hold the copier part way, so the copy stays incomplete while we look.
