@@ -73,16 +73,11 @@ class Updater:
         return len(changes)
 
     async def _apply_profiles(self, changes: list[Change]) -> None:
-        """Copy changed profiles into the index. The copy is read from the store now, so it
-        is at least as new as the change, and is kept under the change's version: a newer
-        change of the same player still lands after it, an older one never does."""
-        versions: dict[str, int] = {}
-        for c in changes:
-            versions[c.player_id] = max(versions.get(c.player_id, 0), c.tally.version)
-        found = await self._store.versioned_profiles(list(versions))
-        await self._index.write_profiles(
-            [(found[p][0], v) for p, v in versions.items() if p in found]
-        )
+        """Copy changed profiles into the index. Each is read from the store now, with its
+        version, so it is at least as new as the change: the index keeps it unless it holds
+        a newer one, and an older copy on its way never replaces it."""
+        found = await self._store.versioned_profiles(list({c.player_id for c in changes}))
+        await self._index.write_profiles(list(found.values()))
 
     async def _apply(self, key: BoardKey, group: list[Change]) -> None:
         spec = self._boards.get(key.board)
