@@ -11,7 +11,9 @@
    connections ``synchronous_commit=off`` (the server later opens its own, with the defaults).
    That path does about 1,000 results/s on Postgres here, 100 s for 100,000, so ``--preload
    sql`` (the default for production) inserts the tallies with one INSERT ... SELECT per board
-   and loads Redis with ``Podium.rebuild``, what ``podium rebuild`` runs (about 5 s).
+   and loads Redis with ``Podium.rebuild``, what ``podium rebuild`` runs (about 5 s). Then
+   (unless ``--no-profiles``) every player gets a name and an avatar, written into the
+   store's table and, in production, copied into Redis with ``Podium.copy_profiles``.
 2. ``podium serve`` starts on that store (embedded: it rebuilds the in-process index from
    SQLite at start; the time is reported).
 3. For each concurrency in ``--concurrency``, closed-loop readers for ``--duration`` s each:
@@ -27,7 +29,10 @@
    at ``--load-concurrency`` while an open-loop writer sends ``--write-rate`` matches/s of 2
    players (default 250 = 500 results/s) into the same board, plus an open-loop cell of
    ``--read-rate`` rank reads/s (default 500) under the same writes. The writer's own accept
-   latency is printed under each of those cells.
+   latency is printed under each of those cells, client and server, without its first second
+   (its ramp, before the readers start; printed apart). A run meets the reads target only if
+   its writes also kept up: at least 98 % of the matches accepted, with a client p99 under
+   100 ms.
 
 ``--split`` (production) serves the reads from one podium process (``server.api = "read"``,
 no background roles) and the writes from another (``"write"``, with the roles), as a fleet
