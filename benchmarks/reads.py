@@ -255,6 +255,20 @@ async def preload_profiles(env: Env, n: int) -> float:
     return time.perf_counter() - t0
 
 
+async def profiles_copy_bytes(env: Env) -> int:
+    """What Redis's copy of the profiles takes (``MEMORY USAGE ... SAMPLES 0``: every field
+    counted), or 0 where the podium under test keeps no such copy."""
+    import redis.asyncio as aioredis
+
+    assert env.prefix is not None
+    r = aioredis.Redis.from_url(env.index_url)
+    try:
+        used = await r.memory_usage(f"{env.prefix}:profiles", samples=0)
+    finally:
+        await r.aclose()
+    return int(used or 0)
+
+
 # -- cells --------------------------------------------------------------------------------
 
 
@@ -508,6 +522,14 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
     if args.profiles:
         pre["profiles_s"] = await preload_profiles(env, args.players)
         print(f"  a profile for each player in {pre['profiles_s']:.1f} s", flush=True)
+        if env.kind == "production":
+            used = await profiles_copy_bytes(env)
+            if used:
+                print(
+                    f"  Redis's copy of the profiles: {used} bytes, "
+                    f"{used / args.players:.0f} a profile (MEMORY USAGE)",
+                    flush=True,
+                )
     pre["method"] = how
     key = create_key(env)
     profile = args.profile.resolve() if args.profile else None
