@@ -166,7 +166,7 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
         async def claim_ack() -> Any:
             changes = await b.store.claim_changes(500, lease, time.time())
             if changes:
-                await b.store.ack_changes([c.id for c in changes])
+                await b.store.ack_changes([c.handle for c in changes])  # type: ignore[misc]
             return changes
 
         await step("store.claim_changes + ack_changes, outbox empty", claim_ack, n)

@@ -11,12 +11,18 @@
     ├── Forbidden           403     credential not allowed this, match owned by another server
     ├── Conflict            409     same match and player, different content
     ├── RateLimited         429     hourly cap or read rate; carries retry_after
-    └── Unavailable         503     a backend is unreachable; nothing was recorded
-        ├── StoreUnavailable
-        └── IndexUnavailable
+    ├── Unavailable         503     a backend is unreachable; nothing was recorded, retry
+    │   ├── StoreUnavailable
+    │   ├── IndexUnavailable
+    │   └── Overloaded              too many matches in flight in this process
+    └── InternalError       500     a bug: a backend refused what podium sent (an undefined
+                                    column, a malformed statement or script); logged with
+                                    its traceback, never answered as an outage
 
-Adapters translate their driver's errors into ``Unavailable`` at the boundary, so nothing
-above them ever sees an asyncpg or redis exception.
+Adapters translate their driver's errors at the boundary, each through one table: the
+transient ones (connection lost, timeouts, serialization failures, a server shutting down,
+SQLite busy) into ``Unavailable``, everything else into ``InternalError``, so nothing above
+them ever sees an asyncpg, sqlite3 or redis exception, and a bug never looks like an outage.
 """
 
 from __future__ import annotations
@@ -85,3 +91,10 @@ class IndexUnavailable(Unavailable):
 
 class Overloaded(Unavailable):
     title = "Too many matches in flight"
+
+
+class InternalError(PodiumError):
+    """A bug, not an outage: the cause (``__cause__``) is the driver's error."""
+
+    status = 500
+    title = "Internal error"

@@ -14,9 +14,10 @@ import pytest
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally
 from podium.domain.models import (
-    PROFILE_CHANGE,
     ApiKey,
+    Change,
     Profile,
+    ProfileChange,
     RecordOutcome,
     ResultRecord,
     Standing,
@@ -317,7 +318,9 @@ async def test_prior_read_sees_what_a_record_would_read(
         assert prior.seen == {}
     # one outbox row per change, in order: m2 (0 points) moved nothing but the best board
     changes = await store.claim_changes(100, 30, NOW)
-    assert [(c.board, c.tally.total) for c in changes if c.board == "day"] == [
+    assert [
+        (c.board, c.tally.total) for c in changes if isinstance(c, Change) and c.board == "day"
+    ] == [
         ("day", 10),
         ("day", 15),
         ("day", 45),
@@ -484,7 +487,7 @@ async def test_postgres_vacuums_the_outbox_it_drains(postgres_url: str) -> None:
         for i in range(20):  # 40 outbox rows: one vacuum at the 30th acked row
             await store.record(result(f"m{i}", 1, player=f"p{i}"), t, NOW, None)
         for _ in range(4):
-            await store.ack_changes([c.id for c in await store.claim_changes(10, 30, NOW)])
+            await store.ack_changes([c.handle for c in await store.claim_changes(10, 30, NOW)])
         assert await store.outbox_backlog(NOW) == (0, 0.0)
         assert await vacuums() == before + 1
     finally:
@@ -529,7 +532,7 @@ async def test_claim_leases_rows_and_ack_deletes_them(store: ScoreStore) -> None
         await store.record(r, targets(r.ended_at, DAY), NOW, None)
     first = await store.claim_changes(10, 30, NOW + 1)
     assert [c.player_id for c in first] == ["p0", "p1", "p2"]
-    assert [c.id for c in first] == sorted(c.id for c in first)
+    assert [c.handle for c in first] == sorted(c.handle for c in first)
     c0 = first[0]
     assert (c0.board, c0.window, c0.tally, c0.committed_at) == (
         "day",
@@ -539,12 +542,12 @@ async def test_claim_leases_rows_and_ack_deletes_them(store: ScoreStore) -> None
     )
     assert await store.claim_changes(10, 30, NOW + 2) == []  # leased
     again = await store.claim_changes(10, 30, NOW + 31)  # the lease ran out
-    assert [c.id for c in again] == [c.id for c in first]
+    assert [c.handle for c in again] == [c.handle for c in first]
 
-    await store.ack_changes([first[0].id, first[2].id])
+    await store.ack_changes([first[0].handle, first[2].handle])
     await store.ack_changes([])
     assert (await store.outbox_backlog(NOW + 100))[0] == 1
-    assert [c.id for c in await store.claim_changes(10, 30, NOW + 100)] == [first[1].id]
+    assert [c.handle for c in await store.claim_changes(10, 30, NOW + 100)] == [first[1].handle]
 
 
 async def test_claim_is_by_row_not_by_high_water_mark(store: ScoreStore) -> None:
@@ -553,22 +556,22 @@ async def test_claim_is_by_row_not_by_high_water_mark(store: ScoreStore) -> None
         await store.record(r, targets(r.ended_at, DAY), NOW, None)
     [a] = await store.claim_changes(1, 30, NOW)
     [b] = await store.claim_changes(1, 30, NOW)  # the next free row, not "after a"
-    assert a.id < b.id
-    await store.ack_changes([b.id])
+    assert a.handle < b.handle  # type: ignore[operator]
+    await store.ack_changes([b.handle])
     r = result("m9", 1, player="p9")
     await store.record(r, targets(r.ended_at, DAY), NOW, None)
     # The unclaimed lower row and the new row both come; the acked one never does; the
     # leased one comes back once its lease runs out, though its id is below ones handed out.
     later = await store.claim_changes(10, 30, NOW + 1)
     assert [c.player_id for c in later] == ["p2", "p9"]
-    assert [c.id for c in await store.claim_changes(10, 30, NOW + 30)] == [a.id]
+    assert [c.handle for c in await store.claim_changes(10, 30, NOW + 30)] == [a.handle]
     assert await store.claim_changes(0, 30, NOW + 1000) == []
 
 
 async def test_requeue_player_writes_one_row_per_tally(store: ScoreStore) -> None:
     r = result("m1", 4)
     await store.record(r, targets(r.ended_at), NOW, None)
-    await store.ack_changes([c.id for c in await store.claim_changes(10, 30, NOW)])
+    await store.ack_changes([c.handle for c in await store.claim_changes(10, 30, NOW)])
     assert await store.requeue_player("p1", NOW + 5) == 2
     assert await store.requeue_player("nobody", NOW + 5) == 0
     rows = await store.claim_changes(10, 30, NOW + 6)
@@ -613,10 +616,12 @@ async def test_profile_changes_are_versioned_and_go_to_the_outbox(store: ScoreSt
     }
     assert await store.versioned_profiles([]) == {}
     changes = await store.claim_changes(100, 30.0, NOW + 3)
-    profile_changes = [(c.player_id, c.tally.version, c.committed_at) for c in changes if c.profile]
+    profile_changes = [
+        (c.player_id, c.version, c.committed_at) for c in changes if isinstance(c, ProfileChange)
+    ]
     assert profile_changes == [("p1", 1, NOW), ("p2", 1, NOW + 1), ("p1", 2, NOW + 2)]
     # only profile rows: nobody has a tally, so the move to FR moved nothing
-    assert all(c.profile and c.board == PROFILE_CHANGE for c in changes)
+    assert all(isinstance(c, ProfileChange) for c in changes)
 
 
 async def test_all_profiles_pages_by_player_id(store: ScoreStore) -> None:

@@ -55,27 +55,38 @@ class ResultRecord:
         )
 
 
-PROFILE_CHANGE = ""  # the board of a change that carries no total: the player's profile changed
+PROFILE_CHANGE = ""  # the board column of an outbox row that carries a profile change
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """An absolute total to apply to the rank index: one outbox row or log message.
+    """A player's new absolute total on one board window: one outbox row or log message.
 
-    A change on no board (``PROFILE_CHANGE``) says instead that the player's profile changed,
-    to the version in ``tally.version``: the index keeps a copy of names for its reads."""
+    ``handle`` is the log's own way to find the message again (an outbox row id, a
+    JetStream delivery): opaque to everyone but the log that made it, and not part of the
+    change's value."""
 
-    id: int
     board: str
     window: str
     player_id: str
     tally: Tally
     committed_at: float  # epoch seconds, for commit-to-board latency
     removed: bool = False  # the player left this board window (moved to another group)
+    handle: object = field(default=None, compare=False)
 
-    @property
-    def profile(self) -> bool:
-        return self.board == PROFILE_CHANGE
+
+@dataclass(frozen=True, slots=True)
+class ProfileChange:
+    """A player's profile changed, to ``version``: the index keeps a copy of names for its
+    reads, and the updater refreshes it from the store."""
+
+    player_id: str
+    version: int
+    committed_at: float
+    handle: object = field(default=None, compare=False)
+
+
+Message = Change | ProfileChange  # what the change log carries
 
 
 @dataclass(frozen=True, slots=True)

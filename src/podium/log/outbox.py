@@ -10,8 +10,9 @@ handed out before commit, so a lower id can commit after a higher one has been r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from podium.domain.models import Change
+from podium.domain.models import Message
 from podium.ports import Clock, ScoreStore
 
 
@@ -24,11 +25,12 @@ class OutboxLog:
     async def relay(self, limit: int) -> int:
         return 0  # the outbox is the log
 
-    async def fetch(self, limit: int) -> list[Change]:
+    async def fetch(self, limit: int) -> list[Message]:
         return await self._store.claim_changes(limit, self._lease_s, self._clock.now())
 
-    async def ack(self, changes: Sequence[Change]) -> None:
-        await self._store.ack_changes([c.id for c in changes])
+    async def ack(self, changes: Sequence[Message]) -> None:
+        # The store's outbox rows are the log: each handle is the row id.
+        await self._store.ack_changes([cast(int, c.handle) for c in changes])
 
     async def close(self) -> None:
         return None

@@ -33,6 +33,7 @@ from podium.domain.models import (
     Flagged,
     FrozenWindow,
     Profile,
+    ProfileChange,
     RecordOutcome,
     ResultRecord,
     Standing,
@@ -558,7 +559,9 @@ class PostgresStore:
 
     # -- outbox -----------------------------------------------------------------------
 
-    async def claim_changes(self, limit: int, lease_s: float, now: float) -> list[Change]:
+    async def claim_changes(
+        self, limit: int, lease_s: float, now: float
+    ) -> list[Change | ProfileChange]:
         # Row by row, never past a high-water mark: a lower id can commit after a higher one
         # was read. SKIP LOCKED lets several claimers share the rows without waiting.
         rows = await self._fetch(
@@ -571,7 +574,7 @@ class PostgresStore:
             limit,
             float(now + lease_s),
         )
-        return sorted((_change(r) for r in rows), key=lambda ch: ch.id)
+        return [_change(r) for r in sorted(rows, key=lambda r: int(r[0]))]
 
     async def ack_changes(self, ids: Sequence[int]) -> None:
         ids = list(ids)
@@ -951,5 +954,7 @@ def _standing(r: asyncpg.Record) -> Standing:
     return Standing(r[0], r[1], r[2], Tally(r[3], r[4], r[5]))
 
 
-def _change(r: asyncpg.Record) -> Change:
-    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], r[8])
+def _change(r: asyncpg.Record) -> Change | ProfileChange:
+    if r[1] == PROFILE_CHANGE:
+        return ProfileChange(r[3], r[6], r[7], handle=r[0])
+    return Change(r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], r[8], handle=r[0])

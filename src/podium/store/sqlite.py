@@ -37,6 +37,7 @@ from podium.domain.models import (
     Flagged,
     FrozenWindow,
     Profile,
+    ProfileChange,
     RecordOutcome,
     ResultRecord,
     Standing,
@@ -411,8 +412,10 @@ class SqliteStore:
 
     # -- outbox -----------------------------------------------------------------------
 
-    async def claim_changes(self, limit: int, lease_s: float, now: float) -> list[Change]:
-        def run(c: sqlite3.Connection) -> list[Change]:
+    async def claim_changes(
+        self, limit: int, lease_s: float, now: float
+    ) -> list[Change | ProfileChange]:
+        def run(c: sqlite3.Connection) -> list[Change | ProfileChange]:
             rows = c.execute(
                 "SELECT id, board, window_id, player_id, total, reached_at, version, committed_at, "
                 "removed "
@@ -687,8 +690,10 @@ def _standing(r: Any) -> Standing:
     return Standing(r[0], r[1], r[2], Tally(r[3], r[4], r[5]))
 
 
-def _change(r: Any) -> Change:
-    return Change(r[0], r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], bool(r[8]))
+def _change(r: Any) -> Change | ProfileChange:
+    if r[1] == PROFILE_CHANGE:
+        return ProfileChange(r[3], r[6], r[7], handle=r[0])
+    return Change(r[1], r[2], r[3], Tally(r[4], r[5], r[6]), r[7], bool(r[8]), handle=r[0])
 
 
 class _GroupLost(Exception):

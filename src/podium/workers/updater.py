@@ -16,7 +16,7 @@ from podium import metrics
 from podium.config import Settings
 from podium.domain.boards import Order
 from podium.domain.codec import EncodingError
-from podium.domain.models import Change
+from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.ports import BoardKey, ChangeLog, Clock, RankIndex, ScoreStore
 
@@ -39,7 +39,7 @@ class Updater:
         self._log = changes
         self._clock = clock
         self._batch = settings.workers.batch
-        self._held: list[Change] = []
+        self._held: list[Message] = []
 
     async def step(self) -> int:
         # A batch that failed to apply (the index was down) is retried first, while this
@@ -48,10 +48,10 @@ class Updater:
         if not changes:
             return 0
         self._held = changes
-        profiles = [c for c in changes if c.profile]
+        profiles = [c for c in changes if isinstance(c, ProfileChange)]
         if profiles:
             await self._apply_profiles(profiles)
-        totals = [c for c in changes if not c.profile]
+        totals = [c for c in changes if isinstance(c, Change)]
         banned = await self._store.banned([c.player_id for c in totals]) if totals else set()
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
         for c in totals:
@@ -72,7 +72,7 @@ class Updater:
         metrics.PROFILES_APPLIED.inc(len(profiles))
         return len(changes)
 
-    async def _apply_profiles(self, changes: list[Change]) -> None:
+    async def _apply_profiles(self, changes: list[ProfileChange]) -> None:
         """Copy changed profiles into the index. Each is read from the store now, with its
         version, so it is at least as new as the change: the index keeps it unless it holds
         a newer one, and an older copy on its way never replaces it."""

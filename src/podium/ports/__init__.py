@@ -1,0 +1,32 @@
+"""The ports: what the service and the workers need from a backend, and nothing more.
+
+One module per side, each a few small ``typing.Protocol`` classes by scope:
+
+- ``ports.store``: the record (credentials, results, the outbox, players, windows);
+- ``ports.index``: the rank index and the index's copy of profiles;
+- ``ports.log``: the change log between the outbox and the board updaters;
+- ``ports.clock``: the time.
+
+Each port has several adapters (``store/``, ``index/``, ``log/``), held to one contract suite
+(``tests/contract``); one adapter class may implement several ports. Only ``bootstrap.py``
+picks an adapter. Every adapter translates its driver's errors at the boundary: transient
+ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else into
+``podium.errors.InternalError`` (500, logged with its traceback).
+"""
+
+from podium.ports.clock import Clock, SystemClock
+from podium.ports.index import Around, BoardKey, RankIndex
+from podium.ports.log import ChangeLog
+from podium.ports.store import PriorResults, ScoreStore, Seen
+
+__all__ = [
+    "Around",
+    "BoardKey",
+    "ChangeLog",
+    "Clock",
+    "PriorResults",
+    "RankIndex",
+    "ScoreStore",
+    "Seen",
+    "SystemClock",
+]

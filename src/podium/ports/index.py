@@ -1,0 +1,161 @@
+"""The rank index ports (the copy that answers ranks)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from podium.domain.models import (
+    Profile,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BoardKey:
+    """One board window in the rank index."""
+
+    board: str
+    window: str
+
+
+class RankIndex(Protocol):
+    """The copy that answers ranks (DESIGN invariant 1: rebuildable from the store).
+
+    Order (DESIGN invariant 4): on a descending board, higher score first, and on equal
+    scores the member that sorts later by bytes first (as ``ZREVRANGE`` returns them); on an
+    ascending board the reverse of both. Ranks here are 0-based; the API adds one.
+    """
+
+    async def ping(self) -> None: ...
+    async def close(self) -> None: ...
+
+    async def write(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
+    ) -> int:
+        """Apply absolute scores with ``GT`` (descending) or ``LT`` (ascending) semantics,
+        or, when ``versions`` are given (one per entry), only where the version is newer
+        than the one held; skip members banned on this key; return how many were written."""
+        ...
+
+    async def remove(
+        self,
+        key: BoardKey,
+        members: Sequence[str],
+        versions: Sequence[int],
+        *,
+        expire_at: int | None,
+    ) -> int:
+        """On a versioned board, take members off where the version is newer than the one
+        held, and keep that version (a tombstone) so an older write cannot put them back."""
+        ...
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        """Members at ranks ``start..stop`` inclusive, in board order."""
+        ...
+
+    async def rank(
+        self, key: BoardKey, player_id: str, *, descending: bool
+    ) -> tuple[int, int] | None:
+        """(0-based rank, score) or None when the player is not on the board."""
+        ...
+
+    async def around(
+        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
+    ) -> Around | None:
+        """The player's rank and the rows around it, all read at one instant, so the
+        player's own row is always among them; None when the player is not on the board.
+        ``neighbors >= 0``."""
+        ...
+
+    async def ranks(
+        self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
+    ) -> list[tuple[int, int] | None]:
+        """(0-based rank, score) or None for each player, in the order asked, all read at
+        one instant, in one round trip."""
+        ...
+
+    async def count(self, key: BoardKey) -> int: ...
+
+    async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
+        """How many members have ``bounds[i] <= score < bounds[i+1]``, for each i, read at
+        one instant (a histogram of the board)."""
+        ...
+
+    async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        """Remove the player from these boards and refuse later writes of them there."""
+        ...
+
+    async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None: ...
+
+    async def replace(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
+    ) -> None:
+        """Swap a board for exactly these entries (and versions, for versioned boards) in
+        one step (rebuild)."""
+        ...
+
+    # The index's copy of profiles (names, avatars, countries), so that a read shows names
+    # without asking the store. The copy is complete only once one copier filled it from the
+    # store (``begin_profiles_copy``, every profile written under a lease it keeps,
+    # ``end_profiles_copy``); until then, and whenever the index lost it, reads ask the store
+    # instead.
+
+    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
+        """Keep each profile where its version is newer than the one held; return how many
+        were kept."""
+        ...
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
+        """The profiles held for these players (none for a player without one), or None
+        while the copy is not complete."""
+        ...
+
+    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        """Take the copy over to fill it, under a lease until ``now + lease_s``: from now on
+        it is not complete. False, and nothing changes, while another copier's lease runs:
+        that one is left to finish."""
+        ...
+
+    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
+        """Extend this copier's lease; False once the copy is no longer this copier's (the
+        index lost it, or another took it over after the lease ran out): stop filling."""
+        ...
+
+    async def end_profiles_copy(self, token: str) -> bool:
+        """Mark the copy complete, if it is still this copier's (else False: it may lack
+        profiles)."""
+        ...
+
+    async def profiles_complete(self) -> bool:
+        """Complete, and marked so since the index last started: a Redis restored from a
+        snapshot, or a replica that took over, may hold a copy without the latest changes,
+        which counts as incomplete here (reads still use it until a copier filled it
+        again)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Around:
+    """A player's place on a board (``RankIndex.around``): their 0-based rank and score,
+    the rows at ranks ``max(0, rank - neighbors)`` to ``rank + neighbors`` in board order,
+    and, when the index's copy of profiles is complete, the profiles of those rows' players
+    read in the same step (None otherwise)."""
+
+    rank: int
+    score: int
+    rows: list[tuple[str, int]]
+    profiles: dict[str, Profile] | None
