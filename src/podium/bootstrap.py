@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
-from podium.ports import ChangeLog, Clock, RankIndex, ScoreStore, SystemClock
+from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, SystemClock
 from podium.service import Podium
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
@@ -45,19 +45,22 @@ def _store(settings: Settings) -> ScoreStore:
     )
 
 
-def _index(settings: Settings, clock: Clock) -> RankIndex:
+def _index(settings: Settings, clock: Clock) -> tuple[RankIndex, ProfileCopy]:
+    """The rank index, and the copy of profiles that the same adapter keeps beside it."""
     url = settings.index.url
     if settings.index.shards != 1:
         raise ConfigError("index.shards: boards split across shards are not built yet; use 1")
     if url.startswith("memory://"):
         from podium.index.memory import MemoryIndex
 
-        return MemoryIndex(clock.now)
+        memory = MemoryIndex(clock.now)
+        return memory, memory
     if url.startswith("redis+cluster://"):
         raise ConfigError("index.url: Redis Cluster is not built yet; use redis://")
     from podium.index.redis import RedisIndex
 
-    return RedisIndex.from_url(url, prefix=settings.index.prefix)
+    redis = RedisIndex.from_url(url, prefix=settings.index.prefix)
+    return redis, redis
 
 
 def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
@@ -73,6 +76,7 @@ class Backends:
     settings: Settings
     store: ScoreStore
     index: RankIndex
+    copy: ProfileCopy
     log: ChangeLog
     clock: Clock
     podium: Podium
@@ -98,13 +102,13 @@ class Backends:
                     Runner("relay", Relay(self.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)
                 )
             elif role == "updater":
-                up = Updater(self.settings, self.store, self.index, self.log, self.clock)
+                up = Updater(self.settings, self.store, self.index, self.copy, self.log, self.clock)
                 mon = BacklogMonitor(self.store, self.clock)
                 self._runners.append(
                     Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch)
                 )
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
-                copier = ProfileCopier(self.podium.copy_profiles, self.index)
+                copier = ProfileCopier(self.podium.copy_profiles, self.copy)
                 self._runners.append(Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S))
             elif role == "freezer":
                 step = self.podium.lifecycle.freeze_due
@@ -132,8 +136,8 @@ class Backends:
 def build(settings: Settings, clock: Clock | None = None) -> Backends:
     clock = clock or SystemClock()
     store = _store(settings)
-    index = _index(settings, clock)
+    index, copy = _index(settings, clock)
     changes = _log(settings, store, clock)
     archive = FileArchive(settings.archive.dir)
-    podium = Podium(settings, store, index, clock, archive)
-    return Backends(settings, store, index, changes, clock, podium)
+    podium = Podium(settings, store, index, copy, clock, archive)
+    return Backends(settings, store, index, copy, changes, clock, podium)

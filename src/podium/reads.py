@@ -16,7 +16,7 @@ from podium.domain.models import Profile
 from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
-from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
@@ -30,6 +30,7 @@ class Reads:
         settings: Settings,
         store: ScoreStore,
         index: RankIndex,
+        copy: ProfileCopy,
         clock: Clock,
         lifecycle: Lifecycle,
         profiles: ProfileCache,
@@ -37,6 +38,7 @@ class Reads:
         self.settings = settings
         self.store = store
         self.index = index
+        self.copy = copy
         self.clock = clock
         self.lifecycle = lifecycle
         self.profiles = profiles
@@ -134,7 +136,7 @@ class Reads:
         the index's copy (with ``ask``), else, while that copy is not complete, the store's
         through the cache."""
         if held is None and ask:
-            held = await self.index.profiles(player_ids)
+            held = await self.copy.profiles(player_ids)
         return held if held is not None else await self.profiles.get(player_ids)
 
     async def _entries(

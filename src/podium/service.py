@@ -41,7 +41,7 @@ from podium.errors import (
     WindowClosed,
 )
 from podium.lifecycle import Lifecycle
-from podium.ports import BoardKey, Clock, RankIndex, ScoreStore
+from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.recording import HOUR, check_replay
@@ -71,16 +71,18 @@ class Podium:
         settings: Settings,
         store: ScoreStore,
         index: RankIndex,
+        copy: ProfileCopy,
         clock: Clock,
         archive: Archive,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
+        self.copy = copy
         self.clock = clock
         self.profiles = ProfileCache(store, clock)
         self.lifecycle = Lifecycle(settings, store, clock, archive, self.profiles)
-        self.reads = Reads(settings, store, index, clock, self.lifecycle, self.profiles)
+        self.reads = Reads(settings, store, index, copy, clock, self.lifecycle, self.profiles)
         self._keys: dict[str, tuple[float, ApiKey]] = {}
 
     # -- reads (reads.py) -------------------------------------------------------------
@@ -324,7 +326,7 @@ class Podium:
         # it here as well shows the new name at once to every reader of the index's copy (all
         # of them, while the copy is complete). If this fails, the outbox still brings it.
         try:
-            await self.index.write_profiles([(profile, version)])
+            await self.copy.write_profiles([(profile, version)])
         except IndexUnavailable:
             log.warning("index unavailable: profile of %s left to the updater", profile.player_id)
 
@@ -396,17 +398,17 @@ class Podium:
         change meanwhile come through the outbox with newer versions, so the copy can be
         taken while the service runs."""
         token = secrets.token_hex(8)
-        if not await self.index.begin_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+        if not await self.copy.begin_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
             return None
         after, n = "", 0
         while batch := await self.store.all_profiles(after, page):
-            await self.index.write_profiles(batch)
+            await self.copy.write_profiles(batch)
             after = batch[-1][0].player_id
             n += len(batch)
-            if not await self.index.keep_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+            if not await self.copy.keep_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
                 break
         else:
-            if await self.index.end_profiles_copy(token):
+            if await self.copy.end_profiles_copy(token):
                 return n
         log.warning("the copy of profiles was lost or taken over while this process filled it")
         return None

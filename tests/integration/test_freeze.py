@@ -60,7 +60,7 @@ async def _started(s: Settings, clock: Clock) -> bootstrap.Backends:
 async def _drain(b: bootstrap.Backends) -> None:
     from podium.workers.updater import Updater
 
-    up = Updater(b.settings, b.store, b.index, b.log, b.clock)
+    up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock)
     while await up.step():
         pass
 

@@ -227,7 +227,7 @@ async def _play(
     model = Model(players)
     key = ApiKey("gs", "gs", "h", ("default", "duel"))
     log = ChaosLog(b.log, rng)
-    updater = Updater(s, b.store, b.index, log, clock)
+    updater = Updater(s, b.store, b.index, b.copy, log, clock)
     sent: list[tuple[str, str, list[PlayerResult], int]] = []
     try:
         for n, (op, arg) in enumerate(ops):

@@ -68,7 +68,7 @@ async def test_the_updater_copies_a_profile_change(api: Api) -> None:
     # Straight into the store, as another process would: only the outbox tells this one.
     await api.podium.store.set_profile(Profile("p2", "Nyx", country="FR"), 0.0)
     await api.settle()
-    assert await api.podium.index.profiles(["p2"]) == {"p2": Profile("p2", "Nyx", None, "FR")}
+    assert await api.podium.copy.profiles(["p2"]) == {"p2": Profile("p2", "Nyx", None, "FR")}
     assert (await _names(api, "p2"))["p2"] == "Nyx"
 
 
@@ -89,10 +89,10 @@ async def test_a_new_process_fills_a_missing_copy(
     second: Api = await make_api()
 
     async def complete() -> bool:
-        return await second.podium.index.profiles_complete()
+        return await second.podium.copy.profiles_complete()
 
     assert await second.until(complete)
-    assert await second.podium.index.profiles(["p0", "p1", "p2"]) == {
+    assert await second.podium.copy.profiles(["p0", "p1", "p2"]) == {
         f"p{i}": Profile(f"p{i}", f"N{i}") for i in range(3)
     }
 
@@ -125,14 +125,14 @@ async def test_a_lost_copy_falls_back_to_the_store_until_it_is_filled_again(
     monkeypatch.setattr(api.podium.store, "all_profiles", slow)
     await _drop_copy(api)
     await asyncio.wait_for(held.wait(), 5)
-    assert await api.podium.index.profiles(["p0"]) is None
+    assert await api.podium.copy.profiles(["p0"]) is None
     # Names still show, from the store, while the copy is incomplete...
     assert (await _names(api, "p0"))["p0"] == "Vex"
     release.set()
 
     async def complete() -> bool:
-        return await api.podium.index.profiles_complete()
+        return await api.podium.copy.profiles_complete()
 
     # ...and an updater fills it again.
     assert await api.until(complete)
-    assert await api.podium.index.profiles(["p0"]) == {"p0": Profile("p0", "Vex")}
+    assert await api.podium.copy.profiles(["p0"]) == {"p0": Profile("p0", "Vex")}

@@ -73,7 +73,7 @@ async def reads() -> Reads:
             expire_at=None,
         )
     index.calls.clear()
-    return Reads(settings, store, index, clock, lifecycle, profiles)
+    return Reads(settings, store, index, index, clock, lifecycle, profiles)
 
 
 def rows(r: Any) -> list[tuple[int, str, int]]:

@@ -15,7 +15,7 @@ ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else 
 """
 
 from podium.ports.clock import Clock, SystemClock
-from podium.ports.index import Around, BoardKey, RankIndex
+from podium.ports.index import Around, BoardKey, ProfileCopy, RankIndex
 from podium.ports.log import ChangeLog
 from podium.ports.store import PriorResults, ScoreStore, Seen
 
@@ -25,6 +25,7 @@ __all__ = [
     "ChangeLog",
     "Clock",
     "PriorResults",
+    "ProfileCopy",
     "RankIndex",
     "ScoreStore",
     "Seen",

@@ -108,11 +108,14 @@ class RankIndex(Protocol):
         one step (rebuild)."""
         ...
 
-    # The index's copy of profiles (names, avatars, countries), so that a read shows names
-    # without asking the store. The copy is complete only once one copier filled it from the
-    # store (``begin_profiles_copy``, every profile written under a lease it keeps,
-    # ``end_profiles_copy``); until then, and whenever the index lost it, reads ask the store
-    # instead.
+
+class ProfileCopy(Protocol):
+    """The index's copy of profiles (names, avatars, countries), so that a read shows names
+    without asking the store. The copy is complete only once one copier filled it from the
+    store (``begin_profiles_copy``, every profile written under a lease it keeps,
+    ``end_profiles_copy``); until then, and whenever the index lost it, reads ask the store
+    instead. A rank index may keep the copy beside its boards and read the rows' names in
+    the same step (``Around.profiles``)."""
 
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
         """Keep each profile where its version is newer than the one held; return how many

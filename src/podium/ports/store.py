@@ -139,6 +139,13 @@ class ScoreStore(Protocol):
         ...
 
     async def ack_changes(self, ids: Sequence[int]) -> None: ...
+
+    async def lease_changes(self, ids: Sequence[int], until: float) -> None:
+        """Set the lease of these claimed rows to end at ``until``: later to keep a batch
+        still being worked on (in progress), or now to hand it back for redelivery at once
+        (a negative ack). Rows already acked are left alone."""
+        ...
+
     async def requeue_player(self, player_id: str, now: float) -> int:
         """Write fresh outbox rows for every tally of a player (after an unban)."""
         ...

@@ -585,6 +585,15 @@ class PostgresStore:
                 self._acked = 0
                 await self._vacuum_outbox()
 
+    async def lease_changes(self, ids: Sequence[int], until: float) -> None:
+        ids = list(ids)
+        if ids:
+            await self._execute(
+                "UPDATE outbox SET claimed_until = $2 WHERE id = ANY($1::bigint[])",
+                ids,
+                float(until),
+            )
+
     async def _vacuum_outbox(self) -> None:
         """Every row leaves two dead versions behind in the outbox (its claim, its delete),
         and a claim's index scan walks over every dead entry older than the live rows: at

@@ -438,6 +438,16 @@ class SqliteStore:
             marks = ",".join("?" * len(ids))
             await self._write(lambda c: c.execute(f"DELETE FROM outbox WHERE id IN ({marks})", ids))
 
+    async def lease_changes(self, ids: Sequence[int], until: float) -> None:
+        ids = list(ids)
+        if ids:
+            marks = ",".join("?" * len(ids))
+            await self._write(
+                lambda c: c.execute(
+                    f"UPDATE outbox SET claimed_until = ? WHERE id IN ({marks})", (until, *ids)
+                )
+            )
+
     async def requeue_player(self, player_id: str, now: float) -> int:
         def run(c: sqlite3.Connection) -> int:
             cur = c.execute(

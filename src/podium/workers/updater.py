@@ -18,7 +18,7 @@ from podium.domain.boards import Order
 from podium.domain.codec import EncodingError
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
-from podium.ports import BoardKey, ChangeLog, Clock, RankIndex, ScoreStore
+from podium.ports import BoardKey, ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore
 
 log = logging.getLogger("podium.updater")
 
@@ -29,6 +29,7 @@ class Updater:
         settings: Settings,
         store: ScoreStore,
         index: RankIndex,
+        copy: ProfileCopy,
         changes: ChangeLog,
         clock: Clock,
     ) -> None:
@@ -36,6 +37,7 @@ class Updater:
         self._versioned = {b.name for b in settings.boards if settings.versioned(b)}
         self._store = store
         self._index = index
+        self._copy = copy
         self._log = changes
         self._clock = clock
         self._batch = settings.workers.batch
@@ -77,7 +79,7 @@ class Updater:
         version, so it is at least as new as the change: the index keeps it unless it holds
         a newer one, and an older copy on its way never replaces it."""
         found = await self._store.versioned_profiles(list({c.player_id for c in changes}))
-        await self._index.write_profiles(list(found.values()))
+        await self._copy.write_profiles(list(found.values()))
 
     async def _apply(self, key: BoardKey, group: list[Change]) -> None:
         spec = self._boards.get(key.board)
@@ -139,12 +141,12 @@ class ProfileCopier:
     checks; one at a time fills it, under a lease. Until it is done, reads take names from
     the store."""
 
-    def __init__(self, fill: Callable[[], Awaitable[int | None]], index: RankIndex) -> None:
+    def __init__(self, fill: Callable[[], Awaitable[int | None]], copy: ProfileCopy) -> None:
         self._fill = fill
-        self._index = index
+        self._copy = copy
 
     async def step(self) -> int:
-        if await self._index.profiles_complete():
+        if await self._copy.profiles_complete():
             return 0
         n = await self._fill()
         if n is not None:
