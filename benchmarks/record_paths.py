@@ -77,10 +77,10 @@ async def one_set(
         async with gate:
             pid = f"p_{random.randint(1, players)}"
             r = ResultRecord(pid, f"{tag}-{i}", "k", "default", ENDED, 60, 5)
-            prior = await store.prior_results(
-                r.match_id, [pid], "default", 5, None, t if seen else ()
+            read = await store.open_match(
+                r.match_id, "k", 2e9, [pid], "default", 5, None, t if seen else ()
             )
-            out = await store.record(r, t, 2e9, None, prior if seen else None)
+            out = await store.record(r, t, 2e9, None, read.handle(pid) if seen else None)
             return out.reread
 
     meter = h.CpuMeter({}, pg_db=db)

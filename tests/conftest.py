@@ -88,5 +88,5 @@ def sqlite_url(tmp_path: object) -> Iterator[str]:
 
 
 async def stored_results(store: ScoreStore, match_id: str, player_ids: list[str]) -> dict[str, Any]:
-    """The results ``store`` holds for these players in this match (``prior_results``)."""
-    return (await store.prior_results(match_id, player_ids, "", 0, None)).existing
+    """The results ``store`` holds for these players in this match."""
+    return await store.results_of(match_id, player_ids)

@@ -7,14 +7,29 @@ they live here once and each adapter only reads and writes rows around them.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from podium.domain.boards import BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
 from podium.domain.models import ResultRecord, Target
+from podium.domain.plans import UNKNOWN_GROUP, group_of
 from podium.domain.windows import GROUP_SEP
 from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, WindowClosed
 
 HOUR = 3600
+
+__all__ = [
+    "HOUR",
+    "UNKNOWN_GROUP",
+    "RecordState",
+    "check_cap",
+    "check_replay",
+    "fold_targets",
+    "open_targets",
+    "place_in_groups",
+    "plan_record",
+    "step",
+]
 
 
 def check_replay(existing: ResultRecord, result: ResultRecord) -> None:
@@ -88,16 +103,67 @@ def open_targets(
     return kept
 
 
-UNKNOWN_GROUP = "ZZ"  # the group of players whose country is not known (ISO's "unknown")
-
-
 def place_in_groups(
     targets: Sequence[tuple[Target, BoardSpec]], country: str | None
 ) -> list[tuple[Target, BoardSpec]]:
     """Targets on grouped boards point at the player's group window (``2026-W44@FR``),
     read inside the record transaction so that a move between groups cannot interleave."""
-    group = country or UNKNOWN_GROUP
+    group = group_of(country)
     return [
         (Target(t.board, f"{t.window}{GROUP_SEP}{group}", t.start), s) if s.group_by else (t, s)
         for t, s in targets
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordState:
+    """Everything one player's record decides on, as a store read it (inside the record's
+    transaction, or in the read before it): the result this match already has for the
+    player, their results in the mode in the last hour (count, oldest ``recorded_at``), and,
+    by placed ``(board, window)``, the frozen windows and the tallies there are."""
+
+    existing: ResultRecord | None
+    count: int
+    oldest: float | None
+    frozen: Collection[tuple[str, str]]
+    tallies: dict[tuple[str, str], Tally]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPlan:
+    """What a record writes: nothing on a replay (``replayed``), else the result and each
+    change in fold order. ``totals`` are the player's totals by board either way."""
+
+    totals: dict[str, int]
+    replayed: bool
+    changes: list[tuple[Target, Tally]]
+
+    def last_values(self) -> list[tuple[Target, Tally]]:
+        """Each changed tally at its last value (a board named twice changes twice)."""
+        return list({(t.board, t.window): (t, n) for t, n in self.changes}.values())
+
+
+def plan_record(
+    result: ResultRecord,
+    placed: Sequence[tuple[Target, BoardSpec]],
+    state: RecordState,
+    now: float,
+    hourly_cap: int | None,
+) -> RecordPlan:
+    """The decisions of one record, the same on every store: a retry of the stored result is
+    replayed with its stored totals (other content raises); a player over the hourly cap is
+    refused; otherwise the result folds into every open target. Raises before anything is
+    written (``InvalidInput`` from a total the board cannot encode, too)."""
+    if state.existing is not None:
+        check_replay(state.existing, result)
+        # In target order, so a repeated board name resolves the same way everywhere.
+        stored = {
+            t.board: state.tallies[(t.board, t.window)].total
+            for t, _ in placed
+            if (t.board, t.window) in state.tallies
+        }
+        return RecordPlan(stored, True, [])
+    check_cap(state.count, hourly_cap, state.oldest, now, result)
+    live = open_targets(placed, state.frozen)
+    totals, changes = fold_targets(live, dict(state.tallies), result)
+    return RecordPlan(totals, False, changes)

@@ -212,7 +212,7 @@ class Podium:
         # as the read of everything the checks below need, and each player's write after:
         # flags are advisory (a look before prizes), so they are worked out from this read;
         # a retry keeps the flag of the first record.
-        owner, prior = await self.store.open_match(
+        read = await self.store.open_match(
             match_id,
             key.id,
             now,
@@ -222,7 +222,7 @@ class Podium:
             None if cap is None else now - HOUR,
             targets,
         )
-        if owner != key.id:
+        if read.owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")
         records = [
             ResultRecord(
@@ -233,19 +233,19 @@ class Podium:
                 ended_at,
                 duration_s,
                 r.points,
-                flag_for(r.points, prior.recent_points.get(r.player_id, []), mode),
+                flag_for(r.points, read.recent_points.get(r.player_id, []), mode),
             )
             for r in results
         ]
         # Check every player before writing any, so that a conflict or a cap refuses the
         # whole match instead of leaving it half recorded.
-        existing = prior.existing
+        existing = read.existing
         for rec in records:
             if rec.player_id in existing:
                 check_replay(existing[rec.player_id], rec)
         if cap is not None:
             # The cap counts new results only: a player whose result is stored is retrying.
-            over = {p: c for p, c in prior.counts.items() if p not in existing and c[0] >= cap}
+            over = {p: c for p, c in read.counts.items() if p not in existing and c[0] >= cap}
             if over:
                 p, (count, oldest) = min(over.items())
                 raise RateLimited(
@@ -256,7 +256,7 @@ class Podium:
         # One transaction per player (the store is split by player); they run concurrently,
         # each written from the read above when nothing in it has changed meanwhile.
         outcomes = await asyncio.gather(
-            *(self.store.record(r, targets, now, cap, prior) for r in records)
+            *(self.store.record(r, targets, now, cap, read.handle(r.player_id)) for r in records)
         )
         metrics.RESULTS_ACCEPTED.inc(sum(1 for o in outcomes if not o.replayed))
         metrics.RECORD_REREADS.inc(sum(1 for o in outcomes if o.reread))

@@ -32,7 +32,7 @@ from podium.errors import (
     StoreUnavailable,
     WindowClosed,
 )
-from podium.ports import PriorResults, ScoreStore
+from podium.ports import MatchRead, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 from tests.conftest import stored_results
@@ -63,6 +63,24 @@ def result(
 def tally_of(standings: Sequence[Standing], board: str) -> Tally:
     [s] = [s for s in standings if s.board == board]
     return s.tally
+
+
+async def claim(store: ScoreStore, match_id: str, key_id: str, now: float) -> str:
+    """Claim a match (an ``open_match`` of no players): the owner's key id."""
+    return (await store.open_match(match_id, key_id, now, [], "ranked", 0, None)).owner
+
+
+async def read(
+    store: ScoreStore,
+    match_id: str,
+    player_ids: list[str],
+    mode: str,
+    recent: int,
+    since: float | None,
+    t: Sequence[tuple[Target, BoardSpec]] = (),
+) -> MatchRead:
+    """The checks' read (``open_match``) under the key the results here are recorded with."""
+    return await store.open_match(match_id, "k1", NOW, player_ids, mode, recent, since, t)
 
 
 def make(kind: str, url: str) -> ScoreStore:
@@ -119,15 +137,15 @@ async def test_keys_round_trip(store: ScoreStore) -> None:
 
 
 async def test_claim_match_returns_the_first_owner(store: ScoreStore) -> None:
-    assert await store.claim_match("m1", "k1", NOW) == "k1"
-    assert await store.claim_match("m1", "k2", NOW + 1) == "k1"
-    assert await store.claim_match("m1", "k1", NOW + 2) == "k1"
-    assert await store.claim_match("m2", "k2", NOW) == "k2"
+    assert await claim(store, "m1", "k1", NOW) == "k1"
+    assert await claim(store, "m1", "k2", NOW + 1) == "k1"
+    assert await claim(store, "m1", "k1", NOW + 2) == "k1"
+    assert await claim(store, "m2", "k2", NOW) == "k2"
 
 
 async def test_concurrent_claims_of_one_match_agree_on_the_owner(store: ScoreStore) -> None:
     for m in range(10):
-        owners = await asyncio.gather(*(store.claim_match(f"m{m}", f"k{i}", NOW) for i in range(8)))
+        owners = await asyncio.gather(*(claim(store, f"m{m}", f"k{i}", NOW) for i in range(8)))
         assert len(set(owners)) == 1 and owners[0] in {f"k{i}" for i in range(8)}
 
 
@@ -135,15 +153,15 @@ async def test_open_match_claims_and_reads_in_one_call(store: ScoreStore) -> Non
     t = targets(T0 + 100)
     await store.record(result("m1", 10, player="a"), t, NOW - 100, None)
     await store.record(result("m0", 7, player="a"), t, NOW - 50, None)
-    owner, prior = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, NOW - 3600, t)
-    assert owner == "k1"
-    assert prior == await store.prior_results("m1", ["a", "b"], "ranked", 5, NOW - 3600, t)
+    prior = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, NOW - 3600, t)
+    assert prior.owner == "k1"
+    assert prior == await read(store, "m1", ["a", "b"], "ranked", 5, NOW - 3600, t)
     assert prior.existing == {"a": result("m1", 10, player="a")}
     assert prior.counts == {"a": (2, NOW - 100)}
     # the first key keeps the match; another key reads who has it
-    assert (await store.open_match("m1", "k2", NOW, ["a"], "ranked", 5, None))[0] == "k1"
-    assert (await store.open_match("m2", "k2", NOW, [], "ranked", 5, None))[0] == "k2"
-    assert await store.claim_match("m2", "k1", NOW) == "k2"
+    assert (await store.open_match("m1", "k2", NOW, ["a"], "ranked", 5, None)).owner == "k1"
+    assert (await store.open_match("m2", "k2", NOW, [], "ranked", 5, None)).owner == "k2"
+    assert await claim(store, "m2", "k1", NOW) == "k2"
 
 
 async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStore) -> None:
@@ -151,7 +169,7 @@ async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStor
         opened = await asyncio.gather(
             *(store.open_match(f"m{m}", f"k{i}", NOW, ["p1"], "ranked", 5, None) for i in range(8))
         )
-        owners = {owner for owner, _ in opened}
+        owners = {o.owner for o in opened}
         assert len(owners) == 1 and owners <= {f"k{i}" for i in range(8)}
 
 
@@ -225,7 +243,7 @@ async def test_hourly_cap(store: ScoreStore) -> None:
     assert e.value.retry_after == 3600 - 1000 + 1  # when the oldest counted result ages out
     assert await stored_results(store, "m3", ["p1"]) == {}
     assert await store.totals("p1", [x for x, _ in t]) == {"day": 3, "week": 3}
-    prior = await store.prior_results("m3", ["p1", "p2"], "ranked", 0, NOW - 3600)
+    prior = await read(store, "m3", ["p1", "p2"], "ranked", 0, NOW - 3600)
     assert prior.counts == {"p1": (2, NOW - 1000)}
     # A retry of a stored result is still answered: the cap counts new results only.
     assert (await store.record(result("m2", 1), t, NOW, 2)).replayed
@@ -290,32 +308,21 @@ GDAY = BoardSpec("gday", WindowRule(WindowKind.DAY), group_by="country")
 
 async def read_then_record(
     store: ScoreStore, r: ResultRecord, t: list[tuple[Target, BoardSpec]], cap: int | None = None
-) -> tuple[PriorResults, RecordOutcome]:
+) -> tuple[MatchRead, RecordOutcome]:
     """What ``Podium.record_match`` does for one player."""
     since = None if cap is None else NOW - 3600
-    prior = await store.prior_results(r.match_id, [r.player_id], r.mode, 5, since, t)
-    return prior, await store.record(r, t, NOW, cap, prior)
+    prior = await read(store, r.match_id, [r.player_id], r.mode, 5, since, t)
+    return prior, await store.record(r, t, NOW, cap, prior.handle(r.player_id))
 
 
-async def test_prior_read_sees_what_a_record_would_read(
-    store: ScoreStore, backend: tuple[str, str]
-) -> None:
+async def test_prior_read_sees_what_a_record_would_read(store: ScoreStore) -> None:
     await store.set_profile(Profile("p1", country="FR"), NOW)
     t = targets(T0 + 100, DAY, GDAY, ALL_BEST)
     for i, points in enumerate([10, 5, 0, 30]):
         prior, out = await read_then_record(store, result(f"m{i}", points, T0 + 100 + i), t)
         assert not out.reread and not out.replayed
     assert out.totals == {"day": 45, "gday": 45, "best": 30}
-    prior = await store.prior_results("m9", ["p1", "p2"], "ranked", 5, None, t)
-    standings = {(s.board, s.window): s.tally for s in await store.player_standings("p1")}
-    if backend[0] == "postgres":  # the store that writes from the read
-        fr = grouped(GDAY.rule.window_at(T0 + 100), "FR").id  # type: ignore[arg-type]
-        assert set(standings) == {("day", t[0][0].window), ("gday", fr), ("best", "all")}
-        assert prior.seen["p1"].tallies == standings
-        assert prior.seen["p1"].country == "FR" and not prior.seen["p1"].frozen
-        assert prior.seen["p2"].tallies == {} and prior.seen["p2"].country is None
-    else:
-        assert prior.seen == {}
+    prior = await read(store, "m9", ["p1", "p2"], "ranked", 5, None, t)
     # one outbox row per change, in order: m2 (0 points) moved nothing but the best board
     changes = await store.claim_changes(100, 30, NOW)
     assert [
@@ -325,38 +332,43 @@ async def test_prior_read_sees_what_a_record_would_read(
         ("day", 15),
         ("day", 45),
     ]
+    # The read's handles are fresh, for a player with tallies and for one without: records
+    # written from them read nothing again.
+    for player in ("p1", "p2"):
+        out = await store.record(result("m9", 1, player=player), t, NOW, None, prior.handle(player))
+        assert not out.reread and not out.replayed
 
 
 async def test_a_stale_prior_read_is_read_again(store: ScoreStore) -> None:
     t = targets(T0 + 100)
-    prior = await store.prior_results("m2", ["p1"], "ranked", 5, None, t)
+    prior = await read(store, "m2", ["p1"], "ranked", 5, None, t)
     await store.record(result("m1", 10), t, NOW, None)  # lands between the read and the write
-    out = await store.record(result("m2", 5), t, NOW, None, prior)
+    out = await store.record(result("m2", 5), t, NOW, None, prior.handle("p1"))
     assert out.totals == {"day": 15, "week": 15} and not out.replayed
-    assert out.reread == bool(prior.seen)
+    assert out.reread
     assert tally_of(await store.player_standings("p1"), "day") == Tally(15, T0 + 100, 2)
     assert (await store.outbox_backlog(NOW))[0] == 4
 
 
 async def test_a_prior_read_before_the_same_match_landed_is_a_replay(store: ScoreStore) -> None:
     t = targets(T0 + 100)
-    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    prior = await read(store, "m1", ["p1"], "ranked", 5, None, t)
     await store.record(result("m1", 10), t, NOW, None)
-    out = await store.record(result("m1", 10), t, NOW, None, prior)
+    out = await store.record(result("m1", 10), t, NOW, None, prior.handle("p1"))
     assert out.replayed and out.totals == {"day": 10, "week": 10}
     with pytest.raises(Conflict):
-        await store.record(result("m1", 11), t, NOW, None, prior)
+        await store.record(result("m1", 11), t, NOW, None, prior.handle("p1"))
     assert (await store.outbox_backlog(NOW))[0] == 2
 
 
 async def test_a_freeze_after_the_prior_read_keeps_the_result_out(store: ScoreStore) -> None:
     t = targets(T0 + 100)
     await store.record(result("m0", 1, player="p2"), t, NOW, None)
-    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    prior = await read(store, "m1", ["p1"], "ranked", 5, None, t)
     day = DAY.rule.window_at(T0 + 100)
     assert day is not None
     assert await store.freeze(DAY, day, 100, NOW)
-    out = await store.record(result("m1", 10), t, NOW, None, prior)
+    out = await store.record(result("m1", 10), t, NOW, None, prior.handle("p1"))
     assert out.totals == {"week": 10}  # the day was frozen before the write: not counted
     assert [e.player_id for e in await store.final_page("day", day.id, 1, 10)] == ["p2"]
     assert {s.board for s in await store.player_standings("p1")} == {"week"}
@@ -368,10 +380,10 @@ async def test_a_move_between_groups_after_the_prior_read(store: ScoreStore) -> 
     t = targets(T0 + 100, GDAY)
     await store.set_profile(Profile("p1", country="FR"), NOW)
     await store.record(result("m0", 3), t, NOW, None)
-    prior = await store.prior_results("m1", ["p1"], "ranked", 5, None, t)
+    prior = await read(store, "m1", ["p1"], "ranked", 5, None, t)
     await store.set_profile(Profile("p1", country="DE"), NOW)
-    out = await store.record(result("m1", 10), t, NOW, None, prior)
-    assert out.totals == {"gday": 13} and out.reread == bool(prior.seen)
+    out = await store.record(result("m1", 10), t, NOW, None, prior.handle("p1"))
+    assert out.totals == {"gday": 13} and out.reread
     assert {s.window: s.tally.total for s in await store.player_standings("p1")} == {
         grouped(base, "DE").id: 13
     }
@@ -380,11 +392,11 @@ async def test_a_move_between_groups_after_the_prior_read(store: ScoreStore) -> 
 async def test_the_hourly_cap_holds_against_a_stale_prior_read(store: ScoreStore) -> None:
     t = targets(T0 + 100)
     await store.record(result("m1", 1), t, NOW - 100, 2)
-    prior = await store.prior_results("m3", ["p1"], "ranked", 5, NOW - 3600, t)
+    prior = await read(store, "m3", ["p1"], "ranked", 5, NOW - 3600, t)
     assert prior.counts == {"p1": (1, NOW - 100)}
     await store.record(result("m2", 1), t, NOW - 50, 2)
     with pytest.raises(RateLimited):
-        await store.record(result("m3", 1), t, NOW, 2, prior)
+        await store.record(result("m3", 1), t, NOW, 2, prior.handle("p1"))
     assert await stored_results(store, "m3", ["p1"]) == {}
 
 
@@ -406,12 +418,12 @@ async def test_prior_results_reads_what_the_checks_need(store: ScoreStore) -> No
         await store.record(result(f"m{i}", 10 + i, T0 + 100 + i, player=player), t, at, None)
     await store.record(ResultRecord("a", "c1", "k1", "casual", T0, 300, 99), t, NOW - 10, None)
     ids = ["a", "b", "c"]
-    got = await store.prior_results("m1", ids, "ranked", 5, NOW - 3600)
+    got = await read(store, "m1", ids, "ranked", 5, NOW - 3600)
     assert got.existing == {"a": result("m1", 11, T0 + 101, player="a")}
     assert got.recent_points == {"a": [11, 10], "b": [12], "c": []}
     assert got.counts == {"a": (1, NOW - 100), "b": (1, NOW - 50)}
-    assert (await store.prior_results("m1", ids, "ranked", 1, None)).counts == {}
-    assert (await store.prior_results("m1", ids, "ranked", 1, None)).recent_points["a"] == [11]
+    assert (await read(store, "m1", ids, "ranked", 1, None)).counts == {}
+    assert (await read(store, "m1", ids, "ranked", 1, None)).recent_points["a"] == [11]
 
 
 async def test_refused_records_leave_the_store_usable(

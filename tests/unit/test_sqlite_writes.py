@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from podium import metrics
-from podium.errors import StoreUnavailable
+from podium.errors import InternalError, StoreUnavailable
 from podium.store.sqlite import SqliteStore
 
 
@@ -88,12 +88,28 @@ async def test_a_failing_write_is_undone_alone(store: SqliteStore, tmp_path: Pat
     assert _rows(tmp_path) == [1, 3]
 
 
-async def test_a_driver_error_in_one_write_is_unavailable(
+async def test_a_driver_error_in_one_write_fails_it_alone_translated(
     store: SqliteStore, tmp_path: Path
 ) -> None:
     out = await _behind_a_held_write(store, [_insert(1), _insert(1), _insert(2)])
     assert out[0] == 1 and out[2] == 2
-    assert isinstance(out[1], StoreUnavailable)  # the duplicate key, translated
+    # The duplicate key, translated: a constraint podium did not expect is a bug (500), not an
+    # outage that a retry would mend.
+    assert isinstance(out[1], InternalError) and isinstance(out[1].__cause__, sqlite3.Error)
+    assert _rows(tmp_path) == [1, 2]
+
+
+async def test_a_busy_database_in_one_write_is_unavailable(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    def busy(c: sqlite3.Connection) -> None:
+        error = sqlite3.OperationalError("database is locked")
+        error.sqlite_errorcode = 5  # type: ignore[attr-defined]  # SQLITE_BUSY
+        raise error
+
+    out = await _behind_a_held_write(store, [_insert(1), busy, _insert(2)])
+    assert out[0] == 1 and out[2] == 2
+    assert isinstance(out[1], StoreUnavailable)
     assert _rows(tmp_path) == [1, 2]
 
 

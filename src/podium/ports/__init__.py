@@ -17,17 +17,33 @@ ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else 
 from podium.ports.clock import Clock, SystemClock
 from podium.ports.index import Around, BoardKey, ProfileCopy, RankIndex
 from podium.ports.log import ChangeLog
-from podium.ports.store import PriorResults, ScoreStore, Seen
+from podium.ports.store import (
+    Credentials,
+    Lifetime,
+    MatchRead,
+    Outbox,
+    Players,
+    RecordHandle,
+    Results,
+    ScoreStore,
+    Windows,
+)
 
 __all__ = [
     "Around",
     "BoardKey",
     "ChangeLog",
     "Clock",
-    "PriorResults",
+    "Credentials",
+    "Lifetime",
+    "MatchRead",
+    "Outbox",
+    "Players",
     "ProfileCopy",
     "RankIndex",
+    "RecordHandle",
+    "Results",
     "ScoreStore",
-    "Seen",
     "SystemClock",
+    "Windows",
 ]

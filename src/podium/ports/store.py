@@ -1,4 +1,10 @@
-"""The score store ports (the record, DESIGN invariant 1)."""
+"""The score store ports: the record (DESIGN invariant 1), by scope.
+
+One store adapter implements all of them (``ScoreStore``), and each consumer takes only the
+ports it uses: the updaters ``Players`` for bans, the outbox log ``Outbox``, the life of
+windows ``Windows``. Every write named here is one transaction; which rows it touches is
+said where it is more than one player's.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from podium.domain.boards import BoardSpec, Tally
+from podium.domain.boards import BoardSpec
 from podium.domain.models import (
     ApiKey,
     Change,
@@ -23,62 +29,47 @@ from podium.domain.models import (
 from podium.domain.windows import Window
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """One player's record state in a ``prior_results`` read: the country (which places the
-    targets of grouped boards), and, by placed ``(board, window)``, the frozen windows and
-    the tallies there are."""
+class RecordHandle:
+    """What a store's ``open_match`` saw of one player, for that same store's ``record`` to
+    write from: opaque to everyone but the store that made it."""
 
-    country: str | None
-    frozen: frozenset[tuple[str, str]]
-    tallies: dict[tuple[str, str], Tally]
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
-class PriorResults:
-    """What the service checks before it writes a match (``ScoreStore.prior_results``)."""
+class MatchRead:
+    """The first step of recording a match (``Results.open_match``): who owns the match,
+    and what the checks before its writes need."""
 
+    owner: str  # the key id that owns the match (the caller's, unless another had it)
     existing: dict[str, ResultRecord]  # the results already stored for this match
     recent_points: dict[str, list[int]]  # each player's last results in the mode, newest first
     # (count, oldest recorded_at) of each player's results in the mode since ``since``;
     # players with none are left out
     counts: dict[str, tuple[int, float]]
-    # What each player's record would read, as of the same read, for a store that writes
-    # from it (``ScoreStore.record``); a store that always reads again leaves it empty.
-    seen: dict[str, Seen] = field(default_factory=dict)
+    handles: dict[str, RecordHandle] = field(default_factory=dict)
+
+    def handle(self, player_id: str) -> RecordHandle | None:
+        """The handle to pass to ``record`` for this player's part."""
+        return self.handles.get(player_id)
 
 
-class ScoreStore(Protocol):
-    """The record (DESIGN invariant 1). Every write is one transaction on one player."""
-
+class Lifetime(Protocol):
     async def migrate(self) -> None: ...
-    async def close(self) -> None: ...
     async def ping(self) -> None: ...
+    async def close(self) -> None: ...
 
-    # credentials (stored hashed)
+
+class Credentials(Protocol):
+    """Keys, stored hashed; global (the one place every API process asks)."""
+
     async def add_key(self, key: ApiKey) -> None: ...
     async def key_by_hash(self, key_hash: str) -> ApiKey | None: ...
 
-    # results
-    async def claim_match(self, match_id: str, key_id: str, now: float) -> str:
-        """Record that ``key_id`` owns ``match_id`` unless someone already does; return the
-        owner's key id either way."""
-        ...
 
-    async def prior_results(
-        self,
-        match_id: str,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-    ) -> PriorResults:
-        """What the checks before a match's writes need, in one read: the results stored for
-        ``match_id``, the last ``recent`` points of each player in ``mode`` (by endedAt), and,
-        unless ``since`` is None, the count of their results in ``mode`` since then; with
-        ``targets``, also what each player's ``record`` of them would read (``seen``)."""
-        ...
+class Results(Protocol):
+    """Results and the totals they fold into. Each ``record`` is one transaction on one
+    player (the store is split by player)."""
 
     async def open_match(
         self,
@@ -90,9 +81,12 @@ class ScoreStore(Protocol):
         recent: int,
         since: float | None,
         targets: Sequence[tuple[Target, BoardSpec]] = (),
-    ) -> tuple[str, PriorResults]:
-        """``claim_match`` and then ``prior_results``, in one round trip where the store
-        can: the first step of recording a match. Returns (the owner's key id, the read)."""
+    ) -> MatchRead:
+        """Record that ``key_id`` owns ``match_id`` unless someone already does (that claim
+        is its own transaction, committed whatever follows), and read what the checks need:
+        the results stored for ``match_id``, the last ``recent`` points of each player in
+        ``mode`` (by endedAt), and unless ``since`` is None, the count of their results in
+        ``mode`` since then. With ``targets``, also a handle per player for ``record``."""
         ...
 
     async def record(
@@ -101,16 +95,20 @@ class ScoreStore(Protocol):
         targets: Sequence[tuple[Target, BoardSpec]],
         now: float,
         hourly_cap: int | None,
-        prior: PriorResults | None = None,
+        handle: RecordHandle | None = None,
     ) -> RecordOutcome:
         """In one transaction: store the result, fold it into each target's tally, and write
         one outbox row per tally that changed. A retry with the same content returns the
         stored totals and writes nothing; other content raises ``Conflict``; a player over
         ``hourly_cap`` results in the last hour raises ``RateLimited``.
 
-        ``prior``: a ``prior_results`` read of the same targets, ``now - HOUR`` and match,
-        which a store may write from instead of reading again, provided nothing in it has
-        changed when the write's locks are granted; the outcome is the same either way."""
+        ``handle``: from an ``open_match`` of the same targets, ``now - HOUR`` and match.
+        The outcome is the same with or without it; ``reread`` says that the state it saw
+        had changed by the time the write's locks were granted, so the record read again."""
+        ...
+
+    async def results_of(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
+        """The results stored for these players in this match (claims nothing)."""
         ...
 
     async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
@@ -119,17 +117,14 @@ class ScoreStore(Protocol):
 
     async def player_standings(self, player_id: str) -> list[Standing]: ...
 
-    def standings(
-        self, board: str, window: str, batch: int = 5000
-    ) -> AsyncIterator[list[Standing]]:
-        """Every stored tally of one board window, in batches (for rebuilds)."""
+    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        """The latest flagged results (in these modes), newest first, for review."""
         ...
 
-    async def windows(self, board: str) -> list[str]:
-        """The window ids of a board that have any tally."""
-        ...
 
-    # the outbox, read as a change log
+class Outbox(Protocol):
+    """The outbox rows every record writes in its own transaction, read as a change log."""
+
     async def claim_changes(
         self, limit: int, lease_s: float, now: float
     ) -> list[Change | ProfileChange]:
@@ -154,12 +149,15 @@ class ScoreStore(Protocol):
         """(rows not yet applied, age in seconds of the oldest)."""
         ...
 
-    # players
+
+class Players(Protocol):
+    """Profiles, friends and bans."""
+
     async def set_profile(self, profile: Profile, now: float) -> int:
         """Save a profile and return its new version (one more than the last). In the same
         transaction: a profile change in the outbox, for the index's copy of names, and on
         a new country, the player's tallies on grouped boards moved to the new group, with
-        outbox rows for both groups."""
+        outbox rows for both groups (``domain.plans.plan_group_moves``)."""
         ...
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]: ...
@@ -176,21 +174,28 @@ class ScoreStore(Protocol):
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None: ...
     async def friends(self, player_id: str) -> list[str]: ...
 
-    # bans
     async def ban(self, player_id: str, reason: str, now: float) -> None: ...
     async def unban(self, player_id: str) -> bool: ...
     async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
 
-    # review
-    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
-        """The latest flagged results (in these modes), newest first."""
+
+class Windows(Protocol):
+    """The life of a window: its stored tallies, the freeze, the final standings."""
+
+    def standings(
+        self, board: str, window: str, batch: int = 5000
+    ) -> AsyncIterator[list[Standing]]:
+        """Every stored tally of one board window, in batches (for rebuilds)."""
         ...
 
-    # the life of a window
+    async def windows(self, board: str) -> list[str]:
+        """The window ids of a board that have any tally."""
+        ...
+
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         """Freeze one window: results stop changing it, and its first ``keep`` places go
-        into the final standings. True if this call froze it, False if it was frozen
-        already: exactly once, whoever calls and however often."""
+        into the final standings (``domain.plans.plan_freeze``). True if this call froze it,
+        False if it was frozen already: exactly once, whoever calls and however often."""
         ...
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
@@ -203,3 +208,7 @@ class ScoreStore(Protocol):
 
     async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None: ...
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None: ...
+
+
+class ScoreStore(Lifetime, Credentials, Results, Outbox, Players, Windows, Protocol):
+    """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

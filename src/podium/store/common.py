@@ -1,8 +1,41 @@
-"""Migrations on disk, shared by both store adapters."""
+"""What both store adapters share: the migrations on disk, the columns they read, the rows
+as models (by column name: ``sqlite3.Row`` and ``asyncpg.Record`` both index by name), and
+the handle a record writes from."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
+from typing import Any, Protocol
+
+from podium.domain.boards import BoardSpec, Tally
+from podium.domain.models import (
+    PROFILE_CHANGE,
+    Change,
+    FinalEntry,
+    Flagged,
+    FrozenWindow,
+    Profile,
+    ProfileChange,
+    ResultRecord,
+    Standing,
+    Target,
+)
+from podium.ports.store import RecordHandle
+from podium.recording import RecordState, place_in_groups
+
+RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
+TALLY_COLS = "board, window_id, player_id, total, reached_at, version"
+CHANGE_COLS = "id, board, window_id, player_id, total, reached_at, version, committed_at, removed"
+PROFILE_COLS = "player_id, name, avatar, country, version"
+FINAL_COLS = "position, rank, player_id, points, reached_at"
+FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
+FLAGGED_COLS = "player_id, match_id, mode, points, ended_at, recorded_at, flag"
+
+
+class Row(Protocol):
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 def migrations(dialect: str) -> list[tuple[int, str]]:
@@ -13,3 +46,89 @@ def migrations(dialect: str) -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
     return sorted(out)
+
+
+def result_of(r: Row) -> ResultRecord:
+    return ResultRecord(
+        r["player_id"],
+        r["match_id"],
+        r["key_id"],
+        r["mode"],
+        r["ended_at"],
+        r["duration_s"],
+        r["points"],
+    )
+
+
+def tally_of(r: Row) -> Tally:
+    return Tally(r["total"], r["reached_at"], r["version"])
+
+
+def standing_of(r: Row) -> Standing:
+    return Standing(r["board"], r["window_id"], r["player_id"], tally_of(r))
+
+
+def change_of(r: Row) -> Change | ProfileChange:
+    if r["board"] == PROFILE_CHANGE:
+        return ProfileChange(r["player_id"], r["version"], r["committed_at"], handle=r["id"])
+    return Change(
+        r["board"],
+        r["window_id"],
+        r["player_id"],
+        tally_of(r),
+        r["committed_at"],
+        bool(r["removed"]),
+        handle=r["id"],
+    )
+
+
+def profile_of(r: Row) -> tuple[Profile, int]:
+    profile = Profile(r["player_id"], r["name"], r["avatar"], r["country"])
+    return profile, r["version"]
+
+
+def final_of(r: Row) -> FinalEntry:
+    return FinalEntry(r["position"], r["rank"], r["player_id"], r["points"], r["reached_at"])
+
+
+def frozen_of(r: Row) -> FrozenWindow:
+    return FrozenWindow(
+        r["board"], r["window_id"], r["frozen_at"], r["players"], r["checksum"], r["archive"]
+    )
+
+
+def flagged_of(r: Row) -> Flagged:
+    return Flagged(
+        r["player_id"],
+        r["match_id"],
+        r["mode"],
+        r["points"],
+        r["ended_at"],
+        r["recorded_at"],
+        r["flag"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Seen(RecordHandle):
+    """One player's record state as ``open_match`` read it: the country (which places the
+    targets of grouped boards), and by placed ``(board, window)``, the frozen windows and
+    the tallies there are. A store writes from it only if nothing in it has changed."""
+
+    country: str | None
+    frozen: frozenset[tuple[str, str]]
+    tallies: dict[tuple[str, str], Tally]
+    count: int = 0  # the player's results in the mode since the read's ``since``
+    oldest: float | None = None  # the oldest of them (``recorded_at``)
+
+    def placed(self, targets: Sequence[tuple[Target, BoardSpec]]) -> list[tuple[Target, BoardSpec]]:
+        return place_in_groups(targets, self.country)
+
+    def state(self) -> RecordState:
+        """As the state of a record that finds no stored result for the match."""
+        return RecordState(None, self.count, self.oldest, self.frozen, dict(self.tallies))
+
+
+def tally_columns(r: Row) -> Tally:
+    """A tally read with its ``scored`` column."""
+    return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))

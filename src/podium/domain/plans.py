@@ -1,0 +1,80 @@
+"""The plans both stores execute: pure decisions on rows already read, no I/O.
+
+Each store reads the rows a use case needs in its own dialect, hands them to a plan here,
+and writes what the plan says in one transaction. So the rule (who moves where, with which
+version; what a freeze keeps) is written once, and the adapters hold only SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from podium.domain.boards import BoardSpec, Tally, rank_standings
+from podium.domain.models import FinalEntry
+from podium.domain.windows import GROUP_SEP, Window, split_group
+
+UNKNOWN_GROUP = "ZZ"  # the group of players whose country is not known (ISO's "unknown")
+
+
+def group_of(country: str | None) -> str:
+    """The group window suffix a player's country places them in."""
+    return country or UNKNOWN_GROUP
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMove:
+    """One tally of a player moving from one group window of a board to another: the store
+    deletes it at ``old_window``, inserts ``tally`` at ``new_window``, and writes two outbox
+    rows (a removal at the old window, the total at the new one), all with the new version,
+    so no late change of the old group can put the player back there."""
+
+    board: str
+    old_window: str
+    new_window: str
+    tally: Tally
+
+
+def plan_group_moves(
+    rows: Iterable[tuple[str, str, Tally]], new_country: str | None
+) -> list[GroupMove]:
+    """The moves of a player's grouped tallies, given as ``(board, window, tally)`` (the open
+    windows of the group they leave; final standings do not move), to the group of
+    ``new_country``."""
+    group = group_of(new_country)
+    out = []
+    for board, window, t in rows:
+        base, _ = split_group(window)
+        moved = Tally(t.total, t.reached_at, t.version + 1, t.scored)
+        out.append(GroupMove(board, window, f"{base}{GROUP_SEP}{group}", moved))
+    return out
+
+
+def group_pattern(country: str | None) -> str:
+    """A SQL ``LIKE`` pattern for the windows of the group ``country`` places a player in."""
+    return f"%{GROUP_SEP}{group_of(country)}"
+
+
+def moves_group(before: str | None, after: str | None) -> bool:
+    """Whether a profile change from country ``before`` to ``after`` moves the player
+    between groups (no country and an unknown one are the same group)."""
+    return group_of(before) != group_of(after)
+
+
+@dataclass(frozen=True, slots=True)
+class FreezePlan:
+    """What freezing a window writes: how many players it had, and its final standings
+    down to the kept depth."""
+
+    players: int
+    final: list[FinalEntry]
+
+
+def plan_freeze(
+    spec: BoardSpec, window: Window, rows: Iterable[tuple[str, Tally]], keep: int
+) -> FreezePlan:
+    """Rank a window's tallies in board order, the way the index orders them, and keep the
+    first ``keep`` places."""
+    ranked = rank_standings(spec, window, rows)
+    final = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked[:keep]]
+    return FreezePlan(len(ranked), final)

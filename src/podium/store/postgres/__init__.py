@@ -1,0 +1,24 @@
+"""The production score store: PostgreSQL through asyncpg, every port in one adapter.
+
+``pool.py`` holds the pools and the one way every port runs its statements, ``errors.py``
+the one table that sorts the driver's errors into outages and bugs, ``locks.py`` the
+advisory lock scheme; each port is a module of its own (``credentials``, ``record`` with
+its statements in ``record_sql``, ``outbox``, ``players``, ``windows``).
+"""
+
+from __future__ import annotations
+
+from podium.store.postgres.credentials import Credentials
+from podium.store.postgres.outbox import Outbox
+from podium.store.postgres.players import Players
+from podium.store.postgres.record import Results
+from podium.store.postgres.windows import Windows
+
+__all__ = ["PostgresStore"]
+
+
+class PostgresStore(Credentials, Results, Outbox, Players, Windows):
+    @classmethod
+    def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
+        """Does not connect: the pools open on first use, so a store can be built anywhere."""
+        return cls(url, pool_size=pool_size, read_pool_size=read_pool_size)

@@ -1,0 +1,196 @@
+"""The production score store's plumbing: PostgreSQL through two asyncpg pools.
+
+Every use case is one transaction (or one autocommitted statement, where one is enough).
+Driver errors never leave this package: ``_run`` retries serialization failures and
+deadlocks, then ``errors.translate`` makes every driver error either ``StoreUnavailable``
+(nothing was committed, a retry is safe) or ``InternalError`` (a bug).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+import asyncpg
+from asyncpg import exceptions as pgx
+
+from podium.domain.models import Target
+from podium.store.common import migrations
+from podium.store.postgres.errors import RETRIED, translate
+from podium.store.postgres.locks import MIGRATE
+
+if TYPE_CHECKING:  # the proxy is generic only in the stubs
+    from typing import TypeAlias
+
+    from asyncpg.pool import PoolConnectionProxy
+
+    Conn: TypeAlias = PoolConnectionProxy[asyncpg.Record]
+
+T = TypeVar("T")
+
+_ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
+
+
+def pairs(targets: Sequence[Target]) -> tuple[list[str], list[str]]:
+    """Board windows as two parallel arrays (``unnest($2::text[], $3::text[])``)."""
+    return [t.board for t in targets], [t.window for t in targets]
+
+
+def rowcount(status: str) -> int:
+    """The row count at the end of a command tag such as ``INSERT 0 3`` or ``DELETE 1``."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+@asynccontextmanager
+async def transaction(c: Conn, locks: str) -> AsyncIterator[None]:
+    """A transaction that opens with its advisory locks in one round trip (the simple
+    protocol runs several statements when there are no arguments), where
+    ``conn.transaction()`` would spend one on BEGIN alone.
+
+    Any failure rolls back here, whatever state the connection is in (a ROLLBACK outside a
+    transaction only warns), so it goes back to the pool clean: the pool would roll back
+    too, but reports that as an error. If the ROLLBACK fails as well (the connection is
+    gone, or busy with a cancelled query), the first error is the one raised, and the pool
+    closes the connection when it fails to reset it."""
+    try:
+        await c.execute(f"BEGIN; {locks}")
+        yield
+        await c.execute("COMMIT")
+    except BaseException:
+        if not c.is_closed():
+            with contextlib.suppress(Exception):
+                await c.execute("ROLLBACK")
+        raise
+
+
+async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
+    """The pool's reset of a released connection: nothing, on purpose.
+
+    podium leaves no session state behind (no SET, LISTEN, cursors or session advisory
+    locks: every lock it takes ends with its transaction), so asyncpg's default reset query
+    (unlock all, CLOSE ALL, UNLISTEN, RESET ALL) would only add a round trip to every call.
+    The pool still rolls back a transaction left open before it calls this."""
+
+
+class Database:
+    """The connection pools and the one way every port runs a statement or a transaction
+    (``_run``), with its retries and its error table (``errors.py``)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        read_pool_size: int = 10,
+        connect_timeout: float = 5.0,
+        command_timeout: float = 10.0,
+        acquire_timeout: float = 5.0,
+        vacuum_outbox_every: int = 10_000,
+    ) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self.read_pool_size = read_pool_size
+        self._vacuum_every = vacuum_outbox_every
+        self._acked = 0  # outbox rows acked since this store last vacuumed the outbox
+        self._connect_timeout = connect_timeout
+        self._command_timeout = command_timeout
+        self._acquire_timeout = acquire_timeout
+        # Two pools: a match's statements (its read, its writes) and the other writes in
+        # one, the single-statement reads of the board and admin endpoints in the other.
+        # Write transactions hold their connection through lock waits and commit flushes;
+        # from one shared pool, a burst of them took every connection, and board reads
+        # (which look up names here) queued behind them: read p99 followed write p99.
+        self._pools: dict[bool, asyncpg.Pool[asyncpg.Record]] = {}
+        self._opening = asyncio.Lock()
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    async def _get_pool(self, reads: bool) -> asyncpg.Pool[asyncpg.Record]:
+        pool = self._pools.get(reads)
+        if pool is not None:
+            return pool
+        async with self._opening:  # one pool each, however many first calls race here
+            if reads not in self._pools:
+                self._pools[reads] = await asyncpg.create_pool(
+                    self.url,
+                    min_size=1,
+                    max_size=self.read_pool_size if reads else self.pool_size,
+                    timeout=self._connect_timeout,
+                    command_timeout=self._command_timeout,
+                    reset=_keep_session,
+                )
+            return self._pools[reads]
+
+    async def _run(
+        self,
+        fn: Callable[[Conn], Awaitable[T]],
+        *,
+        tx: bool = True,
+        retry_unique: bool = False,
+        reads: bool = False,
+    ) -> T:
+        """Run ``fn`` on a pooled connection, in one transaction unless ``tx`` is False;
+        ``reads``: on the pool of single-statement reads.
+
+        ``retry_unique``: a unique violation means a concurrent transaction inserted the same
+        key first; run once more, and this time the row is there to be read.
+        """
+        attempt = 0
+        unique_retried = False
+        while True:
+            attempt += 1
+            try:
+                pool = await self._get_pool(reads)
+                async with pool.acquire(timeout=self._acquire_timeout) as conn:
+                    if not tx:
+                        return await fn(conn)
+                    async with conn.transaction():
+                        return await fn(conn)
+            except RETRIED as e:
+                if attempt >= _ATTEMPTS:
+                    raise translate(e) from e
+                await asyncio.sleep(0.005 * 2**attempt)
+            except pgx.UniqueViolationError as e:
+                if not retry_unique or unique_retried:
+                    raise translate(e) from e
+                unique_retried = True
+            except Exception as e:
+                raise translate(e) from e
+
+    async def migrate(self) -> None:
+        async def run(c: Conn) -> None:
+            # Taken before anything else: two migrators racing on an empty database would
+            # otherwise both try to create schema_migrations.
+            await c.execute("SELECT pg_advisory_xact_lock($1)", MIGRATE)
+            await c.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY)"
+            )
+            done = {r[0] for r in await c.fetch("SELECT version FROM schema_migrations")}
+            for version, sql in migrations("postgres"):
+                if version not in done:
+                    await c.execute(sql)  # no arguments: the simple protocol runs every statement
+                    await c.execute("INSERT INTO schema_migrations VALUES ($1)", version)
+
+        await self._run(run)
+
+    async def close(self) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            try:
+                await asyncio.wait_for(pool.close(), self._command_timeout)
+            except TimeoutError:
+                pool.terminate()  # a connection still checked out must not hang shutdown
+
+    async def ping(self) -> None:
+        await self._fetch("SELECT 1")
+
+    # Single statements run outside an explicit transaction: each one is atomic on its own,
+    # and BEGIN/COMMIT would only add two round trips.
+    async def _fetch(self, sql: str, *args: object) -> list[asyncpg.Record]:
+        return await self._run(lambda c: c.fetch(sql, *args), tx=False, reads=True)
+
+    async def _execute(self, sql: str, *args: object) -> str:
+        return await self._run(lambda c: c.execute(sql, *args), tx=False)

@@ -1,0 +1,305 @@
+"""Results on Postgres: claiming a match, the checks' read, and one player's record.
+
+The record path is built for round trips. ``open_match`` claims the match and reads every
+player's state in one statement, and hands each player a ``Seen`` handle; ``record`` then
+writes from it in one autocommitted statement (``podium_record_seen``), which takes the
+record's locks and writes only if nothing the handle holds has changed. When something
+has, or without a handle, the locked path takes the locks, reads again inside the
+transaction and writes (four round trips, five on grouped boards). Both paths decide
+through ``recording.plan_record``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from podium.domain.boards import BoardSpec, Tally
+from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
+from podium.domain.windows import GROUP_SEP
+from podium.ports.store import MatchRead, RecordHandle
+from podium.recording import (
+    HOUR,
+    UNKNOWN_GROUP,
+    RecordPlan,
+    RecordState,
+    place_in_groups,
+    plan_record,
+)
+from podium.store.common import (
+    FLAGGED_COLS,
+    RESULT_COLS,
+    TALLY_COLS,
+    Row,
+    Seen,
+    flagged_of,
+    result_of,
+    standing_of,
+)
+from podium.store.postgres import locks
+from podium.store.postgres.pool import Database, pairs, transaction
+from podium.store.postgres.record_sql import (
+    CLAIM,
+    OPEN_MATCH,
+    PAIRS,
+    RECORD_READ,
+    RECORD_SEEN,
+    RECORD_WRITE,
+)
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+
+class Results(Database):
+    async def open_match(
+        self,
+        match_id: str,
+        key_id: str,
+        now: float,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
+    ) -> MatchRead:
+        if not player_ids:  # the read has a row per player, and so nowhere to put the owner
+
+            async def claim(c: Conn) -> str:
+                return await _owner(c, match_id, await c.fetchval(CLAIM, match_id, key_id, now))
+
+            return MatchRead(await self._run(claim, tx=False), {}, {}, {})
+        boards, windows = pairs([t for t, _ in targets])
+        grouped = [spec.group_by is not None for _, spec in targets]
+        args = (list(player_ids), match_id, mode, recent, since, boards, windows, grouped)
+
+        async def run(c: Conn) -> tuple[str, list[asyncpg.Record]]:
+            rows = await c.fetch(OPEN_MATCH, *args, GROUP_SEP, UNKNOWN_GROUP, key_id, float(now))
+            return await _owner(c, match_id, rows[0]["owner"]), rows
+
+        # One autocommitted statement: the claim commits with it, as it would on its own.
+        # On the writes' pool: it is the first step of a match's writes, and comes in bursts
+        # with them, which the board reads should not queue behind.
+        owner, rows = await self._run(run, tx=False)
+        existing = {r["p"]: _result(r, match_id) for r in rows if r["key_id"] is not None}
+        handles: dict[str, RecordHandle] = {}
+        if targets:
+            for r in rows:
+                if r["p"] not in existing:
+                    placed = place_in_groups(targets, r["country"])
+                    frozen, tallies = _target_state(placed, r)
+                    n, oldest = r["n"], r["oldest"]
+                    handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)
+        return MatchRead(
+            owner,
+            existing,
+            {r["p"]: list(r["recent"]) for r in rows},
+            {r["p"]: (r["n"], r["oldest"]) for r in rows if r["n"] > 0},
+            handles,
+        )
+
+    async def record(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+        handle: RecordHandle | None = None,
+    ) -> RecordOutcome:
+        since = None if hourly_cap is None else float(now - HOUR)
+
+        async def run(c: Conn) -> RecordOutcome:
+            if isinstance(handle, Seen):
+                written = await _record_seen(c, result, targets, handle, now, since, hourly_cap)
+                if written is not None:
+                    return written
+                out = await _record_locked(c, result, targets, now, since, hourly_cap)
+                return dataclasses.replace(out, reread=True)
+            return await _record_locked(c, result, targets, now, since, hourly_cap)
+
+        # The player lock already orders identical retries; the unique retry covers a writer
+        # that inserts results without it.
+        return await self._run(run, tx=False, retry_unique=True)
+
+    async def results_of(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
+        rows = await self._fetch(
+            f"SELECT {RESULT_COLS} FROM results WHERE match_id = $1 AND player_id = ANY($2)",
+            match_id,
+            list(player_ids),
+        )
+        return {r["player_id"]: result_of(r) for r in rows}
+
+    async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
+        boards, windows = pairs(targets)
+        rows = await self._fetch(
+            f"SELECT board, window_id, total FROM tallies WHERE player_id = $1 AND {PAIRS}",
+            player_id,
+            boards,
+            windows,
+        )
+        found = {(r["board"], r["window_id"]): r["total"] for r in rows}
+        # In target order, so a repeated board name resolves the same way everywhere.
+        return {
+            t.board: found[(t.board, t.window)] for t in targets if (t.board, t.window) in found
+        }
+
+    async def player_standings(self, player_id: str) -> list[Standing]:
+        rows = await self._fetch(
+            f"SELECT {TALLY_COLS} FROM tallies WHERE player_id = $1", player_id
+        )
+        return [standing_of(r) for r in rows]
+
+    async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        rows = await self._fetch(
+            f"SELECT {FLAGGED_COLS} FROM results "
+            "WHERE flag IS NOT NULL AND ($1::text[] IS NULL OR mode = ANY($1::text[])) "
+            "ORDER BY recorded_at DESC LIMIT $2",
+            None if modes is None else list(modes),
+            limit,
+        )
+        return [flagged_of(r) for r in rows]
+
+
+async def _owner(c: Conn, match_id: str, owner: str | None) -> str:
+    if owner is None:
+        # DO NOTHING waited for a concurrent claim of the same id to commit, after this
+        # statement's snapshot was taken: only a new statement (READ COMMITTED) sees who won.
+        owner = await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id)
+    return str(owner)
+
+
+def _result(r: Row, match_id: str) -> ResultRecord:
+    """The stored result in a row of ``OPEN_MATCH`` or ``RECORD_READ``."""
+    return ResultRecord(
+        r["p"], match_id, r["key_id"], r["mode"], r["ended_at"], r["duration_s"], r["points"]
+    )
+
+
+async def _record_seen(
+    c: Conn,
+    result: ResultRecord,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    seen: Seen,
+    now: float,
+    since: float | None,
+    hourly_cap: int | None,
+) -> RecordOutcome | None:
+    """A record in one round trip, planned from what ``open_match`` saw; None (nothing
+    written) when any of it changed before the locks were granted."""
+    placed = seen.placed(targets)
+    plan = plan_record(result, placed, seen.state(), now, hourly_cap)
+    live = [t for t, _ in placed if (t.board, t.window) not in seen.frozen]
+    was = [seen.tallies.get((t.board, t.window)) for t in live]
+    boards, windows = pairs(live)
+    written = await c.fetchval(
+        RECORD_SEEN,
+        *_result_args(result, now),
+        locks.RECORD_NS,
+        locks.player_key(result.player_id),
+        locks.WINDOW_NS,
+        locks.window_locks([t for t, _ in targets]),
+        any(spec.group_by for _, spec in targets),
+        seen.country,
+        since,
+        seen.count,
+        boards,
+        windows,
+        [x and x.total for x in was],
+        [x and x.reached_at for x in was],
+        [x and x.version for x in was],
+        [x and x.scored for x in was],
+        *_write_args(plan),
+    )
+    return RecordOutcome(plan.totals, False) if written else None
+
+
+async def _record_locked(
+    c: Conn,
+    result: ResultRecord,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    now: float,
+    since: float | None,
+    hourly_cap: int | None,
+) -> RecordOutcome:
+    """A record that reads everything it decides on inside its transaction, after its
+    locks: four round trips (five on grouped boards)."""
+    pid = result.player_id
+    async with transaction(c, locks.record_locks(pid, [t for t, _ in targets])):
+        # Every read is a statement after the locks: READ COMMITTED takes a snapshot per
+        # statement, so it sees whatever committed before they were granted.
+        country = None
+        if any(spec.group_by for _, spec in targets):
+            # The player's group, under the same lock a move between groups takes.
+            country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
+        placed = place_in_groups(targets, country)
+        boards, windows = pairs([t for t, _ in placed])
+        row = await c.fetchrow(
+            RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
+        )
+        assert row is not None
+        frozen, current = _target_state(placed, row)
+        existing = None
+        if row["key_id"] is not None:
+            existing = ResultRecord(
+                pid, result.match_id, row["key_id"], row["mode"], row["ended_at"],
+                row["duration_s"], row["points"],
+            )  # fmt: skip
+        state = RecordState(existing, row["n"], row["oldest"], frozen, current)
+        # Plan everything first (it may refuse, and then nothing is written), then write it
+        # all in one statement.
+        plan = plan_record(result, placed, state, now, hourly_cap)
+        if not plan.replayed:
+            await c.execute(RECORD_WRITE, *_result_args(result, now), *_write_args(plan))
+        return RecordOutcome(plan.totals, plan.replayed)
+
+
+def _result_args(result: ResultRecord, now: float) -> list[object]:
+    return [
+        result.player_id,
+        result.match_id,
+        result.key_id,
+        result.mode,
+        result.ended_at,
+        result.duration_s,
+        result.points,
+        float(now),
+        result.flag,
+    ]
+
+
+def _write_args(plan: RecordPlan) -> list[object]:
+    """The tally and outbox columns of ``podium_write_record``: each changed tally at its last
+    value, then every change in fold order."""
+    last = plan.last_values()
+    return [*_columns(last), [n.scored for _, n in last], *_columns(plan.changes)]
+
+
+def _columns(changes: list[tuple[Target, Tally]]) -> list[list[str] | list[int]]:
+    """Rows as five parallel arrays: board, window, total, reached_at, version."""
+    return [
+        [t.board for t, _ in changes],
+        [t.window for t, _ in changes],
+        [n.total for _, n in changes],
+        [n.reached_at for _, n in changes],
+        [n.version for _, n in changes],
+    ]
+
+
+def _target_state(
+    placed: Sequence[tuple[Target, BoardSpec]], r: Row
+) -> tuple[set[tuple[str, str]], dict[tuple[str, str], Tally]]:
+    """The per-target columns of ``RECORD_READ`` and ``OPEN_MATCH`` (arrays in the order of
+    ``placed``, each element NULL when there is no tally): the frozen windows, and the
+    tallies there are."""
+    frozen_flags = r["frozen"] or []
+    columns = [r[k] or [] for k in ("totals", "reached", "versions", "scored")]
+    frozen = {(t.board, t.window) for (t, _), f in zip(placed, frozen_flags, strict=True) if f}
+    tallies = {
+        (t.board, t.window): Tally(*tally)
+        for (t, _), *tally in zip(placed, *columns, strict=True)
+        if tally[0] is not None
+    }
+    return frozen, tallies

@@ -1,0 +1,101 @@
+"""The statements of the record path, as SQL text (migration 006 holds the functions).
+
+Each is one round trip: ``OPEN_MATCH`` claims the match and reads every player's state for
+the checks; ``RECORD_SEEN`` writes a record from that state if nothing in it changed;
+``RECORD_READ`` and ``RECORD_WRITE`` are the locked path that reads again inside the
+transaction.
+"""
+
+from __future__ import annotations
+
+# (board, window_id) pairs passed as two parallel arrays $2 and $3.
+PAIRS = "(board, window_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
+
+# Everything a record decides on, in one statement after its locks: the result this match
+# already has (key_id ... points, NULL when none); the count and oldest of the player's
+# results in the mode since $4 (n, oldest; 0 when $4 is NULL); and per target, in the order
+# of $5 and $6, whether its window is frozen and its tally, locked FOR UPDATE (frozen,
+# totals, reached, versions, scored: arrays, an element NULL where there is no tally).
+RECORD_READ = (
+    "SELECT r.key_id, r.mode, r.ended_at, r.duration_s, r.points, cap.n, cap.oldest, t.* "
+    "FROM (SELECT COUNT(*), MIN(recorded_at) FROM results "
+    "  WHERE player_id = $1 AND mode = $3 AND recorded_at >= $4::float8) AS cap(n, oldest) "
+    "CROSS JOIN (SELECT array_agg(f.board IS NOT NULL ORDER BY u.n), "
+    "  array_agg(x.total ORDER BY u.n), array_agg(x.reached_at ORDER BY u.n), "
+    "  array_agg(x.version ORDER BY u.n), array_agg(x.scored ORDER BY u.n) "
+    "  FROM unnest($5::text[], $6::text[]) WITH ORDINALITY AS u(b, w, n) "
+    "  LEFT JOIN frozen_windows f ON f.board = u.b AND f.window_id = u.w "
+    "  LEFT JOIN LATERAL (SELECT total, reached_at, version, scored FROM tallies "
+    "    WHERE board = u.b AND window_id = u.w AND player_id = $1 FOR UPDATE) AS x ON true"
+    ") AS t(frozen, totals, reached, versions, scored) "
+    "LEFT JOIN results r ON r.player_id = $1 AND r.match_id = $2"
+)
+# Every write of a record in one statement: the result, each changed tally at its last
+# value ($10-$15), and one outbox row per change in fold order ($16-$20; migration 006).
+RECORD_WRITE = (
+    "SELECT podium_write_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], "
+    "$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
+    "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[])"
+)
+# A whole record in one autocommitted statement, from a state read before (migration 006):
+# the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
+# the writes as above ($24-$34). Returns false, having written nothing, if any of it changed.
+RECORD_SEEN = (
+    "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+    "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "
+    "$21::bigint[], $22::bigint[], $23::boolean[], $24::text[], $25::text[], $26::bigint[], "
+    "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
+    "$33::bigint[], $34::bigint[])"
+)
+
+
+# Claiming a match id: the insert does nothing if the id has an owner, and the owner is
+# whoever inserted first (NULL when that was a concurrent claim this snapshot cannot see).
+def claim_sql(match: str, key: str, now: str) -> str:
+    return (
+        f"WITH claimed AS (INSERT INTO matches VALUES ({match}, {key}, {now}) "
+        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
+    )
+
+
+def owner_sql(match: str) -> str:
+    return (
+        "COALESCE((SELECT key_id FROM claimed), "
+        f"(SELECT key_id FROM matches WHERE match_id = {match}))"
+    )
+
+
+CLAIM = f"{claim_sql('$1', '$2', '$3')} SELECT {owner_sql('$1')} AS owner"
+
+# The checks before a match's writes, for every player (p) in one statement: the result this
+# match already has (key_id ... points), the last $4 points in the mode (recent), the count
+# and oldest of results since $5 (n, oldest), the country, and with targets ($6-$8, grouped
+# ones placed in the player's group as ``place_in_groups`` does, with $9 and $10), per target
+# in order whether its window is frozen and its tally (as in RECORD_READ).
+PRIOR_COLUMNS = (
+    "p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
+    "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
+    "  ORDER BY ended_at DESC LIMIT $4) AS recent, cap.n, cap.oldest, pr.country, t.*"
+)
+PRIOR_FROM = (
+    "FROM unnest($1::text[]) AS u0(p) "
+    "LEFT JOIN results e ON e.player_id = p AND e.match_id = $2 "
+    "LEFT JOIN profiles pr ON pr.player_id = p "
+    "CROSS JOIN LATERAL (SELECT COUNT(*), MIN(recorded_at) FROM results "
+    "  WHERE player_id = p AND mode = $3 AND recorded_at >= $5::float8) AS cap(n, oldest) "
+    "CROSS JOIN LATERAL (SELECT array_agg(f.board IS NOT NULL ORDER BY u.n), "
+    "  array_agg(x.total ORDER BY u.n), array_agg(x.reached_at ORDER BY u.n), "
+    "  array_agg(x.version ORDER BY u.n), array_agg(x.scored ORDER BY u.n) "
+    "  FROM unnest($6::text[], $7::text[], $8::boolean[]) WITH ORDINALITY AS u(b, w, g, n) "
+    "  CROSS JOIN LATERAL (SELECT CASE WHEN u.g "
+    "    THEN u.w || $9 || COALESCE(NULLIF(pr.country, ''), $10) ELSE u.w END) AS pl(w) "
+    "  LEFT JOIN frozen_windows f ON f.board = u.b AND f.window_id = pl.w "
+    "  LEFT JOIN tallies x ON x.board = u.b AND x.window_id = pl.w AND x.player_id = p"
+    ") AS t(frozen, totals, reached, versions, scored)"
+)
+# The claim and the read in one statement, the claim's key and time after the read's
+# parameters ($11, $12); every row carries the owner.
+OPEN_MATCH = (
+    f"{claim_sql('$2', '$11', '$12')} SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} AS owner "
+    f"{PRIOR_FROM}"
+)

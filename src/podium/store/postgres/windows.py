@@ -1,0 +1,142 @@
+"""The life of a window on Postgres: stored tallies by window, the freeze, final standings.
+
+A freeze takes the window's advisory lock exclusively; every record transaction takes it
+shared before checking ``frozen_windows``. So a result either commits before the freeze
+reads the tallies (and is in the final standings) or sees the window frozen (and does not
+count for it): nothing changes a window after its standings are taken. On a grouped board
+the lock is the base window's (``locks.window_key``), shared by all its groups: a record
+takes it before it knows the player's group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from podium.domain.boards import BoardSpec
+from podium.domain.models import FinalEntry, FrozenWindow, Standing
+from podium.domain.plans import plan_freeze
+from podium.domain.windows import Window
+from podium.store.common import (
+    FINAL_COLS,
+    FROZEN_COLS,
+    TALLY_COLS,
+    final_of,
+    frozen_of,
+    standing_of,
+    tally_of,
+)
+from podium.store.postgres import locks
+from podium.store.postgres.pool import Database
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+
+class Windows(Database):
+    async def standings(
+        self, board: str, window: str, batch: int = 5000
+    ) -> AsyncIterator[list[Standing]]:
+        # Keyset pages, each on its own pooled connection: a slow consumer holds nothing.
+        after = ""
+        while True:
+            rows = await self._fetch(
+                f"SELECT {TALLY_COLS} FROM tallies WHERE board = $1 AND window_id = $2 "
+                "AND player_id > $3 ORDER BY player_id LIMIT $4",
+                board,
+                window,
+                after,
+                batch,
+            )
+            if not rows:
+                return
+            yield [standing_of(r) for r in rows]
+            after = rows[-1]["player_id"]
+
+    async def windows(self, board: str) -> list[str]:
+        rows = await self._fetch(
+            "SELECT DISTINCT window_id FROM tallies WHERE board = $1 ORDER BY window_id", board
+        )
+        return [r["window_id"] for r in rows]
+
+    async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
+        return await self._run(lambda c: _freeze(c, board, window, keep, now))
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        rows = await self._fetch(
+            f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1", board
+        )
+        return {r["window_id"]: frozen_of(r) for r in rows}
+
+    async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
+        rows = await self._fetch(
+            f"SELECT {FINAL_COLS} FROM final_standings WHERE board = $1 AND window_id = $2 "
+            "AND position BETWEEN $3 AND $4 ORDER BY position",
+            board,
+            window,
+            first,
+            last,
+        )
+        return [final_of(r) for r in rows]
+
+    async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
+        rows = await self._fetch(
+            f"SELECT {FINAL_COLS} FROM final_standings "
+            "WHERE board = $1 AND window_id = $2 AND player_id = $3",
+            board,
+            window,
+            player_id,
+        )
+        return final_of(rows[0]) if rows else None
+
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
+        await self._execute(
+            "UPDATE frozen_windows SET archive = $3, checksum = $4 "
+            "WHERE board = $1 AND window_id = $2",
+            board,
+            window,
+            archive,
+            checksum,
+        )
+
+
+async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: float) -> bool:
+    """Inside the caller's transaction, under the window's exclusive lock: execute
+    ``plan_freeze``. False when the window was frozen already (exactly once)."""
+    await c.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        locks.WINDOW_NS,
+        locks.window_key(spec.name, window.id),
+    )
+    done = await c.fetchval(
+        "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2", spec.name, window.id
+    )
+    if done:
+        return False
+    rows = await c.fetch(
+        "SELECT player_id, total, reached_at, version FROM tallies "
+        "WHERE board = $1 AND window_id = $2",
+        spec.name,
+        window.id,
+    )
+    plan = plan_freeze(spec, window, [(r["player_id"], tally_of(r)) for r in rows], keep)
+    await c.execute(
+        "INSERT INTO frozen_windows (board, window_id, frozen_at, players) VALUES ($1, $2, $3, $4)",
+        spec.name,
+        window.id,
+        float(now),
+        plan.players,
+    )
+    await c.execute(
+        f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
+        "SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], "
+        "$7::bigint[])",
+        spec.name,
+        window.id,
+        [e.position for e in plan.final],
+        [e.rank for e in plan.final],
+        [e.player_id for e in plan.final],
+        [e.points for e in plan.final],
+        [e.reached_at for e in plan.final],
+    )
+    return True

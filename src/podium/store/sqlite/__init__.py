@@ -1,0 +1,24 @@
+"""The embedded score store: one SQLite file in WAL mode, every port in one adapter.
+
+``db.py`` holds the file, its writer and reader threads and the group commit; each port is a
+module of its own (``credentials``, ``record``, ``outbox``, ``players``, ``windows``), and
+``errors.py`` is the one table that sorts SQLite's errors into outages and bugs.
+"""
+
+from __future__ import annotations
+
+from podium.store.sqlite.credentials import Credentials
+from podium.store.sqlite.db import GROUP_MAX
+from podium.store.sqlite.outbox import Outbox
+from podium.store.sqlite.players import Players
+from podium.store.sqlite.record import Results
+from podium.store.sqlite.windows import Windows
+
+__all__ = ["GROUP_MAX", "SqliteStore"]
+
+
+class SqliteStore(Credentials, Results, Outbox, Players, Windows):
+    @classmethod
+    def from_url(cls, url: str) -> SqliteStore:
+        path = url.removeprefix("sqlite:///") or "podium.db"
+        return cls(path)

@@ -1,0 +1,121 @@
+"""The life of a window on SQLite: stored tallies by window, the freeze, final standings.
+
+SQLite has one writer, so a freeze and a result can never interleave: whichever commits
+first decides, and ``record`` checks ``frozen_windows`` inside its own transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+
+from podium.domain.boards import BoardSpec
+from podium.domain.models import FinalEntry, FrozenWindow, Standing
+from podium.domain.plans import plan_freeze
+from podium.domain.windows import Window
+from podium.store.common import (
+    FINAL_COLS,
+    FROZEN_COLS,
+    TALLY_COLS,
+    final_of,
+    frozen_of,
+    standing_of,
+    tally_of,
+)
+from podium.store.sqlite.db import Database
+
+
+class Windows(Database):
+    async def standings(
+        self, board: str, window: str, batch: int = 5000
+    ) -> AsyncIterator[list[Standing]]:
+        after = ""
+        while True:
+            rows = await self._read(
+                lambda c, after=after: c.execute(  # type: ignore[misc]
+                    f"SELECT {TALLY_COLS} FROM tallies WHERE board = ? AND window_id = ? "
+                    "AND player_id > ? ORDER BY player_id LIMIT ?",
+                    (board, window, after, batch),
+                ).fetchall()
+            )
+            if not rows:
+                return
+            yield [standing_of(r) for r in rows]
+            after = rows[-1]["player_id"]
+
+    async def windows(self, board: str) -> list[str]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT DISTINCT window_id FROM tallies WHERE board = ? ORDER BY window_id",
+                (board,),
+            ).fetchall()
+        )
+        return [r["window_id"] for r in rows]
+
+    async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
+        return await self._write(lambda c: _freeze(c, board, window, keep, now))
+
+    async def frozen(self, board: str) -> dict[str, FrozenWindow]:
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = ?", (board,)
+            ).fetchall()
+        )
+        return {r["window_id"]: frozen_of(r) for r in rows}
+
+    async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {FINAL_COLS} FROM final_standings WHERE board = ? AND window_id = ? "
+                "AND position BETWEEN ? AND ? ORDER BY position",
+                (board, window, first, last),
+            ).fetchall()
+        )
+        return [final_of(r) for r in rows]
+
+    async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
+        row = await self._read(
+            lambda c: c.execute(
+                f"SELECT {FINAL_COLS} FROM final_standings "
+                "WHERE board = ? AND window_id = ? AND player_id = ?",
+                (board, window, player_id),
+            ).fetchone()
+        )
+        return None if row is None else final_of(row)
+
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
+        await self._write(
+            lambda c: c.execute(
+                "UPDATE frozen_windows SET archive = ?, checksum = ? "
+                "WHERE board = ? AND window_id = ?",
+                (archive, checksum, board, window),
+            )
+        )
+
+
+def _freeze(c: sqlite3.Connection, spec: BoardSpec, window: Window, keep: int, now: float) -> bool:
+    """Inside the caller's write transaction: execute ``plan_freeze``. False when the window
+    was frozen already (exactly once, across restarts)."""
+    if c.execute(
+        "SELECT 1 FROM frozen_windows WHERE board = ? AND window_id = ?", (spec.name, window.id)
+    ).fetchone():
+        return False
+    rows = c.execute(
+        "SELECT player_id, total, reached_at, version FROM tallies "
+        "WHERE board = ? AND window_id = ?",
+        (spec.name, window.id),
+    ).fetchall()
+    plan = plan_freeze(spec, window, [(r["player_id"], tally_of(r)) for r in rows], keep)
+    c.execute(
+        "INSERT INTO frozen_windows (board, window_id, frozen_at, players) VALUES (?, ?, ?, ?)",
+        (spec.name, window.id, now, plan.players),
+    )
+    c.executemany(
+        f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (spec.name, window.id, e.position, e.rank, e.player_id, e.points, e.reached_at)
+            for e in plan.final
+        ],
+    )
+    return True
