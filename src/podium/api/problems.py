@@ -37,8 +37,12 @@ def install(app: FastAPI) -> None:
         headers = {}
         if isinstance(exc, RateLimited | Unavailable):
             headers["Retry-After"] = str(exc.retry_after)
-        if exc.status >= 500:
+        if isinstance(exc, Unavailable):
+            # Expected (a restart, a failover): one line; the client retries.
             log.warning("%s %s: %s", request.method, request.url.path, exc)
+        elif exc.status >= 500:
+            # A bug: its traceback (the driver's error as its cause) goes to the log.
+            log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
         _count_rejection(request, exc.status)
         return problem(exc.status, exc.title, str(exc), headers)
 
