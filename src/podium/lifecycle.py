@@ -18,7 +18,7 @@ from podium.domain.boards import BoardSpec, rank_standings
 from podium.domain.models import FinalEntry, FrozenWindow
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.errors import InvalidInput, NotFound
-from podium.ports import Clock, ScoreStore
+from podium.ports import Clock, Windows
 from podium.profiles import ProfileCache
 from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
 
@@ -32,7 +32,7 @@ class Lifecycle:
     def __init__(
         self,
         settings: Settings,
-        store: ScoreStore,
+        store: Windows,
         clock: Clock,
         archive: Archive,
         profiles: ProfileCache,

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Sequence
 
 from podium.domain.models import Profile
-from podium.ports import Clock, ScoreStore
+from podium.ports import Clock, Players
 
 TTL_S = 5.0
 MAX_ENTRIES = 200_000  # beyond this the cache starts over rather than grow without bound
@@ -26,7 +26,7 @@ Batch = asyncio.Future[dict[str, Profile]]
 
 
 class ProfileCache:
-    def __init__(self, store: ScoreStore, clock: Clock) -> None:
+    def __init__(self, store: Players, clock: Clock) -> None:
         self._store = store
         self._clock = clock
         self._held: dict[str, tuple[float, Profile | None]] = {}

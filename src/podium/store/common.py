@@ -34,6 +34,18 @@ FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
 FLAGGED_COLS = "player_id, match_id, mode, points, ended_at, recorded_at, flag"
 
 
+class ProfilesFromVersions:
+    """``Players.profiles`` for a store that has ``versioned_profiles``: the same read,
+    without the versions."""
+
+    async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
+        raise NotImplementedError
+
+    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
+        found = await self.versioned_profiles(player_ids)
+        return {p: profile for p, (profile, _) in found.items()}
+
+
 class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from podium.domain.models import PROFILE_CHANGE, Profile
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, profile_of, tally_columns
+from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of, tally_columns
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
 
@@ -21,7 +21,7 @@ _OUTBOX_ROW = (
 )
 
 
-class Players(Database):
+class Players(ProfilesFromVersions, Database):
     async def set_profile(self, profile: Profile, now: float) -> int:
         pid = profile.player_id
 
@@ -49,10 +49,6 @@ class Players(Database):
             return version
 
         return await self._run(run)
-
-    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
-        found = await self.versioned_profiles(player_ids)
-        return {p: profile for p, (profile, _) in found.items()}
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
         ids = list(player_ids)
@@ -151,28 +147,11 @@ async def _move_groups(
             t.version,
             t.scored,
         )
+        values = (t.total, t.reached_at, t.version, float(now))
         await c.executemany(
             _OUTBOX_ROW,
             [
-                (
-                    m.board,
-                    m.old_window,
-                    player_id,
-                    t.total,
-                    t.reached_at,
-                    t.version,
-                    float(now),
-                    True,
-                ),
-                (
-                    m.board,
-                    m.new_window,
-                    player_id,
-                    t.total,
-                    t.reached_at,
-                    t.version,
-                    float(now),
-                    False,
-                ),
+                (m.board, m.old_window, player_id, *values, True),
+                (m.board, m.new_window, player_id, *values, False),
             ],
         )

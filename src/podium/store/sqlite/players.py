@@ -8,13 +8,13 @@ from collections.abc import Sequence
 
 from podium.domain.models import Profile, Target
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, profile_of, tally_columns
+from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of, tally_columns
 from podium.store.sqlite.db import Database
 from podium.store.sqlite.outbox import write_changes, write_profile_change
 from podium.store.sqlite.record import frozen_among
 
 
-class Players(Database):
+class Players(ProfilesFromVersions, Database):
     async def set_profile(self, profile: Profile, now: float) -> int:
         pid = profile.player_id
 
@@ -39,10 +39,6 @@ class Players(Database):
             return version
 
         return await self._write(run)
-
-    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
-        found = await self.versioned_profiles(player_ids)
-        return {p: profile for p, (profile, _) in found.items()}
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
         ids = list(player_ids)
