@@ -158,7 +158,10 @@ class Database:
                     raise translate(e) from e
                 unique_retried = True
             except Exception as e:
-                raise translate(e) from e
+                failure = translate(e)
+                if failure is e:
+                    raise  # podium's own (a conflict, a refusal): as it is
+                raise failure from e
 
     async def migrate(self) -> None:
         async def run(c: Conn) -> None:

@@ -69,7 +69,9 @@ class Results(Database):
         if not player_ids:  # the read has a row per player, and so nowhere to put the owner
 
             async def claim(c: Conn) -> str:
-                return await _owner(c, match_id, await c.fetchval(CLAIM, match_id, key_id, now))
+                return await _owner(
+                    c, match_id, await c.fetchval(CLAIM, match_id, key_id, float(now))
+                )
 
             return MatchRead(await self._run(claim, tx=False), {}, {}, {})
         boards, windows = pairs([t for t, _ in targets])
