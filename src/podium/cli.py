@@ -263,5 +263,17 @@ def rebuild(
     typer.echo(f"rebuilt {board} with {n} players")
 
 
+config_app = typer.Typer(no_args_is_help=True, help="The settings file.")
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("schema")
+def config_schema() -> None:
+    """Print the JSON Schema of the settings file (podium.schema.json), for editors."""
+    import json
+
+    typer.echo(json.dumps(config.schema(), indent=2))
+
+
 def main() -> None:
     app()

@@ -1,8 +1,10 @@
 """Settings: one TOML file plus ``PODIUM_<SECTION>_<KEY>`` environment overrides.
 
-Everything is parsed and validated once, at start, into frozen dataclasses; a bad value is a
-``ConfigError`` that names the field (``boards[1].window: ...``). Nothing here creates a
-connection or a client: that is ``bootstrap.py``'s job.
+pydantic models read both, once, at start: the sections are frozen pydantic dataclasses, and
+the file's modes and boards become the domain's ``Mode`` and ``BoardSpec``. A bad value is a
+``ConfigError`` that names the field (``boards[1].window: ...``). ``schema()`` is the JSON
+Schema of the file, for editors. Nothing here creates a connection or a client: that is
+``bootstrap.py``'s job.
 """
 
 from __future__ import annotations
@@ -14,79 +16,198 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, Self
+
+from annotated_types import Ge, Le, MinLen
+from pydantic import (
+    AwareDatetime,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic.dataclasses import dataclass as table
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import ErrorDetails, core_schema
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from podium.domain.boards import Aggregate, BoardSpec, Order, Ties, can_fall
 from podium.domain.models import Mode
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
 from podium.errors import ConfigError
 
-E = TypeVar("E", WindowKind, Aggregate, Order, Ties)
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up with ISO weeks
 
+# --- how values are checked, and what is said of a bad one ---------------------------------
 
-API_KINDS = ("all", "read", "write")
+# A value that has the right type but breaks one of these gets a field's ``rule`` message.
+_RULES = {"greater_than_equal", "less_than_equal", "string_too_short", "string_pattern_mismatch"}
 
 
-@dataclass(frozen=True)
+def _says(expected: str, rule: str | None = None) -> WrapValidator:
+    """Whatever pydantic finds wrong with a value, say ``<expected>, got <value>``: the
+    messages stay ours, whatever pydantic's own wording."""
+
+    def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as e:
+            only_rules = rule and all(err["type"] in _RULES for err in e.errors())
+            raise ValueError(f"{rule if only_rules else expected}, got {value!r}") from None
+
+    return WrapValidator(check)
+
+
+def _one_of(kind: type[StrEnum]) -> WrapValidator:
+    return _says(f"expected {' | '.join(kind)}")
+
+
+# Environment values arrive as strings: numbers are parsed, lists split at commas. Numbers
+# are strict otherwise, since TOML's true is not a number.
+_int = BeforeValidator(lambda v: int(v) if isinstance(v, str) else v)
+_float = BeforeValidator(lambda v: float(v) if isinstance(v, str) else v)
+_csv = BeforeValidator(
+    lambda v: [s.strip() for s in v.split(",") if s.strip()] if isinstance(v, str) else v
+)
+
+Count = Annotated[int, Strict(), Ge(0), _int, _says("expected a non-negative int")]
+Amount = Annotated[float, Strict(), Ge(0), _float, _says("expected a non-negative float")]
+Text = Annotated[
+    str, StringConstraints(strict=True, min_length=1), _says("expected a non-negative str")
+]
+Texts = Annotated[
+    tuple[StrictStr, ...], NoDecode, _csv, _says("expected a non-negative list of strings")
+]
+AtLeastOne = Annotated[
+    int, Strict(), Ge(1), _int, _says("expected a non-negative int", "must be at least 1")
+]
+Port = Annotated[
+    int,
+    Strict(),
+    Ge(1),
+    Le(65535),
+    _int,
+    _says("expected a non-negative int", "expected 1 to 65535"),
+]
+
+
+StoreUrl = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=r"^(sqlite:///|postgres(ql)?://)"),
+    _says("expected a non-negative str", "expected sqlite:///PATH or postgresql://..."),
+]
+IndexUrl = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=r"^(memory://|redis(\+cluster)?://|rediss://)"),
+    _says("expected a non-negative str", "expected memory://, redis://... or redis+cluster://..."),
+]
+LogUrl = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=r"^(outbox://|nats://)"),
+    _says("expected a non-negative str", "expected outbox:// or nats://..."),
+]
+
+# The file's modes and boards take numbers from TOML only: no strings.
+Integer = Annotated[int, Strict(), _says("expected an integer")]
+Name = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=NAME_RE.pattern),
+    _says(f"must match {NAME_RE.pattern}"),
+]
+
+_TABLE = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+# --- the sections ---------------------------------------------------------------------------
+
+
+@table(frozen=True, config=_TABLE)
 class ServerSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_body_bytes: int = 64 * 1024
-    max_results_per_match: int = 100
-    read_rate_per_s: float = 50.0  # per client address; 0 turns read rate limiting off
-    read_burst: int = 100
-    page_cache_s: float = 1.0  # how long one process holds a board page
-    max_clock_skew_s: int = 60  # how far in the future endedAt may be
-    key_cache_s: float = 10.0  # how long a verified credential is trusted without a lookup
-    # Matches being recorded at once by one process; one more gets 503 with Retry-After, so
-    # that overload shows as a prompt "back off" rather than every answer taking seconds.
-    max_pending_matches: int = 64
-    # What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
-    # pages and streams) or "write" (game servers and admins: results, profiles, friends
-    # lists, bans, freezes, review), each with the health and metrics endpoints. A fleet
-    # that runs them apart keeps reads from queueing behind bursts of writes.
-    api: str = "all"
+    host: Text = "127.0.0.1"
+    port: Port = 8000
+    max_body_bytes: Count = 64 * 1024
+    """Larger request bodies get 413."""
+    max_results_per_match: Count = 100
+    read_rate_per_s: Amount = 50.0
+    """Per client address; 0 turns read rate limiting off."""
+    read_burst: Count = 100
+    page_cache_s: Amount = 1.0
+    """How long one process holds a board page."""
+    max_clock_skew_s: Count = 60
+    """How far in the future endedAt may be."""
+    key_cache_s: Amount = 10.0
+    """How long a verified credential is trusted without a lookup."""
+    max_pending_matches: AtLeastOne = 64
+    """Matches being recorded at once by one process; one more gets 503 with Retry-After, so
+    that overload shows as a prompt "back off" rather than every answer taking seconds."""
+    api: Annotated[Literal["all", "read", "write"], _says("expected all | read | write")] = "all"
+    """What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
+    pages and streams) or "write" (game servers and admins: results, profiles, friends lists,
+    bans, freezes, review), each with the health and metrics endpoints. A fleet that runs them
+    apart keeps reads from queueing behind bursts of writes."""
 
 
-@dataclass(frozen=True)
+@table(frozen=True, config=_TABLE)
 class StoreSettings:
-    url: str = "sqlite:///podium.db"
-    shards: tuple[str, ...] = ()
-    pool_size: int = 10  # Postgres connections for transactions and writes, per process
-    read_pool_size: int = 10  # and for reads, apart, so that writes never hold them up
+    url: StoreUrl = "sqlite:///podium.db"
+    shards: Texts = ()
+    pool_size: Count = 10
+    """Postgres connections for transactions and writes, per process."""
+    read_pool_size: Count = 10
+    """And for reads, apart, so that writes never hold them up."""
 
 
-@dataclass(frozen=True)
+@table(frozen=True, config=_TABLE)
 class IndexSettings:
-    url: str = "memory://"
-    shards: int = 1
-    prefix: str = "podium"
+    url: IndexUrl = "memory://"
+    shards: AtLeastOne = 1
+    prefix: Annotated[
+        str,
+        StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_.-]{1,32}$"),
+        _says("expected a non-negative str", "1 to 32 of letters, digits, _ . -"),
+    ] = "podium"
+    """Every Redis key starts with this."""
 
 
-@dataclass(frozen=True)
+@table(frozen=True, config=_TABLE)
 class LogSettings:
-    url: str = "outbox://"
+    url: LogUrl = "outbox://"
 
 
-@dataclass(frozen=True)
+@table(frozen=True, config=_TABLE)
 class WorkerSettings:
-    batch: int = 500
-    # The pause after a step that found less than a full batch. Each step costs about six
-    # round trips (claim, ban check, a write per board window, ack) whatever its size, so
-    # this sets how many a second a steady trickle of results costs; it adds as much to
-    # commit-to-board latency, whose target is a second.
-    idle_sleep_s: float = 0.05
-    lease_s: float = (
-        10.0  # how long a claimed outbox row is held before another updater may retry it
-    )
+    batch: Count = 500
+    """Changes per updater step."""
+    idle_sleep_s: Amount = 0.05
+    """The pause after a step that found less than a full batch. Each step costs about six
+    round trips (claim, ban check, a write per board window, ack) whatever its size, so this
+    sets how many a second a steady trickle of results costs; it adds as much to
+    commit-to-board latency, whose target is a second."""
+    lease_s: Amount = 10.0
+    """How long a claimed outbox row is held before another updater may retry it."""
 
 
-@dataclass(frozen=True)
+@table(frozen=True, config=_TABLE)
 class ArchiveSettings:
-    dir: str = "standings"
+    dir: Text = "standings"
+    """Frozen windows' full standings, one compressed file each."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +235,175 @@ class Settings:
         return can_fall(board, lowest)
 
 
-_SECTIONS: dict[str, type[Any]] = {
+# --- the file's modes and boards, read into the domain's Mode and BoardSpec -----------------
+
+_MODE = Mode("default")  # a mode's defaults are the domain's own
+_BOARD = BoardSpec("default", WindowRule(WindowKind.SEASON))  # and a board's
+
+
+@table(frozen=True, config=_TABLE | {"title": "[[modes]]"})
+class _ModeTable:
+    """A kind of match game servers send results for."""
+
+    name: Name
+    """The mode game servers name in their results."""
+    min_points: Integer = _MODE.min_points
+    max_points: Integer = _MODE.max_points
+    min_duration_s: Integer = _MODE.min_duration_s
+    max_duration_s: Integer = _MODE.max_duration_s
+    max_results_per_player_per_hour: Annotated[
+        Annotated[int, Strict(), Ge(1)] | None, _says("expected a positive integer")
+    ] = None
+    """Results one player may have recorded in this mode in an hour; no cap by default."""
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Self:
+        if self.min_points > self.max_points:
+            raise ValueError("min_points is above max_points")
+        if not 0 <= self.min_duration_s <= self.max_duration_s:
+            raise ValueError("min_duration_s must be between 0 and max_duration_s")
+        return self
+
+
+@table(frozen=True, config=_TABLE | {"title": "[[boards]]"})
+class _BoardTable:
+    """A leaderboard, cut into windows of time."""
+
+    name: Name
+    """The board's name in URLs."""
+    window: Annotated[WindowKind, _one_of(WindowKind)] = WindowKind.SEASON
+    aggregate: Annotated[Aggregate, _one_of(Aggregate)] = _BOARD.aggregate
+    order: Annotated[Order, _one_of(Order)] = _BOARD.order
+    ties: Annotated[Ties, _one_of(Ties)] = _BOARD.ties
+    exact_top: Annotated[
+        int, Strict(), Ge(1), Le(1_000_000), _says("expected an integer from 1 to 1000000")
+    ] = _BOARD.exact_top
+    """Pages reach this deep; final standings keep this many."""
+    freeze_after_s: Annotated[int, Strict(), Ge(0), _says("expected a non-negative integer")] = (
+        _BOARD.freeze_after_s
+    )
+    """A closed window accepts late results this long, then freezes."""
+    modes: Annotated[
+        Annotated[tuple[StrictStr, ...], MinLen(1)] | None,
+        _says("expected a non-empty list of mode names"),
+    ] = None
+    """The modes that count for this board; default: every mode."""
+    season_start: Annotated[
+        AwareDatetime,
+        Strict(),  # a TOML date-time, or a string read here, as before: not a number
+        BeforeValidator(lambda v: datetime.fromisoformat(v) if isinstance(v, str) else v),
+        _says("expected an RFC 3339 UTC time"),
+    ] = datetime.fromisoformat(DEFAULT_SEASON_START)
+    """Season boards: when the first season starts."""
+    season_weeks: Annotated[
+        int, Strict(), Ge(1), Le(52), _says("expected an integer from 1 to 52")
+    ] = _BOARD.rule.season_weeks
+    """Season boards: how long a season lasts."""
+    group_by: Annotated[Literal["country"] | None, _says('expected "country"')] = None
+    """One board per country, from the player's profile."""
+
+    @field_validator("group_by")
+    @classmethod
+    def _not_all_time(cls, group_by: str | None, info: ValidationInfo) -> str | None:
+        if group_by is not None and info.data.get("window") is WindowKind.ALL:
+            raise ValueError("not on an all-time board")
+        return group_by
+
+    def spec(self) -> BoardSpec:
+        start = to_epoch(self.season_start) if self.window is WindowKind.SEASON else None
+        return BoardSpec(
+            name=self.name,
+            rule=WindowRule(self.window, start, self.season_weeks),
+            aggregate=self.aggregate,
+            order=self.order,
+            ties=self.ties,
+            exact_top=self.exact_top,
+            freeze_after_s=self.freeze_after_s,
+            modes=self.modes,
+            group_by=self.group_by,
+        )
+
+
+def _default_boards() -> tuple[_BoardTable, ...]:
+    kinds = (WindowKind.SEASON, WindowKind.WEEK, WindowKind.DAY)
+    return tuple(_BoardTable(kind.value, kind) for kind in kinds)
+
+
+class _File(BaseSettings):
+    """podium's settings file (podium.toml)."""
+
+    model_config = SettingsConfigDict(
+        title="podium.toml",
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
+        env_prefix="PODIUM_",
+        env_nested_delimiter="_",
+        env_nested_max_split=1,  # PODIUM_SERVER_READ_RATE_PER_S: server.read_rate_per_s
+    )
+
+    # Defaults by factory: the schema then leaves tables' defaults to their own settings.
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    """The record."""
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    """The copy that answers ranks."""
+    log: LogSettings = Field(default_factory=LogSettings)
+    """Between the store's outbox and the board updaters."""
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    archive: ArchiveSettings = Field(default_factory=ArchiveSettings)
+    modes: tuple[_ModeTable, ...] = Field(default_factory=lambda: (_ModeTable("default"),))
+    """A file's modes replace the default one, named "default"."""
+    boards: Annotated[
+        tuple[_BoardTable, ...], BeforeValidator(lambda v: v or _default_boards())
+    ] = Field(default_factory=_default_boards)
+    """Default (and with none given): summed points on boards named season, week and day."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # never os.environ by itself: parse() says which environment
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if not self.modes:
+            raise ValueError("modes: at least one mode is needed")
+        for where, tables in (("modes", self.modes), ("boards", self.boards)):
+            names = [t.name for t in tables]
+            if twice := next((n for i, n in enumerate(names) if n in names[:i]), None):
+                raise ValueError(f"{where}: {twice!r} is defined twice")
+        modes = {m.name for m in self.modes}
+        for i, board in enumerate(self.boards):
+            for m in board.modes or ():
+                if m not in modes:
+                    raise ValueError(f"boards[{i}].modes: unknown mode {m!r}")
+        if self.server.api != "all" and self.index.url.startswith("memory://"):
+            raise ValueError(
+                "server.api: a process for reads or writes only needs an index it shares with "
+                "the others (index.url = redis://...); the in-process index is this process's own"
+            )
+        return self
+
+    def settings(self) -> Settings:
+        return Settings(
+            server=self.server,
+            store=self.store,
+            index=self.index,
+            log=self.log,
+            workers=self.workers,
+            archive=self.archive,
+            modes=tuple(Mode(**dataclasses.asdict(m)) for m in self.modes),
+            boards=tuple(b.spec() for b in self.boards),
+        )
+
+
+_SECTIONS = {
     "server": ServerSettings,
     "store": StoreSettings,
     "index": IndexSettings,
@@ -122,6 +411,26 @@ _SECTIONS: dict[str, type[Any]] = {
     "workers": WorkerSettings,
     "archive": ArchiveSettings,
 }
+_TABLES: dict[str, type[Any]] = {**_SECTIONS, "modes": _ModeTable, "boards": _BoardTable}
+_ENV_NAMES = {
+    f"podium_{name}_{f.name}" for name, cls in _SECTIONS.items() for f in dataclasses.fields(cls)
+}
+
+
+class _Environment(EnvSettingsSource):
+    """``PODIUM_<SECTION>_<KEY>`` from ``env`` rather than ``os.environ``, and only for the
+    settings there are: the rest of the environment (``PODIUM_CONFIG``, a stray
+    ``PODIUM_SERVER``) is not ours to refuse."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._given = env
+        super().__init__(_File)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._given.items() if k.lower() in _ENV_NAMES}
+
+
+# --- reading ----------------------------------------------------------------------------------
 
 
 def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
@@ -129,6 +438,8 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -
     env = os.environ if env is None else env
     path = path or env.get("PODIUM_CONFIG") or None
     raw: dict[str, Any] = {}
+    # Not pydantic-settings' TomlConfigSettingsSource: it passes over a missing file in
+    # silence, and a start with a mistyped path must stop and say so.
     if path:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -142,238 +453,58 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -
 
 
 def parse(raw: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Settings:
-    env = {} if env is None else env
-    known = {*_SECTIONS, "modes", "boards"}
-    for key in raw:
-        if key not in known:
-            raise ConfigError(f"{key}: unknown section (known: {', '.join(sorted(known))})")
-    sections = {
-        name: _section(name, cls, raw.get(name, {}), env) for name, cls in _SECTIONS.items()
+    """Settings from a TOML document already read and the environment ``env`` (none by
+    default)."""
+    sources = (_Environment(env or {}), InitSettingsSource(_File, dict(raw)))  # first wins
+    try:
+        # mypy sees the fields' __init__ only, not BaseSettings' own with its sources.
+        return _File(_build_sources=(sources, {})).settings()  # type: ignore[call-arg]
+    except ValidationError as e:
+        raise ConfigError("\n".join(_describe(err) for err in e.errors())) from None
+
+
+def _describe(error: ErrorDetails) -> str:
+    """One line naming the field: ``boards[1].window: expected ..., got 'fortnight'``."""
+    loc = error["loc"]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    kind = error["type"]
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+        if len(loc) == 1:
+            return f"{where}: unknown section (known: {', '.join(sorted(_File.model_fields))})"
+        known = [f.name for f in dataclasses.fields(_TABLES[str(loc[0])])]
+        return f"{where}: unknown setting (known: {', '.join(known)})"
+    if kind in ("dataclass_type", "model_type"):
+        return f"{where}: must be a table"
+    if kind == "tuple_type":
+        return f"{where}: must be an array of tables"
+    if kind in ("missing", "missing_argument"):
+        return f"{where}: required"
+    if kind == "value_error":
+        message = str(error.get("ctx", {})["error"])
+        return f"{where}: {message}" if where else message
+    return f"{where}: {error['msg']}, got {error['input']!r}"
+
+
+# --- the JSON Schema of the file --------------------------------------------------------------
+
+
+class _TomlSchema(GenerateJsonSchema):
+    """TOML has no null: a setting that may be left out is not also ``null``."""
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        out = super().default_schema(schema)
+        if out.get("default", ...) is None:
+            del out["default"]
+        return out
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of ``podium.toml``, from the models that read it: ``podium config
+    schema`` prints it, and ``podium.schema.json`` is its output."""
+    return {
+        "$schema": GenerateJsonSchema.schema_dialect,
+        **_File.model_json_schema(schema_generator=_TomlSchema),
     }
-    modes = tuple(_mode(i, m) for i, m in enumerate(raw.get("modes", [{"name": "default"}])))
-    if not modes:
-        raise ConfigError("modes: at least one mode is needed")
-    _unique("modes", [m.name for m in modes])
-    boards_raw = raw.get("boards") or [
-        {"name": "season", "window": "season"},
-        {"name": "week", "window": "week"},
-        {"name": "day", "window": "day"},
-    ]
-    boards = tuple(_board(i, b, {m.name for m in modes}) for i, b in enumerate(boards_raw))
-    _unique("boards", [b.name for b in boards])
-    settings = Settings(modes=modes, boards=boards, **sections)
-    _check_urls(settings)
-    return settings
-
-
-def _section(name: str, cls: type[Any], table: Any, env: Mapping[str, str]) -> Any:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{name}: must be a table")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in fields:
-            raise ConfigError(f"{name}.{key}: unknown setting (known: {', '.join(fields)})")
-        values[key] = value
-    for key in fields:
-        env_value = env.get(f"PODIUM_{name.upper()}_{key.upper()}")
-        if env_value is not None:
-            values[key] = env_value
-    default = cls()
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        out[key] = _coerce(f"{name}.{key}", value, getattr(default, key))
-    return cls(**out)
-
-
-def _coerce(where: str, value: Any, default: Any) -> Any:
-    """Check ``value`` against the type of the default; env values arrive as strings."""
-    try:
-        if isinstance(default, bool):
-            if isinstance(value, str):
-                if value.lower() not in {"1", "0", "true", "false", "yes", "no"}:
-                    raise ValueError
-                return value.lower() in {"1", "true", "yes"}
-            if not isinstance(value, bool):
-                raise ValueError
-            return value
-        if isinstance(default, int):
-            if isinstance(value, bool | float):
-                raise ValueError
-            v = int(value)
-            if v < 0:
-                raise ValueError
-            return v
-        if isinstance(default, float):
-            if isinstance(value, bool):
-                raise ValueError
-            v2 = float(value)
-            if v2 < 0:
-                raise ValueError
-            return v2
-        if isinstance(default, tuple):
-            if isinstance(value, str):
-                value = [s.strip() for s in value.split(",") if s.strip()]
-            if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-                raise ValueError
-            return tuple(value)
-        if not isinstance(value, str) or not value:
-            raise ValueError
-        return value
-    except (TypeError, ValueError):
-        kind = type(default).__name__ if not isinstance(default, tuple) else "list of strings"
-        raise ConfigError(f"{where}: expected a non-negative {kind}, got {value!r}") from None
-
-
-def _mode(i: int, m: Any) -> Mode:
-    where = f"modes[{i}]"
-    if not isinstance(m, dict):
-        raise ConfigError(f"{where}: must be a table")
-    name = m.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ConfigError(f"{where}.name: must match {NAME_RE.pattern}, got {name!r}")
-    allowed = {f.name for f in dataclasses.fields(Mode)}
-    for key in m:
-        if key not in allowed:
-            raise ConfigError(f"{where}.{key}: unknown setting (known: {', '.join(allowed)})")
-    ints: dict[str, int | None] = {}
-    for key in ("min_points", "max_points", "min_duration_s", "max_duration_s"):
-        if key in m:
-            v = m[key]
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise ConfigError(f"{where}.{key}: expected an integer, got {v!r}")
-            ints[key] = v
-    cap = m.get("max_results_per_player_per_hour")
-    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        raise ConfigError(f"{where}.max_results_per_player_per_hour: expected a positive integer")
-    mode = Mode(name=name, max_results_per_player_per_hour=cap, **ints)  # type: ignore[arg-type]
-    if mode.min_points > mode.max_points:
-        raise ConfigError(f"{where}: min_points is above max_points")
-    if mode.min_duration_s < 0 or mode.min_duration_s > mode.max_duration_s:
-        raise ConfigError(f"{where}: min_duration_s must be between 0 and max_duration_s")
-    return mode
-
-
-_BOARD_KEYS = {
-    "name",
-    "window",
-    "aggregate",
-    "order",
-    "ties",
-    "exact_top",
-    "freeze_after_s",
-    "modes",
-    "season_start",
-    "season_weeks",
-    "group_by",
-}
-
-
-def _board(i: int, b: Any, mode_names: set[str]) -> BoardSpec:
-    where = f"boards[{i}]"
-    if not isinstance(b, dict):
-        raise ConfigError(f"{where}: must be a table")
-    for key in b:
-        if key not in _BOARD_KEYS:
-            raise ConfigError(
-                f"{where}.{key}: unknown setting (known: {', '.join(sorted(_BOARD_KEYS))})"
-            )
-    name = b.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ConfigError(f"{where}.name: must match {NAME_RE.pattern}, got {name!r}")
-    kind = _enum(f"{where}.window", WindowKind, b.get("window", "season"))
-    season_start: int | None = None
-    season_weeks = b.get("season_weeks", 13)
-    if not _is_int(season_weeks) or not 1 <= season_weeks <= 52:
-        raise ConfigError(f"{where}.season_weeks: expected an integer from 1 to 52")
-    if kind is WindowKind.SEASON:
-        raw_start = b.get("season_start", DEFAULT_SEASON_START)
-        try:
-            start_dt = (
-                raw_start
-                if isinstance(raw_start, datetime)
-                else datetime.fromisoformat(str(raw_start).replace("Z", "+00:00"))
-            )
-            season_start = to_epoch(start_dt)
-        except ValueError:
-            raise ConfigError(
-                f"{where}.season_start: expected an RFC 3339 UTC time, got {raw_start!r}"
-            ) from None
-    modes = b.get("modes")
-    if modes is not None:
-        if not isinstance(modes, list) or not modes or not all(isinstance(m, str) for m in modes):
-            raise ConfigError(f"{where}.modes: expected a non-empty list of mode names")
-        for m in modes:
-            if m not in mode_names:
-                raise ConfigError(f"{where}.modes: unknown mode {m!r}")
-    exact_top = b.get("exact_top", 10_000)
-    if not _is_int(exact_top) or not 1 <= exact_top <= 1_000_000:
-        raise ConfigError(f"{where}.exact_top: expected an integer from 1 to 1000000")
-    freeze = b.get("freeze_after_s", 600)
-    if not _is_int(freeze) or freeze < 0:
-        raise ConfigError(f"{where}.freeze_after_s: expected a non-negative integer")
-    group_by = b.get("group_by")
-    if group_by is not None and group_by != "country":
-        raise ConfigError(f'{where}.group_by: expected "country", got {group_by!r}')
-    if group_by is not None and kind is WindowKind.ALL:
-        raise ConfigError(f"{where}.group_by: not on an all-time board")
-    return BoardSpec(
-        name=name,
-        rule=WindowRule(kind, season_start, season_weeks),
-        aggregate=_enum(f"{where}.aggregate", Aggregate, b.get("aggregate", "sum")),
-        order=_enum(f"{where}.order", Order, b.get("order", "desc")),
-        ties=_enum(f"{where}.ties", Ties, b.get("ties", "first")),
-        exact_top=exact_top,
-        freeze_after_s=freeze,
-        modes=tuple(modes) if modes is not None else None,
-        group_by=group_by,
-    )
-
-
-def _enum(where: str, cls: type[E], value: Any) -> E:
-    try:
-        return cls(value)
-    except ValueError:
-        allowed = " | ".join(e.value for e in cls)
-        raise ConfigError(f"{where}: expected {allowed}, got {value!r}") from None
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)  # TOML true is not a number
-
-
-def _unique(where: str, names: list[str]) -> None:
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            raise ConfigError(f"{where}: {n!r} is defined twice")
-        seen.add(n)
-
-
-def _check_urls(s: Settings) -> None:
-    if not re.match(r"^(sqlite:///|postgres(ql)?://)", s.store.url):
-        raise ConfigError(
-            f"store.url: expected sqlite:///PATH or postgresql://..., got {s.store.url!r}"
-        )
-    if not re.match(r"^(memory://|redis(\+cluster)?://|rediss://)", s.index.url):
-        raise ConfigError(
-            f"index.url: expected memory://, redis://... or redis+cluster://..., "
-            f"got {s.index.url!r}"
-        )
-    if not re.match(r"^(outbox://|nats://)", s.log.url):
-        raise ConfigError(f"log.url: expected outbox:// or nats://..., got {s.log.url!r}")
-    if not 1 <= s.server.port <= 65535:
-        raise ConfigError(f"server.port: expected 1 to 65535, got {s.server.port}")
-    if s.index.shards < 1:
-        raise ConfigError("index.shards: must be at least 1")
-    if s.server.max_pending_matches < 1:
-        raise ConfigError("server.max_pending_matches: must be at least 1")
-    if s.server.api not in API_KINDS:
-        raise ConfigError(f"server.api: expected {' | '.join(API_KINDS)}, got {s.server.api!r}")
-    if s.server.api != "all" and s.index.url.startswith("memory://"):
-        raise ConfigError(
-            "server.api: a process for reads or writes only needs an index it shares with the "
-            "others (index.url = redis://...); the in-process index is this process's own"
-        )
-    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", s.index.prefix):
-        raise ConfigError("index.prefix: 1 to 32 of letters, digits, _ . -")
