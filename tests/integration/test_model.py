@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from podium import bootstrap
 from podium.config import Settings
-from podium.domain.models import ApiKey, Change, PlayerResult, Target
+from podium.domain.models import ApiKey, Message, PlayerResult, Target
 from podium.errors import Conflict
 from podium.ports import BoardKey
 from podium.workers.updater import Updater
@@ -77,21 +77,31 @@ class ChaosLog:
     def __init__(self, inner: Any, rng: random.Random) -> None:
         self.inner = inner
         self.rng = rng
-        self.seen: list[Change] = []
+        self.seen: list[Message] = []
+
+    @property
+    def partitions(self) -> int:
+        return 1
 
     async def relay(self, limit: int) -> int:
         return 0
 
-    async def fetch(self, limit: int) -> list[Change]:
-        fresh = await self.inner.fetch(self.rng.randint(1, 7))
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        fresh: list[Message] = await self.inner.fetch(self.rng.randint(1, 7), partition)
         replays = self.rng.sample(self.seen, min(len(self.seen), self.rng.randint(0, 3)))
         self.seen += fresh
         batch = fresh + replays
         self.rng.shuffle(batch)
         return batch
 
-    async def ack(self, changes: Sequence[Change]) -> None:
+    async def ack(self, changes: Sequence[Message]) -> None:
         await self.inner.ack([c for c in changes if c in self.seen])
+
+    async def in_progress(self, changes: Sequence[Message]) -> None:
+        await self.inner.in_progress([c for c in changes if c in self.seen])
+
+    async def nak(self, changes: Sequence[Message]) -> None:
+        await self.inner.nak([c for c in changes if c in self.seen])
 
     async def close(self) -> None:
         return None

@@ -4,16 +4,30 @@ There is nothing to relay: the outbox rows are the log. Updaters claim rows unde
 (``FOR UPDATE SKIP LOCKED`` on Postgres, ``BEGIN IMMEDIATE`` on SQLite) and delete them once
 applied, so several updaters can share the work and a crashed one's rows come back when its
 lease runs out. Rows are claimed one by one, never past a high-water mark: sequence ids are
-handed out before commit, so a lower id can commit after a higher one has been read.
+handed out before commit, so a lower id can commit after a higher one has been read. A
+message's handle is its row id; in progress and nak set the row's lease to end later, or now.
+
+Per-player order: the store writes one player's rows one transaction at a time (its lock on
+the player), so their ids follow their commit order, and a claim takes the lowest free ids
+first: a player's row is never claimed while an earlier one of theirs is free to claim.
+
+The outbox is one partition. Splitting it here, by a hash of the player over claimed rows,
+would not stay correct: a consumer that claims a row of another partition, only to give it
+back, hides it for that moment from the consumer whose partition it is, which may then
+claim the same player's next row first, and deliver it before the earlier one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Sequence
-from typing import cast
 
 from podium.domain.models import Message
+from podium.errors import Unavailable
 from podium.ports import Clock, ScoreStore
+
+log = logging.getLogger("podium.log")
 
 
 class OutboxLog:
@@ -21,16 +35,67 @@ class OutboxLog:
         self._store = store
         self._clock = clock
         self._lease_s = lease_s
+        # What this consumer holds: row id -> when its lease ends, as far as it knows (to
+        # give back on close only the rows that are still its own).
+        self._held: dict[int, float] = {}
+
+    @property
+    def partitions(self) -> int:
+        return 1
 
     async def relay(self, limit: int) -> int:
         return 0  # the outbox is the log
 
-    async def fetch(self, limit: int) -> list[Message]:
-        return await self._store.claim_changes(limit, self._lease_s, self._clock.now())
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        if partition not in (None, 0):
+            raise ValueError(f"partition {partition!r}: the outbox log has one partition, 0")
+        now = self._clock.now()
+        messages = await self._store.claim_changes(limit, self._lease_s, now)
+        # Rows whose lease ran out are not this consumer's any more: forget them here, so
+        # that what is remembered stays about one batch, whatever was left unsettled.
+        self._held = {i: until for i, until in self._held.items() if until > now}
+        self._held.update((_row(m), now + self._lease_s) for m in messages)
+        return messages
 
-    async def ack(self, changes: Sequence[Message]) -> None:
-        # The store's outbox rows are the log: each handle is the row id.
-        await self._store.ack_changes([cast(int, c.handle) for c in changes])
+    async def ack(self, messages: Sequence[Message]) -> None:
+        ids = _rows(messages)
+        await self._store.ack_changes(ids)
+        self._forget(ids)
+
+    async def in_progress(self, messages: Sequence[Message]) -> None:
+        ids = _rows(messages)
+        until = self._clock.now() + self._lease_s
+        await self._store.lease_changes(ids, until)
+        self._held.update((i, until) for i in ids)
+
+    async def nak(self, messages: Sequence[Message]) -> None:
+        ids = _rows(messages)
+        await self._store.lease_changes(ids, self._clock.now())
+        self._forget(ids)
 
     async def close(self) -> None:
-        return None
+        # Give back at once what this consumer still holds (a stopping updater's batch),
+        # rather than keep it from the others until its lease runs out. Rows whose lease
+        # ran out may be someone else's by now: those are left alone.
+        now = self._clock.now()
+        mine = [i for i, until in self._held.items() if until > now]
+        self._held.clear()
+        if mine:
+            with contextlib.suppress(Unavailable):  # then the leases run out by themselves
+                await self._store.lease_changes(mine, now)
+                log.info("gave back %d outbox rows still held at close", len(mine))
+
+    def _forget(self, ids: Sequence[int]) -> None:
+        for i in ids:
+            self._held.pop(i, None)
+
+
+def _row(message: Message) -> int:
+    """The outbox row id a message was delivered as."""
+    if not isinstance(message.handle, int):
+        raise TypeError(f"not a message of the outbox log: handle {message.handle!r}")
+    return message.handle
+
+
+def _rows(messages: Sequence[Message]) -> list[int]:
+    return [_row(m) for m in messages]

@@ -1,4 +1,44 @@
-"""The change log port: between the store's outbox and the board updaters."""
+"""The change log port: between the store's outbox and the board updaters.
+
+The contract (held by ``tests/contract/test_log.py`` against every backend):
+
+**At least once.** Every committed change is delivered until someone acks it. A fetched
+message is leased to the consumer that fetched it: nobody else gets it while the lease
+holds. If the lease runs out (the consumer crashed, or is too slow) it is delivered again,
+to whoever fetches next. So a message may arrive more than once, also after a newer one of
+the same player: consumers must apply messages idempotently, which absolute totals and the
+index's ``GT``/versioned writes make true (DESIGN invariant 3).
+
+**Settling.** Each message is settled through the log that delivered it, by its ``handle``:
+
+- ``ack``: done; never delivered again, even after its lease.
+- ``in_progress``: not done yet, still mine; the lease starts again, so a consumer that keeps
+  a batch it could not apply yet (an outage) keeps it from everyone else while it retries.
+- ``nak``: not done, and not mine any more; delivered again at once, to anyone.
+
+Settling a message whose lease already ran out is best effort: it may have been delivered
+again to someone else meanwhile (an ack still removes it; an in_progress or a nak may
+change the other holder's lease; either is harmless under at-least-once).
+
+**Order, per player.** Within what one fetch returns, a player's messages come in commit
+order (the store makes one player's changes one at a time, so that order is also the order
+of their values; the one exception is the store's re-send of a player's totals after an
+unban, which may race that player's own changes and carries absolute totals anyway). A
+message is delivered for the first time only once every earlier message of its
+player has been delivered at least once (or comes before it in the same fetch). Nothing
+more: a redelivery (after a lease ran out, or a nak) can bring an older message after a
+newer one; two consumers can hold messages of one player at the same time; and a consumer
+that fetches again before settling its last fetch can be given later messages of players
+it still holds. A consumer that settles every fetch before the next, within its lease and
+without nak, thus sees each player's messages in commit order. The board updater does
+(it retries a batch it holds before it fetches more), though it does not rely on it.
+
+**Partitions.** A log is split by player into ``partitions`` (numbered from 0): every
+message of one player is in the same partition, for good. ``fetch(limit, partition=p)``
+delivers messages of partition ``p`` only; ``partition=None`` delivers from all of them.
+A partition out of range is a ``ValueError``. The outbox is one partition; JetStream will
+have one subject range per partition, so that each updater can own some of them.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +51,36 @@ from podium.domain.models import Message
 class ChangeLog(Protocol):
     """Between the store's outbox and the board updaters. Delivery is at least once."""
 
-    async def relay(self, limit: int) -> int:
-        """Move committed outbox rows into the log; returns how many moved."""
+    @property
+    def partitions(self) -> int:
+        """How many partitions the log is split into by player (at least 1)."""
         ...
 
-    async def fetch(self, limit: int) -> list[Message]: ...
-    async def ack(self, changes: Sequence[Message]) -> None: ...
-    async def close(self) -> None: ...
+    async def relay(self, limit: int) -> int:
+        """Move up to ``limit`` committed outbox rows into the log; returns how many moved.
+        A log that is the outbox itself has nothing to move and returns 0."""
+        ...
+
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        """Up to ``limit`` messages that nobody holds, each leased to this consumer and
+        carrying its ``handle``; totals as ``Change``, profile changes as ``ProfileChange``.
+        Only those of ``partition`` when one is given (``ValueError`` if out of range)."""
+        ...
+
+    async def ack(self, messages: Sequence[Message]) -> None:
+        """Applied: these are never delivered again."""
+        ...
+
+    async def in_progress(self, messages: Sequence[Message]) -> None:
+        """Still being worked on: start their leases again, so that nobody else gets them
+        while this consumer retries."""
+        ...
+
+    async def nak(self, messages: Sequence[Message]) -> None:
+        """Not applied, given back: deliver them again at once, to any consumer."""
+        ...
+
+    async def close(self) -> None:
+        """Stop. Messages this consumer still holds are given back (as by ``nak``) where
+        the log can; otherwise their leases run out."""
+        ...

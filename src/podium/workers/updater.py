@@ -4,10 +4,22 @@ Changes carry absolute totals, and the index writes them with ``GT``/``LT``, so 
 applied twice, late or out of order leaves the board as it should be (DESIGN invariant 3).
 The ban list is checked in the store before every batch, and the index refuses banned
 players atomically inside the write itself, which closes the race with a ban in flight.
+
+How a batch is settled with the log:
+
+- applied: acked, after every write landed;
+- an outage (``Unavailable``): held, and retried first at the next step, each retry
+  starting its lease again (``in_progress``) so that no other updater takes it meanwhile;
+  after ``HOLD_LEASES`` leases of failing it is given back instead (``nak``);
+- any other failure (a bug): given back at once (``nak``), for any updater to retry;
+- changes that can never be applied (a board no longer configured, a window or a total
+  the board's configuration no longer takes): dropped with a log line, and acked with the
+  rest, since delivering them again would fail the same way for ever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -18,9 +30,14 @@ from podium.domain.boards import Order
 from podium.domain.codec import EncodingError
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
+from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore
 
 log = logging.getLogger("podium.updater")
+
+# A batch that keeps failing to apply is kept (and retried) for at most this many leases,
+# then given back to the log for any updater to take.
+HOLD_LEASES = 6
 
 
 class Updater:
@@ -41,15 +58,64 @@ class Updater:
         self._log = changes
         self._clock = clock
         self._batch = settings.workers.batch
-        self._held: list[Message] = []
+        self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
+        self._held: list[Message] = []  # a batch fetched and not yet applied
+        self._held_since = 0.0
 
     async def step(self) -> int:
-        # A batch that failed to apply (the index was down) is retried first, while this
-        # updater still holds its lease, instead of waiting for the lease to run out.
-        changes = self._held or await self._log.fetch(self._batch)
+        changes = await self._next()
         if not changes:
             return 0
-        self._held = changes
+        try:
+            totals, profiles = await self._apply_batch(changes)
+        except Unavailable:
+            raise  # an outage: the batch stays held, and the next step retries it
+        except Exception:
+            # Not an outage: a bug, or a batch this updater cannot apply. Keeping it would
+            # keep it from every other updater for as long as this one lives: give it back.
+            await self._give_back()
+            raise
+        # Ack only after every write landed: a crash before this line means a replay,
+        # which the GT/LT writes make harmless.
+        await self._log.ack(changes)
+        self._held = []
+        now = self._clock.now()
+        for c in totals:
+            metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
+        metrics.CHANGES_APPLIED.inc(len(totals))
+        metrics.PROFILES_APPLIED.inc(len(profiles))
+        return len(changes)
+
+    async def _next(self) -> list[Message]:
+        """The batch to apply: the one this updater holds, if it failed to apply (the index
+        was down), retried at once under a fresh lease, so that no other updater gets it
+        meanwhile; else a new one from the log. A batch held for ``HOLD_LEASES`` leases is
+        given back to the log instead, so that an updater cut off from the index alone
+        does not keep its batch from the others for good."""
+        if self._held:
+            if self._clock.now() - self._held_since < self._hold_limit_s:
+                await self._log.in_progress(self._held)
+                return self._held
+            log.warning(
+                "giving back %d changes that could not be applied for %.0fs",
+                len(self._held),
+                self._clock.now() - self._held_since,
+            )
+            await self._give_back()
+        self._held = await self._log.fetch(self._batch)
+        self._held_since = self._clock.now()
+        return self._held
+
+    async def _give_back(self) -> None:
+        held, self._held = self._held, []
+        # If the log cannot take them back now, their leases run out by themselves.
+        with contextlib.suppress(Unavailable):
+            await self._log.nak(held)
+
+    async def _apply_batch(
+        self, changes: list[Message]
+    ) -> tuple[list[Change], list[ProfileChange]]:
+        """Write a batch to the index; returns the totals and the profile changes it held."""
         profiles = [c for c in changes if isinstance(c, ProfileChange)]
         if profiles:
             await self._apply_profiles(profiles)
@@ -63,16 +129,7 @@ class Updater:
                 groups[BoardKey(c.board, c.window)].append(c)
         for key, group in groups.items():
             await self._apply(key, group)
-        # Ack only after every write landed: a crash before this line means a replay,
-        # which the GT/LT writes make harmless.
-        await self._log.ack(changes)
-        self._held = []
-        now = self._clock.now()
-        for c in totals:
-            metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
-        metrics.CHANGES_APPLIED.inc(len(totals))
-        metrics.PROFILES_APPLIED.inc(len(profiles))
-        return len(changes)
+        return totals, profiles
 
     async def _apply_profiles(self, changes: list[ProfileChange]) -> None:
         """Copy changed profiles into the index. Each is read from the store now, with its
