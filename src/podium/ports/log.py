@@ -21,9 +21,8 @@ again to someone else meanwhile (an ack still removes it; an in_progress or a na
 change the other holder's lease; either is harmless under at-least-once).
 
 **Order, per player.** Within what one fetch returns, a player's messages come in commit
-order (the store makes one player's changes one at a time, so that order is also the order
-of their values; the one exception is the store's re-send of a player's totals after an
-unban, which may race that player's own changes and carries absolute totals anyway). A
+order (the store makes one player's changes one at a time, the re-send of their totals
+after an unban included, so that order is also the order of their values). A
 message is delivered for the first time only once every earlier message of its
 player has been delivered at least once (or comes before it in the same fetch). Nothing
 more: a redelivery (after a lease ran out, or a nak) can bring an older message after a

@@ -5,10 +5,15 @@ as the change log)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from podium.domain.models import Change, ProfileChange
 from podium.store.common import CHANGE_COLS, change_of
+from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
 
 
 class Outbox(Database):
@@ -58,14 +63,22 @@ class Outbox(Database):
         await self._execute("VACUUM (SKIP_LOCKED) outbox")
 
     async def requeue_player(self, player_id: str, now: float) -> int:
-        status = await self._execute(
-            "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-            "committed_at) SELECT board, window_id, player_id, total, reached_at, version, $2 "
-            "FROM tallies WHERE player_id = $1",
-            player_id,
-            float(now),
-        )
-        return rowcount(status)
+        async def run(c: Conn) -> int:
+            # Under the player's record lock, like every record: the rows written here take
+            # their place in the player's commit order, so the log's order per player holds.
+            await c.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", locks.RECORD_NS, locks.player_key(player_id)
+            )
+            status = await c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at) SELECT board, window_id, player_id, total, reached_at, version, $2 "
+                "FROM tallies WHERE player_id = $1",
+                player_id,
+                float(now),
+            )
+            return rowcount(status)
+
+        return await self._run(run)
 
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         [r] = await self._fetch("SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox")
