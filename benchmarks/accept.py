@@ -20,9 +20,9 @@ results, so the default 250,500 with 2 players is 500 and 1,000 player results/s
 3. production only, unless ``--no-pgbench``: pgbench running the SQL podium runs for one match
    (its three transactions, one after the other) at the same match rate, in tables of its own:
    a floor for what Postgres alone needs, and a canary for the state of the shared Postgres.
-   The statements are a hand copy of ``store/postgres/record_sql.py`` (claim, then per player: advisory
-   lock, replay check, insert, tallies FOR UPDATE, upsert, outbox); later additions (the
-   player's country, the frozen-window check, recent points) are not in it.
+   The statements are a hand copy of ``store/postgres/record_sql.py`` (claim, then per
+   player: advisory lock, replay check, insert, tallies FOR UPDATE, upsert, outbox); later
+   additions (the player's country, the frozen-window check, recent points) are not in it.
 
 The generator is one asyncio process with a minimal keep-alive HTTP/1.1 client (``--client
 httpx`` for httpx, which costs about four times the CPU per request here); it reports the
@@ -237,7 +237,7 @@ CREATE INDEX pgb_outbox_claimable ON pgb_outbox (claimed_until, id);
 
 
 def _pgb_player(v: str) -> list[str]:
-    """The round trips of podium's record transaction for one player (store/postgres/record.py): BEGIN
+    """The round trips of podium's record transaction for one player (``store/postgres``): BEGIN
     with the lock, one read (the stored result, the tallies FOR UPDATE), one write (result,
     tallies, outbox), COMMIT. ``\\;`` sends two statements in one round trip, as podium's
     simple-protocol BEGIN does."""
