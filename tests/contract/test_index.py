@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from podium.domain.boards import in_board_order
 from podium.domain.models import Profile
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
-from podium.ports import Around, BoardKey, RankIndex
+from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
 
 WEEK = BoardKey("week", "2026-W44")
@@ -32,9 +33,9 @@ MAX = 2**53 - 1
 
 
 def board_order(entries: dict[str, int], descending: bool) -> list[tuple[str, int]]:
-    """The reference order: (score, member bytes) ascending, reversed on descending boards."""
-    rows = sorted(entries.items(), key=lambda kv: (kv[1], kv[0].encode()))
-    return rows[::-1] if descending else rows
+    """The reference order (``in_board_order``): (score, member bytes) ascending, reversed on
+    descending boards."""
+    return in_board_order(entries.items(), descending)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -78,7 +79,7 @@ async def test_write_gt_keeps_the_highest_score(index: RankIndex) -> None:
     assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=True, expire_at=None) == 2
     assert await index.write(WEEK, [("p1", 5)], descending=True, expire_at=None) == 0  # lower
     assert await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None) == 0  # equal
-    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
+    assert await index.rank(WEEK, "p1", descending=True) == Placed(0, 10, True)
     assert await index.write(WEEK, [("p2", 15)], descending=True, expire_at=None) == 1  # higher
     assert await full(index, WEEK, True) == [("p2", 15), ("p1", 10)]
     # within one batch, in order: the lower replay after the higher one changes nothing
@@ -86,21 +87,21 @@ async def test_write_gt_keeps_the_highest_score(index: RankIndex) -> None:
         await index.write(WEEK, [("p3", 4), ("p3", 9), ("p3", 6)], descending=True, expire_at=None)
         == 2
     )
-    assert await index.rank(WEEK, "p3", descending=True) == (2, 9)
+    assert await index.rank(WEEK, "p3", descending=True) == Placed(2, 9, True)
 
 
 async def test_write_lt_keeps_the_lowest_score(index: RankIndex) -> None:
     assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=False, expire_at=None) == 2
     assert await index.write(WEEK, [("p1", 15)], descending=False, expire_at=None) == 0  # higher
     assert await index.write(WEEK, [("p1", 10)], descending=False, expire_at=None) == 0  # equal
-    assert await index.rank(WEEK, "p1", descending=False) == (1, 10)
+    assert await index.rank(WEEK, "p1", descending=False) == Placed(1, 10, True)
     assert await index.write(WEEK, [("p1", 3)], descending=False, expire_at=None) == 1  # lower
     assert await full(index, WEEK, False) == [("p1", 3), ("p2", 7)]
     assert (
         await index.write(WEEK, [("p3", 9), ("p3", 4), ("p3", 6)], descending=False, expire_at=None)
         == 2
     )
-    assert await index.rank(WEEK, "p3", descending=False) == (1, 4)
+    assert await index.rank(WEEK, "p3", descending=False) == Placed(1, 4, True)
 
 
 async def test_replayed_and_reordered_writes_converge(index: RankIndex, descending: bool) -> None:
@@ -126,8 +127,8 @@ async def test_keys_are_independent(index: RankIndex) -> None:
     await index.write(DAY, [("p1", 3), ("p2", 4)], descending=True, expire_at=None)
     assert await index.count(WEEK) == 1
     assert await index.count(DAY) == 2
-    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
-    assert await index.rank(DAY, "p1", descending=True) == (1, 3)
+    assert await index.rank(WEEK, "p1", descending=True) == Placed(0, 10, True)
+    assert await index.rank(DAY, "p1", descending=True) == Placed(1, 3, True)
 
 
 # -- order ----------------------------------------------------------------------------------
@@ -136,7 +137,7 @@ async def test_keys_are_independent(index: RankIndex) -> None:
 async def test_equal_scores_desc_reverse_byte_order(index: RankIndex) -> None:
     await index.write(WEEK, [(m, 100) for m in TRICKY], descending=True, expire_at=None)
     got = [m for m, _ in await full(index, WEEK, True)]
-    assert got == sorted(TRICKY, key=str.encode, reverse=True)
+    assert got == [m for m, _ in in_board_order([(m, 100) for m in TRICKY], descending=True)]
     assert got[:3] == ["😀", "é", "z"]
     assert got.index("b") < got.index("a1") < got.index("a") < got.index("_x") < got.index("B")
 
@@ -144,7 +145,7 @@ async def test_equal_scores_desc_reverse_byte_order(index: RankIndex) -> None:
 async def test_equal_scores_asc_byte_order(index: RankIndex) -> None:
     await index.write(WEEK, [(m, 100) for m in TRICKY], descending=False, expire_at=None)
     got = [m for m, _ in await full(index, WEEK, False)]
-    assert got == sorted(TRICKY, key=str.encode)
+    assert got == [m for m, _ in in_board_order([(m, 100) for m in TRICKY], descending=False)]
     assert got[:4] == ["0", "A", "B", "_x"]
 
 
@@ -200,7 +201,7 @@ async def test_rank_of_each_member(index: RankIndex, descending: bool) -> None:
     await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
     ordered = board_order(entries, descending)
     for i, (member, score) in enumerate(ordered):
-        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(i, score, True)
     assert await index.rank(WEEK, "nobody", descending=descending) is None
     assert await index.rank(WEEK, "A ", descending=descending) is None  # near miss
     assert await index.rank(MISSING, "a", descending=descending) is None
@@ -216,8 +217,8 @@ async def test_ranks_agree_with_page(index: RankIndex, descending: bool) -> None
     for player, hit in zip(asked, got, strict=True):
         if player in entries:
             assert hit is not None, player
-            rank, score = hit
-            assert page[rank] == (player, score)
+            assert hit.exact is True
+            assert page[hit.rank] == (player, hit.score)
             assert await index.rank(WEEK, player, descending=descending) == hit
         else:
             assert hit is None, player
@@ -245,7 +246,8 @@ async def test_around_each_member(index: RankIndex, descending: bool) -> None:
     ordered = board_order(entries, descending)
     for neighbors in (0, 1, 2, 5, len(TRICKY)):
         for i, (member, score) in enumerate(ordered):
-            expected = Around(i, score, ordered[max(0, i - neighbors) : i + neighbors + 1], None)
+            rows = ordered[max(0, i - neighbors) : i + neighbors + 1]
+            expected = Around(i, score, rows, None, exact=True)
             got = await index.around(WEEK, member, neighbors, descending=descending)
             assert got == expected, (member, neighbors)
 
@@ -256,13 +258,13 @@ async def test_around_at_the_ends_of_the_board(index: RankIndex, descending: boo
     ordered = board_order(entries, descending)
     first, last = ordered[0][0], ordered[-1][0]
     assert await index.around(WEEK, first, 2, descending=descending) == Around(
-        0, ordered[0][1], ordered[:3], None
+        0, ordered[0][1], ordered[:3], None, exact=True
     )
     assert await index.around(WEEK, last, 2, descending=descending) == Around(
-        5, ordered[-1][1], ordered[3:], None
+        5, ordered[-1][1], ordered[3:], None, exact=True
     )
     assert await index.around(WEEK, first, 100, descending=descending) == Around(
-        0, ordered[0][1], ordered, None
+        0, ordered[0][1], ordered, None, exact=True
     )
 
 
@@ -273,7 +275,7 @@ async def test_around_agrees_with_rank_and_page(index: RankIndex, descending: bo
         found = await index.around(WEEK, member, 2, descending=descending)
         assert found is not None
         rank, score, rows = found.rank, found.score, found.rows
-        assert await index.rank(WEEK, member, descending=descending) == (rank, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(rank, score, True)
         assert rows == await index.page(WEEK, max(0, rank - 2), rank + 2, descending=descending)
         assert rows[rank - max(0, rank - 2)] == (member, score)  # the player's own row
 
@@ -362,6 +364,23 @@ async def test_around_reads_the_rows_profiles_in_the_same_step(
     }
 
 
+# -- exactness -----------------------------------------------------------------------------
+
+
+async def test_every_place_on_one_sorted_set_is_exact(index: RankIndex, descending: bool) -> None:
+    """Both adapters hold a board in one sorted set, so every rank they give is exact
+    (DESIGN invariant 6: an estimate would say exact=False)."""
+    entries = {m: (i * 7) % 5 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    for member in TRICKY:
+        placed = await index.rank(WEEK, member, descending=descending)
+        assert placed is not None and placed.exact is True
+        around = await index.around(WEEK, member, 2, descending=descending)
+        assert around is not None and around.exact is True
+    hits = await index.ranks(WEEK, [*TRICKY, "nobody"], descending=descending)
+    assert [h.exact if h else None for h in hits] == [True] * len(TRICKY) + [None]
+
+
 async def test_count(index: RankIndex, descending: bool) -> None:
     assert await index.count(MISSING) == 0
     await index.write(WEEK, [("a", 1), ("b", 2), ("a", 3)], descending=descending, expire_at=None)
@@ -409,10 +428,12 @@ async def test_ban_removes_and_refuses_later_writes_on_those_keys_only(
             ["fair", "new"] if descending else ["new", "fair"]
         )
     # another key for the same player is untouched and still writable
-    assert await index.rank(third, "cheat", descending=descending) == (0 if descending else 1, 50)
+    assert await index.rank(third, "cheat", descending=descending) == Placed(
+        0 if descending else 1, 50, True
+    )
     better = 60 if descending else 30
     assert await index.write(third, [("cheat", better)], descending=descending, expire_at=None) == 1
-    assert await index.rank(third, "cheat", descending=descending) == (0, better)
+    assert await index.rank(third, "cheat", descending=descending) == Placed(0, better, True)
 
 
 async def test_ban_on_a_missing_board_still_refuses_writes(
@@ -441,7 +462,9 @@ async def test_unban_lets_writes_in_again(index: RankIndex, descending: bool) ->
     # unban restores nothing by itself: the store requeues the player's totals
     assert await index.rank(WEEK, "p", descending=descending) is None
     assert await index.write(WEEK, [("p", 10)], descending=descending, expire_at=None) == 1
-    assert await index.rank(WEEK, "p", descending=descending) == (1 if descending else 0, 10)
+    assert await index.rank(WEEK, "p", descending=descending) == Placed(
+        1 if descending else 0, 10, True
+    )
     # still banned where it was not lifted
     assert await index.write(DAY, [("p", 10)], descending=descending, expire_at=None) == 0
     assert await index.count(DAY) == 0
@@ -529,14 +552,14 @@ async def test_scores_up_to_2_pow_53_round_trip_exactly(index: RankIndex, descen
     ordered = board_order(entries, descending)
     assert await full(index, WEEK, descending) == ordered
     for i, (member, score) in enumerate(ordered):
-        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(i, score, True)
     got = await index.ranks(WEEK, list(entries), descending=descending)
-    assert [hit[1] if hit else None for hit in got] == list(entries.values())
+    assert [hit.score if hit else None for hit in got] == list(entries.values())
     for hit in got:
-        assert hit is not None and type(hit[0]) is int and type(hit[1]) is int
+        assert hit is not None and type(hit.rank) is int and type(hit.score) is int
     for i, (member, score) in enumerate(ordered):
         around = await index.around(WEEK, member, 1, descending=descending)
-        assert around == Around(i, score, ordered[max(0, i - 1) : i + 2], None)
+        assert around == Around(i, score, ordered[max(0, i - 1) : i + 2], None, exact=True)
         assert around is not None and type(around.rank) is int and type(around.score) is int
         assert all(type(s) is int for _, s in around.rows)
     assert all(type(s) is int for _, s in await full(index, WEEK, descending))
@@ -577,7 +600,7 @@ async def test_memory_key_disappears_after_expire_at() -> None:
     await index.ban([WEEK], "cheat")
     clock.now = 1_000_099.0
     assert await index.count(WEEK) == 2
-    assert await index.rank(WEEK, "a", descending=True) == (1, 1)
+    assert await index.rank(WEEK, "a", descending=True) == Placed(1, 1, True)
     clock.now = 1_000_101.0
     assert await index.count(WEEK) == 0
     assert await index.page(WEEK, 0, 10, descending=True) == []
@@ -762,15 +785,16 @@ async def test_redis_reads_alike_over_resp2_and_resp3(redis_prefix: str, descend
         for index in (resp3, resp2):
             assert await full(index, WEEK, descending) == ordered
             assert await index.page(WEEK, 2, 4, descending=descending) == ordered[2:5]
-            position = {m: (i, s) for i, (m, s) in enumerate(ordered)}
+            position = {m: Placed(i, s, True) for i, (m, s) in enumerate(ordered)}
             assert await index.ranks(WEEK, members, descending=descending) == [
                 position.get(m) for m in members
             ]
             assert await index.around(WEEK, "half", 1, descending=descending) == Around(
-                position["half"][0],
+                position["half"].rank,
                 2**52 + 1,
-                ordered[position["half"][0] - 1 : position["half"][0] + 2],
+                ordered[position["half"].rank - 1 : position["half"].rank + 2],
                 None,
+                exact=True,
             )
             assert await index.count_between(WEEK, [-MAX, 0, 6, MAX]) == [1, 2, 3]
     finally:
@@ -839,7 +863,7 @@ async def test_versioned_write_follows_versions_not_scores(
     assert await write("a", 40, 3) == 1  # a real fall lands
     assert await write("a", 500, 2) == 0  # an older change, replayed late, does not
     assert await write("a", 40, 3) == 0  # a repeat changes nothing
-    assert await index.rank(WEEK, "a", descending=descending) == (0, 40)
+    assert await index.rank(WEEK, "a", descending=descending) == Placed(0, 40, True)
     # several changes of one player in one batch: the newest wins, whatever the order
     await index.write(
         WEEK,
@@ -848,7 +872,8 @@ async def test_versioned_write_follows_versions_not_scores(
         expire_at=None,
         versions=[5, 7, 6],
     )
-    assert (await index.rank(WEEK, "b", descending=descending))[1] == 7  # type: ignore[index]
+    b = await index.rank(WEEK, "b", descending=descending)
+    assert b is not None and b.score == 7
 
 
 async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> None:
@@ -864,7 +889,7 @@ async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> No
         await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5])
         == 1
     )
-    assert await index.rank(WEEK, "a", descending=descending) == (0, 11)
+    assert await index.rank(WEEK, "a", descending=descending) == Placed(0, 11, True)
 
 
 async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bool) -> None:

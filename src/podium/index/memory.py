@@ -1,9 +1,13 @@
 """The in-process rank index: a product for single-process deployments, not a test fake.
 
 Each board window is a ``SortedList`` of ``(score, member)`` kept in ascending order, exactly
-the order of a Redis sorted set (score, then member bytes; Python compares ``str`` by code
-point, which for UTF-8 is byte order). Descending boards read it from the end, as
-``ZREVRANGE`` does, so equal scores come out in reverse member order on both backends.
+the board order of ``domain.boards.board_key`` (score, then member bytes), which is the order
+of a Redis sorted set: Python compares ``str`` by code point, and UTF-8 keeps code point
+order, so the tuples sort as ``(score, member.encode())`` would without encoding a member on
+every comparison (``tests/unit/test_boards.py`` holds the two alike). Descending boards read
+it from the end, as ``ZREVRANGE`` does, so equal scores come out in reverse member order on
+both backends. One list holds the whole board, so every rank is exact.
+
 It lives in the event loop's thread; every method runs to completion without awaiting, so
 each one is atomic, as a Lua script is on Redis.
 """
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from podium.domain.models import Profile
-from podium.ports import Around, BoardKey
+from podium.ports import Around, BoardKey, Placed
 
 
 @dataclass
@@ -146,14 +150,12 @@ class MemoryIndex:
         board = self._get(key)
         return [] if board is None else board.rows(start, stop, descending)
 
-    async def rank(
-        self, key: BoardKey, player_id: str, *, descending: bool
-    ) -> tuple[int, int] | None:
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         board = self._get(key)
         if board is None:
             return None
         r = board.rank(player_id, descending)
-        return None if r is None else (r, board.scores[player_id])
+        return None if r is None else Placed(r, board.scores[player_id], True)
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
@@ -163,18 +165,24 @@ class MemoryIndex:
             return None
         rows = board.rows(max(0, r - neighbors), r + neighbors, descending)
         profiles = self._held([m for m, _ in rows])
-        return Around(r, board.scores[player_id], rows, profiles)
+        return Around(r, board.scores[player_id], rows, profiles, exact=True)
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
-    ) -> list[tuple[int, int] | None]:
+    ) -> list[Placed | None]:
         board = self._get(key)
         if board is None:
             return [None] * len(player_ids)
-        out: list[tuple[int, int] | None] = []
+        # Board.rank, inlined: this is the friends board's read, up to a thousand players.
+        scores, entries, last = board.scores, board.entries, len(board.entries) - 1
+        out: list[Placed | None] = []
         for p in player_ids:
-            r = board.rank(p, descending)
-            out.append(None if r is None else (r, board.scores[p]))
+            score = scores.get(p)
+            if score is None:
+                out.append(None)
+                continue
+            i: int = entries.index((score, p))
+            out.append(Placed(last - i if descending else i, score, True))
         return out
 
     async def count(self, key: BoardKey) -> int:

@@ -23,7 +23,7 @@ from redis.exceptions import RedisError, ResponseError
 from podium.domain.models import Profile
 from podium.errors import IndexUnavailable
 from podium.index.keys import Keys
-from podium.ports import Around, BoardKey
+from podium.ports import Around, BoardKey, Placed
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
@@ -170,17 +170,17 @@ class RedisIndex:
         profiles = None
         if len(reply) > 2:
             profiles = {m: _profile(m, v) for (m, _), v in zip(rows, reply[2], strict=True) if v}
-        # The script sends no score of its own: the player's row holds it.
-        return Around(rank, rows[rank - max(0, rank - neighbors)][1], rows, profiles)
+        # The script sends no score of its own: the player's row holds it. One sorted set
+        # holds the whole board, so every rank is exact.
+        score = rows[rank - max(0, rank - neighbors)][1]
+        return Around(rank, score, rows, profiles, exact=True)
 
-    async def rank(
-        self, key: BoardKey, player_id: str, *, descending: bool
-    ) -> tuple[int, int] | None:
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         return (await self.ranks(key, [player_id], descending=descending))[0]
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
-    ) -> list[tuple[int, int] | None]:
+    ) -> list[Placed | None]:
         if not player_ids:
             return []
         async with _translated():
@@ -188,7 +188,10 @@ class RedisIndex:
                 keys=[self.keys.board(key)], args=[_order(descending), *player_ids]
             )
         flat = iter(reply)
-        return [None if r is None else (r, int(float(s))) for r, s in zip(flat, flat, strict=True)]
+        return [
+            None if r is None else Placed(r, int(float(s)), True)
+            for r, s in zip(flat, flat, strict=True)
+        ]
 
     async def count(self, key: BoardKey) -> int:
         async with _translated():

@@ -15,7 +15,7 @@ ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else 
 """
 
 from podium.ports.clock import Clock, SystemClock
-from podium.ports.index import Around, BoardKey, ProfileCopy, RankIndex
+from podium.ports.index import Around, BoardKey, Placed, ProfileCopy, RankIndex
 from podium.ports.log import ChangeLog
 from podium.ports.store import PriorResults, ScoreStore, Seen
 
@@ -24,6 +24,7 @@ __all__ = [
     "BoardKey",
     "ChangeLog",
     "Clock",
+    "Placed",
     "PriorResults",
     "ProfileCopy",
     "RankIndex",
