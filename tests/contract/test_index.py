@@ -16,7 +16,6 @@ import pytest
 import redis.asyncio as aioredis
 
 from podium.domain.boards import in_board_order
-from podium.domain.models import Profile
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
@@ -289,79 +288,6 @@ async def test_around_of_someone_absent(index: RankIndex, descending: bool) -> N
     assert await index.around(WEEK, "a", 2, descending=descending) is None
     await index.ban([WEEK], "b")  # now an empty board
     assert await index.around(WEEK, "b", 2, descending=descending) is None
-
-
-# -- the copy of profiles ---------------------------------------------------------------
-
-
-async def test_profiles_copy_keeps_the_newest_version(index: RankIndex) -> None:
-    vex = Profile("p1", "Vex", "https://example.test/v.png", "FR")
-    assert await index.write_profiles([(vex, 2), (Profile("p2", "Nyx"), 1)]) == 2
-    assert await index.write_profiles([(Profile("p1", "older"), 1)]) == 0
-    assert await index.write_profiles([(Profile("p1", "same version"), 2)]) == 0
-    await _fill(index)
-    assert await index.profiles(["p1", "p2", "p3"]) == {"p1": vex, "p2": Profile("p2", "Nyx")}
-    odd = Profile("p1", 'Zoë "😀" ,]\\', None, None)  # what a JSON copy must survive
-    assert await index.write_profiles([(odd, 10)]) == 1
-    assert await index.profiles(["p1"]) == {"p1": odd}
-    assert await index.profiles([]) == {}
-
-
-async def test_profiles_are_not_answered_until_the_copy_is_complete(index: RankIndex) -> None:
-    assert not await index.profiles_complete()
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    assert await index.profiles(["p1"]) is None  # not "no profile": unknown
-    await _fill(index)
-    assert await index.profiles_complete()
-    assert await index.profiles(["p1", "p9"]) == {"p1": Profile("p1", "Vex")}
-
-
-async def _fill(index: RankIndex, token: str = "t0") -> None:
-    """Mark the copy complete, as a copier does once it wrote every profile."""
-    assert await index.begin_profiles_copy(token, 1000.0, 60.0)
-    assert await index.end_profiles_copy(token)
-
-
-async def test_one_copier_at_a_time_fills_the_copy(index: RankIndex) -> None:
-    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
-    assert not await index.begin_profiles_copy("b", 1030.0, 60.0)  # a's lease runs to 1060
-    assert await index.keep_profiles_copy("a", 1050.0, 60.0)  # now to 1110
-    assert not await index.begin_profiles_copy("b", 1100.0, 60.0)
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) is None
-    # a stops renewing (its process died): once the lease ran out, b takes over
-    assert await index.begin_profiles_copy("b", 1111.0, 60.0)
-    assert not await index.keep_profiles_copy("a", 1112.0, 60.0)
-    assert not await index.end_profiles_copy("a")  # a must not mark b's half-filled copy
-    assert not await index.profiles_complete()
-    assert await index.end_profiles_copy("b")
-    assert await index.profiles_complete()
-    assert not await index.end_profiles_copy("b")  # once: the copy is no longer b's to mark
-    # a new copy makes it incomplete again until it ends
-    assert await index.begin_profiles_copy("c", 2000.0, 60.0)
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) is None
-
-
-async def test_around_reads_the_rows_profiles_in_the_same_step(
-    index: RankIndex, descending: bool
-) -> None:
-    entries = {f"p{i}": i for i in range(6)}
-    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
-    await index.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
-    before = await index.around(WEEK, "p2", 1, descending=descending)
-    assert before is not None and before.profiles is None
-    await _fill(index)
-    found = await index.around(WEEK, "p2", 1, descending=descending)
-    assert found is not None
-    assert found.rows == board_order(entries, descending)[found.rank - 1 : found.rank + 2]
-    # the rows are p1, p2, p3 either way; players without a profile are left out
-    assert found.profiles == {p: Profile(p, p.upper()) for p in ("p1", "p2", "p3")}
-    edge = await index.around(WEEK, "p4", 1, descending=descending)
-    assert edge is not None and edge.profiles == {
-        "p3": Profile("p3", "P3"),
-        "p5": Profile("p5", "P5"),
-    }
 
 
 # -- exactness -----------------------------------------------------------------------------
@@ -652,37 +578,6 @@ async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]
     finally:
         await raw.aclose()
         await index.close()
-
-
-async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
-    redis_pair: tuple[RedisIndex, Any],
-) -> None:
-    index, raw = redis_pair
-    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    await raw.delete(index.keys.profiles())  # Redis restarted empty, part way through
-    await index.write_profiles([(Profile("p2", "Nyx"), 1)])
-    assert not await index.keep_profiles_copy("a", 1001.0, 60.0)
-    assert not await index.end_profiles_copy("a")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p2"]) is None
-
-
-async def test_redis_copy_marked_before_a_restart_is_filled_again(
-    redis_pair: tuple[RedisIndex, Any],
-) -> None:
-    index, raw = redis_pair
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    await _fill(index)
-    assert await index.profiles_complete()
-    # As a Redis restored from a snapshot, or a replica that took over, would hold it: the
-    # mark of a server that has another run id. Reads may use the copy, but it is to be
-    # filled again, as it may lack the last changes.
-    await raw.hset(index.keys.profiles(), "", "complete:0123456789abcdef")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
-    await _fill(index, "t1")
-    assert await index.profiles_complete()
 
 
 async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:
