@@ -8,18 +8,24 @@ memory and Redis show an expiry differently (a clock versus a TTL).
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 import redis.asyncio as aioredis
+from redis import exceptions as rx
 
 from podium.domain.boards import in_board_order
+from podium.errors import IndexUnavailable, InternalError, Unavailable
+from podium.index.errors import translate, translated
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
+from tests.proxy import Proxy
 
 WEEK = BoardKey("week", "2026-W44")
 DAY = BoardKey("day", "2026-10-28")
@@ -730,6 +736,138 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     assert await index.rank(WEEK, "p2499", descending=True) is None
     assert await index.count(WEEK) == 2499
     assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []
+
+
+# -- Redis errors: one table (index/errors.py) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        rx.ConnectionError("Connection refused"),
+        rx.TimeoutError("Timeout reading from socket"),
+        rx.BusyLoadingError("Redis is loading the dataset in memory"),
+        rx.MaxConnectionsError("Too many connections"),
+        rx.AuthenticationError("invalid username-password pair"),
+        rx.ReadOnlyError("You can't write against a read only replica."),
+        rx.TryAgainError("Multiple keys request during rehashing of slot"),
+        rx.ClusterDownError("The cluster is down"),
+        rx.MasterDownError("Link with MASTER is down"),
+        rx.ClusterError("TTL exhausted."),
+        rx.MovedError("3999 127.0.0.1:6381"),
+        rx.AskError("3999 127.0.0.1:6381"),
+        rx.SlotNotCoveredError("Slot 3999 not covered"),
+        rx.OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
+        rx.ResponseError("BUSY Redis is busy running a script."),
+        rx.ResponseError("MISCONF Redis is configured to save RDB snapshots"),
+        ConnectionResetError(104, "Connection reset by peer"),
+        TimeoutError(),
+        OSError(113, "No route to host"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_redis_transient_errors_are_unavailable(error: BaseException) -> None:
+    assert isinstance(translate(error), IndexUnavailable)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        rx.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"),
+        rx.ResponseError("ERR user_script:3: Script attempted to access nonexistent global"),
+        rx.ResponseError("wrong number of arguments for 'zadd' command"),
+        rx.NoScriptError("No matching script. Please use EVAL."),
+        rx.DataError("Invalid input of type: 'NoneType'"),
+        rx.InvalidResponse("Protocol Error: b'x'"),
+        rx.NoPermissionError("this user has no permissions to run the 'eval' command"),
+        rx.ClusterCrossSlotError(),
+        rx.CrossSlotTransactionError("keys in different slots"),
+        rx.ExecAbortError("Transaction discarded because of previous errors."),
+        rx.RedisError("something redis-py adds one day"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_redis_programming_errors_are_internal(error: BaseException) -> None:
+    found = translate(error)
+    assert isinstance(found, InternalError) and not isinstance(found, Unavailable)
+    assert found.status == 500
+
+
+def test_translated_raises_from_the_driver_error_and_lets_others_through() -> None:
+    wrong = rx.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
+    with pytest.raises(InternalError) as caught, translated:
+        raise wrong
+    assert caught.value.__cause__ is wrong and wrong.__traceback__ is not None
+    down = rx.ConnectionError("Connection refused")
+    with pytest.raises(IndexUnavailable) as unavailable, translated:
+        raise down
+    assert unavailable.value.__cause__ is down
+    with pytest.raises(KeyError), translated:  # not a driver's error: not translated
+        raise KeyError("ours")
+
+
+async def test_redis_bug_is_internal_not_unavailable(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    """A programming error (here a board's key holding a string, or bounds that are not
+    numbers) is a 500 to be fixed, never an outage to wait out."""
+    index, raw = redis_pair
+    await index.write(DAY, [("a", 1)], descending=True, expire_at=None)
+    await raw.set(index.keys.board(WEEK), "not a sorted set")
+    calls = [
+        index.page(WEEK, 0, 9, descending=True),
+        index.rank(WEEK, "a", descending=True),
+        index.ranks(WEEK, ["a", "b"], descending=False),
+        index.around(WEEK, "a", 2, descending=True),
+        index.count(WEEK),
+        index.count_between(WEEK, [0, 10]),
+        index.write(WEEK, [("a", 5)], descending=True, expire_at=None),
+        index.ban([WEEK], "a"),
+        index.count_between(DAY, ["low", "high"]),  # type: ignore[list-item]
+    ]
+    for call in calls:
+        with pytest.raises(InternalError) as caught:
+            await call
+        assert not isinstance(caught.value, Unavailable)
+        assert isinstance(caught.value.__cause__, rx.ResponseError)
+    assert await index.count(DAY) == 1  # the rest of the index still answers
+
+
+async def test_redis_unreachable_is_unavailable() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    index = RedisIndex.from_url(f"redis://127.0.0.1:{port}/0", prefix="podium-test-nowhere")
+    try:
+        for call in (
+            index.ping(),
+            index.page(WEEK, 0, 9, descending=True),
+            index.around(WEEK, "a", 2, descending=True),
+            index.write(WEEK, [("a", 1)], descending=True, expire_at=None),
+        ):
+            with pytest.raises(IndexUnavailable) as caught:
+                await call
+            assert caught.value.retry_after >= 1 and caught.value.__cause__ is not None
+    finally:
+        await index.close()
+
+
+async def test_redis_connection_cut_is_unavailable(redis_prefix: str) -> None:
+    """A Redis that goes away under an open connection (a crash, a failover)."""
+    target = urlparse(REDIS_URL)
+    proxy = Proxy(target.hostname or "127.0.0.1", target.port or 6379)
+    await proxy.start()
+    index = RedisIndex.from_url(f"redis://127.0.0.1:{proxy.port}/0", prefix=redis_prefix)
+    try:
+        await index.write(WEEK, [("a", 1)], descending=True, expire_at=None)
+        assert await index.around(WEEK, "a", 1, descending=True) is not None
+        await proxy.cut()
+        for call in (index.around(WEEK, "a", 1, descending=True), index.count(WEEK)):
+            with pytest.raises(IndexUnavailable):
+                await call
+    finally:
+        await index.close()
+        await proxy.cut()
 
 
 async def test_count_between_is_a_half_open_histogram(index: RankIndex) -> None:

@@ -8,8 +8,8 @@ Reads that need more than one command run as one script rather than a MULTI: the
 instant, and much less client work per call than queueing and parsing a transaction.
 
 The same object is the index's copy of profiles (``ProfileCopy``), which it hands to a
-``RedisProfileCopy`` (redis_profiles.py) kept beside the boards. Every call translates
-redis-py's errors through errors.py. Every key name comes from keys.py.
+``RedisProfileCopy`` (redis_profiles.py) kept beside the boards. Every call goes through
+one table of errors (errors.py). Every key name comes from keys.py.
 """
 
 from __future__ import annotations
