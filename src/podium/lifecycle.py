@@ -172,7 +172,14 @@ class Lifecycle:
         names = await self.profiles.get([e.player_id for e in present])
         among = ranks_in_order(spec, [(e.player_id, e.points) for e in present], 1)
         entries = [
-            entry(r, e.player_id, e.points, names.get(e.player_id), global_rank=e.rank)
+            entry(
+                r,
+                e.player_id,
+                e.points,
+                names.get(e.player_id),
+                global_rank=e.rank,
+                global_exact=True,  # final standings are exact
+            )
             for r, e in zip(among, present, strict=True)
         ]
         return Page(spec.name, window.id, self.clock.now(), entries)

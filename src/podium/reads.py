@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 
 from podium.config import Settings
-from podium.domain.boards import BoardSpec, Order, Ties
+from podium.domain.boards import BoardSpec, Order, Ties, in_board_order
 from podium.domain.codec import MAX_BITS
 from podium.domain.models import Profile
 from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
@@ -188,10 +188,10 @@ class Reads:
         # The names came with the rows when the index's copy is complete: one round trip.
         names = await self._names([p for p, _ in found.rows], found.profiles, ask=False)
         around = await self._entries(spec, key, found.rows, first, names)
-        mine = around[found.rank - first].rank
-        # One index holds the whole board today, so every rank is exact; estimates arrive
-        # with sharded boards and will say exact=False.
-        return PlayerRank(board, w.id, mine, True, spec.codec.points(found.score), around)
+        mine = around[found.rank - first]  # the player's own row: their rank and points
+        # The index says whether the rank is exact: below the exact top of a board split
+        # across shards it may be an estimate, and then says so (DESIGN invariant 6).
+        return PlayerRank(board, w.id, mine.rank, found.exact, mine.points, around)
 
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None
@@ -202,22 +202,26 @@ class Reads:
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_friends(spec, w, ids)
-        found = await self.index.ranks(BoardKey(board, w.id), ids, descending=spec.order == "desc")
-        present = sorted(
-            (r, p, s) for p, hit in zip(ids, found, strict=True) if hit for r, s in [hit]
+        desc = spec.order == "desc"
+        found = await self.index.ranks(BoardKey(board, w.id), ids, descending=desc)
+        # In board order by score (the one order), not by the ranks: an estimated rank
+        # (a board split across shards) need not agree with the order it estimates.
+        present = in_board_order(
+            [(p, hit.score, hit) for p, hit in zip(ids, found, strict=True) if hit is not None],
+            desc,
         )
-        names = await self._names([p for _, p, _ in present])
-        rows = [(p, s) for _, p, s in present]
+        rows = [(p, s) for p, s, _ in present]
+        names = await self._names([p for p, _ in rows])
         if spec.ties is Ties.SHARED:
             shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])
             global_ranks = [shared[s] for _, s in rows]
         else:
-            global_ranks = [r + 1 for r, _, _ in present]
+            global_ranks = [hit.rank + 1 for _, _, hit in present]
         among = ranks_in_order(spec, rows, 1)
         codec = spec.codec
         entries = [
-            entry(i, p, codec.points(s), names.get(p), global_rank=g)
-            for i, g, (p, s) in zip(among, global_ranks, rows, strict=True)
+            entry(i, p, codec.points(s), names.get(p), g, hit.exact)
+            for i, g, (p, s, hit) in zip(among, global_ranks, present, strict=True)
         ]
         return Page(board, w.id, self.clock.now(), entries)
 

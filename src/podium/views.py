@@ -15,7 +15,10 @@ class Entry:
     points: int
     name: str | None = None
     avatar: str | None = None
-    global_rank: int | None = None
+    global_rank: int | None = None  # on the friends board: the place on the whole board
+    # whether that place is exact; None where the read did not say: no global rank, or the
+    # final standings of a frozen window (exact by construction)
+    global_exact: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,12 @@ def ranks_in_order(
 
 
 def entry(
-    rank: int, player_id: str, points: int, profile: Profile | None, global_rank: int | None = None
+    rank: int,
+    player_id: str,
+    points: int,
+    profile: Profile | None,
+    global_rank: int | None = None,
+    global_exact: bool | None = None,
 ) -> Entry:
     return Entry(
         rank,
@@ -80,4 +88,5 @@ def entry(
         profile.name if profile else None,
         profile.avatar if profile else None,
         global_rank,
+        global_exact,
     )

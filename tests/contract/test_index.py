@@ -8,18 +8,24 @@ memory and Redis show an expiry differently (a clock versus a TTL).
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 import redis.asyncio as aioredis
+from redis import exceptions as rx
 
-from podium.domain.models import Profile
+from podium.domain.boards import in_board_order
+from podium.errors import IndexUnavailable, InternalError, Unavailable
+from podium.index.errors import translate, translated
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
-from podium.ports import Around, BoardKey, RankIndex
+from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
+from tests.proxy import Proxy
 
 WEEK = BoardKey("week", "2026-W44")
 DAY = BoardKey("day", "2026-10-28")
@@ -32,9 +38,9 @@ MAX = 2**53 - 1
 
 
 def board_order(entries: dict[str, int], descending: bool) -> list[tuple[str, int]]:
-    """The reference order: (score, member bytes) ascending, reversed on descending boards."""
-    rows = sorted(entries.items(), key=lambda kv: (kv[1], kv[0].encode()))
-    return rows[::-1] if descending else rows
+    """The reference order (``in_board_order``): (score, member bytes) ascending, reversed on
+    descending boards."""
+    return in_board_order(entries.items(), descending)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -78,7 +84,7 @@ async def test_write_gt_keeps_the_highest_score(index: RankIndex) -> None:
     assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=True, expire_at=None) == 2
     assert await index.write(WEEK, [("p1", 5)], descending=True, expire_at=None) == 0  # lower
     assert await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None) == 0  # equal
-    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
+    assert await index.rank(WEEK, "p1", descending=True) == Placed(0, 10, True)
     assert await index.write(WEEK, [("p2", 15)], descending=True, expire_at=None) == 1  # higher
     assert await full(index, WEEK, True) == [("p2", 15), ("p1", 10)]
     # within one batch, in order: the lower replay after the higher one changes nothing
@@ -86,21 +92,21 @@ async def test_write_gt_keeps_the_highest_score(index: RankIndex) -> None:
         await index.write(WEEK, [("p3", 4), ("p3", 9), ("p3", 6)], descending=True, expire_at=None)
         == 2
     )
-    assert await index.rank(WEEK, "p3", descending=True) == (2, 9)
+    assert await index.rank(WEEK, "p3", descending=True) == Placed(2, 9, True)
 
 
 async def test_write_lt_keeps_the_lowest_score(index: RankIndex) -> None:
     assert await index.write(WEEK, [("p1", 10), ("p2", 7)], descending=False, expire_at=None) == 2
     assert await index.write(WEEK, [("p1", 15)], descending=False, expire_at=None) == 0  # higher
     assert await index.write(WEEK, [("p1", 10)], descending=False, expire_at=None) == 0  # equal
-    assert await index.rank(WEEK, "p1", descending=False) == (1, 10)
+    assert await index.rank(WEEK, "p1", descending=False) == Placed(1, 10, True)
     assert await index.write(WEEK, [("p1", 3)], descending=False, expire_at=None) == 1  # lower
     assert await full(index, WEEK, False) == [("p1", 3), ("p2", 7)]
     assert (
         await index.write(WEEK, [("p3", 9), ("p3", 4), ("p3", 6)], descending=False, expire_at=None)
         == 2
     )
-    assert await index.rank(WEEK, "p3", descending=False) == (1, 4)
+    assert await index.rank(WEEK, "p3", descending=False) == Placed(1, 4, True)
 
 
 async def test_replayed_and_reordered_writes_converge(index: RankIndex, descending: bool) -> None:
@@ -126,8 +132,8 @@ async def test_keys_are_independent(index: RankIndex) -> None:
     await index.write(DAY, [("p1", 3), ("p2", 4)], descending=True, expire_at=None)
     assert await index.count(WEEK) == 1
     assert await index.count(DAY) == 2
-    assert await index.rank(WEEK, "p1", descending=True) == (0, 10)
-    assert await index.rank(DAY, "p1", descending=True) == (1, 3)
+    assert await index.rank(WEEK, "p1", descending=True) == Placed(0, 10, True)
+    assert await index.rank(DAY, "p1", descending=True) == Placed(1, 3, True)
 
 
 # -- order ----------------------------------------------------------------------------------
@@ -136,7 +142,7 @@ async def test_keys_are_independent(index: RankIndex) -> None:
 async def test_equal_scores_desc_reverse_byte_order(index: RankIndex) -> None:
     await index.write(WEEK, [(m, 100) for m in TRICKY], descending=True, expire_at=None)
     got = [m for m, _ in await full(index, WEEK, True)]
-    assert got == sorted(TRICKY, key=str.encode, reverse=True)
+    assert got == [m for m, _ in in_board_order([(m, 100) for m in TRICKY], descending=True)]
     assert got[:3] == ["😀", "é", "z"]
     assert got.index("b") < got.index("a1") < got.index("a") < got.index("_x") < got.index("B")
 
@@ -144,7 +150,7 @@ async def test_equal_scores_desc_reverse_byte_order(index: RankIndex) -> None:
 async def test_equal_scores_asc_byte_order(index: RankIndex) -> None:
     await index.write(WEEK, [(m, 100) for m in TRICKY], descending=False, expire_at=None)
     got = [m for m, _ in await full(index, WEEK, False)]
-    assert got == sorted(TRICKY, key=str.encode)
+    assert got == [m for m, _ in in_board_order([(m, 100) for m in TRICKY], descending=False)]
     assert got[:4] == ["0", "A", "B", "_x"]
 
 
@@ -200,7 +206,7 @@ async def test_rank_of_each_member(index: RankIndex, descending: bool) -> None:
     await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
     ordered = board_order(entries, descending)
     for i, (member, score) in enumerate(ordered):
-        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(i, score, True)
     assert await index.rank(WEEK, "nobody", descending=descending) is None
     assert await index.rank(WEEK, "A ", descending=descending) is None  # near miss
     assert await index.rank(MISSING, "a", descending=descending) is None
@@ -216,8 +222,8 @@ async def test_ranks_agree_with_page(index: RankIndex, descending: bool) -> None
     for player, hit in zip(asked, got, strict=True):
         if player in entries:
             assert hit is not None, player
-            rank, score = hit
-            assert page[rank] == (player, score)
+            assert hit.exact is True
+            assert page[hit.rank] == (player, hit.score)
             assert await index.rank(WEEK, player, descending=descending) == hit
         else:
             assert hit is None, player
@@ -245,7 +251,8 @@ async def test_around_each_member(index: RankIndex, descending: bool) -> None:
     ordered = board_order(entries, descending)
     for neighbors in (0, 1, 2, 5, len(TRICKY)):
         for i, (member, score) in enumerate(ordered):
-            expected = Around(i, score, ordered[max(0, i - neighbors) : i + neighbors + 1], None)
+            rows = ordered[max(0, i - neighbors) : i + neighbors + 1]
+            expected = Around(i, score, rows, None, exact=True)
             got = await index.around(WEEK, member, neighbors, descending=descending)
             assert got == expected, (member, neighbors)
 
@@ -256,13 +263,13 @@ async def test_around_at_the_ends_of_the_board(index: RankIndex, descending: boo
     ordered = board_order(entries, descending)
     first, last = ordered[0][0], ordered[-1][0]
     assert await index.around(WEEK, first, 2, descending=descending) == Around(
-        0, ordered[0][1], ordered[:3], None
+        0, ordered[0][1], ordered[:3], None, exact=True
     )
     assert await index.around(WEEK, last, 2, descending=descending) == Around(
-        5, ordered[-1][1], ordered[3:], None
+        5, ordered[-1][1], ordered[3:], None, exact=True
     )
     assert await index.around(WEEK, first, 100, descending=descending) == Around(
-        0, ordered[0][1], ordered, None
+        0, ordered[0][1], ordered, None, exact=True
     )
 
 
@@ -273,7 +280,7 @@ async def test_around_agrees_with_rank_and_page(index: RankIndex, descending: bo
         found = await index.around(WEEK, member, 2, descending=descending)
         assert found is not None
         rank, score, rows = found.rank, found.score, found.rows
-        assert await index.rank(WEEK, member, descending=descending) == (rank, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(rank, score, True)
         assert rows == await index.page(WEEK, max(0, rank - 2), rank + 2, descending=descending)
         assert rows[rank - max(0, rank - 2)] == (member, score)  # the player's own row
 
@@ -289,77 +296,21 @@ async def test_around_of_someone_absent(index: RankIndex, descending: bool) -> N
     assert await index.around(WEEK, "b", 2, descending=descending) is None
 
 
-# -- the copy of profiles ---------------------------------------------------------------
+# -- exactness -----------------------------------------------------------------------------
 
 
-async def test_profiles_copy_keeps_the_newest_version(index: RankIndex) -> None:
-    vex = Profile("p1", "Vex", "https://example.test/v.png", "FR")
-    assert await index.write_profiles([(vex, 2), (Profile("p2", "Nyx"), 1)]) == 2
-    assert await index.write_profiles([(Profile("p1", "older"), 1)]) == 0
-    assert await index.write_profiles([(Profile("p1", "same version"), 2)]) == 0
-    await _fill(index)
-    assert await index.profiles(["p1", "p2", "p3"]) == {"p1": vex, "p2": Profile("p2", "Nyx")}
-    odd = Profile("p1", 'Zoë "😀" ,]\\', None, None)  # what a JSON copy must survive
-    assert await index.write_profiles([(odd, 10)]) == 1
-    assert await index.profiles(["p1"]) == {"p1": odd}
-    assert await index.profiles([]) == {}
-
-
-async def test_profiles_are_not_answered_until_the_copy_is_complete(index: RankIndex) -> None:
-    assert not await index.profiles_complete()
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    assert await index.profiles(["p1"]) is None  # not "no profile": unknown
-    await _fill(index)
-    assert await index.profiles_complete()
-    assert await index.profiles(["p1", "p9"]) == {"p1": Profile("p1", "Vex")}
-
-
-async def _fill(index: RankIndex, token: str = "t0") -> None:
-    """Mark the copy complete, as a copier does once it wrote every profile."""
-    assert await index.begin_profiles_copy(token, 1000.0, 60.0)
-    assert await index.end_profiles_copy(token)
-
-
-async def test_one_copier_at_a_time_fills_the_copy(index: RankIndex) -> None:
-    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
-    assert not await index.begin_profiles_copy("b", 1030.0, 60.0)  # a's lease runs to 1060
-    assert await index.keep_profiles_copy("a", 1050.0, 60.0)  # now to 1110
-    assert not await index.begin_profiles_copy("b", 1100.0, 60.0)
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) is None
-    # a stops renewing (its process died): once the lease ran out, b takes over
-    assert await index.begin_profiles_copy("b", 1111.0, 60.0)
-    assert not await index.keep_profiles_copy("a", 1112.0, 60.0)
-    assert not await index.end_profiles_copy("a")  # a must not mark b's half-filled copy
-    assert not await index.profiles_complete()
-    assert await index.end_profiles_copy("b")
-    assert await index.profiles_complete()
-    assert not await index.end_profiles_copy("b")  # once: the copy is no longer b's to mark
-    # a new copy makes it incomplete again until it ends
-    assert await index.begin_profiles_copy("c", 2000.0, 60.0)
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) is None
-
-
-async def test_around_reads_the_rows_profiles_in_the_same_step(
-    index: RankIndex, descending: bool
-) -> None:
-    entries = {f"p{i}": i for i in range(6)}
+async def test_every_place_on_one_sorted_set_is_exact(index: RankIndex, descending: bool) -> None:
+    """Both adapters hold a board in one sorted set, so every rank they give is exact
+    (DESIGN invariant 6: an estimate would say exact=False)."""
+    entries = {m: (i * 7) % 5 for i, m in enumerate(TRICKY)}
     await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
-    await index.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
-    before = await index.around(WEEK, "p2", 1, descending=descending)
-    assert before is not None and before.profiles is None
-    await _fill(index)
-    found = await index.around(WEEK, "p2", 1, descending=descending)
-    assert found is not None
-    assert found.rows == board_order(entries, descending)[found.rank - 1 : found.rank + 2]
-    # the rows are p1, p2, p3 either way; players without a profile are left out
-    assert found.profiles == {p: Profile(p, p.upper()) for p in ("p1", "p2", "p3")}
-    edge = await index.around(WEEK, "p4", 1, descending=descending)
-    assert edge is not None and edge.profiles == {
-        "p3": Profile("p3", "P3"),
-        "p5": Profile("p5", "P5"),
-    }
+    for member in TRICKY:
+        placed = await index.rank(WEEK, member, descending=descending)
+        assert placed is not None and placed.exact is True
+        around = await index.around(WEEK, member, 2, descending=descending)
+        assert around is not None and around.exact is True
+    hits = await index.ranks(WEEK, [*TRICKY, "nobody"], descending=descending)
+    assert [h.exact if h else None for h in hits] == [True] * len(TRICKY) + [None]
 
 
 async def test_count(index: RankIndex, descending: bool) -> None:
@@ -409,10 +360,12 @@ async def test_ban_removes_and_refuses_later_writes_on_those_keys_only(
             ["fair", "new"] if descending else ["new", "fair"]
         )
     # another key for the same player is untouched and still writable
-    assert await index.rank(third, "cheat", descending=descending) == (0 if descending else 1, 50)
+    assert await index.rank(third, "cheat", descending=descending) == Placed(
+        0 if descending else 1, 50, True
+    )
     better = 60 if descending else 30
     assert await index.write(third, [("cheat", better)], descending=descending, expire_at=None) == 1
-    assert await index.rank(third, "cheat", descending=descending) == (0, better)
+    assert await index.rank(third, "cheat", descending=descending) == Placed(0, better, True)
 
 
 async def test_ban_on_a_missing_board_still_refuses_writes(
@@ -441,7 +394,9 @@ async def test_unban_lets_writes_in_again(index: RankIndex, descending: bool) ->
     # unban restores nothing by itself: the store requeues the player's totals
     assert await index.rank(WEEK, "p", descending=descending) is None
     assert await index.write(WEEK, [("p", 10)], descending=descending, expire_at=None) == 1
-    assert await index.rank(WEEK, "p", descending=descending) == (1 if descending else 0, 10)
+    assert await index.rank(WEEK, "p", descending=descending) == Placed(
+        1 if descending else 0, 10, True
+    )
     # still banned where it was not lifted
     assert await index.write(DAY, [("p", 10)], descending=descending, expire_at=None) == 0
     assert await index.count(DAY) == 0
@@ -529,14 +484,14 @@ async def test_scores_up_to_2_pow_53_round_trip_exactly(index: RankIndex, descen
     ordered = board_order(entries, descending)
     assert await full(index, WEEK, descending) == ordered
     for i, (member, score) in enumerate(ordered):
-        assert await index.rank(WEEK, member, descending=descending) == (i, score)
+        assert await index.rank(WEEK, member, descending=descending) == Placed(i, score, True)
     got = await index.ranks(WEEK, list(entries), descending=descending)
-    assert [hit[1] if hit else None for hit in got] == list(entries.values())
+    assert [hit.score if hit else None for hit in got] == list(entries.values())
     for hit in got:
-        assert hit is not None and type(hit[0]) is int and type(hit[1]) is int
+        assert hit is not None and type(hit.rank) is int and type(hit.score) is int
     for i, (member, score) in enumerate(ordered):
         around = await index.around(WEEK, member, 1, descending=descending)
-        assert around == Around(i, score, ordered[max(0, i - 1) : i + 2], None)
+        assert around == Around(i, score, ordered[max(0, i - 1) : i + 2], None, exact=True)
         assert around is not None and type(around.rank) is int and type(around.score) is int
         assert all(type(s) is int for _, s in around.rows)
     assert all(type(s) is int for _, s in await full(index, WEEK, descending))
@@ -577,7 +532,7 @@ async def test_memory_key_disappears_after_expire_at() -> None:
     await index.ban([WEEK], "cheat")
     clock.now = 1_000_099.0
     assert await index.count(WEEK) == 2
-    assert await index.rank(WEEK, "a", descending=True) == (1, 1)
+    assert await index.rank(WEEK, "a", descending=True) == Placed(1, 1, True)
     clock.now = 1_000_101.0
     assert await index.count(WEEK) == 0
     assert await index.page(WEEK, 0, 10, descending=True) == []
@@ -629,37 +584,6 @@ async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]
     finally:
         await raw.aclose()
         await index.close()
-
-
-async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
-    redis_pair: tuple[RedisIndex, Any],
-) -> None:
-    index, raw = redis_pair
-    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    await raw.delete(index.keys.profiles())  # Redis restarted empty, part way through
-    await index.write_profiles([(Profile("p2", "Nyx"), 1)])
-    assert not await index.keep_profiles_copy("a", 1001.0, 60.0)
-    assert not await index.end_profiles_copy("a")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p2"]) is None
-
-
-async def test_redis_copy_marked_before_a_restart_is_filled_again(
-    redis_pair: tuple[RedisIndex, Any],
-) -> None:
-    index, raw = redis_pair
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    await _fill(index)
-    assert await index.profiles_complete()
-    # As a Redis restored from a snapshot, or a replica that took over, would hold it: the
-    # mark of a server that has another run id. Reads may use the copy, but it is to be
-    # filled again, as it may lack the last changes.
-    await raw.hset(index.keys.profiles(), "", "complete:0123456789abcdef")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
-    await _fill(index, "t1")
-    assert await index.profiles_complete()
 
 
 async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:
@@ -762,15 +686,16 @@ async def test_redis_reads_alike_over_resp2_and_resp3(redis_prefix: str, descend
         for index in (resp3, resp2):
             assert await full(index, WEEK, descending) == ordered
             assert await index.page(WEEK, 2, 4, descending=descending) == ordered[2:5]
-            position = {m: (i, s) for i, (m, s) in enumerate(ordered)}
+            position = {m: Placed(i, s, True) for i, (m, s) in enumerate(ordered)}
             assert await index.ranks(WEEK, members, descending=descending) == [
                 position.get(m) for m in members
             ]
             assert await index.around(WEEK, "half", 1, descending=descending) == Around(
-                position["half"][0],
+                position["half"].rank,
                 2**52 + 1,
-                ordered[position["half"][0] - 1 : position["half"][0] + 2],
+                ordered[position["half"].rank - 1 : position["half"].rank + 2],
                 None,
+                exact=True,
             )
             assert await index.count_between(WEEK, [-MAX, 0, 6, MAX]) == [1, 2, 3]
     finally:
@@ -813,6 +738,138 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []
 
 
+# -- Redis errors: one table (index/errors.py) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        rx.ConnectionError("Connection refused"),
+        rx.TimeoutError("Timeout reading from socket"),
+        rx.BusyLoadingError("Redis is loading the dataset in memory"),
+        rx.MaxConnectionsError("Too many connections"),
+        rx.AuthenticationError("invalid username-password pair"),
+        rx.ReadOnlyError("You can't write against a read only replica."),
+        rx.TryAgainError("Multiple keys request during rehashing of slot"),
+        rx.ClusterDownError("The cluster is down"),
+        rx.MasterDownError("Link with MASTER is down"),
+        rx.ClusterError("TTL exhausted."),
+        rx.MovedError("3999 127.0.0.1:6381"),
+        rx.AskError("3999 127.0.0.1:6381"),
+        rx.SlotNotCoveredError("Slot 3999 not covered"),
+        rx.OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
+        rx.ResponseError("BUSY Redis is busy running a script."),
+        rx.ResponseError("MISCONF Redis is configured to save RDB snapshots"),
+        ConnectionResetError(104, "Connection reset by peer"),
+        TimeoutError(),
+        OSError(113, "No route to host"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_redis_transient_errors_are_unavailable(error: BaseException) -> None:
+    assert isinstance(translate(error), IndexUnavailable)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        rx.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"),
+        rx.ResponseError("ERR user_script:3: Script attempted to access nonexistent global"),
+        rx.ResponseError("wrong number of arguments for 'zadd' command"),
+        rx.NoScriptError("No matching script. Please use EVAL."),
+        rx.DataError("Invalid input of type: 'NoneType'"),
+        rx.InvalidResponse("Protocol Error: b'x'"),
+        rx.NoPermissionError("this user has no permissions to run the 'eval' command"),
+        rx.ClusterCrossSlotError(),
+        rx.CrossSlotTransactionError("keys in different slots"),
+        rx.ExecAbortError("Transaction discarded because of previous errors."),
+        rx.RedisError("something redis-py adds one day"),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+def test_redis_programming_errors_are_internal(error: BaseException) -> None:
+    found = translate(error)
+    assert isinstance(found, InternalError) and not isinstance(found, Unavailable)
+    assert found.status == 500
+
+
+def test_translated_raises_from_the_driver_error_and_lets_others_through() -> None:
+    wrong = rx.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
+    with pytest.raises(InternalError) as caught, translated:
+        raise wrong
+    assert caught.value.__cause__ is wrong and wrong.__traceback__ is not None
+    down = rx.ConnectionError("Connection refused")
+    with pytest.raises(IndexUnavailable) as unavailable, translated:
+        raise down
+    assert unavailable.value.__cause__ is down
+    with pytest.raises(KeyError), translated:  # not a driver's error: not translated
+        raise KeyError("ours")
+
+
+async def test_redis_bug_is_internal_not_unavailable(
+    redis_pair: tuple[RedisIndex, Any],
+) -> None:
+    """A programming error (here a board's key holding a string, or bounds that are not
+    numbers) is a 500 to be fixed, never an outage to wait out."""
+    index, raw = redis_pair
+    await index.write(DAY, [("a", 1)], descending=True, expire_at=None)
+    await raw.set(index.keys.board(WEEK), "not a sorted set")
+    calls = [
+        index.page(WEEK, 0, 9, descending=True),
+        index.rank(WEEK, "a", descending=True),
+        index.ranks(WEEK, ["a", "b"], descending=False),
+        index.around(WEEK, "a", 2, descending=True),
+        index.count(WEEK),
+        index.count_between(WEEK, [0, 10]),
+        index.write(WEEK, [("a", 5)], descending=True, expire_at=None),
+        index.ban([WEEK], "a"),
+        index.count_between(DAY, ["low", "high"]),  # type: ignore[list-item]
+    ]
+    for call in calls:
+        with pytest.raises(InternalError) as caught:
+            await call
+        assert not isinstance(caught.value, Unavailable)
+        assert isinstance(caught.value.__cause__, rx.ResponseError)
+    assert await index.count(DAY) == 1  # the rest of the index still answers
+
+
+async def test_redis_unreachable_is_unavailable() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    index = RedisIndex.from_url(f"redis://127.0.0.1:{port}/0", prefix="podium-test-nowhere")
+    try:
+        for call in (
+            index.ping(),
+            index.page(WEEK, 0, 9, descending=True),
+            index.around(WEEK, "a", 2, descending=True),
+            index.write(WEEK, [("a", 1)], descending=True, expire_at=None),
+        ):
+            with pytest.raises(IndexUnavailable) as caught:
+                await call
+            assert caught.value.retry_after >= 1 and caught.value.__cause__ is not None
+    finally:
+        await index.close()
+
+
+async def test_redis_connection_cut_is_unavailable(redis_prefix: str) -> None:
+    """A Redis that goes away under an open connection (a crash, a failover)."""
+    target = urlparse(REDIS_URL)
+    proxy = Proxy(target.hostname or "127.0.0.1", target.port or 6379)
+    await proxy.start()
+    index = RedisIndex.from_url(f"redis://127.0.0.1:{proxy.port}/0", prefix=redis_prefix)
+    try:
+        await index.write(WEEK, [("a", 1)], descending=True, expire_at=None)
+        assert await index.around(WEEK, "a", 1, descending=True) is not None
+        await proxy.cut()
+        for call in (index.around(WEEK, "a", 1, descending=True), index.count(WEEK)):
+            with pytest.raises(IndexUnavailable):
+                await call
+    finally:
+        await index.close()
+        await proxy.cut()
+
+
 async def test_count_between_is_a_half_open_histogram(index: RankIndex) -> None:
     await index.write(
         WEEK, [("a", 1), ("b", 5), ("c", 5), ("d", 9), ("e", 10)], descending=True, expire_at=None
@@ -839,7 +896,7 @@ async def test_versioned_write_follows_versions_not_scores(
     assert await write("a", 40, 3) == 1  # a real fall lands
     assert await write("a", 500, 2) == 0  # an older change, replayed late, does not
     assert await write("a", 40, 3) == 0  # a repeat changes nothing
-    assert await index.rank(WEEK, "a", descending=descending) == (0, 40)
+    assert await index.rank(WEEK, "a", descending=descending) == Placed(0, 40, True)
     # several changes of one player in one batch: the newest wins, whatever the order
     await index.write(
         WEEK,
@@ -848,7 +905,8 @@ async def test_versioned_write_follows_versions_not_scores(
         expire_at=None,
         versions=[5, 7, 6],
     )
-    assert (await index.rank(WEEK, "b", descending=descending))[1] == 7  # type: ignore[index]
+    b = await index.rank(WEEK, "b", descending=descending)
+    assert b is not None and b.score == 7
 
 
 async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> None:
@@ -864,7 +922,7 @@ async def test_versioned_ban_and_unban(index: RankIndex, descending: bool) -> No
         await index.write(WEEK, [("a", 11)], descending=descending, expire_at=None, versions=[5])
         == 1
     )
-    assert await index.rank(WEEK, "a", descending=descending) == (0, 11)
+    assert await index.rank(WEEK, "a", descending=descending) == Placed(0, 11, True)
 
 
 async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bool) -> None:

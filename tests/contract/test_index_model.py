@@ -24,9 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import podium.index.redis as redis_index
+from podium.domain.boards import in_board_order
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
-from podium.ports import Around, BoardKey, RankIndex
+from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL, need
 
 KEYS = [BoardKey("week", "2026-W44"), BoardKey("day", "2026-10-28")]
@@ -146,9 +147,9 @@ class Model:
         self.scores[key] = {m: s for m, s in batch if m not in self.banned[key]}
 
     def order(self, key: int) -> list[Entry]:
-        """(score, member bytes) ascending; the exact reverse on descending boards."""
-        rows = sorted(self.scores[key].items(), key=lambda kv: (kv[1], kv[0].encode()))
-        return rows[::-1] if self.descending else rows
+        """The one order (``in_board_order``): (score, member bytes) ascending; the exact
+        reverse on descending boards."""
+        return in_board_order(self.scores[key].items(), self.descending)
 
 
 # -- running one example ----------------------------------------------------------------------
@@ -163,7 +164,7 @@ async def _check_all(index: RankIndex, model: Model, key: int) -> None:
         for stop in range(start - 1, n + 2):
             got = await index.page(bkey, start, stop, descending=desc)
             assert got == (expected[start : stop + 1] if start <= stop else []), (start, stop)
-    position = {m: (i, s) for i, (m, s) in enumerate(expected)}
+    position = {m: Placed(i, s, True) for i, (m, s) in enumerate(expected)}
     asked = [*MEMBERS, *ABSENT, *reversed(MEMBERS)]
     assert await index.ranks(bkey, asked, descending=desc) == [position.get(m) for m in asked]
     for m in [*MEMBERS, *ABSENT]:
@@ -174,9 +175,9 @@ async def _check_all(index: RankIndex, model: Model, key: int) -> None:
             if hit is None:
                 assert near is None, (m, neighbors)
             else:
-                rank, score = hit
+                rank, score = hit.rank, hit.score
                 rows = expected[max(0, rank - neighbors) : rank + neighbors + 1]
-                assert near == Around(rank, score, rows, None), (m, neighbors)
+                assert near == Around(rank, score, rows, None, exact=True), (m, neighbors)
 
 
 async def _example(index: RankIndex, descending: bool, sequence: list[Op]) -> None:

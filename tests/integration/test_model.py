@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from podium import bootstrap
 from podium.config import Settings
+from podium.domain.boards import in_board_order
 from podium.domain.models import ApiKey, Message, PlayerResult, Target
 from podium.errors import Conflict
 from podium.ports import BoardKey
@@ -141,12 +142,16 @@ class Model:
         first = board["ties"] == "first"
 
         # DESIGN invariant 4: points; then who got there first (unless ranks are shared);
-        # then Redis member order (descending boards list equal scores in reverse byte order).
-        def key(r: tuple[str, tuple[int, int]]) -> tuple[Any, ...]:
-            p, (pts, t) = r
-            return (-pts if desc else pts, t if first else 0, _rev(p) if desc else p.encode())
+        # then Redis member order: the one order (``in_board_order``) of a score that packs
+        # the points and the time the plain way (DESIGN §2), with room to spare.
+        def score(pts: int, t: int) -> int:
+            if not first:
+                return pts
+            return pts * 2**32 + (2**32 - 1 - t if desc else t)
 
-        present.sort(key=key)
+        present = [
+            (p, t) for p, _, t in in_board_order([(p, score(*t), t) for p, t in present], desc)
+        ]
         out = []
         for i, (p, (pts, _)) in enumerate(present):
             if first:
@@ -155,10 +160,6 @@ class Model:
                 rank = 1 + sum(1 for _, (q, _) in present if (q > pts if desc else q < pts))
             out.append((rank, p, pts))
         return out
-
-
-def _rev(s: str) -> tuple[int, ...]:
-    return (*(-b for b in s.encode()), 1)  # longer sorts first when one is a prefix
 
 
 match_st = st.tuples(

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from podium.domain.boards import Aggregate, BoardSpec, Order, Tally, Ties, can_fall, fold
+from podium.domain.boards import (
+    Aggregate,
+    BoardSpec,
+    Order,
+    Tally,
+    Ties,
+    board_key,
+    can_fall,
+    fold,
+    in_board_order,
+    merge_in_board_order,
+    rank_standings,
+)
 from podium.domain.windows import WEEK, Window, WindowKind, WindowRule
 
 SEASON_START = 1_788_739_200  # 2026-09-07T00:00:00Z, a Monday
@@ -260,3 +273,109 @@ def test_can_fall_truth_table(
     aggregate: Aggregate, order: Order, min_points: int, falls: bool
 ) -> None:
     assert can_fall(board(aggregate, order), min_points) is falls
+
+
+# --- the one order (DESIGN invariant 4) -----------------------------------------------------
+
+# Byte order of UTF-8: "0" < "A" < "B" < "_x" < "a" < "a1" < "b" < "z" < "é" < U+FFFF < "😀".
+# (UTF-16, as JavaScript compares, would put "😀" before U+FFFF; code points do not.)
+TRICKY = ["a", "B", "b", "a1", "_x", "A", "z", "é", "😀", "\uffff", "0", "a0", ""]
+ids = st.text(max_size=6)  # any code point but lone surrogates, which UTF-8 cannot encode
+scores = st.integers(min_value=-3, max_value=3)  # few scores: many ties
+
+
+def test_board_key_is_the_score_then_the_member_bytes() -> None:
+    assert board_key("b", 5) == (5, b"b")
+    assert board_key("é", -1) == (-1, "é".encode())
+    tied = in_board_order([(m, 7) for m in TRICKY], descending=False)
+    assert [m for m, _ in tied] == ["", "0", "A", "B", "_x", "a", "a0", "a1", "b", "z", "é",
+                                    "\uffff", "😀"]  # fmt: skip
+    assert in_board_order([("a", 2), ("b", 1), ("c", 2)], descending=False) == [
+        ("b", 1),
+        ("a", 2),
+        ("c", 2),
+    ]
+    # descending: higher scores first, and equal scores in reverse byte order (ZREVRANGE)
+    assert in_board_order([("a", 2), ("b", 1), ("c", 2)], descending=True) == [
+        ("c", 2),
+        ("a", 2),
+        ("b", 1),
+    ]
+
+
+@given(a=ids, b=ids, s=scores, t=scores)
+def test_str_order_is_utf8_byte_order(a: str, b: str, s: int, t: int) -> None:
+    """What lets the in-process index keep ``(score, member)`` tuples in its sorted list:
+    Python compares ``str`` by code point, and UTF-8 keeps code point order."""
+    assert (a < b) == (a.encode() < b.encode())
+    assert ((s, a) < (t, b)) == (board_key(a, s) < board_key(b, t))
+
+
+@given(rows=st.dictionaries(ids, scores, max_size=30), descending=st.booleans())
+def test_descending_is_the_exact_reverse(rows: dict[str, int], descending: bool) -> None:
+    up = in_board_order(rows.items(), descending=False)
+    assert in_board_order(rows.items(), descending=True) == up[::-1]
+    assert up == sorted(rows.items(), key=lambda r: (r[1], r[0].encode()))
+    # further fields of a row ride along, and play no part in the order
+    carried = in_board_order([(m, s, -len(m)) for m, s in rows.items()], descending)
+    assert [(m, s) for m, s, _ in carried] == (up[::-1] if descending else up)
+
+
+@given(
+    rows=st.dictionaries(ids, scores, max_size=40),
+    shards=st.integers(min_value=1, max_value=5),
+    seed=st.randoms(use_true_random=False),
+    descending=st.booleans(),
+)
+def test_merging_shards_is_one_sort_of_everything(
+    rows: dict[str, int], shards: int, seed: random.Random, descending: bool
+) -> None:
+    """The pages of a board's shards, each in board order, merge into the board order of
+    one sorted set holding them all: ties across shards included."""
+    parts: list[list[tuple[str, int]]] = [[] for _ in range(shards)]
+    for row in rows.items():
+        parts[seed.randrange(shards)].append(row)
+    pages = [in_board_order(part, descending) for part in parts]  # some may be empty
+    merged = list(merge_in_board_order(pages, descending))
+    assert merged == in_board_order(rows.items(), descending)
+
+
+def test_merge_of_ties_on_every_shard() -> None:
+    pages = [
+        in_board_order([("é", 1), ("a", 1), ("c", 0)], descending=True),
+        in_board_order([("B", 1), ("😀", 1)], descending=True),
+        [],
+        in_board_order([("b", 1), ("d", 2)], descending=True),
+    ]
+    merged = list(merge_in_board_order(pages, descending=True))
+    assert merged == [("d", 2), ("😀", 1), ("é", 1), ("b", 1), ("a", 1), ("B", 1), ("c", 0)]
+    up = [in_board_order(p, descending=False) for p in pages]
+    assert list(merge_in_board_order(up, descending=False)) == merged[::-1]
+
+
+@pytest.mark.parametrize("order", [Order.DESC, Order.ASC])
+@pytest.mark.parametrize("ties", [Ties.FIRST, Ties.SHARED])
+def test_final_standings_follow_the_board_order(order: Order, ties: Ties) -> None:
+    spec = board(order=order, ties=ties)
+    w = Window("2026-W44", 1_792_972_800, 1_792_972_800 + WEEK)
+    tallies = {
+        "b": Tally(40, w.start + 5, 1),
+        "a": Tally(40, w.start + 5, 1),
+        "é": Tally(40, w.start + 5, 1),
+        "early": Tally(40, w.start + 1, 1),
+        "top": Tally(90, w.start + 9, 1),
+        "low": Tally(10, w.start, 1),
+    }
+    standings = rank_standings(spec, w, tallies.items())
+    expected = in_board_order(
+        [(p, spec.score(t, w)) for p, t in tallies.items()], order is Order.DESC
+    )
+    assert [p for _, _, p, _ in standings] == [p for p, _ in expected]
+    assert [pos for pos, _, _, _ in standings] == list(range(1, 7))
+    ranks = [r for _, r, _, _ in standings]
+    if ties is Ties.FIRST:
+        assert ranks == [1, 2, 3, 4, 5, 6]
+        if order is Order.DESC:  # earlier first, then reverse bytes on the same second
+            assert [p for _, _, p, _ in standings] == ["top", "early", "é", "b", "a", "low"]
+    else:
+        assert ranks == [1, 2, 2, 2, 2, 6]

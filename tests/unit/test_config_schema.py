@@ -69,6 +69,7 @@ def test_the_defaults_and_the_readme_example_are_settings() -> None:
 
 def test_the_defaults_and_the_readme_example_validate() -> None:
     import jsonschema  # a test dependency (pyproject.toml)
+
     schema = config.schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
@@ -93,6 +94,7 @@ def test_the_defaults_and_the_readme_example_validate() -> None:
 )
 def test_the_schema_refuses_what_podium_refuses(document: dict[str, Any]) -> None:
     import jsonschema  # a test dependency (pyproject.toml)
+
     assert not jsonschema.Draft202012Validator(config.schema()).is_valid(document)
     with pytest.raises(ConfigError):
         config.parse(document)

@@ -15,7 +15,7 @@ from podium.domain.models import FrozenWindow, Profile
 from podium.errors import NotFound
 from podium.index.memory import MemoryIndex
 from podium.lifecycle import Lifecycle
-from podium.ports import BoardKey, ScoreStore
+from podium.ports import Around, BoardKey, Placed, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 
@@ -41,6 +41,9 @@ class Store:
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile]:
         return {}
+
+    async def friends(self, player_id: str) -> list[str]:
+        return ["f", "ghost", "b", "e", player_id]
 
 
 class CountingIndex(MemoryIndex):
@@ -161,3 +164,66 @@ async def test_a_failed_refill_fails_its_waiters_and_the_next_read_tries_again(
     failing = False
     page = await reads.page("first", None, 0, 3)
     assert [e.player_id for e in page.entries] == ["a", "d", "c"]
+
+
+class EstimatingIndex(CountingIndex):
+    """The memory index, saying that ranks from ``below`` (0-based) down are estimates, and
+    estimating them one place too high, as a sharded index might."""
+
+    below = 3
+
+    async def around(self, *args: Any, **kwargs: Any) -> Around | None:
+        found = await super().around(*args, **kwargs)
+        if found is None or found.rank < self.below:
+            return found
+        return Around(found.rank, found.score, found.rows, found.profiles, exact=False)
+
+    async def ranks(self, *args: Any, **kwargs: Any) -> list[Placed | None]:
+        return [
+            p if p is None or p.rank < self.below else Placed(p.rank - 1, p.score, False)
+            for p in await super().ranks(*args, **kwargs)
+        ]
+
+
+def estimating(reads: Reads) -> Reads:
+    index = EstimatingIndex()
+    index._boards = reads.index._boards  # type: ignore[attr-defined]
+    return Reads(
+        reads.settings, reads.store, index, index, reads.clock, reads.lifecycle, reads.profiles
+    )
+
+
+async def test_a_rank_is_exact_as_the_index_says(reads: Reads) -> None:
+    near_top = await estimating(reads).player_rank("first", "d", 1, None)
+    assert (near_top.rank, near_top.exact) == (2, True)
+    below = await estimating(reads).player_rank("first", "e", 1, None)
+    assert below.exact is False
+    assert (await reads.player_rank("first", "e", 1, None)).exact is True
+
+
+async def test_friends_carry_whether_their_global_rank_is_exact(reads: Reads) -> None:
+    page = await reads.friends_page("first", "c", None)
+    # c and the friends on the board (not "ghost"), in board order; every place exact here
+    assert [(e.rank, e.player_id, e.global_rank, e.global_exact) for e in page.entries] == [
+        (1, "c", 3, True),
+        (2, "b", 4, True),
+        (3, "e", 5, True),
+        (4, "f", 6, True),
+    ]
+    assert calls(reads) == ["ranks"]
+    estimated = await estimating(reads).friends_page("first", "c", None)
+    # still in board order (c ahead of b, by the bytes of their ids on equal scores), whatever
+    # the estimates say
+    assert [(e.rank, e.player_id, e.global_rank, e.global_exact) for e in estimated.entries] == [
+        (1, "c", 3, True),
+        (2, "b", 3, False),
+        (3, "e", 4, False),
+        (4, "f", 5, False),
+    ]
+    shared = await reads.friends_page("shared", "c", None)
+    assert [(e.rank, e.player_id, e.global_rank, e.global_exact) for e in shared.entries] == [
+        (1, "c", 2, True),
+        (1, "b", 2, True),
+        (3, "e", 5, True),
+        (4, "f", 6, True),
+    ]

@@ -1,17 +1,24 @@
 """Board rules: how results fold into a total, and how totals become ordered scores.
 
 Everything that decides who is above whom lives here, so that every backend, merge and
-page applies one order (DESIGN invariant 4).
+page applies one order (DESIGN invariant 4): ``board_key``, and ``in_board_order`` and
+``merge_in_board_order`` on top of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from operator import itemgetter
+from typing import Any, TypeVar
 
 from podium.domain.codec import ScoreCodec, time_bits_for
 from podium.domain.windows import Window, WindowKind, WindowRule
+
+# A row of a board: (member, score), and maybe more fields that ride along with it.
+R = TypeVar("R", bound=tuple[Any, ...])
 
 
 class Aggregate(StrEnum):
@@ -123,17 +130,49 @@ def can_fall(board: BoardSpec, min_points: int) -> bool:
     return False
 
 
+def board_key(member: str, score: int) -> tuple[int, bytes]:
+    """The one order of every board (DESIGN invariant 4), as a sort key: the packed score
+    (points, then the time they were reached), then on equal scores the member's UTF-8
+    bytes, as a Redis sorted set orders its members. Ascending boards list rows by this key
+    ascending; descending boards are the exact reverse (``ZREVRANGE``).
+
+    UTF-8 keeps the order of code points, and Python compares ``str`` by code point, so
+    ``(score, member)`` sorts exactly as this key does, without encoding a member for every
+    comparison: ``in_board_order``, ``merge_in_board_order`` and the in-process index's
+    sorted lists use that (``tests/unit/test_boards.py`` holds the two alike).
+    """
+    return score, member.encode()
+
+
+# (score, member) of a (member, score, ...) row: ``board_key``'s order, computed in C.
+_by_board_key = itemgetter(1, 0)
+
+
+def in_board_order(rows: Iterable[R], descending: bool) -> list[R]:
+    """Rows ``(member, score, ...)`` in board order (``board_key``); any further fields of
+    a row ride along. Descending is the exact reverse of ascending, ties included."""
+    out = sorted(rows, key=_by_board_key)
+    if descending:
+        out.reverse()
+    return out
+
+
+def merge_in_board_order(sorted_iterables: Iterable[Iterable[R]], descending: bool) -> Iterator[R]:
+    """One board-ordered stream of several, each already in board order (the pages of a
+    board's shards, no member on two of them): a k-way merge on the same key, so the merged
+    rows come out exactly as one sorted set holding them all would list them."""
+    return heapq.merge(*sorted_iterables, key=_by_board_key, reverse=descending)
+
+
 def rank_standings(
     board: BoardSpec, window: Window, rows: Iterable[tuple[str, Tally]]
 ) -> list[tuple[int, int, str, Tally]]:
     """``(position, rank, player, tally)`` in board order, computed the way the index orders
-    (the packed score, then member bytes; descending boards reversed), so that the final
-    standings and the live board agree on every place."""
-    ordered = sorted(rows, key=lambda r: (board.score(r[1], window), r[0].encode()))
-    if board.order is Order.DESC:
-        ordered.reverse()
+    (``in_board_order`` of the packed scores), so that the final standings and the live
+    board agree on every place."""
+    scored = [(player, board.score(tally, window), tally) for player, tally in rows]
     out: list[tuple[int, int, str, Tally]] = []
-    for i, (player, tally) in enumerate(ordered):
+    for i, (player, _, tally) in enumerate(in_board_order(scored, board.order is Order.DESC)):
         rank = i + 1
         if board.ties is Ties.SHARED and out and out[-1][3].total == tally.total:
             rank = out[-1][1]

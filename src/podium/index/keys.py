@@ -1,13 +1,34 @@
 """The only place that builds Redis key names.
 
-Every key of one board window shares one hash tag, ``{b:<board>:<window>}``, so the sorted
-set and its ban set always live in the same Redis Cluster slot and one script can touch
-both. The prefix lets several deployments (or test runs) share one Redis.
+Hash tags. Redis Cluster puts a key in the slot of its hash tag (the part in ``{...}``),
+and one script may only touch keys of one slot. So the tag says which keys must meet:
+
+- Today (one Redis, ``index.shards = 1``): every key of one board window shares the tag
+  ``{b:<board>:<window>}`` (``Keys.tag``), so the sorted set, its ban set and its versions
+  always meet in one script. The copy of profiles is one hash, ``<prefix>:profiles``: the
+  copy of the single shard, whose tag is ``SINGLE`` (no tag at all, which is also the name
+  it has always had). A single Redis lets any keys meet, so ``around.lua`` reads a board's
+  rows and their names from that copy in the same script, in one round trip.
+
+- With shards (Redis Cluster, ``index.shards = N``; not built yet): players are split into
+  N shards by their id, and a shard's tag names the shard instead of the board window, say
+  ``{s<n>}``. Every key of shard n carries it: each board window's part on that shard (its
+  sorted set, ban set and versions) and that shard's copy of profiles,
+  ``Keys.profiles("{s<n>}")``, which holds the profiles of shard n's players (a player's
+  rows live only on their shard, so their name is needed only there). All of them hash to
+  one slot, so a shard's script still reads its rows and their names in one step, as
+  ``around.lua`` does today; each shard's copy has its own completeness mark, and the copy
+  is complete when every shard's is. A merged top reads each shard's page and merges them
+  with ``domain.boards.merge_in_board_order``.
+
+The prefix lets several deployments (or test runs) share one Redis.
 """
 
 from __future__ import annotations
 
 from podium.ports import BoardKey
+
+SINGLE = ""  # the tag of today's one shard (a single Redis): its keys need no tag
 
 
 class Keys:
@@ -31,11 +52,12 @@ class Keys:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
         return f"{self.prefix}:{self.tag(key)}:stage:{token}"
 
-    def profiles(self) -> str:
-        """The index's copy of every player's profile (one hash). A board's script reads it
-        with the board's keys, which only a single Redis allows: on Redis Cluster (not
-        built yet) it would need a copy in each board's slot, or a second read."""
-        return f"{self.prefix}:profiles"
+    def profiles(self, tag: str) -> str:
+        """The copy of profiles kept in the slot of shard ``tag`` (one hash: a field per
+        player, and the completeness mark), beside that shard's boards; ``SINGLE`` today."""
+        if tag == SINGLE:
+            return f"{self.prefix}:profiles"
+        return f"{self.prefix}:{tag}:profiles"
 
     def pattern(self) -> str:
         return f"{self.prefix}:*"

@@ -1,11 +1,16 @@
 """The in-process rank index: a product for single-process deployments, not a test fake.
 
 Each board window is a ``SortedList`` of ``(score, member)`` kept in ascending order, exactly
-the order of a Redis sorted set (score, then member bytes; Python compares ``str`` by code
-point, which for UTF-8 is byte order). Descending boards read it from the end, as
-``ZREVRANGE`` does, so equal scores come out in reverse member order on both backends.
+the board order of ``domain.boards.board_key`` (score, then member bytes), which is the order
+of a Redis sorted set: Python compares ``str`` by code point, and UTF-8 keeps code point
+order, so the tuples sort as ``(score, member.encode())`` would without encoding a member on
+every comparison (``tests/unit/test_boards.py`` holds the two alike). Descending boards read
+it from the end, as ``ZREVRANGE`` does, so equal scores come out in reverse member order on
+both backends. One list holds the whole board, so every rank is exact.
+
 It lives in the event loop's thread; every method runs to completion without awaiting, so
-each one is atomic, as a Lua script is on Redis.
+each one is atomic, as a Lua script is on Redis. The same object is the copy of profiles
+(``ProfileCopy``), which it hands to a ``MemoryProfileCopy`` (memory_profiles.py).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from podium.domain.models import Profile
-from podium.ports import Around, BoardKey
+from podium.index.memory_profiles import MemoryProfileCopy
+from podium.ports import Around, BoardKey, Placed
 
 
 @dataclass
@@ -65,9 +71,7 @@ class MemoryIndex:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._boards: dict[BoardKey, _Board] = {}
         self._clock = clock
-        self._profiles: dict[str, tuple[Profile, int]] = {}
-        self._profiles_complete = False
-        self._copier: tuple[str, float] | None = None  # (token, lease end) while filled
+        self.copy = MemoryProfileCopy()
 
     def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
         board = self._boards.get(key)
@@ -83,9 +87,7 @@ class MemoryIndex:
 
     async def close(self) -> None:
         self._boards.clear()
-        self._profiles.clear()
-        self._profiles_complete = False
-        self._copier = None
+        self.copy.clear()
 
     async def write(
         self,
@@ -146,14 +148,12 @@ class MemoryIndex:
         board = self._get(key)
         return [] if board is None else board.rows(start, stop, descending)
 
-    async def rank(
-        self, key: BoardKey, player_id: str, *, descending: bool
-    ) -> tuple[int, int] | None:
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         board = self._get(key)
         if board is None:
             return None
         r = board.rank(player_id, descending)
-        return None if r is None else (r, board.scores[player_id])
+        return None if r is None else Placed(r, board.scores[player_id], True)
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
@@ -162,19 +162,25 @@ class MemoryIndex:
         if board is None or (r := board.rank(player_id, descending)) is None:
             return None
         rows = board.rows(max(0, r - neighbors), r + neighbors, descending)
-        profiles = self._held([m for m, _ in rows])
-        return Around(r, board.scores[player_id], rows, profiles)
+        profiles = self.copy.held([m for m, _ in rows])
+        return Around(r, board.scores[player_id], rows, profiles, exact=True)
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
-    ) -> list[tuple[int, int] | None]:
+    ) -> list[Placed | None]:
         board = self._get(key)
         if board is None:
             return [None] * len(player_ids)
-        out: list[tuple[int, int] | None] = []
+        # Board.rank, inlined: this is the friends board's read, up to a thousand players.
+        scores, entries, last = board.scores, board.entries, len(board.entries) - 1
+        out: list[Placed | None] = []
         for p in player_ids:
-            r = board.rank(p, descending)
-            out.append(None if r is None else (r, board.scores[p]))
+            score = scores.get(p)
+            if score is None:
+                out.append(None)
+                continue
+            i: int = entries.index((score, p))
+            out.append(Placed(last - i if descending else i, score, True))
         return out
 
     async def count(self, key: BoardKey) -> int:
@@ -222,47 +228,22 @@ class MemoryIndex:
                     fresh.versions[member] = versions[i]
         self._boards[key] = fresh
 
+    # -- ProfileCopy: the copy of profiles beside the boards (memory_profiles.py) ---------
+
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
-        kept = 0
-        for profile, version in entries:
-            held = self._profiles.get(profile.player_id)
-            if held is None or version > held[1]:
-                self._profiles[profile.player_id] = (profile, version)
-                kept += 1
-        return kept
+        return await self.copy.write_profiles(entries)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
-        return self._held(player_ids)
-
-    def _held(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
-        if not self._profiles_complete:
-            return None
-        out = {}
-        for p in player_ids:
-            held = self._profiles.get(p)
-            if held is not None:
-                out[p] = held[0]
-        return out
+        return await self.copy.profiles(player_ids)
 
     async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        if self._copier is not None and self._copier[0] != token and self._copier[1] > now:
-            return False
-        self._copier = (token, now + lease_s)
-        self._profiles_complete = False
-        return True
+        return await self.copy.begin_profiles_copy(token, now, lease_s)
 
     async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        if self._copier is None or self._copier[0] != token:
-            return False
-        self._copier = (token, now + lease_s)
-        return True
+        return await self.copy.keep_profiles_copy(token, now, lease_s)
 
     async def end_profiles_copy(self, token: str) -> bool:
-        if self._copier is None or self._copier[0] != token:
-            return False
-        self._copier = None
-        self._profiles_complete = True
-        return True
+        return await self.copy.end_profiles_copy(token)
 
     async def profiles_complete(self) -> bool:
-        return self._profiles_complete
+        return await self.copy.profiles_complete()

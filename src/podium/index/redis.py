@@ -6,35 +6,29 @@ the double a RESP3 reply already holds.
 
 Reads that need more than one command run as one script rather than a MULTI: the same one
 instant, and much less client work per call than queueing and parsing a transaction.
+
+The same object is the index's copy of profiles (``ProfileCopy``), which it hands to a
+``RedisProfileCopy`` (redis_profiles.py) kept beside the boards. Every call goes through
+one table of errors (errors.py). Every key name comes from keys.py.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from importlib import resources
+from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
 
 from podium.domain.models import Profile
-from podium.errors import IndexUnavailable
-from podium.index.keys import Keys
-from podium.ports import Around, BoardKey
+from podium.index.errors import translated
+from podium.index.keys import SINGLE, Keys
+from podium.index.redis_profiles import RedisProfileCopy, decode_held
+from podium.index.scripts import lua
+from podium.ports import Around, BoardKey, Placed
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 STAGING_TTL_S = 3600
-# The profiles hash's field that says whether the copy is complete (no player id is ""):
-# "complete:<run_id>", or the lease of the copier filling it (lua/copy.lua).
-MARK = ""
-COMPLETE = "complete:"
-
-
-def _lua(name: str) -> str:
-    return (resources.files("podium.index") / "lua" / f"{name}.lua").read_text()
 
 
 def _order(descending: bool) -> str:
@@ -51,36 +45,18 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
     return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
 
 
-def _profile(player_id: str, held: str) -> Profile:
-    """A profile from its copy in the profiles hash: ``[version, name, avatar, country]``."""
-    _, name, avatar, country = json.loads(held)
-    return Profile(player_id, name, avatar, country)
-
-
-@asynccontextmanager
-async def _translated() -> AsyncIterator[None]:
-    try:
-        yield
-    except ResponseError:
-        raise  # a bug on our side (bad script or arguments), not an outage
-    except RedisError as e:
-        raise IndexUnavailable(f"redis: {e}") from e
-    except OSError as e:
-        raise IndexUnavailable(f"redis: {e}") from e
-
-
 class RedisIndex:
     def __init__(self, client: Any, prefix: str = "podium") -> None:
         self._r = client
         self.keys = Keys(prefix)
-        self._write = client.register_script(_lua("write"))
-        self._ban = client.register_script(_lua("ban"))
-        self._swap = client.register_script(_lua("swap"))
-        self._around = client.register_script(_lua("around"))
-        self._ranks = client.register_script(_lua("ranks"))
-        self._counts = client.register_script(_lua("counts"))
-        self._profiles = client.register_script(_lua("profiles"))
-        self._copy = client.register_script(_lua("copy"))
+        # One Redis is one shard: the copy of profiles beside its boards (keys.py).
+        self.copy = RedisProfileCopy(client, self.keys, SINGLE)
+        self._write = client.register_script(lua("write"))
+        self._ban = client.register_script(lua("ban"))
+        self._swap = client.register_script(lua("swap"))
+        self._around = client.register_script(lua("around"))
+        self._ranks = client.register_script(lua("ranks"))
+        self._counts = client.register_script(lua("counts"))
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
@@ -94,7 +70,7 @@ class RedisIndex:
         return cls(client, prefix)
 
     async def ping(self) -> None:
-        async with _translated():
+        with translated:
             await self._r.ping()
 
     async def close(self) -> None:
@@ -113,7 +89,7 @@ class RedisIndex:
         flag = "V" if versions is not None else "GT" if descending else "LT"
         exp = "" if expire_at is None else str(expire_at)
         written = 0
-        async with _translated():
+        with translated:
             for i in range(0, len(entries), CHUNK):
                 args: list[str] = [flag, exp]
                 for j, (member, score) in enumerate(entries[i : i + CHUNK], start=i):
@@ -134,7 +110,7 @@ class RedisIndex:
         keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
         exp = "" if expire_at is None else str(expire_at)
         removed = 0
-        async with _translated():
+        with translated:
             for i in range(0, len(members), CHUNK):
                 args: list[str] = ["R", exp]
                 for m, v in zip(members[i : i + CHUNK], versions[i : i + CHUNK], strict=True):
@@ -151,16 +127,16 @@ class RedisIndex:
         # The bare command, not ``zrange(withscores=True)``: over RESP3, redis-py turns every
         # score back into bytes and then into a float again, to look like RESP2.
         args = ("REV", "WITHSCORES") if descending else ("WITHSCORES",)
-        async with _translated():
+        with translated:
             reply = await self._r.execute_command("ZRANGE", zkey, start, stop, *args)
         return _rows(reply)
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
     ) -> Around | None:
-        async with _translated():
+        with translated:
             reply = await self._around(
-                keys=[self.keys.board(key), self.keys.profiles()],
+                keys=[self.keys.board(key), self.copy.key],
                 args=[player_id, neighbors, _order(descending)],
             )
         if reply is None:
@@ -169,91 +145,73 @@ class RedisIndex:
         rows = _rows(flat)
         profiles = None
         if len(reply) > 2:
-            profiles = {m: _profile(m, v) for (m, _), v in zip(rows, reply[2], strict=True) if v}
-        # The script sends no score of its own: the player's row holds it.
-        return Around(rank, rows[rank - max(0, rank - neighbors)][1], rows, profiles)
+            profiles = decode_held([m for m, _ in rows], reply[2])
+        # The script sends no score of its own: the player's row holds it. One sorted set
+        # holds the whole board, so every rank is exact.
+        score = rows[rank - max(0, rank - neighbors)][1]
+        return Around(rank, score, rows, profiles, exact=True)
 
-    async def rank(
-        self, key: BoardKey, player_id: str, *, descending: bool
-    ) -> tuple[int, int] | None:
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         return (await self.ranks(key, [player_id], descending=descending))[0]
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
-    ) -> list[tuple[int, int] | None]:
+    ) -> list[Placed | None]:
         if not player_ids:
             return []
-        async with _translated():
+        with translated:
             reply = await self._ranks(
                 keys=[self.keys.board(key)], args=[_order(descending), *player_ids]
             )
         flat = iter(reply)
-        return [None if r is None else (r, int(float(s))) for r, s in zip(flat, flat, strict=True)]
+        return [
+            None if r is None else Placed(r, int(float(s)), True)
+            for r, s in zip(flat, flat, strict=True)
+        ]
 
     async def count(self, key: BoardKey) -> int:
-        async with _translated():
+        with translated:
             return int(await self._r.zcard(self.keys.board(key)))
 
     async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
         if len(bounds) < 2:
             return []
-        async with _translated():
+        with translated:
             counts: list[int] = await self._counts(keys=[self.keys.board(key)], args=bounds)
         return counts
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        async with _translated():
+        with translated:
             for key in keys:
                 names = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
                 await self._ban(keys=names, args=[player_id])
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        async with _translated():
+        with translated:
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
 
+    # -- ProfileCopy: the copy of profiles beside the boards (redis_profiles.py) -----------
+
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
-        kept = 0
-        async with _translated():
-            for i in range(0, len(entries), CHUNK):
-                args: list[str | int] = []
-                for p, version in entries[i : i + CHUNK]:
-                    held = json.dumps([version, p.name, p.avatar, p.country], separators=(",", ":"))
-                    args += (p.player_id, version, held)
-                kept += int(await self._profiles(keys=[self.keys.profiles()], args=args))
-        return kept
+        return await self.copy.write_profiles(entries)
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
-        async with _translated():
-            mark, *held = await self._r.hmget(self.keys.profiles(), [MARK, *player_ids])
-        if not (mark or "").startswith(COMPLETE):
-            return None
-        return {p: _profile(p, v) for p, v in zip(player_ids, held, strict=True) if v}
+        return await self.copy.profiles(player_ids)
 
     async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self._copy_mark("begin", token, repr(now + lease_s), repr(now))
+        return await self.copy.begin_profiles_copy(token, now, lease_s)
 
     async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self._copy_mark("keep", token, repr(now + lease_s))
+        return await self.copy.keep_profiles_copy(token, now, lease_s)
 
     async def end_profiles_copy(self, token: str) -> bool:
-        return await self._copy_mark("end", token, await self._run_id())
-
-    async def _copy_mark(self, *args: str) -> bool:
-        async with _translated():
-            return bool(await self._copy(keys=[self.keys.profiles()], args=list(args)))
+        return await self.copy.end_profiles_copy(token)
 
     async def profiles_complete(self) -> bool:
-        async with _translated():
-            mark = await self._r.hget(self.keys.profiles(), MARK)
-        return bool(mark == COMPLETE + await self._run_id())
+        return await self.copy.profiles_complete()
 
-    async def _run_id(self) -> str:
-        """The id Redis draws each time it starts: a copy marked complete under another one
-        was marked before a restart (from a snapshot) or on another server (a replica)."""
-        async with _translated():
-            info = await self._r.info("server")
-        return str(info["run_id"])
+    # -- rebuilds -------------------------------------------------------------------------
 
     async def replace(
         self,
@@ -268,7 +226,7 @@ class RedisIndex:
         token = secrets.token_hex(6)
         stage, stage_ver = self.keys.staging(key, token), self.keys.staging(key, token + ":ver")
         bans = self.keys.bans(key)
-        async with _translated():
+        with translated:
             banned = set(await self._r.smembers(bans))
             kept = [
                 (m, s, versions[i] if versions is not None else 0)

@@ -15,7 +15,7 @@ ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else 
 """
 
 from podium.ports.clock import Clock, SystemClock
-from podium.ports.index import Around, BoardKey, ProfileCopy, RankIndex
+from podium.ports.index import Around, BoardKey, Placed, ProfileCopy, RankIndex
 from podium.ports.log import ChangeLog
 from podium.ports.store import (
     Credentials,
@@ -38,6 +38,7 @@ __all__ = [
     "Lifetime",
     "MatchRead",
     "Outbox",
+    "Placed",
     "Players",
     "ProfileCopy",
     "RankIndex",

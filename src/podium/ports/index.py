@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
 
 from podium.domain.models import (
     Profile,
@@ -22,9 +22,12 @@ class BoardKey:
 class RankIndex(Protocol):
     """The copy that answers ranks (DESIGN invariant 1: rebuildable from the store).
 
-    Order (DESIGN invariant 4): on a descending board, higher score first, and on equal
-    scores the member that sorts later by bytes first (as ``ZREVRANGE`` returns them); on an
-    ascending board the reverse of both. Ranks here are 0-based; the API adds one.
+    Order (DESIGN invariant 4, ``domain.boards.board_key``): on a descending board, higher
+    score first, and on equal scores the member that sorts later by bytes first (as
+    ``ZREVRANGE`` returns them); on an ascending board the reverse of both. Ranks here are
+    0-based; the API adds one. Every rank says whether it is exact (DESIGN invariant 6): an
+    index that holds a board in one sorted set always knows; one split across shards may
+    estimate ranks below the exact top, and says so.
     """
 
     async def ping(self) -> None: ...
@@ -62,10 +65,8 @@ class RankIndex(Protocol):
         """Members at ranks ``start..stop`` inclusive, in board order."""
         ...
 
-    async def rank(
-        self, key: BoardKey, player_id: str, *, descending: bool
-    ) -> tuple[int, int] | None:
-        """(0-based rank, score) or None when the player is not on the board."""
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
+        """The player's place, or None when the player is not on the board."""
         ...
 
     async def around(
@@ -78,9 +79,9 @@ class RankIndex(Protocol):
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
-    ) -> list[tuple[int, int] | None]:
-        """(0-based rank, score) or None for each player, in the order asked, all read at
-        one instant, in one round trip."""
+    ) -> list[Placed | None]:
+        """The place of each player, or None for one not on the board, in the order asked,
+        all read at one instant, in one round trip."""
         ...
 
     async def count(self, key: BoardKey) -> int: ...
@@ -151,14 +152,29 @@ class ProfileCopy(Protocol):
         ...
 
 
+class Placed(NamedTuple):
+    """A player's place on a board (``RankIndex.rank``, ``RankIndex.ranks``): the 0-based
+    rank, the score, and whether the rank is exact (False: an estimate, DESIGN invariant 6).
+
+    A named tuple rather than a frozen dataclass: as immutable, and the friends board makes
+    one per friend (up to a thousand a read), where a frozen dataclass cost 0.4 us more each.
+    """
+
+    rank: int
+    score: int
+    exact: bool
+
+
 @dataclass(frozen=True, slots=True)
 class Around:
-    """A player's place on a board (``RankIndex.around``): their 0-based rank and score,
-    the rows at ranks ``max(0, rank - neighbors)`` to ``rank + neighbors`` in board order,
-    and, when the index's copy of profiles is complete, the profiles of those rows' players
-    read in the same step (None otherwise)."""
+    """A player's place on a board with the rows around it (``RankIndex.around``): their
+    0-based rank and score, the rows at ranks ``max(0, rank - neighbors)`` to
+    ``rank + neighbors`` in board order, and, when the index's copy of profiles is complete,
+    the profiles of those rows' players read in the same step (None otherwise). ``exact``
+    (keyword only) says whether the rank is exact (False: an estimate, DESIGN invariant 6)."""
 
     rank: int
     score: int
     rows: list[tuple[str, int]]
     profiles: dict[str, Profile] | None
+    exact: bool = field(kw_only=True)

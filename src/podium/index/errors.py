@@ -1,0 +1,95 @@
+"""The Redis adapters' one table of errors: what redis-py raises, as podium's errors.
+
+Transient errors (the connection, a timeout, a server loading or failing over, a cluster
+moving slots, a Redis out of memory) become ``IndexUnavailable``: a 503 with Retry-After,
+and a retry is safe, since the store holds every result. Everything else is a bug on our
+side (a script or command with bad arguments, a key of the wrong type, a script that is
+not there, a reply we could not read, an error we do not know) and becomes
+``InternalError``: a 500, logged with its traceback, never answered as an outage. Either
+is raised ``from`` the driver's error, which keeps its traceback.
+
+Order matters: redis-py makes several transient errors subclasses of ``ResponseError``
+(the server answered, with an error), so the table is read top-down and the first row whose
+class matches decides; ``RedisError`` and ``RedisClusterException``, last, catch the rest.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from redis import exceptions as rx
+
+from podium.errors import IndexUnavailable, InternalError, PodiumError
+
+# (driver error, podium error), the first match wins.
+TABLE: tuple[tuple[type[BaseException], type[PodiumError]], ...] = (
+    # The connection: refused, reset, closed; a pool with no connection left; a server
+    # still LOADING its data set (BusyLoadingError); credentials refused (the server can't
+    # be used until they are fixed, and nothing was changed).
+    (rx.ConnectionError, IndexUnavailable),
+    (rx.TimeoutError, IndexUnavailable),
+    # READONLY: a replica answered a write, as right after a failover.
+    (rx.ReadOnlyError, IndexUnavailable),
+    # TRYAGAIN, ASK, MOVED: a slot moving between nodes (resharding), or not served here.
+    (rx.TryAgainError, IndexUnavailable),
+    (rx.AskError, IndexUnavailable),
+    # CLUSTERDOWN and MASTERDOWN (MasterDownError is a ClusterDownError); a cluster client
+    # whose redirections ran out; a slot no node serves.
+    (rx.ClusterDownError, IndexUnavailable),
+    (rx.ClusterError, IndexUnavailable),
+    (rx.SlotNotCoveredError, IndexUnavailable),
+    # OOM: a full Redis refuses writes until memory is freed; it changed nothing.
+    (rx.OutOfMemoryError, IndexUnavailable),
+    # Sockets that fail below redis-py (and the builtin TimeoutError is an OSError).
+    (OSError, IndexUnavailable),
+    # The rest is ours to fix: ResponseError (WRONGTYPE, ERR from a script, wrong number of
+    # arguments), NoScriptError that survived redis-py's reload, NoPermissionError (ACL),
+    # ClusterCrossSlotError, DataError, InvalidResponse, and any error not known here.
+    (rx.RedisError, InternalError),
+    (rx.RedisClusterException, InternalError),
+)
+
+# Replies redis-py leaves as a plain ResponseError that are transient all the same: a
+# script running too long (BUSY), a server refusing writes while it cannot save (MISCONF),
+# or without enough replicas (NOREPLICAS).
+TRANSIENT_REPLIES = ("BUSY ", "MISCONF ", "NOREPLICAS ")
+
+CAUGHT = (rx.RedisError, rx.RedisClusterException, OSError)
+
+
+def translate(e: BaseException) -> PodiumError:
+    """The podium error for a driver's error (``CAUGHT``), per ``TABLE``."""
+    if type(e) is rx.ResponseError and str(e).startswith(TRANSIENT_REPLIES):
+        return IndexUnavailable(f"redis: {e}")
+    for driver, ours in TABLE:
+        if isinstance(e, driver):
+            if ours is IndexUnavailable:
+                return IndexUnavailable(f"redis: {e}")
+            return InternalError(
+                f"the rank index refused a command ({type(e).__name__}): a bug, logged"
+            )
+    raise TypeError(f"not a Redis error: {e!r}")  # pragma: no cover - CAUGHT is in TABLE
+
+
+class _Translated:
+    """``with translated:`` around Redis calls raises ``translate(e) from e`` for the
+    driver's errors and lets every other exception through. A plain (synchronous) context
+    manager: it catches what the awaits inside raise all the same, for less work per call
+    than an async generator."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        e: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if e is not None and isinstance(e, CAUGHT):
+            raise translate(e) from e
+
+
+translated = _Translated()
