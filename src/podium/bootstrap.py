@@ -54,13 +54,13 @@ def _index(settings: Settings, clock: Clock) -> tuple[RankIndex, ProfileCopy]:
         from podium.index.memory import MemoryIndex
 
         memory = MemoryIndex(clock.now)
-        return memory, memory
+        return memory, memory.copy
     if url.startswith("redis+cluster://"):
         raise ConfigError("index.url: Redis Cluster is not built yet; use redis://")
     from podium.index.redis import RedisIndex
 
     redis = RedisIndex.from_url(url, prefix=settings.index.prefix)
-    return redis, redis
+    return redis, redis.copy
 
 
 def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:

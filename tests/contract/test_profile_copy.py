@@ -2,7 +2,7 @@
 adapter, and the copy read beside the boards (``RankIndex.around``).
 
 The adapters: the in-process index and the Redis index, each the copy of its own boards
-(bootstrap hands the same object out as both ports), and a Redis copy in the slot of a
+(bootstrap hands out its ``copy`` as the port), and a Redis copy in the slot of a
 shard tag of its own, as a sharded index would keep one per shard (index/keys.py).
 """
 
@@ -59,14 +59,14 @@ async def copy(backend: tuple[str, str | None]) -> AsyncIterator[ProfileCopy]:
             assert isinstance(index, RedisIndex)
             yield RedisProfileCopy(index._r, Keys(index.keys.prefix), SHARD)
         else:
-            yield index
+            yield index.copy
     finally:
         await index.close()
 
 
 @pytest.fixture
 async def index(index_backend: tuple[str, str | None]) -> AsyncIterator[Any]:
-    """An index that is also the copy of its boards' profiles."""
+    """An index, with the copy of its boards' profiles beside them (``index.copy``)."""
     idx = _index(index_backend[1])
     try:
         yield idx
@@ -136,7 +136,7 @@ async def test_around_reads_the_rows_profiles_in_the_same_step(
     index: Any, descending: bool
 ) -> None:
     boards: RankIndex = index
-    copy: ProfileCopy = index
+    copy: ProfileCopy = index.copy
     entries = {f"p{i}": i for i in range(6)}
     await boards.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
     await copy.write_profiles([(Profile(p, p.upper()), 1) for p in ("p1", "p2", "p3", "p5")])
@@ -178,40 +178,40 @@ async def test_redis_copy_is_one_hash_per_shard_tag(redis_pair: tuple[RedisIndex
     assert index.copy.key == index.keys.profiles(SINGLE) == f"{prefix}:profiles"
     shard = RedisProfileCopy(index._r, index.keys, SHARD)
     assert shard.key == f"{prefix}:{SHARD}:profiles"
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
+    await index.copy.write_profiles([(Profile("p1", "Vex"), 1)])
     await shard.write_profiles([(Profile("p2", "Nyx"), 1)])
     assert await raw.hkeys(f"{prefix}:profiles") == ["p1"]
     assert await raw.hkeys(f"{prefix}:{SHARD}:profiles") == ["p2"]
     await _fill(shard)  # each copy has its own mark
-    assert await shard.profiles_complete() and not await index.profiles_complete()
+    assert await shard.profiles_complete() and not await index.copy.profiles_complete()
 
 
 async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
     redis_pair: tuple[RedisIndex, Any],
 ) -> None:
     index, raw = redis_pair
-    assert await index.begin_profiles_copy("a", 1000.0, 60.0)
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
+    assert await index.copy.begin_profiles_copy("a", 1000.0, 60.0)
+    await index.copy.write_profiles([(Profile("p1", "Vex"), 1)])
     await raw.delete(index.keys.profiles(SINGLE))  # Redis restarted empty, part way through
-    await index.write_profiles([(Profile("p2", "Nyx"), 1)])
-    assert not await index.keep_profiles_copy("a", 1001.0, 60.0)
-    assert not await index.end_profiles_copy("a")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p2"]) is None
+    await index.copy.write_profiles([(Profile("p2", "Nyx"), 1)])
+    assert not await index.copy.keep_profiles_copy("a", 1001.0, 60.0)
+    assert not await index.copy.end_profiles_copy("a")
+    assert not await index.copy.profiles_complete()
+    assert await index.copy.profiles(["p2"]) is None
 
 
 async def test_redis_copy_marked_before_a_restart_is_filled_again(
     redis_pair: tuple[RedisIndex, Any],
 ) -> None:
     index, raw = redis_pair
-    await index.write_profiles([(Profile("p1", "Vex"), 1)])
-    await _fill(index)
-    assert await index.profiles_complete()
+    await index.copy.write_profiles([(Profile("p1", "Vex"), 1)])
+    await _fill(index.copy)
+    assert await index.copy.profiles_complete()
     # As a Redis restored from a snapshot, or a replica that took over, would hold it: the
     # mark of a server that has another run id. Reads may use the copy, but it is to be
     # filled again, as it may lack the last changes.
     await raw.hset(index.keys.profiles(SINGLE), "", "complete:0123456789abcdef")
-    assert not await index.profiles_complete()
-    assert await index.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
-    await _fill(index, "t1")
-    assert await index.profiles_complete()
+    assert not await index.copy.profiles_complete()
+    assert await index.copy.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
+    await _fill(index.copy, "t1")
+    assert await index.copy.profiles_complete()

@@ -76,7 +76,7 @@ async def reads() -> Reads:
             expire_at=None,
         )
     index.calls.clear()
-    return Reads(settings, store, index, index, clock, lifecycle, profiles)
+    return Reads(settings, store, index, index.copy, clock, lifecycle, profiles)
 
 
 def rows(r: Any) -> list[tuple[int, str, int]]:
@@ -189,7 +189,7 @@ def estimating(reads: Reads) -> Reads:
     index = EstimatingIndex()
     index._boards = reads.index._boards  # type: ignore[attr-defined]
     return Reads(
-        reads.settings, reads.store, index, index, reads.clock, reads.lifecycle, reads.profiles
+        reads.settings, reads.store, index, index.copy, reads.clock, reads.lifecycle, reads.profiles
     )
 
 

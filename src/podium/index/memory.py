@@ -9,8 +9,8 @@ it from the end, as ``ZREVRANGE`` does, so equal scores come out in reverse memb
 both backends. One list holds the whole board, so every rank is exact.
 
 It lives in the event loop's thread; every method runs to completion without awaiting, so
-each one is atomic, as a Lua script is on Redis. The same object is the copy of profiles
-(``ProfileCopy``), which it hands to a ``MemoryProfileCopy`` (memory_profiles.py).
+each one is atomic, as a Lua script is on Redis. It keeps its copy of profiles (the
+``ProfileCopy`` port, ``memory_profiles.py``) as ``copy``, which ``around`` reads too.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 
-from podium.domain.models import Profile
 from podium.index.memory_profiles import MemoryProfileCopy
 from podium.ports import Around, BoardKey, Placed
 
@@ -227,23 +226,3 @@ class MemoryIndex:
                 if versions is not None:
                     fresh.versions[member] = versions[i]
         self._boards[key] = fresh
-
-    # -- ProfileCopy: the copy of profiles beside the boards (memory_profiles.py) ---------
-
-    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
-        return await self.copy.write_profiles(entries)
-
-    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
-        return await self.copy.profiles(player_ids)
-
-    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self.copy.begin_profiles_copy(token, now, lease_s)
-
-    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self.copy.keep_profiles_copy(token, now, lease_s)
-
-    async def end_profiles_copy(self, token: str) -> bool:
-        return await self.copy.end_profiles_copy(token)
-
-    async def profiles_complete(self) -> bool:
-        return await self.copy.profiles_complete()

@@ -7,9 +7,9 @@ the double a RESP3 reply already holds.
 Reads that need more than one command run as one script rather than a MULTI: the same one
 instant, and much less client work per call than queueing and parsing a transaction.
 
-The same object is the index's copy of profiles (``ProfileCopy``), which it hands to a
-``RedisProfileCopy`` (redis_profiles.py) kept beside the boards. Every call goes through
-one table of errors (errors.py). Every key name comes from keys.py.
+The index keeps its copy of profiles (the ``ProfileCopy`` port, ``redis_profiles.py``) as
+``copy``, beside its boards, so that ``around`` reads the rows' names in the same script.
+Every call goes through one table of errors (errors.py). Every key name comes from keys.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from podium.domain.models import Profile
 from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
@@ -190,26 +189,6 @@ class RedisIndex:
         with translated:
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
-
-    # -- ProfileCopy: the copy of profiles beside the boards (redis_profiles.py) -----------
-
-    async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
-        return await self.copy.write_profiles(entries)
-
-    async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
-        return await self.copy.profiles(player_ids)
-
-    async def begin_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self.copy.begin_profiles_copy(token, now, lease_s)
-
-    async def keep_profiles_copy(self, token: str, now: float, lease_s: float) -> bool:
-        return await self.copy.keep_profiles_copy(token, now, lease_s)
-
-    async def end_profiles_copy(self, token: str) -> bool:
-        return await self.copy.end_profiles_copy(token)
-
-    async def profiles_complete(self) -> bool:
-        return await self.copy.profiles_complete()
 
     # -- rebuilds -------------------------------------------------------------------------
 
