@@ -25,13 +25,13 @@ from collections.abc import Sequence
 
 from podium.domain.models import Message
 from podium.errors import Unavailable
-from podium.ports import Clock, ScoreStore
+from podium.ports import Clock, Outbox
 
 log = logging.getLogger("podium.log")
 
 
 class OutboxLog:
-    def __init__(self, store: ScoreStore, clock: Clock, lease_s: float = 30.0) -> None:
+    def __init__(self, store: Outbox, clock: Clock, lease_s: float = 30.0) -> None:
         self._store = store
         self._clock = clock
         self._lease_s = lease_s

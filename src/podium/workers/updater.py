@@ -31,7 +31,7 @@ from podium.domain.codec import EncodingError
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.errors import Unavailable
-from podium.ports import BoardKey, ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore
+from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
 
 log = logging.getLogger("podium.updater")
 
@@ -44,7 +44,7 @@ class Updater:
     def __init__(
         self,
         settings: Settings,
-        store: ScoreStore,
+        store: Players,
         index: RankIndex,
         copy: ProfileCopy,
         changes: ChangeLog,
@@ -180,7 +180,7 @@ class Updater:
 class BacklogMonitor:
     """Exports the outbox backlog (rows waiting, age of the oldest) as gauges."""
 
-    def __init__(self, store: ScoreStore, clock: Clock) -> None:
+    def __init__(self, store: Outbox, clock: Clock) -> None:
         self._store = store
         self._clock = clock
 
