@@ -63,12 +63,6 @@ async def index(backend: str | None) -> AsyncIterator[RankIndex]:
         await idx.close()
 
 
-@pytest.fixture(params=[True, False], ids=["desc", "asc"])
-def descending(request: pytest.FixtureRequest) -> bool:
-    value: bool = request.param
-    return value
-
-
 async def full(index: RankIndex, key: BoardKey, descending: bool) -> list[tuple[str, int]]:
     return await index.page(key, 0, 10_000, descending=descending)
 
@@ -573,17 +567,6 @@ async def test_memory_replace_sets_the_expiry() -> None:
 
 
 # -- expiry: Redis (the TTL itself) ------------------------------------------------------------
-
-
-@pytest.fixture
-async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]:
-    index = RedisIndex.from_url(REDIS_URL, prefix=redis_prefix)
-    raw = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
-    try:
-        yield index, raw
-    finally:
-        await raw.aclose()
-        await index.close()
 
 
 async def test_redis_write_sets_the_expiry(redis_pair: tuple[RedisIndex, Any]) -> None:

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 
 from podium.domain.boards import in_board_order
 from podium.domain.models import Profile
@@ -72,12 +71,6 @@ async def index(index_backend: tuple[str, str | None]) -> AsyncIterator[Any]:
         yield idx
     finally:
         await idx.close()
-
-
-@pytest.fixture(params=[True, False], ids=["desc", "asc"])
-def descending(request: pytest.FixtureRequest) -> bool:
-    value: bool = request.param
-    return value
 
 
 async def _fill(copy: ProfileCopy, token: str = "t0") -> None:
@@ -157,17 +150,6 @@ async def test_around_reads_the_rows_profiles_in_the_same_step(
 
 
 # -- Redis: where the copy lives, and a copy Redis lost or restored -----------------------
-
-
-@pytest.fixture
-async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]:
-    index = RedisIndex.from_url(REDIS_URL, prefix=redis_prefix)
-    raw = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
-    try:
-        yield index, raw
-    finally:
-        await raw.aclose()
-        await index.close()
 
 
 async def test_redis_copy_is_one_hash_per_shard_tag(redis_pair: tuple[RedisIndex, Any]) -> None:

@@ -4,7 +4,7 @@ the handle a record writes from."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
@@ -144,3 +144,15 @@ class Seen(RecordHandle):
 def tally_columns(r: Row) -> Tally:
     """A tally read with its ``scored`` column."""
     return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))
+
+
+async def standings_by_player(
+    page: Callable[[str], Awaitable[Sequence[Row]]],
+) -> AsyncIterator[list[Standing]]:
+    """Every row of a tally query in keyset pages by player id: ``page(after)`` reads the
+    next page after that id (``""`` first), each page its own read, so that a slow consumer
+    holds nothing between them."""
+    after = ""
+    while rows := await page(after):
+        yield [standing_of(r) for r in rows]
+        after = rows[-1]["player_id"]

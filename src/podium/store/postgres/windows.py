@@ -10,8 +10,10 @@ takes it before it knows the player's group.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING
+
+import asyncpg
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
@@ -23,7 +25,7 @@ from podium.store.common import (
     TALLY_COLS,
     final_of,
     frozen_of,
-    standing_of,
+    standings_by_player,
     tally_of,
 )
 from podium.store.postgres import locks
@@ -34,13 +36,11 @@ if TYPE_CHECKING:
 
 
 class Windows(Database):
-    async def standings(
+    def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
-        # Keyset pages, each on its own pooled connection: a slow consumer holds nothing.
-        after = ""
-        while True:
-            rows = await self._fetch(
+        def page(after: str) -> Awaitable[list[asyncpg.Record]]:
+            return self._fetch(
                 f"SELECT {TALLY_COLS} FROM tallies WHERE board = $1 AND window_id = $2 "
                 "AND player_id > $3 ORDER BY player_id LIMIT $4",
                 board,
@@ -48,10 +48,8 @@ class Windows(Database):
                 after,
                 batch,
             )
-            if not rows:
-                return
-            yield [standing_of(r) for r in rows]
-            after = rows[-1]["player_id"]
+
+        return standings_by_player(page)
 
     async def windows(self, board: str) -> list[str]:
         rows = await self._fetch(

@@ -7,7 +7,7 @@ first decides, and ``record`` checks ``frozen_windows`` inside its own transacti
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
@@ -19,29 +19,26 @@ from podium.store.common import (
     TALLY_COLS,
     final_of,
     frozen_of,
-    standing_of,
+    standings_by_player,
     tally_of,
 )
 from podium.store.sqlite.db import Database
 
 
 class Windows(Database):
-    async def standings(
+    def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
-        after = ""
-        while True:
-            rows = await self._read(
-                lambda c, after=after: c.execute(  # type: ignore[misc]
+        def page(after: str) -> Awaitable[list[sqlite3.Row]]:
+            return self._read(
+                lambda c: c.execute(
                     f"SELECT {TALLY_COLS} FROM tallies WHERE board = ? AND window_id = ? "
                     "AND player_id > ? ORDER BY player_id LIMIT ?",
                     (board, window, after, batch),
                 ).fetchall()
             )
-            if not rows:
-                return
-            yield [standing_of(r) for r in rows]
-            after = rows[-1]["player_id"]
+
+        return standings_by_player(page)
 
     async def windows(self, board: str) -> list[str]:
         rows = await self._read(
