@@ -171,7 +171,7 @@ class Database:
             await c.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY)"
             )
-            done = {r[0] for r in await c.fetch("SELECT version FROM schema_migrations")}
+            done = {r["version"] for r in await c.fetch("SELECT version FROM schema_migrations")}
             for version, sql in migrations("postgres"):
                 if version not in done:
                     await c.execute(sql)  # no arguments: the simple protocol runs every statement

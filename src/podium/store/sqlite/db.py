@@ -158,7 +158,7 @@ class Database:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)"
             )
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            done = {r["version"] for r in conn.execute("SELECT version FROM schema_migrations")}
             for version, sql in migrations("sqlite"):
                 if version not in done:
                     for statement in _statements(sql):
