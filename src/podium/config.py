@@ -49,6 +49,7 @@ from pydantic_settings import (
 )
 
 from podium.domain.boards import Aggregate, BoardSpec, Order, Ties, can_fall
+from podium.domain.codec import MAX_BITS
 from podium.domain.models import Mode
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
 from podium.errors import ConfigError
@@ -383,6 +384,20 @@ class _File(BaseSettings):
             for m in board.modes or ():
                 if m not in modes:
                     raise ValueError(f"boards[{i}].modes: unknown mode {m!r}")
+            # One match of every mode the board counts must fit its score: otherwise every
+            # such result would be refused, and the mode is a mistake to say at start.
+            codec = board.spec().codec
+            limit = codec.points_limit
+            for mode in self.modes:
+                if (board.modes is None or mode.name in board.modes) and not (
+                    -limit < mode.min_points and mode.max_points < limit
+                ):
+                    raise ValueError(
+                        f"boards[{i}] ({board.name}): mode {mode.name!r} allows "
+                        f"{mode.min_points}..{mode.max_points} points a match, past what the "
+                        f"board holds (|points| <= {limit - 1}: {MAX_BITS - codec.time_bits} "
+                        f"bits, the other {codec.time_bits} hold the time)"
+                    )
         if self.server.api != "all" and self.index.url.startswith("memory://"):
             raise ValueError(
                 "server.api: a process for reads or writes only needs an index it shares with "

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from podium.domain.boards import BoardSpec, Tally, fold
-from podium.domain.codec import EncodingError
+from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
+from podium.domain.codec import MAX_BITS, EncodingError
 from podium.domain.models import ResultRecord, Target
 from podium.domain.plans import UNKNOWN_GROUP, group_of
 from podium.domain.windows import GROUP_SEP
@@ -60,8 +60,17 @@ def step(
     """Fold one result into one tally, refusing a total the board cannot encode."""
     new = fold(spec, current, result.points, result.ended_at)
     if new is not None:
+        codec = spec.codec
+        limit = codec.points_limit
+        if spec.aggregate is Aggregate.SUM and not -limit < new.total < limit:
+            # A sum grows with every match: say how far it may go, not only that it fell off.
+            raise InvalidInput(
+                f"board {spec.name}: player {result.player_id}'s total would be {new.total} "
+                f"points, past the board's capacity (|total| <= {limit - 1}: "
+                f"{MAX_BITS - codec.time_bits} bits, the other {codec.time_bits} hold the time)"
+            )
         try:
-            spec.codec.encode(new.total, new.reached_at - target.start)
+            codec.encode(new.total, new.reached_at - target.start)
         except EncodingError as e:
             raise InvalidInput(f"board {spec.name}: {e}") from None
     return new

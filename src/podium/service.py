@@ -24,24 +24,28 @@ from podium.domain.models import (
     ApiKey,
     Flagged,
     FrozenWindow,
+    Mode,
     PlayerResult,
     Profile,
+    RecordOutcome,
     ResultRecord,
     Target,
 )
 from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.windows import GROUP_RE, Window, WindowError, index_expiry, parse_window
 from podium.errors import (
+    Conflict,
     Forbidden,
     IndexUnavailable,
     InvalidInput,
     NotFound,
+    PodiumError,
     RateLimited,
     Unauthorized,
     WindowClosed,
 )
 from podium.lifecycle import Lifecycle
-from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
+from podium.ports import BoardKey, Clock, MatchFacts, MatchRead, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.recording import HOUR, check_replay
@@ -208,10 +212,10 @@ class Podium:
 
         ids = [r.player_id for r in results]
         cap = mode.max_results_per_player_per_hour
-        # The match is claimed for this key (unless another has it) in the same round trip
-        # as the read of everything the checks below need, and each player's write after:
-        # flags are advisory (a look before prizes), so they are worked out from this read;
-        # a retry keeps the flag of the first record.
+        # The match is claimed for this key (unless another has it), with its facts, in the
+        # same round trip as the read of everything the checks below need, and each player's
+        # write after: flags are advisory (a look before prizes), so they are worked out from
+        # this read; a retry keeps the flag of the first record.
         read = await self.store.open_match(
             match_id,
             key.id,
@@ -221,9 +225,56 @@ class Podium:
             RECENT,
             None if cap is None else now - HOUR,
             targets,
+            ended_at=ended_at,
+            duration_s=duration_s,
         )
         if read.owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")
+        # A rejection claims nothing. The claim is made before the checks, in the read's
+        # round trip, because claiming after them would cost the happy path a round trip of
+        # its own (or leave two servers both writing a new id); so a request refused after
+        # its claim releases the claim it made, unless a result is stored by then (the
+        # store deletes only this call's claim of a match with no results: retry-safe). A
+        # second server racing on the same new id meanwhile is refused 403 and, on retry,
+        # finds the id free; the same key's concurrent record re-claims in its own write.
+        try:
+            outcomes, records = await self._write_match(
+                key, match_id, mode, ended_at, duration_s, results, targets, read, now
+            )
+        except Exception:
+            if read.claimed:
+                await self._release(match_id, key.id, now)
+            raise
+        metrics.RESULTS_ACCEPTED.inc(sum(1 for o in outcomes if not o.replayed))
+        metrics.RECORD_REREADS.inc(sum(1 for o in outcomes if o.reread))
+        metrics.RESULTS_FLAGGED.inc(
+            sum(1 for o, r in zip(outcomes, records, strict=True) if r.flag and not o.replayed)
+        )
+        return {r.player_id: o.totals for r, o in zip(records, outcomes, strict=True)}
+
+    async def _write_match(
+        self,
+        key: ApiKey,
+        match_id: str,
+        mode: Mode,
+        ended_at: int,
+        duration_s: int,
+        results: Sequence[PlayerResult],
+        targets: Sequence[tuple[Target, BoardSpec]],
+        read: MatchRead,
+        now: float,
+    ) -> tuple[list[RecordOutcome], list[ResultRecord]]:
+        """Every check of the match, for every player, then the writes: a refusal comes
+        before the first write, so it writes nothing."""
+        facts = MatchFacts(mode.name, ended_at, duration_s)
+        if read.facts is not None and read.facts != facts:
+            # A match is a unit: its results may arrive in parts, all saying the same.
+            was = read.facts
+            raise Conflict(
+                f"match {match_id} was recorded with mode {was.mode!r}, endedAt {was.ended_at} "
+                f"and durationSeconds {was.duration_s}; a part of it must say the same"
+            )
+        cap = mode.max_results_per_player_per_hour
         records = [
             ResultRecord(
                 r.player_id,
@@ -237,8 +288,6 @@ class Podium:
             )
             for r in results
         ]
-        # Check every player before writing any, so that a conflict or a cap refuses the
-        # whole match instead of leaving it half recorded.
         existing = read.existing
         for rec in records:
             if rec.player_id in existing:
@@ -253,17 +302,33 @@ class Podium:
                     f"(cap {cap})",
                     retry_after=int(oldest + HOUR - now) + 1,
                 )
+        # The fold of every new result into what the read saw (a total a board cannot
+        # encode, a window frozen meanwhile): pure, no round trip. Each record checks again
+        # under its locks, which is what makes it exact when the player changed meanwhile.
+        for rec in records:
+            handle = read.handle(rec.player_id)
+            if handle is not None:
+                handle.check(rec, targets, now, cap)
         # One transaction per player (the store is split by player); they run concurrently,
-        # each written from the read above when nothing in it has changed meanwhile.
-        outcomes = await asyncio.gather(
-            *(self.store.record(r, targets, now, cap, read.handle(r.player_id)) for r in records)
+        # each written from the read above when nothing in it has changed meanwhile. All of
+        # them finish before a failure is raised, so a release comes after every write.
+        done = await asyncio.gather(
+            *(self.store.record(r, targets, now, cap, read.handle(r.player_id)) for r in records),
+            return_exceptions=True,
         )
-        metrics.RESULTS_ACCEPTED.inc(sum(1 for o in outcomes if not o.replayed))
-        metrics.RECORD_REREADS.inc(sum(1 for o in outcomes if o.reread))
-        metrics.RESULTS_FLAGGED.inc(
-            sum(1 for o, r in zip(outcomes, records, strict=True) if r.flag and not o.replayed)
-        )
-        return {r.player_id: o.totals for r, o in zip(records, outcomes, strict=True)}
+        outcomes: list[RecordOutcome] = []
+        for o in done:
+            if isinstance(o, BaseException):
+                raise o
+            outcomes.append(o)
+        return outcomes, records
+
+    async def _release(self, match_id: str, key_id: str, claimed_at: float) -> None:
+        try:
+            await self.store.release_match(match_id, key_id, claimed_at)
+        except PodiumError:
+            # The refusal is the answer; a claim left behind keeps the match this key's.
+            log.warning("could not release the claim of match %s", match_id, exc_info=True)
 
     def _check_match(
         self,

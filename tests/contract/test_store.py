@@ -32,7 +32,7 @@ from podium.errors import (
     StoreUnavailable,
     WindowClosed,
 )
-from podium.ports import MatchRead, ScoreStore
+from podium.ports import MatchFacts, MatchRead, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 from tests.conftest import stored_results
@@ -171,6 +171,71 @@ async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStor
         )
         owners = {o.owner for o in opened}
         assert len(owners) == 1 and owners <= {f"k{i}" for i in range(8)}
+
+
+async def test_a_claim_fixes_the_facts_of_the_match(store: ScoreStore) -> None:
+    first = await store.open_match(
+        "m1", "k1", NOW, ["a"], "ranked", 5, None, ended_at=T0 + 100, duration_s=300
+    )
+    assert first.claimed and first.facts == MatchFacts("ranked", T0 + 100, 300)
+    # a later open, of any key, players or facts, reads the facts of the claim and claims
+    # nothing
+    for key, ended in (("k1", T0 + 101), ("k2", T0 + 100)):
+        again = await store.open_match(
+            "m1", key, NOW + 1, ["b"], "casual", 5, None, ended_at=ended, duration_s=9
+        )
+        assert (again.owner, again.claimed) == ("k1", False)
+        assert again.facts == MatchFacts("ranked", T0 + 100, 300)
+    nothing = await store.open_match("m2", "k1", NOW, [], "ranked", 5, None)
+    assert nothing.claimed and nothing.facts is None
+
+
+async def test_released_claim_frees_the_match_id(store: ScoreStore) -> None:
+    opened = await store.open_match("m1", "k1", NOW, ["a"], "ranked", 5, None)
+    assert opened.claimed
+    # only this call's claim: another key's, or another time's, is left alone
+    assert not await store.release_match("m1", "k2", NOW)
+    assert not await store.release_match("m1", "k1", NOW + 1)
+    assert await store.release_match("m1", "k1", NOW)
+    assert not await store.release_match("m1", "k1", NOW)  # a retry changes nothing
+    assert await claim(store, "m1", "k2", NOW + 2) == "k2"
+
+
+async def test_a_claim_with_results_is_never_released(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    opened = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t)
+    await store.record(result("m1", 10, player="b"), t, NOW, None, opened.handle("b"))
+    assert not await store.release_match("m1", "k1", NOW)
+    assert await claim(store, "m1", "k2", NOW + 1) == "k1"
+
+
+async def test_a_record_claims_its_match_if_the_claim_is_gone(store: ScoreStore) -> None:
+    # The same key's concurrent rejection released the claim between this record's read and
+    # its write: the record claims the match again, so no result is ever without its owner.
+    t = targets(T0 + 100)
+    opened = await store.open_match("m1", "k1", NOW, ["a"], "ranked", 5, None, t)
+    assert await store.release_match("m1", "k1", NOW)
+    await store.record(result("m1", 10, player="a"), t, NOW, None, opened.handle("a"))
+    assert await claim(store, "m1", "k2", NOW + 1) == "k1"
+    again = await store.open_match("m1", "k1", NOW + 1, ["b"], "ranked", 5, None)
+    assert again.facts == MatchFacts("ranked", T0 + 100, 300)
+
+
+async def test_handle_checks_the_fold_without_writing(store: ScoreStore) -> None:
+    small = BoardSpec("week", WindowRule(WindowKind.WEEK))
+    limit = small.codec.points_limit
+    t = targets(T0 + 100, small)
+    await store.record(result("m0", limit - 1, player="a"), t, NOW, None)
+    opened = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t)
+    handle_a, handle_b = opened.handle("a"), opened.handle("b")
+    assert handle_a is not None and handle_b is not None
+    handle_b.check(result("m1", 1, player="b"), t, NOW, None)
+    with pytest.raises(InvalidInput, match="capacity"):
+        handle_a.check(result("m1", 1, player="a"), t, NOW, None)
+    assert await stored_results(store, "m1", ["a", "b"]) == {}
+    # and the record refuses it too, under its locks
+    with pytest.raises(InvalidInput, match="capacity"):
+        await store.record(result("m1", 1, player="a"), t, NOW, None, handle_a)
 
 
 # -- recording ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from podium.ports.log import ChangeLog
 from podium.ports.store import (
     Credentials,
     Lifetime,
+    MatchFacts,
     MatchRead,
     Outbox,
     Players,
@@ -36,6 +37,7 @@ __all__ = [
     "Clock",
     "Credentials",
     "Lifetime",
+    "MatchFacts",
     "MatchRead",
     "Outbox",
     "Placed",

@@ -31,9 +31,32 @@ from podium.domain.windows import Window
 
 class RecordHandle:
     """What a store's ``open_match`` saw of one player, for that same store's ``record`` to
-    write from: opaque to everyone but the store that made it."""
+    write from: opaque to everyone but the store that made it, but for ``check``."""
 
     __slots__ = ()
+
+    def check(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+    ) -> None:
+        """Raise what ``record`` of ``result`` would raise if nothing seen had changed (a
+        total a board cannot encode, a frozen window, the cap), writing nothing: pure, no
+        round trip. So a match is checked whole before its first write; ``record`` checks
+        again, which is what makes it exact under concurrency."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class MatchFacts:
+    """What a match is, fixed by its first record: every later submission of the match id
+    must say the same (``Conflict`` otherwise), whichever players it lists."""
+
+    mode: str
+    ended_at: int
+    duration_s: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +71,10 @@ class MatchRead:
     # players with none are left out
     counts: dict[str, tuple[int, float]]
     handles: dict[str, RecordHandle] = field(default_factory=dict)
+    # Whether this very call made the claim (then ``release_match`` may undo it), and the
+    # facts the claim holds (None: a claim that fixed none).
+    claimed: bool = False
+    facts: MatchFacts | None = None
 
     def handle(self, player_id: str) -> RecordHandle | None:
         """The handle to pass to ``record`` for this player's part."""
@@ -81,12 +108,23 @@ class Results(Protocol):
         recent: int,
         since: float | None,
         targets: Sequence[tuple[Target, BoardSpec]] = (),
+        *,
+        ended_at: int | None = None,
+        duration_s: int | None = None,
     ) -> MatchRead:
         """Record that ``key_id`` owns ``match_id`` unless someone already does (that claim
-        is its own transaction, committed whatever follows), and read what the checks need:
-        the results stored for ``match_id``, the last ``recent`` points of each player in
-        ``mode`` (by endedAt), and unless ``since`` is None, the count of their results in
-        ``mode`` since then. With ``targets``, also a handle per player for ``record``."""
+        is its own transaction, committed whatever follows; with ``ended_at`` and
+        ``duration_s`` it fixes the match's facts, with ``mode``), and read what the checks
+        need: who owns the match and its facts, the results stored for ``match_id``, the last
+        ``recent`` points of each player in ``mode`` (by endedAt), and unless ``since`` is
+        None, the count of their results in ``mode`` since then. With ``targets``, also a
+        handle per player for ``record``."""
+        ...
+
+    async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
+        """Undo a claim that an ``open_match`` at ``claimed_at`` made for ``key_id``, if the
+        match has no results: a request refused after its claim claims nothing. True if it
+        was released; a retry, or a claim someone has recorded under since, changes nothing."""
         ...
 
     async def record(
@@ -97,8 +135,9 @@ class Results(Protocol):
         hourly_cap: int | None,
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
-        """In one transaction: store the result, fold it into each target's tally, and write
-        one outbox row per tally that changed. A retry with the same content returns the
+        """In one transaction: store the result (and the claim of its match for its key,
+        unless the match has one), fold it into each target's tally, and write one outbox
+        row per tally that changed. A retry with the same content returns the
         stored totals and writes nothing; other content raises ``Conflict``; a player over
         ``hourly_cap`` results in the last hour raises ``RateLimited``.
 

@@ -23,7 +23,7 @@ from podium.domain.models import (
     Target,
 )
 from podium.ports.store import RecordHandle
-from podium.recording import RecordState, place_in_groups
+from podium.recording import RecordState, place_in_groups, plan_record
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
 TALLY_COLS = "board, window_id, player_id, total, reached_at, version"
@@ -139,6 +139,15 @@ class Seen(RecordHandle):
     def state(self) -> RecordState:
         """As the state of a record that finds no stored result for the match."""
         return RecordState(None, self.count, self.oldest, self.frozen, dict(self.tallies))
+
+    def check(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+    ) -> None:
+        plan_record(result, self.placed(targets), self.state(), now, hourly_cap)
 
 
 def tally_columns(r: Row) -> Tally:

@@ -20,7 +20,7 @@ import asyncpg
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
 from podium.domain.windows import GROUP_SEP
-from podium.ports.store import MatchRead, RecordHandle
+from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.recording import (
     HOUR,
     UNKNOWN_GROUP,
@@ -48,6 +48,7 @@ from podium.store.postgres.record_sql import (
     RECORD_READ,
     RECORD_SEEN,
     RECORD_WRITE,
+    RELEASE,
 )
 
 if TYPE_CHECKING:
@@ -65,27 +66,34 @@ class Results(Database):
         recent: int,
         since: float | None,
         targets: Sequence[tuple[Target, BoardSpec]] = (),
+        *,
+        ended_at: int | None = None,
+        duration_s: int | None = None,
     ) -> MatchRead:
+        facts = (ended_at, duration_s)
         if not player_ids:  # the read has a row per player, and so nowhere to put the owner
 
-            async def claim(c: Conn) -> str:
-                return await _owner(
-                    c, match_id, await c.fetchval(CLAIM, match_id, key_id, float(now))
-                )
+            async def claim(c: Conn) -> Claim:
+                row = await c.fetchrow(CLAIM, match_id, key_id, float(now), mode, *facts)
+                assert row is not None
+                return await _claim(c, match_id, row)
 
-            return MatchRead(await self._run(claim, tx=False), {}, {}, {})
+            got = await self._run(claim, tx=False)
+            return MatchRead(got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts)
         boards, windows = pairs([t for t, _ in targets])
         grouped = [spec.group_by is not None for _, spec in targets]
         args = (list(player_ids), match_id, mode, recent, since, boards, windows, grouped)
 
-        async def run(c: Conn) -> tuple[str, list[asyncpg.Record]]:
-            rows = await c.fetch(OPEN_MATCH, *args, GROUP_SEP, UNKNOWN_GROUP, key_id, float(now))
-            return await _owner(c, match_id, rows[0]["owner"]), rows
+        async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
+            rows = await c.fetch(
+                OPEN_MATCH, *args, GROUP_SEP, UNKNOWN_GROUP, key_id, float(now), *facts
+            )
+            return await _claim(c, match_id, rows[0]), rows
 
         # One autocommitted statement: the claim commits with it, as it would on its own.
         # On the writes' pool: it is the first step of a match's writes, and comes in bursts
         # with them, which the board reads should not queue behind.
-        owner, rows = await self._run(run, tx=False)
+        got, rows = await self._run(run, tx=False)
         existing = {r["p"]: _result(r, match_id) for r in rows if r["key_id"] is not None}
         handles: dict[str, RecordHandle] = {}
         if targets:
@@ -96,12 +104,20 @@ class Results(Database):
                     n, oldest = r["n"], r["oldest"]
                     handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)
         return MatchRead(
-            owner,
+            got.owner,
             existing,
             {r["p"]: list(r["recent"]) for r in rows},
             {r["p"]: (r["n"], r["oldest"]) for r in rows if r["n"] > 0},
             handles,
+            got.claimed,
+            got.facts,
         )
+
+    async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
+        status = await self._run(
+            lambda c: c.execute(RELEASE, match_id, key_id, float(claimed_at)), tx=False
+        )
+        return bool(status == "DELETE 1")
 
     async def record(
         self,
@@ -165,12 +181,31 @@ class Results(Database):
         return [flagged_of(r) for r in rows]
 
 
-async def _owner(c: Conn, match_id: str, owner: str | None) -> str:
-    if owner is None:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Claim:
+    """The outcome of a claim: the owner, whether this statement made it, the facts."""
+
+    owner: str
+    claimed: bool
+    facts: MatchFacts | None
+
+
+async def _claim(c: Conn, match_id: str, r: Row) -> Claim:
+    """The claim's columns of ``CLAIM`` or ``OPEN_MATCH`` (``claim_sql``, ``owner_sql``)."""
+    row: Row | None = r
+    if r["owner"] is None:
         # DO NOTHING waited for a concurrent claim of the same id to commit, after this
         # statement's snapshot was taken: only a new statement (READ COMMITTED) sees who won.
-        owner = await c.fetchval("SELECT key_id FROM matches WHERE match_id = $1", match_id)
-    return str(owner)
+        row = await c.fetchrow(
+            "SELECT key_id AS owner, mode AS m_mode, ended_at AS m_ended, "
+            "duration_s AS m_duration FROM matches WHERE match_id = $1",
+            match_id,
+        )
+        assert row is not None
+    assert row is not None
+    cols = (row["m_mode"], row["m_ended"], row["m_duration"])
+    facts = None if None in cols else MatchFacts(*cols)
+    return Claim(str(row["owner"]), bool(r["claimed"]), facts)
 
 
 def _result(r: Row, match_id: str) -> ResultRecord:

@@ -49,23 +49,38 @@ RECORD_SEEN = (
 )
 
 
-# Claiming a match id: the insert does nothing if the id has an owner, and the owner is
-# whoever inserted first (NULL when that was a concurrent claim this snapshot cannot see).
-def claim_sql(match: str, key: str, now: str) -> str:
+# Claiming a match id, with the facts that fix it (mode, end, duration): the insert does
+# nothing if the id has an owner. Selected after it: whether this statement claimed it, and
+# the owner and facts (NULL when that was a concurrent claim this snapshot cannot see).
+def claim_sql(match: str, key: str, now: str, mode: str, ended: str, duration: str) -> str:
     return (
-        f"WITH claimed AS (INSERT INTO matches VALUES ({match}, {key}, {now}) "
-        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
+        "WITH claimed AS (INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, "
+        f"duration_s) VALUES ({match}, {key}, {now}, {mode}, {ended}, {duration}) "
+        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id, mode, ended_at, duration_s) "
     )
 
 
 def owner_sql(match: str) -> str:
+    def col(c: str) -> str:
+        return (
+            f"COALESCE((SELECT {c} FROM claimed), "
+            f"(SELECT {c} FROM matches WHERE match_id = {match}))"
+        )
+
     return (
-        "COALESCE((SELECT key_id FROM claimed), "
-        f"(SELECT key_id FROM matches WHERE match_id = {match}))"
+        f"EXISTS (SELECT 1 FROM claimed) AS claimed, {col('key_id')} AS owner, "
+        f"{col('mode')} AS m_mode, {col('ended_at')} AS m_ended, "
+        f"{col('duration_s')} AS m_duration"
     )
 
 
-CLAIM = f"{claim_sql('$1', '$2', '$3')} SELECT {owner_sql('$1')} AS owner"
+CLAIM = f"{claim_sql('$1', '$2', '$3', '$4', '$5::bigint', '$6::int4')} SELECT {owner_sql('$1')}"
+# Undoing a claim a rejected request made (``release_match``): its own key and time, and no
+# results (retry-safe: a second run finds nothing to delete).
+RELEASE = (
+    "DELETE FROM matches WHERE match_id = $1 AND key_id = $2 AND recorded_at = $3 "
+    "AND NOT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
+)
 
 # The checks before a match's writes, for every player (p) in one statement: the result this
 # match already has (key_id ... points), the last $4 points in the mode (recent), the count
@@ -93,9 +108,9 @@ PRIOR_FROM = (
     "  LEFT JOIN tallies x ON x.board = u.b AND x.window_id = pl.w AND x.player_id = p"
     ") AS t(frozen, totals, reached, versions, scored)"
 )
-# The claim and the read in one statement, the claim's key and time after the read's
-# parameters ($11, $12); every row carries the owner.
+# The claim and the read in one statement, the claim's key, time, end and duration after
+# the read's parameters ($11-$14); every row carries the claim's outcome.
 OPEN_MATCH = (
-    f"{claim_sql('$2', '$11', '$12')} SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} AS owner "
-    f"{PRIOR_FROM}"
+    f"{claim_sql('$2', '$11', '$12', '$3', '$13::bigint', '$14::int4')} "
+    f"SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} {PRIOR_FROM}"
 )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
-from podium.ports.store import MatchRead, RecordHandle
+from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.recording import HOUR, RecordState, place_in_groups, plan_record
 from podium.store.common import (
     FLAGGED_COLS,
@@ -42,13 +42,25 @@ class Results(Database):
         recent: int,
         since: float | None,
         targets: Sequence[tuple[Target, BoardSpec]] = (),
+        *,
+        ended_at: int | None = None,
+        duration_s: int | None = None,
     ) -> MatchRead:
-        def claim(c: sqlite3.Connection) -> str:
-            c.execute("INSERT OR IGNORE INTO matches VALUES (?, ?, ?)", (match_id, key_id, now))
-            row = c.execute("SELECT key_id FROM matches WHERE match_id = ?", (match_id,)).fetchone()
-            return str(row["key_id"])
+        def claim(c: sqlite3.Connection) -> tuple[str, bool, MatchFacts | None]:
+            made = c.execute(
+                "INSERT OR IGNORE INTO matches "
+                "(match_id, key_id, recorded_at, mode, ended_at, duration_s) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (match_id, key_id, now, mode, ended_at, duration_s),
+            ).rowcount
+            row = c.execute(
+                "SELECT key_id, mode, ended_at, duration_s FROM matches WHERE match_id = ?",
+                (match_id,),
+            ).fetchone()
+            cols = (row["mode"], row["ended_at"], row["duration_s"])
+            return str(row["key_id"]), made == 1, None if None in cols else MatchFacts(*cols)
 
-        owner = await self._write(claim)
+        owner, claimed, facts = await self._write(claim)
         ids = list(player_ids)
 
         def read(c: sqlite3.Connection) -> MatchRead:
@@ -60,9 +72,21 @@ class Results(Database):
                     if p not in existing:
                         count, oldest = counts.get(p, (0, None))
                         handles[p] = _seen(c, p, targets, count, oldest)
-            return MatchRead(owner, existing, _recent(c, ids, mode, recent), counts, handles)
+            recent_points = _recent(c, ids, mode, recent)
+            return MatchRead(owner, existing, recent_points, counts, handles, claimed, facts)
 
         return await self._read(read)
+
+    async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
+        def run(c: sqlite3.Connection) -> bool:
+            gone = c.execute(
+                "DELETE FROM matches WHERE match_id = ? AND key_id = ? AND recorded_at = ? "
+                "AND NOT EXISTS (SELECT 1 FROM results WHERE match_id = ?)",
+                (match_id, key_id, claimed_at, match_id),
+            ).rowcount
+            return bool(gone == 1)
+
+        return await self._write(run)
 
     async def record(
         self,
@@ -87,6 +111,15 @@ class Results(Database):
             )
             if plan.replayed:
                 return RecordOutcome(plan.totals, True, reread)
+            # The claim again: a concurrent rejection of this match by the same key may have
+            # released it since ``open_match``; a result is never stored without its claim.
+            c.execute(
+                "INSERT OR IGNORE INTO matches "
+                "(match_id, key_id, recorded_at, mode, ended_at, duration_s) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (result.match_id, result.key_id, now, result.mode, result.ended_at,
+                 result.duration_s),
+            )  # fmt: skip
             c.execute(
                 f"INSERT INTO results ({RESULT_COLS}, recorded_at, flag) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
