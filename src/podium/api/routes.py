@@ -9,8 +9,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
+from podium.api import keys
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
+from podium.api.auth import ops as ops_key
 from podium.api.encode import page_json, rank_json
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
@@ -24,6 +26,7 @@ writes = APIRouter(tags=["write"])
 admin_routes = APIRouter(tags=["admin"])
 ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
+admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 PlayerId = Annotated[str, Path(pattern=s.ID)]
 GroupQ = Annotated[
     str | None,
@@ -282,6 +285,6 @@ async def readyz(request: Request) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@ops.get("/metrics", include_in_schema=False)
+@ops.get("/metrics", include_in_schema=False, dependencies=[Depends(ops_key)])
 async def prometheus() -> Response:
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -14,7 +14,13 @@ COLS = "id, name, key_hash, modes, scope, created_at, revoked_at"
 def _key(r: Any) -> ApiKey:
     modes = tuple(m for m in r["modes"].split(",") if m)
     return ApiKey(
-        r["id"], r["name"], r["key_hash"], modes, Scope(r["scope"]), r["created_at"], r["revoked_at"]
+        r["id"],
+        r["name"],
+        r["key_hash"],
+        modes,
+        Scope(r["scope"]),
+        r["created_at"],
+        r["revoked_at"],
     )
 
 
