@@ -4,9 +4,14 @@ a trusted proxy, and the read limit shared by a fleet."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from typing import Any
 
+from podium import metrics
+from podium.api.ratelimit import ClientAddress
+from podium.domain.models import Scope
+from podium.index.ratelimit import RedisReadLimiter
 from tests.integration.conftest import Api
 from tests.integration.test_api import problem
 
@@ -124,3 +129,100 @@ async def test_a_revoked_admin_key_manages_nothing(api: Api) -> None:
     r = await api.client.delete(f"/v1/admin/keys/{other['id']}", headers=api.auth(api.admin_key))
     assert r.status_code == 204
     problem(await api.client.get("/v1/admin/keys", headers=h), 401)
+
+
+# -- clients behind a load balancer -----------------------------------------------------------
+
+# httpx's ASGI transport presents every request as from this peer: the proxy, here.
+PROXY = "127.0.0.1"
+LOW_LIMIT = {"read_rate_per_s": 0.01, "read_burst": 2}
+
+
+async def _reads(api: Api, headers: list[dict[str, str]]) -> list[int]:
+    return [(await api.client.get("/v1/boards", headers=h)).status_code for h in headers]
+
+
+async def test_clients_behind_a_trusted_proxy_each_have_their_own_bucket(make_api: Any) -> None:
+    api: Api = await make_api(server={**LOW_LIMIT, "trusted_proxies": [PROXY, "10.0.0.0/8"]})
+    clients = [f"198.51.100.{i}" for i in range(150)]
+    # 150 players through one load balancer: none is limited.
+    got = await _reads(api, [{"X-Forwarded-For": c} for c in clients])
+    assert got == [200] * 150
+    # The same through RFC 7239's Forwarded, and through a second proxy of our own.
+    got = await _reads(
+        api, [{"Forwarded": f'for="[2001:db8::{i:x}]:4711";proto=https'} for i in range(150)]
+    )
+    assert got == [200] * 150
+    got = await _reads(api, [{"X-Forwarded-For": f"203.0.113.{i}, 10.1.2.3"} for i in range(150)])
+    assert got == [200] * 150
+    # Each is still limited: a third read from one client is refused.
+    one = {"X-Forwarded-For": clients[0]}
+    assert 429 in await _reads(api, [one, one, one])
+    # What a client writes into the header itself is not believed: the proxy appended the
+    # address it saw, and that is the one counted.
+    forged = [{"X-Forwarded-For": f"192.0.2.{i}, 198.51.100.7"} for i in range(5)]
+    assert 429 in await _reads(api, forged)
+
+
+async def test_forwarded_headers_from_an_untrusted_peer_are_ignored(make_api: Any) -> None:
+    api: Api = await make_api(server={**LOW_LIMIT, "trusted_proxies": ["10.0.0.0/8"]})
+    got = await _reads(api, [{"X-Forwarded-For": f"198.51.100.{i}"} for i in range(10)])
+    assert got[:2] == [200, 200] and set(got[2:]) == {429}  # one bucket: the peer's
+    r = await api.client.get("/v1/boards", headers={"Forwarded": "for=198.51.100.99"})
+    problem(r, 429)
+    assert int(r.headers["Retry-After"]) >= 1
+
+
+def test_forwarded_hops_are_read_right_to_left() -> None:
+    who = ClientAddress(["10.0.0.0/8", "::1"])
+    assert who.resolve("10.0.0.1", "1.1.1.1, 2.2.2.2, 10.9.9.9", None) == "2.2.2.2"
+    assert who.resolve("10.0.0.1", "10.0.0.2, 10.0.0.3", None) == "10.0.0.1"  # all inside
+    assert who.resolve("10.0.0.1", None, "for=1.1.1.1, for=2.2.2.2:80;by=x") == "2.2.2.2"
+    assert who.resolve("::1", None, 'for="[2001:db8::1]:443"') == "2001:db8::1"
+    assert who.resolve("10.0.0.1", None, "for=unknown") == "unknown"
+    assert who.resolve("10.0.0.1", None, None) == "10.0.0.1"
+    assert who.resolve("192.0.2.1", "1.1.1.1", "for=2.2.2.2") == "192.0.2.1"  # untrusted
+    assert ClientAddress([]).resolve("192.0.2.1", "1.1.1.1", None) == "192.0.2.1"
+
+
+# -- a limit shared by the fleet -----------------------------------------------------------
+
+
+async def test_the_read_limit_is_shared_by_every_api_process_on_redis(
+    make_api: Any, config_kind: str
+) -> None:
+    limit = {"read_rate_per_s": 0.01, "read_burst": 4}
+    one: Api = await make_api(server=limit)
+    two: Api = await make_api(server=limit)
+    text = (await one.client.get("/metrics", headers=one.auth(await _ops(one)))).text
+    kind = "process" if config_kind == "embedded" else "redis"
+    assert f'podium_read_limiter{{kind="{kind}"}} 1.0' in text, text
+    h = [{}] * 3
+    got = await _reads(one, h) + await _reads(two, h)
+    if config_kind == "embedded":
+        assert got == [200] * 6  # each process its own bucket: what "process" means
+    else:
+        assert got == [200] * 4 + [429] * 2  # one bucket for the client, whichever process
+
+
+async def test_the_shared_limiter_fails_open_when_its_redis_is_down() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    limiter = RedisReadLimiter.from_url(f"redis://127.0.0.1:{port}/0", "podium-test", 0.01, 1)
+
+    def failopen() -> float:
+        return metrics.REGISTRY.get_sample_value("podium_read_limiter_failopen_total") or 0.0
+
+    before = failopen()
+    try:
+        for _ in range(3):
+            await limiter.take("198.51.100.1")  # no RateLimited, no error: served
+    finally:
+        await limiter.close()
+    assert failopen() == before + 3
+
+
+async def _ops(api: Api) -> str:
+    _, secret = await api.podium.create_key("ops", [], scope=Scope.OPS)
+    return secret

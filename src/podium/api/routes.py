@@ -112,7 +112,7 @@ async def board_page(
     window: WindowQ = None,
     group: GroupQ = None,
 ) -> Response:
-    limit_reads(request)
+    await limit_reads(request)
     podium = _podium(request)
     with metrics.READ_SECONDS.labels("page").time():
         page = await podium.page(board, window, offset, limit, group)
@@ -134,7 +134,7 @@ async def player_rank(
     window: WindowQ = None,
     group: GroupQ = None,
 ) -> Response:
-    limit_reads(request)
+    await limit_reads(request)
     with metrics.READ_SECONDS.labels("rank").time():
         r = await _podium(request).player_rank(board, playerId, neighbors, window, group)
         body = rank_json(r)
