@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sqlite3
 import time
 from typing import Any
+
+import asyncpg
 
 from podium import metrics
 from podium.api.ratelimit import ClientAddress
 from podium.domain.models import Scope
 from podium.index.ratelimit import RedisReadLimiter
+from podium.ports import ScoreStore
+from podium.store import common as store_common
+from podium.store.postgres import PostgresStore
+from podium.store.postgres import pool as postgres_pool
+from podium.store.sqlite import SqliteStore
+from podium.store.sqlite import db as sqlite_db
 from tests.integration.conftest import Api
 from tests.integration.test_api import problem
 
@@ -226,3 +235,67 @@ async def test_the_shared_limiter_fails_open_when_its_redis_is_down() -> None:
 async def _ops(api: Api) -> str:
     _, secret = await api.podium.create_key("ops", [], scope=Scope.OPS)
     return secret
+
+
+# -- keys made before scopes -----------------------------------------------------------------
+
+OLD_KEYS = [("k1", "boss", "hash-1", True), ("k2", "eu-1", "hash-2", False)]
+
+
+def _before_009(dialect: str) -> list[tuple[int, str]]:
+    return [(v, sql) for v, sql in store_common.migrations(dialect) if v < 9]
+
+
+async def test_an_admin_key_made_before_scopes_stays_an_admin_key(
+    sqlite_url: str, monkeypatch: Any
+) -> None:
+    # The schema as it was, with one admin and one game-server key in it...
+    monkeypatch.setattr(sqlite_db, "migrations", _before_009)
+    store = SqliteStore.from_url(sqlite_url)
+    await store.migrate()
+    await store.close()
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as c:
+        for kid, name, digest, admin in OLD_KEYS:
+            modes = "" if admin else "default"
+            c.execute(
+                "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, 1.0)",
+                (kid, name, digest, modes, admin),
+            )
+    # ... and then migration 009.
+    monkeypatch.undo()
+    await _check_upgraded(SqliteStore.from_url(sqlite_url))
+
+
+async def test_an_admin_key_made_before_scopes_stays_an_admin_key_on_postgres(
+    postgres_url: str, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(postgres_pool, "migrations", _before_009)
+    store = PostgresStore.from_url(postgres_url)
+    await store.migrate()
+    await store.close()
+    c = await asyncpg.connect(postgres_url)
+    try:
+        for kid, name, digest, admin in OLD_KEYS:
+            modes = [] if admin else ["default"]
+            await c.execute(
+                "INSERT INTO api_keys VALUES ($1, $2, $3, $4, $5, 1.0)",
+                kid,
+                name,
+                digest,
+                modes,
+                admin,
+            )
+    finally:
+        await c.close()
+    monkeypatch.undo()
+    await _check_upgraded(PostgresStore.from_url(postgres_url))
+
+
+async def _check_upgraded(store: ScoreStore) -> None:
+    try:
+        await store.migrate()
+        boss, server = await store.key_by_hash("hash-1"), await store.key_by_hash("hash-2")
+        assert boss is not None and boss.scope is Scope.ADMIN and not boss.revoked
+        assert server is not None and server.scope is Scope.GAME and server.modes == ("default",)
+    finally:
+        await store.close()
