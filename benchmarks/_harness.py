@@ -297,18 +297,28 @@ def delete_redis_keys(prefix: str) -> None:
     print(f"[cleanup] deleted {n} redis keys under {prefix}:", file=sys.stderr)
 
 
-def create_key(env: Env) -> str:
-    """A game-server key through the CLI, as an operator would; the key is the last line."""
+# The ops key ``scrape`` reads /metrics with (an ops key is the only one /metrics takes).
+OPS_KEY: dict[str, str] = {}
+
+
+def _cli_key(env: Env, name: str, *scope: str) -> str:
     out = subprocess.run(
         [
-            *(sys.executable, "-m", "podium", "keys", "create", "--name", "bench"),
-            *("--modes", "default", "--config", str(env.config_path)),
+            *(sys.executable, "-m", "podium", "keys", "create", "--name", name, *scope),
+            *("--config", str(env.config_path)),
         ],
         check=True,
         capture_output=True,
         text=True,
     )
-    env.key = out.stdout.strip().splitlines()[-1]
+    return out.stdout.strip().splitlines()[-1]
+
+
+def create_key(env: Env) -> str:
+    """A game-server key through the CLI, as an operator would (the key is the last line),
+    and an ops key for the scrapes of /metrics."""
+    env.key = _cli_key(env, "bench", "--modes", "default")
+    OPS_KEY["key"] = _cli_key(env, "bench-ops", "--ops")
     return env.key
 
 
@@ -434,7 +444,7 @@ def sample(text: str, name: str, **labels: str) -> float:
 
 
 async def scrape(client: RawHttp | HttpxClient) -> str:
-    r = await client.get("/metrics")
+    r = await client.get("/metrics", headers={"Authorization": f"Bearer {OPS_KEY.get('key')}"})
     if r.status_code != 200:
         raise RuntimeError(f"/metrics answered {r.status_code}")
     return r.text
@@ -757,10 +767,12 @@ class RawHttp:
         for _, w in idle:
             w.close()
 
-    async def get(self, path: str, params: dict[str, Any] | None = None) -> Resp:
+    async def get(
+        self, path: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> Resp:
         if params:
             path += ("&" if "?" in path else "?") + urlencode(params)
-        return await self.request("GET", path)
+        return await self.request("GET", path, headers=headers)
 
     async def post(self, path: str, content: bytes, headers: dict[str, str]) -> Resp:
         return await self.request("POST", path, content, headers)
@@ -822,8 +834,10 @@ class HttpxClient:
     async def __aexit__(self, *exc: object) -> None:
         await self._c.aclose()
 
-    async def get(self, path: str, params: dict[str, Any] | None = None) -> Resp:
-        r = await self._c.get(path, params=params)
+    async def get(
+        self, path: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> Resp:
+        r = await self._c.get(path, params=params, headers=headers)
         return Resp(r.status_code, r.content)
 
     async def post(self, path: str, content: bytes, headers: dict[str, str]) -> Resp:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
@@ -63,6 +64,22 @@ def _index(settings: Settings, clock: Clock) -> tuple[RankIndex, ProfileCopy]:
     return redis, redis.copy
 
 
+def read_limiter(settings: Settings) -> Buckets:
+    """The read buckets (``server.read_limiter``): this process's, or the fleet's in the
+    index's Redis. "auto" shares them wherever the index is a Redis."""
+    server, url = settings.server, settings.index.url
+    redis = url.startswith(("redis://", "rediss://"))
+    if server.read_limiter == "redis" and not redis:
+        raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
+    if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:
+        return ReadLimiter(server.read_rate_per_s, server.read_burst)
+    from podium.index.ratelimit import RedisReadLimiter
+
+    return RedisReadLimiter.from_url(
+        url, settings.index.prefix, server.read_rate_per_s, server.read_burst
+    )
+
+
 def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
     if settings.log.url.startswith("nats://"):
         raise ConfigError("log.url: NATS JetStream is not built yet; use outbox://")
@@ -80,6 +97,7 @@ class Backends:
     log: ChangeLog
     clock: Clock
     podium: Podium
+    read_limiter: Buckets
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -129,6 +147,7 @@ class Backends:
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
         await self.log.close()
+        await self.read_limiter.close()
         await self.index.close()
         await self.store.close()
 
@@ -140,4 +159,5 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     changes = _log(settings, store, clock)
     archive = FileArchive(settings.archive.dir)
     podium = Podium(settings, store, index, copy, clock, archive)
-    return Backends(settings, store, index, copy, changes, clock, podium)
+    limiter = read_limiter(settings)
+    return Backends(settings, store, index, copy, changes, clock, podium, limiter)

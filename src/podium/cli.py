@@ -14,12 +14,14 @@ import typer
 from podium import bootstrap, config, gcpolicy
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
+from podium.domain.models import ApiKey, Scope
+from podium.domain.windows import to_rfc3339
 from podium.errors import ConfigError, PodiumError
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games."
 )
-keys_app = typer.Typer(no_args_is_help=True, help="Game-server and admin credentials.")
+keys_app = typer.Typer(no_args_is_help=True, help="Game-server, admin and ops credentials.")
 app.add_typer(keys_app, name="keys")
 
 T = TypeVar("T")
@@ -106,6 +108,12 @@ def serve(
     if processes is not None:
         _serve_processes(settings, config_file, processes, workers=workers, demo=demo)
         return
+    if demo:
+        # `podium keys create` writes to the configured store, not the demo's own: so the
+        # demo makes the key its ops page asks for, in its own store, and says it.
+        _, secret = _run(settings, lambda b: b.podium.create_key("demo-ops", [], scope=Scope.OPS))
+        typer.echo(f"demo: the ops page http://{server.host}:{server.port}/ops takes this key:")
+        typer.echo(secret)
     try:
         application = create_app(settings, roles=bootstrap.ROLES if workers else (), demo=demo)
     except ConfigError as e:
@@ -215,20 +223,54 @@ def worker(
 @keys_app.command("create")
 def keys_create(
     name: Annotated[str, typer.Option(help="Who the key is for, e.g. eu-west-gs.")],
-    modes: Annotated[str | None, typer.Option(help="Comma-separated modes it may submit.")] = None,
-    admin: Annotated[bool, typer.Option("--admin", help="An admin key.")] = False,
+    modes: Annotated[
+        str | None, typer.Option(help="A game server's key: the comma-separated modes it submits.")
+    ] = None,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="An admin key: players, bans, freezes, keys.")
+    ] = False,
+    ops: Annotated[
+        bool, typer.Option("--ops", help="A read-only ops key: the ops page and /metrics.")
+    ] = False,
     config_file: ConfigOpt = None,
 ) -> None:
     """Create a credential; prints the key once, on the last line."""
-    if bool(modes) == admin:
-        typer.echo("podium: give exactly one of --modes or --admin", err=True)
+    if [bool(modes), admin, ops].count(True) != 1:
+        typer.echo("podium: give exactly one of --modes, --admin or --ops", err=True)
         raise typer.Exit(2)
+    scope = Scope.ADMIN if admin else Scope.OPS if ops else Scope.GAME
     settings = _settings(config_file)
     mode_list = [m.strip() for m in (modes or "").split(",") if m.strip()]
-    key, secret = _run(settings, lambda b: b.podium.create_key(name, mode_list, admin))
-    scope = "admin" if key.admin else "modes " + ",".join(key.modes)
-    typer.echo(f"created key {key.id} ({key.name}, {scope}); it is shown only once:")
+    key, secret = _run(settings, lambda b: b.podium.create_key(name, mode_list, scope=scope))
+    typer.echo(f"created key {key.id} ({key.name}, {_scope(key)}); it is shown only once:")
     typer.echo(secret)
+
+
+def _scope(key: ApiKey) -> str:
+    return "modes " + ",".join(key.modes) if key.scope is Scope.GAME else key.scope.value
+
+
+@keys_app.command("list")
+def keys_list(config_file: ConfigOpt = None) -> None:
+    """Every key: id, scope, name, created, revoked (secrets are never stored)."""
+    keys = _run(_settings(config_file), lambda b: b.podium.list_keys())
+    for k in keys:
+        revoked = "-" if k.revoked_at is None else to_rfc3339(k.revoked_at)
+        typer.echo(f"{k.id}  {_scope(k):24}  {to_rfc3339(k.created_at)}  {revoked:20}  {k.name}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(metavar="ID", help="The key's id (podium keys list).")],
+    config_file: ConfigOpt = None,
+) -> None:
+    """Revoke a key: every API process refuses it within server.key_cache_s (10 s default)."""
+    settings = _settings(config_file)
+    key = _run(settings, lambda b: b.podium.revoke_key(key_id))
+    bound = settings.server.key_cache_s
+    typer.echo(
+        f"revoked key {key.id} ({key.name}); every API process refuses it within {bound:g} s"
+    )
 
 
 @app.command()

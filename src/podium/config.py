@@ -10,6 +10,7 @@ Schema of the file, for editors. Nothing here creates a connection or a client: 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import tomllib
@@ -22,6 +23,7 @@ from typing import Annotated, Any, Literal, Self
 
 from annotated_types import Ge, Le, MinLen
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BeforeValidator,
     ConfigDict,
@@ -110,6 +112,21 @@ Port = Annotated[
 ]
 
 
+def _networks(v: tuple[str, ...]) -> tuple[str, ...]:
+    for n in v:
+        ipaddress.ip_network(n, strict=False)  # ValueError: said by _says below
+    return v
+
+
+Networks = Annotated[
+    tuple[StrictStr, ...],
+    NoDecode,
+    _csv,
+    AfterValidator(_networks),
+    _says("expected a list of addresses or networks, e.g. 10.0.0.0/8"),
+]
+
+
 StoreUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(sqlite:///|postgres(ql)?://)"),
@@ -149,12 +166,25 @@ class ServerSettings:
     read_rate_per_s: Amount = 50.0
     """Per client address; 0 turns read rate limiting off."""
     read_burst: Count = 100
+    read_limiter: Annotated[
+        Literal["auto", "process", "redis"], _says("expected auto | process | redis")
+    ] = "auto"
+    """Where the read buckets live: "process" (each API process its own, so N processes let a
+    client read N times the rate), "redis" (one bucket per client for the whole fleet, in the
+    index's Redis: one script call per read; if that Redis is down, reads are served and
+    counted in podium_read_limiter_failopen_total), or "auto": redis when index.url is
+    redis://, else process. The metric podium_read_limiter says which is in force."""
+    trusted_proxies: Networks = ()
+    """Load balancers (addresses or networks) whose X-Forwarded-For, or else Forwarded
+    (RFC 7239), is believed: the client is the right-most address there that is not itself a
+    trusted proxy. From any other peer these headers are ignored."""
     page_cache_s: Amount = 1.0
     """How long one process holds a board page."""
     max_clock_skew_s: Count = 60
     """How far in the future endedAt may be."""
     key_cache_s: Amount = 10.0
-    """How long a verified credential is trusted without a lookup."""
+    """How long a verified credential is trusted without a lookup: a revoked key is refused
+    by every API process within this long (at once by the one that revoked it)."""
     max_pending_matches: AtLeastOne = 64
     """Matches being recorded at once by one process; one more gets 503 with Retry-After, so
     that overload shows as a prompt "back off" rather than every answer taking seconds."""

@@ -117,6 +117,20 @@ STREAM_CLIENTS = Gauge(
     multiprocess_mode="livesum",
 )
 
+READ_LIMITER = Gauge(
+    "podium_read_limiter",
+    "The read rate limiter in force: 1 on its kind (off, process: each API process its own "
+    "buckets; redis: one bucket per client for the fleet)",
+    ["kind"],
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
+READ_LIMITER_FAILOPEN = Counter(
+    "podium_read_limiter_failopen",
+    "Reads served unlimited because the shared limiter's Redis could not be reached",
+    registry=REGISTRY,
+)
+
 
 def readable() -> CollectorRegistry:
     """What ``/metrics`` and the ops page read: this process's registry, or in multiprocess

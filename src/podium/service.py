@@ -29,6 +29,7 @@ from podium.domain.models import (
     Profile,
     RecordOutcome,
     ResultRecord,
+    Scope,
     Target,
 )
 from podium.domain.suspicion import RECENT, flag_for
@@ -143,19 +144,42 @@ class Podium:
 
     # -- credentials ------------------------------------------------------------------
 
-    async def create_key(self, name: str, modes: Sequence[str], admin: bool) -> tuple[ApiKey, str]:
+    async def create_key(
+        self, name: str, modes: Sequence[str], admin: bool = False, *, scope: Scope | None = None
+    ) -> tuple[ApiKey, str]:
+        """A new key and its secret (shown once, stored only hashed). ``scope`` defaults to
+        admin when ``admin`` is set, else a game server's; only game-server keys have modes."""
+        scope = scope or (Scope.ADMIN if admin else Scope.GAME)
+        if not name.strip():
+            raise InvalidInput("a key needs a name")
         for m in modes:
             if self.settings.mode(m) is None:
                 raise InvalidInput(f"unknown mode {m!r}")
-        if not admin and not modes:
+        if scope is Scope.GAME and not modes:
             raise InvalidInput("a game-server key needs at least one mode")
+        if scope is not Scope.GAME and modes:
+            raise InvalidInput(f"an {scope.value} key submits no results: give it no modes")
         key_id = secrets.token_hex(6)
         secret = f"pdm_{key_id}_{secrets.token_urlsafe(32)}"
-        key = ApiKey(key_id, name, hash_key(secret), tuple(modes), admin, self.clock.now())
+        key = ApiKey(key_id, name, hash_key(secret), tuple(modes), scope, self.clock.now())
         await self.store.add_key(key)
         return key, secret
 
+    async def list_keys(self) -> list[ApiKey]:
+        return await self.store.list_keys()
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        """Revoke a key: this process refuses it at once, every other process once its
+        cached copy expires, within ``server.key_cache_s``."""
+        key = await self.store.revoke_key(key_id, self.clock.now())
+        if key is None:
+            raise NotFound(f"no key {key_id!r}")
+        self._keys.pop(key.key_hash, None)
+        return key
+
     async def authenticate(self, token: str | None) -> ApiKey:
+        """The key behind a bearer token. A verified key is trusted for ``key_cache_s``
+        without a lookup, so a revocation reaches every process within that bound."""
         if not token:
             raise Unauthorized("a credential is required: Authorization: Bearer <key>")
         digest = hash_key(token)
@@ -166,6 +190,9 @@ class Podium:
         key = await self.store.key_by_hash(digest)
         if key is None:
             raise Unauthorized("unknown credential")
+        if key.revoked:
+            self._keys.pop(digest, None)
+            raise Unauthorized("this credential was revoked")
         self._keys[digest] = (now + self.settings.server.key_cache_s, key)
         return key
 

@@ -20,6 +20,7 @@ from podium.domain.models import (
     ProfileChange,
     RecordOutcome,
     ResultRecord,
+    Scope,
     Standing,
     Target,
 )
@@ -108,7 +109,7 @@ async def store(backend: tuple[str, str]) -> AsyncIterator[ScoreStore]:
 
 
 async def test_migrate_again_is_harmless(store: ScoreStore) -> None:
-    await store.add_key(ApiKey("k1", "server", "h1", ("ranked",), False, 1.0))
+    await store.add_key(ApiKey("k1", "server", "h1", ("ranked",), Scope.GAME, 1.0))
     await store.migrate()
     await asyncio.gather(store.migrate(), store.migrate())
     assert await store.key_by_hash("h1") is not None
@@ -127,13 +128,39 @@ async def test_concurrent_first_migrations_on_an_empty_database(backend: tuple[s
 
 
 async def test_keys_round_trip(store: ScoreStore) -> None:
-    server = ApiKey("k1", "eu-1", "hash-1", ("ranked", "casual"), False, 1_700_000_000.5)
-    admin = ApiKey("k2", "ops", "hash-2", (), True, 1_700_000_001.0)
-    await store.add_key(server)
-    await store.add_key(admin)
+    server = ApiKey("k1", "eu-1", "hash-1", ("ranked", "casual"), Scope.GAME, 1_700_000_000.5)
+    admin = ApiKey("k2", "boss", "hash-2", (), Scope.ADMIN, 1_700_000_001.0)
+    ops = ApiKey("k3", "grafana", "hash-3", (), Scope.OPS, 1_700_000_002.0)
+    for key in (server, admin, ops):
+        await store.add_key(key)
     assert await store.key_by_hash("hash-1") == server
     assert await store.key_by_hash("hash-2") == admin
+    assert await store.key_by_hash("hash-3") == ops
     assert await store.key_by_hash("nope") is None
+
+
+async def test_keys_are_listed_oldest_first(store: ScoreStore) -> None:
+    assert await store.list_keys() == []
+    later = ApiKey("k2", "b", "hash-2", (), Scope.OPS, 2.0)
+    first = ApiKey("k1", "a", "hash-1", ("ranked",), Scope.GAME, 1.0)
+    await store.add_key(later)
+    await store.add_key(first)
+    assert await store.list_keys() == [first, later]
+
+
+async def test_revoke_marks_the_key_once_and_keeps_it_listed(store: ScoreStore) -> None:
+    key = ApiKey("k1", "eu-1", "hash-1", ("ranked",), Scope.GAME, 1.0)
+    other = ApiKey("k2", "eu-2", "hash-2", ("ranked",), Scope.GAME, 2.0)
+    await store.add_key(key)
+    await store.add_key(other)
+    revoked = await store.revoke_key("k1", 10.0)
+    assert revoked is not None and revoked.revoked_at == 10.0 and revoked.revoked
+    assert await store.key_by_hash("hash-1") == revoked
+    # Revoking again keeps the first time; the other key is untouched.
+    assert await store.revoke_key("k1", 20.0) == revoked
+    assert await store.key_by_hash("hash-2") == other
+    assert await store.list_keys() == [revoked, other]
+    assert await store.revoke_key("nope", 10.0) is None
 
 
 async def test_claim_match_returns_the_first_owner(store: ScoreStore) -> None:

@@ -51,6 +51,7 @@ class Server:
     admin_key: str
     proc: subprocess.Popen[bytes]
     log: Path
+    ops_key: str
 
     def submit(self, match_id: str, results: list[tuple[str, int]]) -> dict[str, Any]:
         body = {
@@ -74,6 +75,9 @@ class Server:
             json=body,
             headers={"Authorization": f"Bearer {self.admin_key}"},
         )
+
+    def ops(self, path: str) -> httpx.Response:
+        return httpx.get(f"{self.url}{path}", headers={"Authorization": f"Bearer {self.ops_key}"})
 
     def on_board(self, player: str, board: str = "week") -> bool:
         """The background updater has put ``player`` on ``board``."""
@@ -114,6 +118,7 @@ def start_server(tmp: Path, *extra: str) -> Server:
     )
     game = _cli(cfg, "keys", "create", "--name", "e2e-gs", "--modes", "default")
     admin = _cli(cfg, "keys", "create", "--name", "e2e-admin", "--admin")
+    ops = _cli(cfg, "keys", "create", "--name", "e2e-ops", "--ops")
     port = free_port()
     log = tmp / "serve.log"
     argv = [sys.executable, "-m", "podium", "serve", "--config", str(cfg), "--port", str(port)]
@@ -124,7 +129,7 @@ def start_server(tmp: Path, *extra: str) -> Server:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    server = Server(f"http://127.0.0.1:{port}", game, admin, proc, log)
+    server = Server(f"http://127.0.0.1:{port}", game, admin, proc, log, ops)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         assert proc.poll() is None, f"server exited during start:\n{log.read_text()}"

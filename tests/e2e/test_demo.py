@@ -48,8 +48,12 @@ def test_the_demo_board_fills_and_moves(demo: Server, page: Any) -> None:
 
 
 def test_the_ops_page_during_the_demo(demo: Server, page: Any) -> None:
+    # The demo prints, at start, an ops key for its own store: the line after the one
+    # naming the ops page.
+    lines = demo.log.read_text().splitlines()
+    key = lines[next(i for i, x in enumerate(lines) if "/ops takes this key" in x) + 1]
     page.goto(demo.url + "/ops")
-    page.get_by_label("Admin key").fill(demo.admin_key)
+    page.get_by_label("Ops key").fill(key)
     page.get_by_role("button", name="Connect").click()
     line = page.locator('.chart[data-metric="podium_results_accepted"] svg .line')
     expect(line).to_have_count(1, timeout=8000)

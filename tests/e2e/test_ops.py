@@ -1,4 +1,4 @@
-"""The ops page in Chromium: the admin key, then live charts of the process's figures."""
+"""The ops page in Chromium: an ops key, then live charts of the process's figures."""
 
 from __future__ import annotations
 
@@ -32,19 +32,19 @@ def traffic(server: Server, stop: threading.Event) -> None:
         time.sleep(0.1)
 
 
-def test_the_ops_page_charts_the_figures_after_the_admin_key(server: Server, page: Any) -> None:
+def test_the_ops_page_charts_the_figures_after_an_ops_key(server: Server, page: Any) -> None:
     stop = threading.Event()
     load = threading.Thread(target=traffic, args=(server, stop), daemon=True)
     load.start()
     try:
         page.goto(server.url + "/ops")
-        key = page.get_by_label("Admin key")
+        key = page.get_by_label("Ops key")
         expect(key).to_have_attribute("type", "password")
         expect(page.locator(".chart")).to_have_count(0)
-        key.fill(server.admin_key)
+        key.fill(server.ops_key)
         page.get_by_role("button", name="Connect").click()
         expect(page.locator("#status")).to_have_attribute("data-state", "live")
-        assert page.evaluate("sessionStorage.getItem('podium.adminKey')") == server.admin_key
+        assert page.evaluate("sessionStorage.getItem('podium.opsKey')") == server.ops_key
         expect(key).to_have_value("")  # not left in the field
 
         charts = page.locator(".chart")
@@ -71,16 +71,17 @@ def test_the_ops_page_charts_the_figures_after_the_admin_key(server: Server, pag
     page.reload()
     expect(page.locator("#status")).to_have_attribute("data-state", "live")
     page.get_by_role("button", name="Forget key").click()
-    assert page.evaluate("sessionStorage.getItem('podium.adminKey')") is None
+    assert page.evaluate("sessionStorage.getItem('podium.opsKey')") is None
 
 
-def test_a_wrong_key_is_refused(server: Server, page: Any) -> None:
+@pytest.mark.parametrize("which", ["game_key", "admin_key"])
+def test_a_key_of_another_scope_is_refused(server: Server, page: Any, which: str) -> None:
     page.goto(server.url + "/ops")
-    page.get_by_label("Admin key").fill(server.game_key)  # a game server's key is not an admin's
+    page.get_by_label("Ops key").fill(getattr(server, which))  # only an ops key reads figures
     page.get_by_role("button", name="Connect").click()
     expect(page.locator("#status")).to_have_attribute("data-state", "down")
     expect(page.locator("#status")).to_contain_text("the key was refused")
-    assert page.evaluate("sessionStorage.getItem('podium.adminKey')") is None
+    assert page.evaluate("sessionStorage.getItem('podium.opsKey')") is None
 
 
 def test_percentiles_interpolate_within_buckets(server: Server, page: Any) -> None:

@@ -20,7 +20,7 @@ def events(response: httpx.Response) -> Iterator[dict[str, Any]]:
 
 
 def stream_clients(server: Server, board: str) -> float:
-    ops = server.admin("GET", "/v1/admin/ops").json()
+    ops = server.ops("/v1/admin/ops").json()
     family = next(g for g in ops["gauges"] if g["name"] == "podium_stream_clients")
     return sum(s["value"] for s in family["series"] if s["labels"] == {"board": board})
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from podium.domain.models import Scope
 from podium.errors import ConfigError
 from tests.conftest import stored_results
 from tests.integration.conftest import Api
@@ -258,7 +259,9 @@ async def test_ops_endpoints(api: Api) -> None:
     assert (await api.client.get("/healthz")).json() == {"status": "ok"}
     assert (await api.client.get("/readyz")).json() == {"status": "ready"}
     await api.submit("m1", [("a", 1)])
-    metrics = (await api.client.get("/metrics")).text
+    _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
+    assert (await api.client.get("/metrics")).status_code == 401
+    metrics = (await api.client.get("/metrics", headers=api.auth(ops_key))).text
     assert (
         "podium_results_accepted_total" in metrics
         and "podium_commit_to_board_seconds_bucket" in metrics
@@ -341,5 +344,6 @@ async def test_a_process_may_serve_reads_or_writes_only(make_api: Any, config_ki
     )
     problem(ban, 404)
     for api in (writer, reader):
+        _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
         assert (await api.client.get("/healthz")).status_code == 200
-        assert (await api.client.get("/metrics")).status_code == 200
+        assert (await api.client.get("/metrics", headers=api.auth(ops_key))).status_code == 200

@@ -42,10 +42,12 @@ def test_processes_share_the_port_and_the_board(
         .stdout.strip()
         .splitlines()[-1]
     )
+    ops = _podium("keys", "create", "--name", "o", "--ops", cfg=cfg, cwd=tmp_path)
+    ops_key = ops.stdout.strip().splitlines()[-1]
     port = _free_port()
     proc = _serve(cfg, tmp_path, port, processes)
     try:
-        asyncio.run(_scenario(port, key, proc))
+        asyncio.run(_scenario(port, key, ops_key, proc))
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -96,7 +98,11 @@ def _running_in_group(pgid: int) -> list[str]:
     return out
 
 
-async def _scenario(port: int, key: str, proc: subprocess.Popen[bytes]) -> None:
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+async def _scenario(port: int, key: str, ops_key: str, proc: subprocess.Popen[bytes]) -> None:
     auth = {"Authorization": f"Bearer {key}"}
     expected: dict[str, int] = {}
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
@@ -126,7 +132,7 @@ async def _scenario(port: int, key: str, proc: subprocess.Popen[bytes]) -> None:
         # Whichever process answers /metrics counts for all of them.
         for _ in range(4):
             async with httpx.AsyncClient(base_url=client.base_url, timeout=10) as one:
-                text = (await one.get("/metrics")).text
+                text = (await one.get("/metrics", headers=_bearer(ops_key))).text
             assert "podium_results_accepted_total 80.0" in text, text
 
 

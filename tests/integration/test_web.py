@@ -15,7 +15,7 @@ import pytest
 from podium import metrics
 from podium.api.app import create_app
 from podium.demo import Simulator
-from podium.domain.models import PlayerResult
+from podium.domain.models import PlayerResult, Scope
 from podium.service import Podium
 from tests.integration.conftest import Api, settings_for
 
@@ -43,12 +43,15 @@ async def test_pages_and_assets_are_served(api: Api) -> None:
     assert (await api.client.get("/static/nope.js")).status_code == 404
 
 
-async def test_ops_figures_need_an_admin_key(api: Api) -> None:
+async def test_ops_figures_need_an_ops_key(api: Api) -> None:
+    _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
     assert (await api.client.get("/v1/admin/ops")).status_code == 401
     assert (await api.client.get("/v1/admin/ops", headers=api.auth())).status_code == 403
+    admin = await api.client.get("/v1/admin/ops", headers=api.auth(api.admin_key))
+    assert admin.status_code == 403
     assert (await api.submit("m1", [("a", 10), ("b", 5)])).status_code == 200
     await api.settle()
-    r = await api.client.get("/v1/admin/ops", headers=api.auth(api.admin_key))
+    r = await api.client.get("/v1/admin/ops", headers=api.auth(ops_key))
     assert r.status_code == 200, r.text
     body = r.json()
     assert abs(body["now"] - time.time()) < 60

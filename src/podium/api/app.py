@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from podium import __version__, bootstrap, config, gcpolicy, orphans
+from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
 from podium.api import problems
 from podium.api.encode import EncodedPages
-from podium.api.ratelimit import PendingMatches, ReadLimiter
+from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
 from podium.config import Settings
 from podium.ports import Clock
@@ -34,6 +34,9 @@ def create_app(
         backends = bootstrap.build(settings, clock)
         app.state.backends = backends
         app.state.podium = backends.podium
+        app.state.read_limiter = backends.read_limiter
+        for kind in ("off", "process", "redis"):  # which limiter is in force, on /metrics
+            metrics.READ_LIMITER.labels(kind).set(int(kind == backends.read_limiter.kind))
         thresholds = gc.get_threshold()
         try:
             await backends.start()
@@ -54,9 +57,11 @@ def create_app(
         summary="Real-time leaderboards for games",
         lifespan=lifespan,
     )
+    # The process's own buckets until the lifespan puts the configured ones in place.
     app.state.read_limiter = ReadLimiter(
         settings.server.read_rate_per_s, settings.server.read_burst
     )
+    app.state.client_address = ClientAddress(settings.server.trusted_proxies)
     app.state.encoded_pages = EncodedPages()
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
     problems.install(app)

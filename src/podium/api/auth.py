@@ -1,10 +1,12 @@
-"""Credentials on requests: game servers write, admins manage, players only read."""
+"""Credentials on requests, one scope each (invariant 5): game servers submit results in
+their modes, admins manage players, bans, freezes and keys, ops keys read the ops figures
+and ``/metrics``. No scope includes another; players need none."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
-from podium.domain.models import ApiKey
+from podium.domain.models import ApiKey, Scope
 from podium.errors import Forbidden
 from podium.service import Podium
 
@@ -15,14 +17,21 @@ def bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def game_server(request: Request) -> ApiKey:
+async def _scoped(request: Request, scope: Scope, needs: str) -> ApiKey:
     podium: Podium = request.app.state.podium
-    return await podium.authenticate(bearer(request))
+    key = await podium.authenticate(bearer(request))
+    if key.scope is not scope:
+        raise Forbidden(f"this needs {needs}; this key is an {key.scope.value} key")
+    return key
+
+
+async def game_server(request: Request) -> ApiKey:
+    return await _scoped(request, Scope.GAME, "a game-server credential")
 
 
 async def admin(request: Request) -> ApiKey:
-    podium: Podium = request.app.state.podium
-    key = await podium.authenticate(bearer(request))
-    if not key.admin:
-        raise Forbidden("this needs an admin credential")
-    return key
+    return await _scoped(request, Scope.ADMIN, "an admin credential")
+
+
+async def ops(request: Request) -> ApiKey:
+    return await _scoped(request, Scope.OPS, "an ops credential")

@@ -9,8 +9,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
+from podium.api import keys
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
+from podium.api.auth import ops as ops_key
 from podium.api.encode import page_json, rank_json
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
@@ -24,6 +26,7 @@ writes = APIRouter(tags=["write"])
 admin_routes = APIRouter(tags=["admin"])
 ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
+admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 PlayerId = Annotated[str, Path(pattern=s.ID)]
 GroupQ = Annotated[
     str | None,
@@ -109,7 +112,7 @@ async def board_page(
     window: WindowQ = None,
     group: GroupQ = None,
 ) -> Response:
-    limit_reads(request)
+    await limit_reads(request)
     podium = _podium(request)
     with metrics.READ_SECONDS.labels("page").time():
         page = await podium.page(board, window, offset, limit, group)
@@ -131,7 +134,7 @@ async def player_rank(
     window: WindowQ = None,
     group: GroupQ = None,
 ) -> Response:
-    limit_reads(request)
+    await limit_reads(request)
     with metrics.READ_SECONDS.labels("rank").time():
         r = await _podium(request).player_rank(board, playerId, neighbors, window, group)
         body = rank_json(r)
@@ -282,6 +285,6 @@ async def readyz(request: Request) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@ops.get("/metrics", include_in_schema=False)
+@ops.get("/metrics", include_in_schema=False, dependencies=[Depends(ops_key)])
 async def prometheus() -> Response:
     return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

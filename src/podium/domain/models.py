@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from podium.domain.boards import Tally
 
@@ -89,17 +90,31 @@ class ProfileChange:
 Message = Change | ProfileChange  # what the change log carries
 
 
+class Scope(StrEnum):
+    """What a credential may do; the scopes do not overlap (invariant 5)."""
+
+    GAME = "game"  # submit results, in its modes only
+    ADMIN = "admin"  # players, friends, bans, freezes, review, keys; never results
+    OPS = "ops"  # read the ops figures and /metrics; nothing else
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKey:
     id: str
     name: str
     key_hash: str
     modes: tuple[str, ...] = ()
-    admin: bool = False
+    scope: Scope = Scope.GAME
     created_at: float = 0.0
+    revoked_at: float | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
 
     def may_submit(self, mode: str) -> bool:
-        return self.admin or mode in self.modes
+        """Only a game-server key writes scores, and only in its modes."""
+        return self.scope is Scope.GAME and not self.revoked and mode in self.modes
 
 
 @dataclass(frozen=True, slots=True)

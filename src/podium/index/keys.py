@@ -59,5 +59,10 @@ class Keys:
             return f"{self.prefix}:profiles"
         return f"{self.prefix}:{tag}:profiles"
 
+    def read_bucket(self, client: str) -> str:
+        """A client's shared token bucket for reads (``ratelimit.py``); a key of its own,
+        so buckets spread over a cluster's slots."""
+        return f"{self.prefix}:rl:{client}"
+
     def pattern(self) -> str:
         return f"{self.prefix}:*"

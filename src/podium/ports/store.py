@@ -91,7 +91,18 @@ class Credentials(Protocol):
     """Keys, stored hashed; global (the one place every API process asks)."""
 
     async def add_key(self, key: ApiKey) -> None: ...
-    async def key_by_hash(self, key_hash: str) -> ApiKey | None: ...
+    async def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        """The key with this hash, revoked or not (the caller refuses a revoked one)."""
+        ...
+
+    async def list_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first."""
+        ...
+
+    async def revoke_key(self, key_id: str, now: float) -> ApiKey | None:
+        """Mark the key revoked at ``now`` (a second revocation keeps the first time); the
+        key as it is now, or None for an unknown id."""
+        ...
 
 
 class Results(Protocol):

@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 
 from podium import metrics
-from podium.api.auth import admin
+from podium.api.auth import ops
 from podium.api.ratelimit import read_limit
 from podium.service import Podium
 from podium.web.ops import OpsOut, snapshot
@@ -82,10 +82,10 @@ async def stream(request: Request, board: str) -> StreamingResponse:
     )
 
 
-@router.get("/v1/admin/ops", tags=["admin"], dependencies=[Depends(admin)])
+@router.get("/v1/admin/ops", tags=["ops"], dependencies=[Depends(ops)])
 async def ops_figures() -> OpsOut:
     """The counters, gauges and histogram buckets (cumulative) for the ops page: the same
-    figures ``/metrics`` exports."""
+    figures ``/metrics`` exports. An ops key reads them; an admin key does not."""
     return snapshot(metrics.readable())
 
 

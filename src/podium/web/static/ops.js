@@ -6,7 +6,11 @@
 import { el } from "./dom.js";
 import { compact, lineChart } from "./svg.js";
 
-const KEY = "podium.adminKey";
+// The page takes an ops key: read-only, it reads these figures and /metrics, nothing else.
+// It is kept in this tab's sessionStorage so that a reload (a wall display) stays live; a
+// stolen ops key reads figures and changes nothing. An admin key is refused here.
+const KEY = "podium.opsKey";
+sessionStorage.removeItem("podium.adminKey"); // what older versions of this page kept
 const POLL_MS = 1000;
 const SPAN_S = 120;
 // Shown first, in this order, with these titles; every other family follows by its help.
@@ -183,7 +187,7 @@ $("login").addEventListener("submit", (e) => {
 $("forget").addEventListener("click", () => {
   sessionStorage.removeItem(KEY);
   clearTimeout(timer);
-  setStatus("idle", "key forgotten; enter the admin key");
+  setStatus("idle", "key forgotten; enter an ops key");
 });
 
 window.podiumOps = { quantile };
