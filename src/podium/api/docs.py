@@ -1,6 +1,7 @@
 """``/docs``: Swagger UI for the OpenAPI document, served from podium's own origin.
 
-The scripts come from the ``swagger-ui-bundle`` package, never from a CDN: this origin's pages
+The scripts come from the ``fastapi-offline`` package (Swagger UI 5, which reads OpenAPI 3.1;
+only its files are used), never from a CDN: this origin's pages
 hold a credential (the ops page's key), and a script from elsewhere could read it. The page
 has no inline script either, so that the pages' Content-Security-Policy (``script-src
 'self'``) holds for it too.
@@ -8,16 +9,18 @@ has no inline script either, so that the pages' Content-Security-Policy (``scrip
 
 from __future__ import annotations
 
+from importlib.resources import files
+
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, Response
-from swagger_ui_bundle import swagger_ui_path
 
 from podium.errors import NotFound
 
+SWAGGER_UI = files("fastapi_offline") / "static"
 ASSETS = {
     "swagger-ui-bundle.js": "text/javascript",
     "swagger-ui.css": "text/css",
-    "favicon-32x32.png": "image/png",
+    "favicon.png": "image/png",
 }
 
 PAGE = """<!doctype html>
@@ -26,7 +29,7 @@ PAGE = """<!doctype html>
   <meta charset="utf-8">
   <title>podium: API</title>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
-  <link rel="icon" type="image/png" href="/docs/assets/favicon-32x32.png">
+  <link rel="icon" type="image/png" href="/docs/assets/favicon.png">
 </head>
 <body>
   <div id="swagger-ui"></div>
@@ -59,4 +62,4 @@ def install(app: FastAPI) -> None:
     async def docs_asset(name: str) -> FileResponse:
         if name not in ASSETS:
             raise NotFound(f"no asset {name!r}")
-        return FileResponse(str(swagger_ui_path / name), media_type=ASSETS[name])
+        return FileResponse(str(SWAGGER_UI / name), media_type=ASSETS[name])
