@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -212,6 +213,58 @@ async def test_streams_are_capped_per_client_and_in_all(sqlite_url: str, tmp_pat
         async with asyncio.timeout(5):
             while app.state.streams.open:  # every stream closed: none is left counted
                 await asyncio.sleep(0.01)
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+def chromium() -> str:
+    from tests.e2e.conftest import CHROMIUM, _missing
+
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        _missing("the playwright package is not installed")
+    if not os.path.exists(CHROMIUM):
+        _missing(f"no Chromium at {CHROMIUM}")
+    return CHROMIUM
+
+
+async def test_a_browser_renders_the_docs_and_pages_within_their_csp(
+    sqlite_url: str, tmp_path: Any, chromium: str
+) -> None:
+    """The CSP must not break what it guards, and the vendored Swagger UI must read the
+    OpenAPI 3.1 document FastAPI publishes (an older one says it cannot)."""
+    from playwright.async_api import async_playwright
+
+    from tests.e2e.conftest import CHROMIUM_ARGS
+
+    settings = settings_for(
+        "embedded", sqlite_url, None, None, archive={"dir": str(tmp_path / "standings")}
+    )
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            try:
+                tab = await browser.new_page()
+                errors: list[str] = []
+                tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                tab.on("pageerror", lambda e: errors.append(str(e)))
+                await tab.goto(f"http://127.0.0.1:{port}/docs")
+                await tab.wait_for_selector(".opblock", timeout=15_000)
+                assert await tab.locator(".opblock").count() >= 10
+                for path in ("/", "/ops"):
+                    await tab.goto(f"http://127.0.0.1:{port}{path}")
+                    await tab.wait_for_load_state("networkidle")
+                assert not errors, errors
+            finally:
+                await browser.close()
     finally:
         server.should_exit = True
         await task
