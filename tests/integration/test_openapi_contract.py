@@ -24,7 +24,7 @@ from schemathesis.config import SchemathesisConfig
 
 from tests.integration.test_crash import _free_port
 
-EXAMPLES = 50  # per operation, for each of the positive and negative phases
+EXAMPLES = 60  # per operation, for each of the positive and negative phases
 MIN_REQUESTS = 1000
 
 # What positive_data_acceptance expects of a valid request, beyond its defaults: 422 is the
