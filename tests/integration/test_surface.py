@@ -268,3 +268,24 @@ async def test_a_browser_renders_the_docs_and_pages_within_their_csp(
     finally:
         server.should_exit = True
         await task
+
+
+async def test_window_ids_with_a_trailing_newline_are_refused(
+    make_api: Callable[..., Any],
+) -> None:
+    boards = [
+        {"name": "week", "window": "week"},
+        {"name": "nations", "window": "week", "group_by": "country"},
+    ]
+    api: Api = await make_api(boards=boards)
+    auth = api.auth(api.admin_key)
+    week = time.strftime("%G-W%V", time.gmtime())
+    # The group's "$" would take "FR\n": a window of its own, frozen and archived.
+    r = await api.client.post(f"/v1/admin/boards/nations/windows/{week}@FR%0A/freeze", headers=auth)
+    problem(r, 422)
+    assert not await api.podium.lifecycle.frozen("nations")
+    r = await api.client.get("/v1/boards/nations", params={"window": f"{week}@FR\n"})
+    problem(r, 422)
+    # A well-formed id of the wrong kind is the service's to name.
+    r = await api.client.get("/v1/boards/week", params={"window": "nope"})
+    assert "is not a week window id" in problem(r, 422)["detail"]

@@ -28,14 +28,14 @@ ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 PlayerId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
 MatchId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
-WindowP = Annotated[str, Path(max_length=16, description=s.WINDOW)]
+WindowP = Annotated[str, Path(max_length=16, pattern=s.WINDOW, description=s.WINDOW_IS)]
 GroupQ = Annotated[
     str | None,
     Query(pattern=r"^[A-Z]{2}$", description="on a board split by country: the country"),
 ]
 WindowQ = Annotated[
     str | None,
-    Query(max_length=16, description=f"a past window: {s.WINDOW}"),
+    Query(max_length=16, pattern=s.WINDOW, description=f"a past window: {s.WINDOW_IS}"),
 ]
 # What each kind of route may answer besides its success.
 READ = responses(404, 422, 429, 503)

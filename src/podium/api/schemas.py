@@ -13,9 +13,10 @@ from podium.service import text_problem
 # engine has no "$ before a final newline", and the service checks ids with fullmatch.
 ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
-# Window ids are checked by the service against the board's own kind (a week board takes
-# 2026-W44, a day board 2026-10-28, ...), which says more than one pattern for all could.
-WINDOW = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
+# A window id's shape; the service checks it against the board's own kind (a week board
+# takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
+WINDOW = r"^[0-9A-Za-z-]{1,13}(@[A-Z]{2})?$"
+WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
 )
