@@ -188,6 +188,12 @@ class ServerSettings:
     max_pending_matches: AtLeastOne = 64
     """Matches being recorded at once by one process; one more gets 503 with Retry-After, so
     that overload shows as a prompt "back off" rather than every answer taking seconds."""
+    max_streams_per_client: AtLeastOne = 16
+    """Live board streams (``/v1/boards/{board}/stream``) one client may hold open in one
+    process; one more gets 429. Clients are told apart by address, as for the read rate: behind
+    a proxy, every client it forwards counts as one unless the proxy is trusted."""
+    max_streams: AtLeastOne = 2000
+    """Streams open at once in one process, all clients together; one more gets 503."""
     api: Annotated[Literal["all", "read", "write"], _says("expected all | read | write")] = "all"
     """What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
     pages and streams) or "write" (game servers and admins: results, profiles, friends lists,

@@ -71,6 +71,10 @@ class Lifecycle:
         if spec.rule.kind is WindowKind.ALL:
             raise InvalidInput("an all-time board has no window to freeze")
         now = self.clock.now()
+        if window.start > now:
+            # Nothing can have counted for it yet: freezing it would only archive an empty
+            # board and refuse every result that comes when it opens.
+            raise InvalidInput(f"window {window.id} of {spec.name} has not started")
         froze = await self.store.freeze(spec, window, spec.exact_top, now)
         self._frozen.pop(spec.name, None)
         info = (await self.frozen(spec.name))[window.id]

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import re
 import secrets
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -61,7 +62,24 @@ COPY_LEASE_S = 60.0
 __all__ = ["Distribution", "Entry", "Page", "PlayerRank", "Podium", "hash_key"]
 
 REVIEW_FLAGGED = 200  # flagged results listed for review
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+# Checked with fullmatch: "$" would let "p_1\n" through.
+ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+# Controls, format characters (the bidi overrides and isolates, zero-width spaces, BOM),
+# lone surrogates, line and paragraph separators...
+_UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}
+# ...but the joiners and tags that emoji sequences and some scripts are written with.
+_JOINERS = {0x200C, 0x200D, *range(0xE0020, 0xE0080)}
+
+
+def text_problem(value: str) -> str | None:
+    """Why a name shown to players is refused (None: it is fine): one with only spaces, or
+    with a character that is not printable (NUL, U+202E and the other bidi controls)."""
+    if not value.strip():
+        return "must not be empty or only spaces"
+    for ch in value:
+        if unicodedata.category(ch) in _UNPRINTABLE and ord(ch) not in _JOINERS:
+            return f"must not contain U+{ord(ch):04X} ({unicodedata.name(ch, 'a control')})"
+    return None
 
 
 def hash_key(secret: str) -> str:
@@ -368,7 +386,7 @@ class Podium:
     ) -> None:
         m = self.settings.mode(mode)
         assert m is not None
-        if not ID_RE.match(match_id):
+        if not ID_RE.fullmatch(match_id):
             raise InvalidInput(f"matchId {match_id!r} must match {ID_RE.pattern}")
         if not results:
             raise InvalidInput("results must list at least one player")
@@ -377,7 +395,7 @@ class Podium:
             raise InvalidInput(f"a match has at most {limit} players, got {len(results)}")
         seen: set[str] = set()
         for r in results:
-            if not ID_RE.match(r.player_id):
+            if not ID_RE.fullmatch(r.player_id):
                 raise InvalidInput(f"playerId {r.player_id!r} must match {ID_RE.pattern}")
             if r.player_id in seen:
                 raise InvalidInput(f"player {r.player_id} is listed twice")
@@ -402,8 +420,12 @@ class Podium:
 
     async def set_profile(self, profile: Profile, fields: set[str] | None = None) -> None:
         """Save a profile; with ``fields``, only those change and the rest are kept."""
-        if profile.country is not None and not GROUP_RE.match(profile.country):
+        if profile.country is not None and not GROUP_RE.fullmatch(profile.country):
             raise InvalidInput(f"country {profile.country!r} must be an ISO 3166-1 alpha-2 code")
+        for name, value in (("name", profile.name), ("avatar", profile.avatar)):
+            why = None if value is None else text_problem(value)
+            if why is not None:
+                raise InvalidInput(f"{name}: {why}")
         if fields is not None:
             old = (await self.store.profiles([profile.player_id])).get(profile.player_id)
             if old is not None:
@@ -431,7 +453,7 @@ class Podium:
         await self.store.set_friends(player_id, sorted(set(friends) - {player_id}))
 
     def _check_player(self, player_id: str) -> None:
-        if not ID_RE.match(player_id):
+        if not ID_RE.fullmatch(player_id):
             raise InvalidInput(f"playerId {player_id!r} must match {ID_RE.pattern}")
 
     async def _ban_keys(self, player_id: str) -> list[BoardKey]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 
 from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
-from podium.api import problems
+from podium.api import docs, problems
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
@@ -56,7 +58,12 @@ def create_app(
         version=__version__,
         summary="Real-time leaderboards for games",
         lifespan=lifespan,
+        # FastAPI's docs pages load their scripts from a CDN: on the origin whose pages hold
+        # a credential, podium serves its own copy instead (``docs.py``).
+        docs_url=None,
+        redoc_url=None,
     )
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     # The process's own buckets until the lifespan puts the configured ones in place.
     app.state.read_limiter = ReadLimiter(
         settings.server.read_rate_per_s, settings.server.read_burst
@@ -74,8 +81,38 @@ def create_app(
         app.include_router(ROUTERS[kind])
     if "read" in kinds:
         web.install(app)  # the browser pages read boards
+    docs.install(app)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
+    app.add_middleware(web.Headers)  # outermost: on every response, the 413s included
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The published contract: errors as ``application/problem+json``, and the bearer
+    credential on every operation that can answer 401."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, routes=app.routes
+    )
+    for operations in schema.get("paths", {}).values():
+        for op in operations.values():
+            for status, response in op.get("responses", {}).items():
+                content = response.get("content", {})
+                if int(status) >= 400 and "application/json" in content:
+                    response["content"] = {problems.PROBLEM: content.pop("application/json")}
+            if "401" in op.get("responses", {}):
+                op["security"] = [{"bearer": []}]
+    components = schema.setdefault("components", {})
+    components["securitySchemes"] = {
+        "bearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "a key from `podium keys create`",
+        }
+    }
+    app.openapi_schema = schema
+    return schema
 
 
 def from_environment() -> FastAPI:

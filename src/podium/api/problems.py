@@ -8,8 +8,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from podium import metrics
@@ -19,10 +21,65 @@ log = logging.getLogger("podium.api")
 PROBLEM = "application/problem+json"
 
 
+class Problem(BaseModel):
+    """The body of every error (RFC 9457), as ``application/problem+json``."""
+
+    type: str = Field(description='always "about:blank": the status says what happened')
+    title: str = Field(description="the status's short name, e.g. Not found")
+    status: int = Field(ge=400, le=599)
+    detail: str = Field(min_length=1, description="what was wrong with this request")
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="the field's path, dotted: results.0.points")
+    message: str
+
+
+class InvalidProblem(Problem):
+    """A 422 of request validation names every field at fault; one refused by a rule of the
+    service (an unknown mode, a window not open) has no ``errors``."""
+
+    errors: list[FieldError] | None = None
+
+
+# What each status means, for the OpenAPI document; ``responses(...)`` picks them per route.
+MEANINGS = {
+    401: "no credential, or one that is unknown (WWW-Authenticate: Bearer)",
+    403: "a credential that may not do this",
+    404: "an unknown board, window or player",
+    409: "a conflict with what is recorded",
+    413: "the request body is over the limit",
+    422: "invalid input: the detail, and for a malformed request its errors, name the field",
+    429: "too many requests (Retry-After)",
+    503: "unavailable or overloaded: nothing was recorded, retry after Retry-After",
+}
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route: each error status it answers, with its problem+json
+    body (``app.openapi`` moves them from application/json to application/problem+json)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {
+            "model": InvalidProblem if status == 422 else Problem,
+            "description": MEANINGS[status],
+        }
+        if status in (429, 503):
+            entry["headers"] = {
+                "Retry-After": {"description": "seconds", "schema": {"type": "string"}}
+            }
+        if status == 401:
+            entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
+        out[status] = entry
+    return out
+
+
 def problem(
     status: int, title: str, detail: str, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> JSONResponse:
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM)
 
 
@@ -58,14 +115,35 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # A body that cannot be read as JSON (not UTF-8, say): invalid input like any
+            # other, as a JSON syntax error already is.
+            _count_rejection(request, 422)
+            message = f"the body cannot be read as JSON: {exc.detail}"
+            return problem(
+                422, "Invalid input", message, errors=[{"field": "body", "message": message}]
+            )
+        headers = exc.headers
+        if exc.status_code == 405:
+            # The router names only the methods of the first route on this path; a path that
+            # has several (POST and DELETE of a ban) must list them all.
+            headers = {**(headers or {}), "Allow": ", ".join(_allowed(app, request))}
         return problem(
-            exc.status_code, _TITLES.get(exc.status_code, "Error"), str(exc.detail), exc.headers
+            exc.status_code, _TITLES.get(exc.status_code, "Error"), str(exc.detail), headers
         )
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem(500, "Internal error", "an unexpected error occurred; it has been logged")
+
+
+def _allowed(app: FastAPI, request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] is Match.PARTIAL:
+            methods |= getattr(route, "methods", None) or set()
+    return sorted(methods)
 
 
 _TITLES = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
@@ -84,24 +162,33 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+            if name == b"content-length":
+                if value.isdigit() and int(value) > self.limit:
+                    await self._refuse(scope, receive, send)
+                    return
+                # The server stops the body at its declared length: it cannot grow past it.
+                await self.app(scope, receive, send)
+                return
+        # No length (a chunked body): read it here, whole, up to the limit, before any
+        # handler sees it. An error raised from inside the handler's read would not do: the
+        # framework turns any failure to read a body into 400 "error parsing the body".
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message], receive), send)
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
                 await self._refuse(scope, receive, send)
                 return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        whole: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        await self.app(scope, _replay([whole], receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem(
@@ -110,5 +197,10 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """``messages`` first, then whatever ``receive`` gives (a disconnect)."""
+
+    async def replayed() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return replayed

@@ -14,6 +14,7 @@ from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
 from podium.api.encode import page_json, rank_json
+from podium.api.problems import responses
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.windows import to_epoch, to_rfc3339
@@ -27,12 +28,22 @@ admin_routes = APIRouter(tags=["admin"])
 ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
-PlayerId = Annotated[str, Path(pattern=s.ID)]
+PlayerId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
+MatchId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
+Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
+WindowP = Annotated[str, Path(max_length=16, pattern=s.WINDOW, description=s.WINDOW_IS)]
 GroupQ = Annotated[
     str | None,
     Query(pattern=r"^[A-Z]{2}$", description="on a board split by country: the country"),
 ]
-WindowQ = Annotated[str | None, Query(max_length=16, description="a past window id, e.g. 2026-W44")]
+WindowQ = Annotated[
+    str | None,
+    Query(max_length=16, pattern=s.WINDOW, description=f"a past window: {s.WINDOW_IS}"),
+]
+# What each kind of route may answer besides its success.
+READ = responses(404, 422, 429, 503)
+WRITE = responses(401, 403, 409, 413, 422, 429, 503)
+ADMIN = responses(401, 403, 404, 413, 422, 503)
 
 
 def _podium(request: Request) -> Podium:
@@ -55,11 +66,11 @@ def _entry(e: Entry) -> s.EntryOut:
     )
 
 
-@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut)
+@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, responses=WRITE)
 async def post_results(
     body: s.MatchIn,
     request: Request,
-    matchId: Annotated[str, Path(pattern=s.ID)],
+    matchId: MatchId,
     key: Annotated[ApiKey, Depends(game_server)],
 ) -> s.MatchOut:
     with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
@@ -76,7 +87,12 @@ async def post_results(
     )
 
 
-@reads.get("/v1/boards", response_model=s.BoardsOut, dependencies=[Depends(read_limit)])
+@reads.get(
+    "/v1/boards",
+    response_model=s.BoardsOut,
+    dependencies=[Depends(read_limit)],
+    responses=responses(429, 503),
+)
 async def list_boards(request: Request) -> s.BoardsOut:
     podium = _podium(request)
     now = int(podium.clock.now())
@@ -103,10 +119,11 @@ async def list_boards(request: Request) -> s.BoardsOut:
     "/v1/boards/{board}",
     response_model=s.PageOut,
     response_model_exclude_none=True,
+    responses=READ,
 )
 async def board_page(
     request: Request,
-    board: str,
+    board: Board,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=100)] = 100,
     window: WindowQ = None,
@@ -125,10 +142,11 @@ async def board_page(
     "/v1/boards/{board}/players/{playerId}",
     response_model=s.RankOut,
     response_model_exclude_none=True,
+    responses=READ,
 )
 async def player_rank(
     request: Request,
-    board: str,
+    board: Board,
     playerId: PlayerId,
     neighbors: Annotated[int, Query(ge=0, le=50)] = 2,
     window: WindowQ = None,
@@ -146,10 +164,11 @@ async def player_rank(
     response_model=s.PageOut,
     dependencies=[Depends(read_limit)],
     response_model_exclude_none=True,
+    responses=READ,
 )
 async def friends_board(
     request: Request,
-    board: str,
+    board: Board,
     playerId: PlayerId,
     window: WindowQ = None,
     group: GroupQ = None,
@@ -163,11 +182,12 @@ async def friends_board(
     "/v1/boards/{board}/distribution",
     response_model=s.DistributionOut,
     dependencies=[Depends(read_limit)],
+    responses=READ,
 )
 async def distribution(
     request: Request,
     response: Response,
-    board: str,
+    board: Board,
     buckets: Annotated[int, Query(ge=1, le=100)] = 20,
     window: WindowQ = None,
     group: GroupQ = None,
@@ -184,7 +204,12 @@ async def distribution(
     )
 
 
-@admin_routes.put("/v1/players/{playerId}/profile", status_code=204, dependencies=[Depends(admin)])
+@admin_routes.put(
+    "/v1/players/{playerId}/profile",
+    status_code=204,
+    dependencies=[Depends(admin)],
+    responses=ADMIN,
+)
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
     # Fields left out keep their value; an explicit null clears one.
     profile = Profile(playerId, body.name, body.avatar, body.country)
@@ -192,7 +217,12 @@ async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -
     return Response(status_code=204)
 
 
-@admin_routes.put("/v1/players/{playerId}/friends", status_code=204, dependencies=[Depends(admin)])
+@admin_routes.put(
+    "/v1/players/{playerId}/friends",
+    status_code=204,
+    dependencies=[Depends(admin)],
+    responses=ADMIN,
+)
 async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
     await _podium(request).set_friends(playerId, body.friends)
     return Response(status_code=204)
@@ -202,6 +232,7 @@ async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     dependencies=[Depends(admin)],
+    responses=ADMIN,
 )
 async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
     await _podium(request).ban(playerId, body.reason)
@@ -212,6 +243,7 @@ async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     dependencies=[Depends(admin)],
+    responses=ADMIN,
 )
 async def unban(request: Request, playerId: PlayerId) -> Response:
     await _podium(request).unban(playerId)
@@ -222,8 +254,9 @@ async def unban(request: Request, playerId: PlayerId) -> Response:
     "/v1/admin/boards/{board}/windows/{window}/freeze",
     response_model=s.FrozenOut,
     dependencies=[Depends(admin)],
+    responses=ADMIN,
 )
-async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
+async def freeze(request: Request, board: Board, window: WindowP) -> s.FrozenOut:
     froze, info = await _podium(request).freeze(board, window)
     return s.FrozenOut(
         board=info.board,
@@ -241,10 +274,11 @@ async def freeze(request: Request, board: str, window: str) -> s.FrozenOut:
     response_model=s.ReviewOut,
     dependencies=[Depends(admin)],
     response_model_exclude_none=True,
+    responses=ADMIN,
 )
 async def review(
     request: Request,
-    board: str,
+    board: Annotated[str, Query(pattern=s.BOARD)],
     top: Annotated[int, Query(ge=1, le=1000)] = 100,
     window: WindowQ = None,
 ) -> s.ReviewOut:
@@ -277,7 +311,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@ops.get("/readyz")
+@ops.get("/readyz", responses=responses(503))
 async def readyz(request: Request) -> dict[str, str]:
     podium = _podium(request)
     await podium.store.ping()

@@ -2,9 +2,43 @@
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictInt
+import re
+from typing import Annotated, Any
 
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+
+from podium.service import text_problem
+
+# JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them; pydantic's regex
+# engine has no "$ before a final newline", and the service checks ids with fullmatch.
 ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
+# A window id's shape; the service checks it against the board's own kind (a week board
+# takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
+WINDOW = r"^[0-9A-Za-z-]{1,13}(@[A-Z]{2})?$"
+WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+
+
+def _rfc3339(value: Any) -> Any:
+    """Only an RFC 3339 string with its offset: pydantic alone also takes an epoch number
+    or a string of digits."""
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        raise ValueError("must be an RFC 3339 date-time with a time zone: 2026-10-28T19:04:11Z")
+    return value
+
+
+def _shown(value: Any) -> Any:
+    why = text_problem(value) if isinstance(value, str) else None
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
+Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+PlayerIdIn = Annotated[str, Field(pattern=ID)]
 
 
 class _In(BaseModel):
@@ -18,7 +52,7 @@ class ResultIn(_In):
 
 class MatchIn(_In):
     mode: str = Field(min_length=1, max_length=64)
-    endedAt: AwareDatetime
+    endedAt: Rfc3339
     durationSeconds: StrictInt = Field(ge=0)
     results: list[ResultIn] = Field(min_length=1, max_length=100)
 
@@ -121,13 +155,17 @@ class ReviewOut(BaseModel):
 
 
 class ProfileIn(_In):
-    name: str | None = Field(default=None, min_length=1, max_length=32)
-    avatar: str | None = Field(default=None, max_length=512, pattern=r"^https://\S+$")
+    name: Annotated[str | None, BeforeValidator(_shown)] = Field(
+        default=None, min_length=1, max_length=32
+    )
+    avatar: Annotated[str | None, BeforeValidator(_shown)] = Field(
+        default=None, max_length=512, pattern=r"^https://\S+$"
+    )
     country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2
 
 
 class FriendsIn(_In):
-    friends: list[str] = Field(max_length=1000)
+    friends: list[PlayerIdIn] = Field(max_length=1000)
 
 
 class BanIn(_In):

@@ -8,17 +8,22 @@ the HTTP API, like any other client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from podium import metrics
 from podium.api.auth import ops
+from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
+from podium.api.schemas import BOARD
 from podium.service import Podium
 from podium.web.ops import OpsOut, snapshot
 from podium.web.stream import Hub
@@ -27,7 +32,60 @@ STATIC = Path(__file__).parent / "static"
 HEARTBEAT_S = 15.0  # a comment line this often keeps proxies from closing an idle stream
 RETRY_MS = 2000  # how soon a browser reconnects a dropped stream
 
+# The pages load only their own scripts, styles and data; avatars are https images from
+# player profiles (any host: a profile's avatar is a URL the game chose) or the app's own;
+# no page may be framed (clickjacking the ops page).
+CSP = (
+    "default-src 'self'; img-src 'self' data: https:; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+
 router = APIRouter()
+
+
+class Headers:
+    """``X-Content-Type-Options: nosniff`` on every response, and the pages' CSP on every
+    HTML one."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                if b"x-content-type-options" not in names:
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                kind = dict(headers).get(b"content-type", b"")
+                if kind.startswith(b"text/html") and b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", CSP.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+class _Stream(StreamingResponse):
+    """A stream that calls ``done`` however it ends, even if its body never started."""
+
+    def __init__(self, body: AsyncIterator[bytes], done: Callable[[], None]) -> None:
+        super().__init__(
+            body,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        self._done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._done()
 
 
 def _hub(request: Request) -> Hub:
@@ -49,9 +107,14 @@ async def ops_page() -> FileResponse:
     tags=["read"],
     dependencies=[Depends(read_limit)],
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}, "description": "board pages"}},
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "board pages"},
+        **responses(404, 422, 429, 503),
+    },
 )
-async def stream(request: Request, board: str) -> StreamingResponse:
+async def stream(
+    request: Request, board: Annotated[str, PathParam(pattern=BOARD)]
+) -> StreamingResponse:
     """The board's top 100 as Server-Sent Events: one at once, then one whenever the board
     changes (checked once a second), each ``data: <page json>``, the page as
     ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read)."""
@@ -59,6 +122,7 @@ async def stream(request: Request, board: str) -> StreamingResponse:
     # Refuse an unknown board, or one without an open window, before the stream starts.
     podium.window(podium.board(board), None)
     hub = _hub(request)
+    release = hub.admit(request.client.host if request.client else "unknown")
 
     async def events() -> AsyncIterator[bytes]:
         # Subscribed inside the generator so that the finally below always runs for it.
@@ -75,14 +139,15 @@ async def stream(request: Request, board: str) -> StreamingResponse:
         finally:
             hub.unsubscribe(board, queue)
 
-    return StreamingResponse(
-        events(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+    return _Stream(events(), release)
 
 
-@router.get("/v1/admin/ops", tags=["ops"], dependencies=[Depends(ops)])
+@router.get(
+    "/v1/admin/ops",
+    tags=["ops"],
+    dependencies=[Depends(ops)],
+    responses=responses(401, 403),
+)
 async def ops_figures() -> OpsOut:
     """The counters, gauges and histogram buckets (cumulative) for the ops page: the same
     figures ``/metrics`` exports. An ops key reads them; an admin key does not."""
@@ -97,7 +162,14 @@ def install(app: FastAPI) -> None:
 @asynccontextmanager
 async def serving(app: FastAPI, podium: Podium) -> AsyncIterator[None]:
     """The stream hub for the app's lifetime; its broadcasters stop at shutdown."""
-    hub = Hub(podium, heartbeat_s=HEARTBEAT_S, cache_s=podium.settings.server.page_cache_s)
+    server = podium.settings.server
+    hub = Hub(
+        podium,
+        heartbeat_s=HEARTBEAT_S,
+        cache_s=server.page_cache_s,
+        max_per_client=server.max_streams_per_client,
+        max_streams=server.max_streams,
+    )
     app.state.streams = hub
     try:
         yield

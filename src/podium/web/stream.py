@@ -23,7 +23,7 @@ from typing import Any
 
 from podium import metrics
 from podium.api.encode import page_body
-from podium.errors import PodiumError
+from podium.errors import PodiumError, RateLimited, Unavailable
 from podium.service import Page, Podium
 
 log = logging.getLogger("podium.web")
@@ -158,8 +158,14 @@ class Hub:
         limit: int = 100,
         heartbeat_s: float = 15.0,
         cache_s: float = 0.0,
+        max_per_client: int = 1_000_000,
+        max_streams: int = 1_000_000,
     ) -> None:
         self.heartbeat_s = heartbeat_s
+        self.max_per_client = max_per_client
+        self.max_streams = max_streams
+        self._open: dict[str, int] = {}  # streams open, by client
+        self.open = 0
         self._podium = podium
         self._interval = interval_s
         self._limit = limit
@@ -179,6 +185,32 @@ class Hub:
             )
             self._boards[board] = b
         return b
+
+    def admit(self, client: str) -> Callable[[], None]:
+        """Count one more stream for ``client``, or refuse it: 429 past the client's cap, 503
+        past the process's. Returns the release, to call once (more calls do nothing) when
+        the stream ends."""
+        if self._open.get(client, 0) >= self.max_per_client:
+            raise RateLimited(
+                f"this client has {self.max_per_client} streams open already", retry_after=5
+            )
+        if self.open >= self.max_streams:
+            raise Unavailable(f"{self.open} streams are open on this process; retry shortly")
+        self._open[client] = self._open.get(client, 0) + 1
+        self.open += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self.open -= 1
+            left = self._open.pop(client) - 1
+            if left:
+                self._open[client] = left
+
+        return release
 
     def subscribe(self, board: str) -> asyncio.Queue[bytes]:
         return self.broadcaster(board).subscribe()
