@@ -77,7 +77,7 @@ class Reads:
                 f"board {spec.name} is split by {spec.group_by}: name a group "
                 "(?group=FR, or a window id like 2026-W44@FR)"
             )
-        if not GROUP_RE.match(group):
+        if not GROUP_RE.fullmatch(group):
             raise InvalidInput(f"group {group!r} must be a two-letter country code")
         return grouped(w, group)
 

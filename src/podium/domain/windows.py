@@ -153,7 +153,7 @@ def parse_window(rule: WindowRule, window_id: str) -> Window:
     window = rule.parse(base)
     if group is None:
         return window
-    if not GROUP_RE.match(group):
+    if not GROUP_RE.fullmatch(group):
         raise WindowError(f"{group!r} is not a group (a two-letter country code)")
     return grouped(window, group)
 

@@ -122,7 +122,8 @@ async def stream(
     # Refuse an unknown board, or one without an open window, before the stream starts.
     podium.window(podium.board(board), None)
     hub = _hub(request)
-    release = hub.admit(request.client.host if request.client else "unknown")
+    # Counted per client as the read rate is: behind a trusted proxy, the forwarded client.
+    release = hub.admit(request.app.state.client_address(request))
 
     async def events() -> AsyncIterator[bytes]:
         # Subscribed inside the generator so that the finally below always runs for it.
