@@ -21,7 +21,7 @@ async def _scoped(request: Request, scope: Scope, needs: str) -> ApiKey:
     podium: Podium = request.app.state.podium
     key = await podium.authenticate(bearer(request))
     if key.scope is not scope:
-        raise Forbidden(f"this needs {needs}; this key is an {key.scope.value} key")
+        raise Forbidden(f"this needs {needs}; this key's scope is {key.scope.value!r}")
     return key
 
 
