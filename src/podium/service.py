@@ -42,7 +42,6 @@ from podium.errors import (
     InvalidInput,
     NotFound,
     PodiumError,
-    RateLimited,
     Unauthorized,
     WindowClosed,
 )
@@ -50,7 +49,7 @@ from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, MatchFacts, MatchRead, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
-from podium.recording import HOUR, check_replay
+from podium.recording import HOUR, check_cap, check_replay
 from podium.views import Distribution, Entry, Page, PlayerRank
 
 log = logging.getLogger("podium.service")
@@ -337,16 +336,12 @@ class Podium:
         for rec in records:
             if rec.player_id in existing:
                 check_replay(existing[rec.player_id], rec)
-        if cap is not None:
-            # The cap counts new results only: a player whose result is stored is retrying.
-            over = {p: c for p, c in read.counts.items() if p not in existing and c[0] >= cap}
-            if over:
-                p, (count, oldest) = min(over.items())
-                raise RateLimited(
-                    f"player {p} has {count} results in mode {mode.name} in the last hour "
-                    f"(cap {cap})",
-                    retry_after=int(oldest + HOUR - now) + 1,
-                )
+        # The cap counts new results only: a player whose result is stored is retrying. The
+        # first player by id over it is named.
+        for rec in sorted(records, key=lambda r: r.player_id):
+            if rec.player_id not in existing:
+                count, oldest = read.counts.get(rec.player_id, (0, None))
+                check_cap(count, cap, oldest, now, rec)
         # The fold of every new result into what the read saw (a total a board cannot
         # encode, a window frozen meanwhile): pure, no round trip. Each record checks again
         # under its locks, which is what makes it exact when the player changed meanwhile.
