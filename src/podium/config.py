@@ -50,7 +50,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from podium.domain.boards import Aggregate, BoardSpec, Order, Ties, can_fall
+from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
 from podium.domain.codec import MAX_BITS
 from podium.domain.models import Mode
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
@@ -221,11 +221,21 @@ class IndexSettings:
         _says("expected a non-negative str", "1 to 32 of letters, digits, _ . -"),
     ] = "podium"
     """Every Redis key starts with this."""
+    read_from_replicas: bool = False
+    """Rank reads from the replicas of a Redis Cluster, writes to its primaries: a replica
+    may lag its primary by a few milliseconds, which a rank read can afford."""
 
 
 @table(frozen=True, config=_TABLE)
 class LogSettings:
     url: LogUrl = "outbox://"
+    stream: Annotated[
+        str,
+        StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
+        _says("expected a non-negative str", "1 to 32 of letters, digits, _ -"),
+    ] = "podium"
+    """The JetStream stream's name (and its subjects' first token), so that several
+    deployments can share one NATS."""
 
 
 @table(frozen=True, config=_TABLE)
@@ -316,6 +326,10 @@ class _BoardTable:
         int, Strict(), Ge(1), Le(1_000_000), _says("expected an integer from 1 to 1000000")
     ] = _BOARD.exact_top
     """Pages reach this deep; final standings keep this many."""
+    ranks_below_top: Annotated[Below, _one_of(Below)] = _BOARD.ranks_below_top
+    """On a board split across index shards, how ranks below the exact top are answered:
+    "estimated" (from the aggregator's histogram, labelled ``exact: false`` with the interval
+    the true rank lies in) or "exact" (one count per shard, sent at once)."""
     freeze_after_s: Annotated[int, Strict(), Ge(0), _says("expected a non-negative integer")] = (
         _BOARD.freeze_after_s
     )
@@ -355,6 +369,7 @@ class _BoardTable:
             order=self.order,
             ties=self.ties,
             exact_top=self.exact_top,
+            ranks_below_top=self.ranks_below_top,
             freeze_after_s=self.freeze_after_s,
             modes=self.modes,
             group_by=self.group_by,

@@ -37,6 +37,13 @@ class Ties(StrEnum):
     SHARED = "shared"
 
 
+class Below(StrEnum):
+    """How ranks below a split board's exact top are answered (DESIGN invariant 6)."""
+
+    ESTIMATED = "estimated"  # from the aggregator's histogram: one read of the player's shard
+    EXACT = "exact"  # counted on every shard: one count per shard, sent at once
+
+
 @dataclass(frozen=True, slots=True)
 class Tally:
     """A player's standing in one window: the total, when it was reached, and a version that
@@ -60,6 +67,7 @@ class BoardSpec:
     freeze_after_s: int = 600
     modes: tuple[str, ...] | None = None  # None: every mode counts
     group_by: str | None = None  # a player attribute ("country"): one board per value
+    ranks_below_top: Below = Below.ESTIMATED
 
     @property
     def codec(self) -> ScoreCodec:

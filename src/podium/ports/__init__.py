@@ -15,7 +15,15 @@ ones into ``podium.errors.Unavailable`` (503, a retry is safe), everything else 
 """
 
 from podium.ports.clock import Clock, SystemClock
-from podium.ports.index import Around, BoardKey, Placed, ProfileCopy, RankIndex
+from podium.ports.index import (
+    Around,
+    BoardKey,
+    Near,
+    Placed,
+    ProfileCopy,
+    RankIndex,
+    ShardIndex,
+)
 from podium.ports.log import ChangeLog
 from podium.ports.store import (
     Credentials,
@@ -39,6 +47,7 @@ __all__ = [
     "Lifetime",
     "MatchFacts",
     "MatchRead",
+    "Near",
     "Outbox",
     "Placed",
     "Players",
@@ -47,6 +56,7 @@ __all__ = [
     "RecordHandle",
     "Results",
     "ScoreStore",
+    "ShardIndex",
     "SystemClock",
     "Windows",
 ]

@@ -110,6 +110,51 @@ class RankIndex(Protocol):
         ...
 
 
+class Near(NamedTuple):
+    """Where a (member, score) would stand on one shard of a split board (``ShardIndex.near``):
+    how many of the shard's members are strictly ahead of it in board order, and up to n of
+    the shard's rows just ahead of it and just behind it, each in board order (the member
+    itself left out)."""
+
+    ahead: int
+    above: list[tuple[str, int]]
+    below: list[tuple[str, int]]
+
+
+class ShardIndex(RankIndex, Protocol):
+    """One shard's part of every board, when boards are split by player (``index.shards``).
+
+    Everything a ``RankIndex`` answers, it answers about its own part (its ranks are ranks
+    among its own members), and the few reads that a merge of shards needs besides. Each
+    method is one step on the shard (one script, one round trip), so a split board asks
+    every shard at once and waits for the slowest, not for the sum."""
+
+    async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
+        """Each member's score, or None for one not on this shard's part."""
+        ...
+
+    async def ahead(
+        self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool
+    ) -> list[int]:
+        """For each (member, score): how many members of this shard's part are strictly
+        ahead of it in board order. The member need not be on this shard."""
+        ...
+
+    async def near(
+        self, key: BoardKey, member: str, score: int, n: int, *, descending: bool
+    ) -> Near:
+        """Where (member, score) would stand among this shard's part, with up to ``n`` rows
+        on each side."""
+        ...
+
+    async def scores_at(
+        self, key: BoardKey, ranks: Sequence[int], *, descending: bool
+    ) -> list[int | None]:
+        """The score at each 0-based rank of this shard's part, in board order (None past
+        its end): what the aggregator samples to place a histogram's boundaries."""
+        ...
+
+
 class ProfileCopy(Protocol):
     """The index's copy of profiles (names, avatars, countries), so that a read shows names
     without asking the store. The copy is complete only once one copier filled it from the
