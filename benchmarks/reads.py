@@ -193,10 +193,14 @@ async def preload_sql(env: Env, n: int) -> dict[str, float]:
             for spec in settings.boards:
                 w = spec.rule.window_at(now)
                 assert w is not None
+                # The ids as player_id() writes them (at least 6 digits: lpad alone would cut
+                # a 7-digit id to 6), and the totals computed in bigint (i * 7919 overflows
+                # a 32-bit integer above 271,189 players).
                 await conn.execute(
                     "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version)"
-                    " SELECT $1, $2, 'p_' || lpad(i::text, 6, '0'), 1 + (i * 7919 + 13) % 100000,"
-                    " $3, 1 FROM generate_series(0, $4 - 1) AS i",
+                    " SELECT $1, $2, 'p_' || CASE WHEN i < 1000000 THEN lpad(i::text, 6, '0')"
+                    " ELSE i::text END, 1 + (i * 7919 + 13) % 100000,"
+                    " $3, 1 FROM generate_series(0::bigint, $4 - 1) AS i",
                     spec.name,
                     w.id,
                     now,
