@@ -17,16 +17,28 @@ from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
-from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, SystemClock
+from podium.index.split import SplitIndex
+from podium.index.split_profiles import SplitProfileCopy
+from podium.ports import (
+    ChangeLog,
+    Clock,
+    ProfileCopy,
+    RankIndex,
+    ScoreStore,
+    Snapshots,
+    SystemClock,
+)
+from podium.ranking import Ranking
 from podium.service import Podium
+from podium.workers import aggregator
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
 from podium.workers.updater import BacklogMonitor, ProfileCopier, Updater
 
 log = logging.getLogger("podium")
 
-ROLES = ("relay", "updater", "freezer")
-PLANNED_ROLES = ("aggregator", "reconciler")
+ROLES = ("relay", "updater", "aggregator", "freezer")
+PLANNED_ROLES = ("reconciler",)
 FREEZER_PERIOD_S = 5.0  # how often the freezer looks for windows that are due
 PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
 
@@ -46,22 +58,48 @@ def _store(settings: Settings) -> ScoreStore:
     )
 
 
-def _index(settings: Settings, clock: Clock) -> tuple[RankIndex, ProfileCopy]:
-    """The rank index, and the copy of profiles that the same adapter keeps beside it."""
-    url = settings.index.url
-    if settings.index.shards != 1:
-        raise ConfigError("index.shards: boards split across shards are not built yet; use 1")
+@dataclass(frozen=True)
+class IndexParts:
+    """The rank index and what its adapters keep beside it: the copy of profiles, the
+    aggregator's snapshots, and on a split index its shards (None on a single one)."""
+
+    index: RankIndex
+    copy: ProfileCopy
+    snapshots: Snapshots
+    split: SplitIndex | None
+
+
+def _index(settings: Settings, clock: Clock) -> IndexParts:
+    url, n, prefix = settings.index.url, settings.index.shards, settings.index.prefix
     if url.startswith("memory://"):
         from podium.index.memory import MemoryIndex
+        from podium.index.memory_snapshots import MemorySnapshots
 
-        memory = MemoryIndex(clock.now)
-        return memory, memory.copy
-    if url.startswith("redis+cluster://"):
-        raise ConfigError("index.url: Redis Cluster is not built yet; use redis://")
+        if n == 1:
+            memory = MemoryIndex(clock.now)
+            return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None)
+        parts = [MemoryIndex(clock.now) for _ in range(n)]
+        split = SplitIndex(parts)
+        copy = SplitProfileCopy([p.copy for p in parts])
+        return IndexParts(split, copy, MemorySnapshots(clock.now), split)
+    from podium.index.keys import Keys
     from podium.index.redis import RedisIndex
+    from podium.index.redis_snapshots import RedisSnapshots
 
-    redis = RedisIndex.from_url(url, prefix=settings.index.prefix)
-    return redis, redis.copy
+    cluster = url.startswith(("redis+cluster://", "rediss+cluster://"))
+    if n == 1 and not cluster:  # one Redis, one shard: today's keys, untagged
+        redis = RedisIndex.from_url(url, prefix=prefix)
+        return IndexParts(redis, redis.copy, RedisSnapshots(redis.client, redis.keys), None)
+    if cluster:
+        from podium.index.cluster import cluster_client
+
+        client = cluster_client(url, read_from_replicas=settings.index.read_from_replicas)
+    else:
+        client = RedisIndex.client_from_url(url)
+    shards = [RedisIndex(client, prefix, shard=i) for i in range(n)]
+    split = SplitIndex(shards, close=client.aclose)
+    copy = SplitProfileCopy([s.copy for s in shards])
+    return IndexParts(split, copy, RedisSnapshots(client, Keys(prefix)), split)
 
 
 def read_limiter(settings: Settings) -> Buckets:
@@ -98,6 +136,8 @@ class Backends:
     clock: Clock
     podium: Podium
     read_limiter: Buckets
+    snapshots: Snapshots
+    split: SplitIndex | None
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -128,6 +168,17 @@ class Backends:
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
                 copier = ProfileCopier(self.podium.copy_profiles, self.copy)
                 self._runners.append(Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S))
+            elif role == "aggregator":
+                if self.split is None or self.split.shard_count == 1:
+                    # One shard is the whole board: its reads are exact without a merge.
+                    log.info("aggregator: the index is not split across shards; not started")
+                    continue
+                agg = aggregator.Aggregator(
+                    self.settings, self.split.shards, self.snapshots, self.clock
+                )
+                self._runners.append(
+                    Runner("aggregator", agg.step, idle_sleep_s=aggregator.PERIOD_S, full=1 << 30)
+                )
             elif role == "freezer":
                 step = self.podium.lifecycle.freeze_due
                 self._runners.append(Runner("freezer", step, idle_sleep_s=FREEZER_PERIOD_S))
@@ -155,9 +206,21 @@ class Backends:
 def build(settings: Settings, clock: Clock | None = None) -> Backends:
     clock = clock or SystemClock()
     store = _store(settings)
-    index, copy = _index(settings, clock)
+    parts = _index(settings, clock)
     changes = _log(settings, store, clock)
     archive = FileArchive(settings.archive.dir)
-    podium = Podium(settings, store, index, copy, clock, archive)
+    ranking = None if parts.split is None else Ranking(parts.split, parts.snapshots, clock)
+    podium = Podium(settings, store, parts.index, parts.copy, clock, archive, ranking)
     limiter = read_limiter(settings)
-    return Backends(settings, store, index, copy, changes, clock, podium, limiter)
+    return Backends(
+        settings,
+        store,
+        parts.index,
+        parts.copy,
+        changes,
+        clock,
+        podium,
+        limiter,
+        parts.snapshots,
+        parts.split,
+    )

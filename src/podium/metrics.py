@@ -99,6 +99,33 @@ OUTBOX_AGE_SECONDS = Gauge(
     registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+AGGREGATOR_ACTIVE = Gauge(
+    "podium_aggregator_active",
+    "1 while this process's rank aggregator holds the lease (0: a standby)",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
+AGGREGATOR_CYCLE_SECONDS = Histogram(
+    "podium_aggregator_cycle_seconds",
+    "Wall time of one aggregator cycle of a board window (every shard's top and counts, "
+    "the merge, the publish)",
+    ["board"],
+    buckets=_LATENCY,
+    registry=REGISTRY,
+)
+AGGREGATOR_SKIPPED = Counter(
+    "podium_aggregator_skipped",
+    "Aggregator cycles that published nothing: a shard did not answer for too long",
+    ["board"],
+    registry=REGISTRY,
+)
+SNAPSHOT_AGE_SECONDS = Gauge(
+    "podium_aggregator_snapshot_age_seconds",
+    "How old the aggregator's snapshot that this process's readers see is (its asOf)",
+    ["board"],
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
 WORKER_HEARTBEAT = Gauge(
     "podium_worker_heartbeat_timestamp",
     "Last loop of each worker role",

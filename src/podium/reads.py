@@ -18,6 +18,7 @@ from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
+from podium.ranking import Estimated, Ranking
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
 
@@ -34,8 +35,11 @@ class Reads:
         clock: Clock,
         lifecycle: Lifecycle,
         profiles: ProfileCache,
+        ranking: Ranking | None = None,
     ) -> None:
         self.settings = settings
+        # On a board split across index shards: the aggregator's snapshot (ranking.py).
+        self.ranking = ranking if ranking is not None and ranking.active else None
         self.store = store
         self.index = index
         self.copy = copy
@@ -119,7 +123,11 @@ class Reads:
         if await self.lifecycle.is_frozen(spec.name, w.id):
             return await self.lifecycle.final_page(spec, w, offset, stop)
         key = BoardKey(spec.name, w.id)
-        rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
+        sliced = None if self.ranking is None else await self.ranking.page(key, offset, stop)
+        if sliced is not None:  # a split board: a slice of the aggregator's merged top
+            rows, now = sliced
+        else:
+            rows = await self.index.page(key, offset, stop, descending=spec.order == "desc")
         return Page(spec.name, w.id, now, await self._entries(spec, key, rows, offset))
 
     def _refilled(self, cache_key: tuple[str, str, int, int], done: asyncio.Future[Page]) -> None:
@@ -179,6 +187,11 @@ class Reads:
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
+        if self.ranking is not None:
+            # Below the exact top of a split board: an estimate, labelled, without neighbors.
+            est = await self.ranking.estimated(spec, key, player_id)
+            if est is not None:
+                return self._estimated_rank(spec, w.id, est)
         # Rank and rows come from one read at one instant, so the player's own row is always
         # among the rows, and their displayed rank (a shared one, too) is that row's.
         found = await self.index.around(key, player_id, neighbors, descending=spec.order == "desc")
@@ -193,6 +206,49 @@ class Reads:
         # across shards it may be an estimate, and then says so (DESIGN invariant 6).
         return PlayerRank(board, w.id, mine.rank, found.exact, mine.points, around)
 
+    def _estimated_rank(self, spec: BoardSpec, window: str, est: Estimated) -> PlayerRank:
+        e = est.estimate
+        points = spec.codec.points(est.score)
+        return PlayerRank(
+            spec.name,
+            window,
+            e.rank,
+            False,
+            points,
+            [],
+            top_percent=est.top_percent,
+            rank_low=e.low,
+            rank_high=e.high,
+            as_of=est.as_of,
+        )
+
+    async def _global_places(
+        self, spec: BoardSpec, key: BoardKey, ids: list[str]
+    ) -> list[tuple[str, int, int, bool]]:
+        """Each player on the board, in board order, with their 0-based place on the whole
+        board and whether it is exact: by the aggregator's snapshot on a split board that
+        estimates (exact inside its top, estimated below), else counted by the index."""
+        desc = spec.order == "desc"
+        placed = None
+        if self.ranking is not None and spec.ties is Ties.FIRST:
+            placed = await self.ranking.placed(spec, key, ids)
+        if placed is None:
+            found = await self.index.ranks(key, ids, descending=desc)
+            rows = [(p, h.score, h.rank, h.exact) for p, h in zip(ids, found, strict=True) if h]
+        else:
+            scores, places = placed
+            rows = []
+            for p, s, place in zip(ids, scores, places, strict=True):
+                if s is None or place is None:
+                    continue
+                if isinstance(place, Estimated):
+                    rows.append((p, s, place.estimate.rank - 1, False))
+                else:
+                    rows.append((p, s, place, True))
+        # In board order by score (the one order), not by the ranks: an estimated rank need
+        # not agree with the order it estimates.
+        return in_board_order(rows, desc)
+
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None
     ) -> Page:
@@ -202,26 +258,19 @@ class Reads:
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_friends(spec, w, ids)
-        desc = spec.order == "desc"
-        found = await self.index.ranks(BoardKey(board, w.id), ids, descending=desc)
-        # In board order by score (the one order), not by the ranks: an estimated rank
-        # (a board split across shards) need not agree with the order it estimates.
-        present = in_board_order(
-            [(p, hit.score, hit) for p, hit in zip(ids, found, strict=True) if hit is not None],
-            desc,
-        )
-        rows = [(p, s) for p, s, _ in present]
+        present = await self._global_places(spec, BoardKey(board, w.id), ids)
+        rows = [(p, s) for p, s, _, _ in present]
         names = await self._names([p for p, _ in rows])
         if spec.ties is Ties.SHARED:
             shared = await self._shared_ranks(BoardKey(board, w.id), spec, [s for _, s in rows])
             global_ranks = [shared[s] for _, s in rows]
         else:
-            global_ranks = [hit.rank + 1 for _, _, hit in present]
+            global_ranks = [rank + 1 for _, _, rank, _ in present]
         among = ranks_in_order(spec, rows, 1)
         codec = spec.codec
         entries = [
-            entry(i, p, codec.points(s), names.get(p), g, hit.exact)
-            for i, g, (p, s, hit) in zip(among, global_ranks, present, strict=True)
+            entry(i, p, codec.points(s), names.get(p), g, exact)
+            for i, g, (p, s, _, exact) in zip(among, global_ranks, present, strict=True)
         ]
         return Page(board, w.id, self.clock.now(), entries)
 

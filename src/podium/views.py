@@ -54,6 +54,10 @@ class PlayerRank:
     points: int
     neighbors: list[Entry]
     top_percent: float | None = None
+    # an estimated rank (exact False): the interval the true rank lies in, as of as_of
+    rank_low: int | None = None
+    rank_high: int | None = None
+    as_of: float | None = None
 
 
 def ranks_in_order(

@@ -28,6 +28,8 @@ def _entry(e: Entry) -> dict[str, Any]:
         out["avatar"] = e.avatar
     if e.global_rank is not None:
         out["globalRank"] = e.global_rank
+    if e.global_exact is not None:
+        out["globalExact"] = e.global_exact
     return out
 
 
@@ -53,8 +55,14 @@ def rank_json(r: PlayerRank) -> bytes:
         "exact": r.exact,
         "points": r.points,
     }
+    if r.rank_low is not None:
+        body["rankLow"] = r.rank_low
+    if r.rank_high is not None:
+        body["rankHigh"] = r.rank_high
     if r.top_percent is not None:
         body["topPercent"] = r.top_percent
+    if r.as_of is not None:
+        body["asOf"] = to_rfc3339(r.as_of)
     body["neighbors"] = [_entry(e) for e in r.neighbors]
     return _dumps(body).encode()
 

@@ -74,6 +74,7 @@ class EntryOut(BaseModel):
     name: str | None = None
     avatar: str | None = None
     globalRank: int | None = None
+    globalExact: bool | None = None
 
 
 class PageOut(BaseModel):
@@ -89,7 +90,10 @@ class RankOut(BaseModel):
     rank: int
     exact: bool
     points: int
+    rankLow: int | None = None
+    rankHigh: int | None = None
     topPercent: float | None = None
+    asOf: str | None = None
     neighbors: list[EntryOut]
 
 

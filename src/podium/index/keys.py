@@ -64,5 +64,16 @@ class Keys:
         so buckets spread over a cluster's slots."""
         return f"{self.prefix}:rl:{client}"
 
+    # The rank aggregator's keys share one tag, so that its lease, its fencing token and the
+    # snapshots it publishes meet in one script (publish checks the token) on a cluster.
+    def lease(self) -> str:
+        return f"{self.prefix}:{{agg}}:lease"
+
+    def fence(self) -> str:
+        return f"{self.prefix}:{{agg}}:fence"
+
+    def snapshot(self, key: BoardKey) -> str:
+        return f"{self.prefix}:{{agg}}:snap:{key.board}:{key.window}"
+
     def pattern(self) -> str:
         return f"{self.prefix}:*"

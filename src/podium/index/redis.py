@@ -57,16 +57,24 @@ class RedisIndex:
         self._ranks = client.register_script(lua("ranks"))
         self._counts = client.register_script(lua("counts"))
 
-    @classmethod
-    def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
-        client = aioredis.Redis.from_url(
+    @staticmethod
+    def client_from_url(url: str) -> Any:
+        """A client for one Redis, as every index of it is made."""
+        return aioredis.Redis.from_url(
             url,
             decode_responses=True,
             socket_timeout=5,
             socket_connect_timeout=2,
             health_check_interval=30,
         )
-        return cls(client, prefix)
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
+        return cls(cls.client_from_url(url), prefix)
+
+    @property
+    def client(self) -> Any:
+        return self._r
 
     async def ping(self) -> None:
         with translated:

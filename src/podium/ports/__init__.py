@@ -23,6 +23,8 @@ from podium.ports.index import (
     ProfileCopy,
     RankIndex,
     ShardIndex,
+    Snapshots,
+    SplitBoards,
 )
 from podium.ports.log import ChangeLog
 from podium.ports.store import (
@@ -57,6 +59,8 @@ __all__ = [
     "Results",
     "ScoreStore",
     "ShardIndex",
+    "Snapshots",
+    "SplitBoards",
     "SystemClock",
     "Windows",
 ]

@@ -155,6 +155,43 @@ class ShardIndex(RankIndex, Protocol):
         ...
 
 
+class SplitBoards(Protocol):
+    """What a rank index split across shards offers the read side beyond ``RankIndex``:
+    how many shards, and each player's score read from their own shard alone (one call per
+    shard holding any of them), the one read an estimated rank needs."""
+
+    @property
+    def shard_count(self) -> int: ...
+
+    async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]: ...
+
+
+class Snapshots(Protocol):
+    """Where the rank aggregator publishes what it merged of a split board (its exact top
+    and its histogram, an encoded ``domain.snapshot.Snapshot``), for every API process to
+    read; and the lease that keeps one aggregator active at a time.
+
+    Fencing: ``lead`` hands out a fencing token that rises every time the lease changes
+    hands, and ``publish`` keeps a snapshot only while its token is the newest. So an
+    aggregator that paused past its lease (and was replaced) cannot overwrite its
+    successor's snapshot when it wakes."""
+
+    async def lead(self, token: str, now: float, lease_s: float) -> int | None:
+        """Take the lease, or keep it if it is already ``token``'s, until ``now + lease_s``;
+        the fencing token it holds under, or None while another aggregator's lease runs."""
+        ...
+
+    async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
+        """Keep ``data`` as the board window's snapshot for ``ttl_s`` (after which readers
+        see none, rather than an old one forever), if ``fence`` is still the newest token;
+        False, and nothing changes, otherwise."""
+        ...
+
+    async def read(self, key: BoardKey) -> bytes | None:
+        """The board window's snapshot, or None when there is none (yet, or any more)."""
+        ...
+
+
 class ProfileCopy(Protocol):
     """The index's copy of profiles (names, avatars, countries), so that a read shows names
     without asking the store. The copy is complete only once one copier filled it from the

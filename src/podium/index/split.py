@@ -1,0 +1,208 @@
+"""A board split by player across index shards (``index.shards``), as one ``RankIndex``.
+
+Each player lives on one shard (``domain.sharding.shard_of``), so a write touches only the
+writer's shard, and a read that needs the whole board asks every shard at once (one call
+each, concurrently: a read waits for the slowest shard, not for the sum) and merges the
+answers in the one board order (DESIGN invariant 4), so that a merged page lists exactly what
+one sorted set holding every shard's members would.
+
+Every answer here is exact: a rank is the number of members strictly ahead of the player,
+counted on every shard. The cheaper answers of a split board (slices of the aggregator's
+merged top, estimates from its histogram) are the read side's (``ranking.py``), which uses
+this class where it needs exactness. Reads of several shards are not one instant: a result
+landing on one shard between two shards' answers may show in one and not the other, by
+at most the writes of that moment.
+
+The shards are ``ShardIndex`` adapters (a ``MemoryIndex`` each, or a ``RedisIndex`` per hash
+tag sharing one client, on one Redis or a Redis Cluster); this module knows only the port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from itertools import islice
+
+from podium.domain.boards import merge_in_board_order
+from podium.domain.sharding import shard_of
+from podium.ports import Around, BoardKey, Placed, ShardIndex
+
+
+class SplitIndex:
+    def __init__(
+        self,
+        shards: Sequence[ShardIndex],
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        if not shards:
+            raise ValueError("a split index needs at least one shard")
+        self.shards = list(shards)
+        self._close = close
+
+    @property
+    def shard_count(self) -> int:
+        return len(self.shards)
+
+    def shard_of(self, player_id: str) -> int:
+        return shard_of(player_id, len(self.shards))
+
+    def _by_shard(self, members: Sequence[str]) -> dict[int, list[int]]:
+        """Positions of ``members`` grouped by their shard."""
+        groups: dict[int, list[int]] = {}
+        for i, m in enumerate(members):
+            groups.setdefault(self.shard_of(m), []).append(i)
+        return groups
+
+    async def ping(self) -> None:
+        await asyncio.gather(*(s.ping() for s in self.shards))
+
+    async def close(self) -> None:
+        if self._close is not None:
+            await self._close()
+        else:
+            for s in self.shards:
+                await s.close()
+
+    async def write(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
+    ) -> int:
+        groups = self._by_shard([m for m, _ in entries])
+        written = await asyncio.gather(
+            *(
+                self.shards[s].write(
+                    key,
+                    [entries[i] for i in at],
+                    descending=descending,
+                    expire_at=expire_at,
+                    versions=None if versions is None else [versions[i] for i in at],
+                )
+                for s, at in groups.items()
+            )
+        )
+        return sum(written)
+
+    async def remove(
+        self,
+        key: BoardKey,
+        members: Sequence[str],
+        versions: Sequence[int],
+        *,
+        expire_at: int | None,
+    ) -> int:
+        groups = self._by_shard(members)
+        removed = await asyncio.gather(
+            *(
+                self.shards[s].remove(
+                    key, [members[i] for i in at], [versions[i] for i in at], expire_at=expire_at
+                )
+                for s, at in groups.items()
+            )
+        )
+        return sum(removed)
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        """Ranks ``start..stop``: each shard's first ``stop + 1`` rows, merged. Costs every
+        shard the whole depth, which is why pages stop at the exact top and the aggregator
+        serves them from its snapshot."""
+        if start > stop:
+            return []
+        parts = await asyncio.gather(
+            *(s.page(key, 0, stop, descending=descending) for s in self.shards)
+        )
+        return list(islice(merge_in_board_order(parts, descending), start, stop + 1))
+
+    async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
+        """Each player's score, read from their own shard (one call per shard holding any
+        of them)."""
+        groups = self._by_shard(player_ids)
+        found = await asyncio.gather(
+            *(self.shards[s].scores(key, [player_ids[i] for i in at]) for s, at in groups.items())
+        )
+        out: list[int | None] = [None] * len(player_ids)
+        for at, scores in zip(groups.values(), found, strict=True):
+            for i, score in zip(at, scores, strict=True):
+                out[i] = score
+        return out
+
+    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
+        return (await self.ranks(key, [player_id], descending=descending))[0]
+
+    async def ranks(
+        self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
+    ) -> list[Placed | None]:
+        """Scores from each player's shard, then, for all of them at once, how many are
+        ahead on every shard: two steps, each one call per shard."""
+        scores = await self.scores(key, player_ids)
+        probes = [(p, s) for p, s in zip(player_ids, scores, strict=True) if s is not None]
+        if not probes:
+            return [None] * len(player_ids)
+        counts = await asyncio.gather(
+            *(s.ahead(key, probes, descending=descending) for s in self.shards)
+        )
+        ahead = [sum(c) for c in zip(*counts, strict=True)]
+        placed = iter(Placed(a, s, True) for a, (_, s) in zip(ahead, probes, strict=True))
+        return [None if s is None else next(placed) for s in scores]
+
+    async def around(
+        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
+    ) -> Around | None:
+        """The player's score from their shard, then every shard's count ahead of it and
+        rows on each side (``near``), merged: the closest ``neighbors`` above and below. The
+        names are not read here (``profiles`` is None): they live on each row's own shard,
+        and the read side asks the split copy of profiles for them."""
+        score = (await self.scores(key, [player_id]))[0]
+        if score is None:
+            return None
+        parts = await asyncio.gather(
+            *(s.near(key, player_id, score, neighbors, descending=descending) for s in self.shards)
+        )
+        rank = sum(p.ahead for p in parts)
+        above = list(merge_in_board_order((p.above for p in parts), descending))
+        below = list(islice(merge_in_board_order((p.below for p in parts), descending), neighbors))
+        rows = [*above[len(above) - min(neighbors, len(above)) :], (player_id, score), *below]
+        return Around(rank, score, rows, None, exact=True)
+
+    async def count(self, key: BoardKey) -> int:
+        return sum(await asyncio.gather(*(s.count(key) for s in self.shards)))
+
+    async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
+        parts = await asyncio.gather(*(s.count_between(key, bounds) for s in self.shards))
+        return [sum(c) for c in zip(*parts, strict=True)]
+
+    async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        await self.shards[self.shard_of(player_id)].ban(keys, player_id)
+
+    async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        await self.shards[self.shard_of(player_id)].unban(keys, player_id)
+
+    async def replace(
+        self,
+        key: BoardKey,
+        entries: Sequence[tuple[str, int]],
+        *,
+        expire_at: int | None,
+        versions: Sequence[int] | None = None,
+    ) -> None:
+        """Every shard swaps its part for exactly its players' entries (an empty part too,
+        so that a shard left with nobody is emptied). Each shard swaps in one step; the
+        shards swap one after another within moments, not at one instant."""
+        groups = self._by_shard([m for m, _ in entries])
+        await asyncio.gather(
+            *(
+                shard.replace(
+                    key,
+                    [entries[i] for i in groups.get(n, [])],
+                    expire_at=expire_at,
+                    versions=None if versions is None else [versions[i] for i in groups.get(n, [])],
+                )
+                for n, shard in enumerate(self.shards)
+            )
+        )

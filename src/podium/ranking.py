@@ -1,0 +1,143 @@
+"""The read side of a board split across index shards: the aggregator's snapshot, held.
+
+On a split board (``index.shards > 1``) the top pages are slices of the snapshot that the
+rank aggregator publishes about once a second (``workers/aggregator.py``), and a rank below
+the snapshot's exact top may be estimated from its histogram: one read of the player's own
+shard for their score, the rest from memory. Each API process reads a board window's
+snapshot at most once per ``HOLD_S`` (one refill at a time, shared by every request that
+wants it), so a thousand reads a second cost the snapshot store one read a second.
+
+Everything that must be exact (a rank inside the top, with its neighbors; every rank of a
+board that chose ``ranks_below_top = "exact"``) is counted on the shards themselves by the
+split index (``index/split.py``), through the ``RankIndex`` port, as on one shard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from podium import metrics
+from podium.domain.boards import Below, BoardSpec
+from podium.domain.histogram import Estimate
+from podium.domain.snapshot import Snapshot
+from podium.errors import NotFound
+from podium.ports import BoardKey, Clock, Snapshots, SplitBoards
+
+log = logging.getLogger("podium.reads")
+
+HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it again
+
+
+@dataclass(frozen=True, slots=True)
+class Estimated:
+    """A rank below the exact top, estimated (DESIGN invariant 6): the true rank as of
+    ``as_of`` lies in ``[estimate.low, estimate.high]``."""
+
+    estimate: Estimate
+    top_percent: float
+    score: int
+    as_of: float
+
+
+class Ranking:
+    def __init__(self, split: SplitBoards, snapshots: Snapshots, clock: Clock) -> None:
+        self.split = split
+        self.snapshots = snapshots
+        self.clock = clock
+        self._held: dict[BoardKey, tuple[float, Snapshot | None]] = {}
+        self._refills: dict[BoardKey, asyncio.Future[Snapshot | None]] = {}
+
+    @property
+    def active(self) -> bool:
+        """One shard is the whole board: every rank exact, as on a single index."""
+        return self.split.shard_count > 1
+
+    async def snapshot(self, key: BoardKey) -> Snapshot | None:
+        """The board window's snapshot as this process last read it (at most ``HOLD_S``
+        ago), or None when the aggregator has published none that is still live."""
+        now = self.clock.now()
+        hit = self._held.get(key)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        refill = self._refills.get(key)
+        if refill is None:
+            refill = asyncio.ensure_future(self._read(key))
+            self._refills[key] = refill
+            refill.add_done_callback(lambda _: self._refills.pop(key, None))
+        return await asyncio.shield(refill)
+
+    async def _read(self, key: BoardKey) -> Snapshot | None:
+        data = await self.snapshots.read(key)
+        snap = None
+        if data is not None:
+            try:
+                snap = Snapshot.decode(data)
+            except (ValueError, KeyError, TypeError):
+                # A snapshot of another release during an upgrade: read the shards instead.
+                log.warning(
+                    "snapshot of %s/%s unreadable: reading the shards", key.board, key.window
+                )
+        if len(self._held) > 1000:  # bounded: one entry per board window asked for
+            self._held.clear()
+        now = self.clock.now()
+        self._held[key] = (now + HOLD_S, snap)
+        if snap is not None:
+            metrics.SNAPSHOT_AGE_SECONDS.labels(key.board).set(max(0.0, now - snap.as_of))
+        return snap
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int
+    ) -> tuple[list[tuple[str, int]], float] | None:
+        """Rows ``start..stop`` of the snapshot's top, and its ``asOf``; None without one."""
+        snap = await self.snapshot(key) if self.active else None
+        if snap is None:
+            return None
+        return list(snap.top[start : stop + 1]), snap.as_of
+
+    async def estimated(self, spec: BoardSpec, key: BoardKey, player_id: str) -> Estimated | None:
+        """The player's estimated rank when it falls below the snapshot's top of a board
+        that estimates there; else None (count it exactly). ``NotFound`` when the player is
+        not on the board."""
+        if not self.active or spec.ranks_below_top is not Below.ESTIMATED:
+            return None
+        snap = await self.snapshot(key)
+        if snap is None or snap.histogram is None or snap.whole:
+            return None
+        score = (await self.split.scores(key, [player_id]))[0]
+        if score is None:
+            raise NotFound(f"player {player_id} is not on board {key.board} ({key.window})")
+        return self.place(spec, snap, player_id, score)
+
+    async def placed(
+        self, spec: BoardSpec, key: BoardKey, player_ids: list[str]
+    ) -> tuple[list[int | None], list[Estimated | int | None]] | None:
+        """For the friends board: each player's score (from their own shard, one call per
+        shard) and place by the snapshot: the exact 0-based rank inside the top (an int),
+        an estimate below it, None when not on the board. None: count them exactly."""
+        if not self.active or spec.ranks_below_top is not Below.ESTIMATED:
+            return None
+        snap = await self.snapshot(key)
+        if snap is None or snap.histogram is None:
+            return None
+        scores = await self.split.scores(key, player_ids)
+        places: list[Estimated | int | None] = []
+        for p, s in zip(player_ids, scores, strict=True):
+            if s is None:
+                places.append(None)
+                continue
+            ahead = snap.ahead(p, s)
+            places.append(ahead if ahead is not None else self.place(spec, snap, p, s))
+        return scores, places
+
+    def place(
+        self, spec: BoardSpec, snap: Snapshot, player_id: str, score: int
+    ) -> Estimated | None:
+        if snap.ahead(player_id, score) is not None or snap.histogram is None:
+            return None
+        est = snap.histogram.estimate(score, spec.codec)
+        # Below the exact top by the snapshot's own count: never shown above it.
+        floor = len(snap.top) + 1
+        est = Estimate(max(est.rank, floor), max(est.low, floor), max(est.high, floor))
+        return Estimated(est, snap.histogram.top_percent(est.rank), score, snap.as_of)

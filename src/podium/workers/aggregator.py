@@ -1,0 +1,202 @@
+"""The rank aggregator: once a second, the exact merged top and the histogram of each live
+board window split across shards, published as one snapshot every API process reads.
+
+Each cycle asks every shard at once for its first ``exact_top`` rows, its member count and
+its counts between the histogram's boundaries, merges the rows in the one board order
+(``domain.boards.merge_in_board_order``) and publishes the first ``exact_top`` of them with
+the summed histogram. About once a minute it also samples each shard's scores at the ranks
+the histogram aims its boundaries at (``domain.histogram``), and moves the boundaries back
+toward them; the counts are always taken at the current ones.
+
+A shard that does not answer (``Unavailable``) is stood in for by its previous answer while
+that is under ``PART_MAX_AGE_S`` old, and the snapshot's ``asOf`` is then the oldest part's
+time; past that the aggregator publishes nothing for that board window, rather than a top
+that silently leaves a shard's players out. Readers then see the last snapshot until it
+expires (``SNAPSHOT_TTL_S``), and after that read the shards themselves.
+
+One aggregator is active at a time: each step first takes or keeps the lease
+(``Snapshots.lead``); a standby whose ``lead`` fails does nothing, and takes over within
+``LEASE_S`` of the active one stopping. Every publish carries the fencing token of the
+lease it was made under, so one that wakes after losing its lease publishes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+from podium import metrics
+from podium.config import Settings
+from podium.domain.boards import BoardSpec, merge_in_board_order
+from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
+from podium.domain.snapshot import Snapshot
+from podium.domain.windows import Window
+from podium.errors import Unavailable
+from podium.ports import BoardKey, Clock, ShardIndex, Snapshots
+
+log = logging.getLogger("podium.aggregator")
+
+PERIOD_S = 1.0  # a cycle per live board window this often
+LEASE_S = 5.0  # a standby takes over this long after the active aggregator stops
+PART_MAX_AGE_S = 10.0  # how long a shard's previous answer may stand in for it
+SNAPSHOT_TTL_S = 15.0  # readers stop using a snapshot this long after it was published
+REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward their ranks
+
+
+@dataclass
+class _Part:
+    """One shard's answer in a cycle."""
+
+    at: float
+    rows: list[tuple[str, int]]
+    count: int
+    bounds: tuple[int, ...]
+    counts: list[int]
+
+
+@dataclass
+class _Board:
+    parts: list[_Part | None]
+    bounds: tuple[int, ...] = ()
+    planned_at: float = float("-inf")
+    histogram: Histogram | None = None
+    histogram_at: float = 0.0
+    published: float = field(default=0.0)
+
+
+class Aggregator:
+    def __init__(
+        self,
+        settings: Settings,
+        shards: Sequence[ShardIndex],
+        snapshots: Snapshots,
+        clock: Clock,
+    ) -> None:
+        self.settings = settings
+        self.shards = list(shards)
+        self.snapshots = snapshots
+        self.clock = clock
+        self.token = secrets.token_hex(8)
+        self.fence: int | None = None
+        self._boards: dict[BoardKey, _Board] = {}
+
+    def live(self, now: float) -> list[tuple[BoardSpec, Window]]:
+        """The board windows to aggregate: each board's current window, and the one before
+        it until it freezes (late results still land there). Boards split into groups are
+        left out: their windows are not known ahead, and their reads count on the shards."""
+        out: list[tuple[BoardSpec, Window]] = []
+        for spec in self.settings.boards:
+            if spec.group_by is not None:
+                continue
+            w = spec.rule.window_at(int(now))
+            if w is None:
+                continue
+            out.append((spec, w))
+            before = spec.rule.window_at(w.start - 1) if w.end is not None else None
+            if (
+                before is not None
+                and before.end is not None
+                and now < before.end + spec.freeze_after_s
+            ):
+                out.append((spec, before))
+        return out
+
+    async def step(self) -> int:
+        """One cycle of every live board window, if this aggregator holds the lease;
+        returns how many snapshots it published."""
+        now = self.clock.now()
+        self.fence = await self.snapshots.lead(self.token, now, LEASE_S)
+        metrics.AGGREGATOR_ACTIVE.set(0 if self.fence is None else 1)
+        if self.fence is None:
+            self._boards.clear()  # a standby starts afresh when it takes over
+            return 0
+        published = 0
+        for spec, w in self.live(now):
+            if await self.cycle(spec, w, self.fence):
+                published += 1
+        return published
+
+    async def cycle(self, spec: BoardSpec, w: Window, fence: int) -> bool:
+        key = BoardKey(spec.name, w.id)
+        board = self._boards.setdefault(key, _Board([None] * len(self.shards)))
+        started = time.perf_counter()
+        now = self.clock.now()
+        if now - board.planned_at >= REPLAN_S:
+            try:
+                await self._plan(spec, key, board)
+                board.planned_at = now
+            except Unavailable as e:  # keep the boundaries there are; plan again next cycle
+                log.warning("%s/%s: boundaries not moved: %s", key.board, key.window, e)
+        desc = spec.order == "desc"
+        answers = await asyncio.gather(
+            *(self._read(s, key, spec.exact_top, board.bounds, desc) for s in self.shards),
+            return_exceptions=True,
+        )
+        for i, answer in enumerate(answers):
+            if isinstance(answer, Unavailable):
+                held = board.parts[i]
+                if held is None or now - held.at >= PART_MAX_AGE_S:
+                    log.warning(
+                        "%s/%s: shard %d unavailable (%s): not published",
+                        key.board,
+                        key.window,
+                        i,
+                        answer,
+                    )
+                    metrics.AGGREGATOR_SKIPPED.labels(spec.name).inc()
+                    return False
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            rows, count, counts = answer
+            board.parts[i] = _Part(now, rows, count, board.bounds, counts)
+        parts = [p for p in board.parts if p is not None]
+        top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
+        total = sum(p.count for p in parts)
+        if board.bounds and all(p.bounds == board.bounds for p in parts):
+            board.histogram = Histogram.summed(
+                board.bounds, [p.counts for p in parts], descending=desc
+            )
+            board.histogram_at = min(p.at for p in parts)
+        as_of = min(p.at for p in parts)
+        if board.histogram is not None:
+            as_of = min(as_of, board.histogram_at)
+        snap = Snapshot(as_of, total, top, desc, board.histogram)
+        kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
+        metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
+        board.published = now if kept else board.published
+        return kept
+
+    async def _read(
+        self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
+    ) -> tuple[list[tuple[str, int]], int, list[int]]:
+        rows, count, counts = await asyncio.gather(
+            shard.page(key, 0, depth - 1, descending=desc),
+            shard.count(key),
+            shard.count_between(key, bounds),
+        )
+        return rows, count, counts
+
+    async def _plan(self, spec: BoardSpec, key: BoardKey, board: _Board) -> None:
+        """Place the boundaries from every shard's scores at the ranks they aim at."""
+        desc = spec.order == "desc"
+        sizes = await asyncio.gather(*(s.count(key) for s in self.shards))
+        total = sum(sizes)
+        if total <= spec.exact_top:
+            board.bounds = ()  # the top holds the whole board: no estimate is needed
+            board.histogram = None
+            return
+        samples = await asyncio.gather(
+            *(
+                s.scores_at(key, sample_ranks(total, n, exact_top=spec.exact_top), descending=desc)
+                for s, n in zip(self.shards, sizes, strict=True)
+            )
+        )
+        board.bounds = plan_bounds(
+            samples, sizes, exact_top=spec.exact_top, descending=desc, codec=spec.codec
+        )
