@@ -18,6 +18,7 @@ from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
+from podium.domain.snapshot import Snapshot
 from podium.ranking import Estimated, Ranking
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
@@ -313,6 +314,10 @@ class Reads:
         spec = self.board(board)
         w = self.window(spec, window_id, group)
         key = BoardKey(board, w.id)
+        if self.ranking is not None:
+            snap = await self.ranking.snapshot(key)
+            if snap is not None and snap.histogram is not None and not snap.whole:
+                return self._estimated_distribution(spec, w.id, snap, buckets)
         desc = spec.order == "desc"
         n = await self.index.count(key)
         if n == 0:
@@ -326,3 +331,24 @@ class Reads:
         counts = await self.index.count_between(key, [codec.floor(p) for p in edges])
         out = [Bucket(a, b - 1, c) for a, b, c in zip(edges, edges[1:], counts, strict=False)]
         return Distribution(board, w.id, self.clock.now(), n, out)
+
+    def _estimated_distribution(
+        self, spec: BoardSpec, window: str, snap: Snapshot, buckets: int
+    ) -> Distribution:
+        """The same buckets from the aggregator's snapshot of a split board, without asking
+        the shards: counted in its exact top, estimated from its histogram below it (so
+        ``exact`` is False), as of its ``asOf``."""
+        assert self.ranking is not None and snap.last is not None and snap.top
+        codec = spec.codec
+        lo, hi = sorted((codec.points(snap.top[0][1]), codec.points(snap.last)))
+        width = max(1, -(-(hi - lo + 1) // buckets))
+        edges = [*range(lo, hi + 1, width), hi + 1]
+        at_least = [self.ranking.at_least(spec, snap, codec.floor(p)) for p in edges]
+        at_least[0], at_least[-1] = snap.total, 0  # every member is within [lo, hi]
+        for i in range(1, len(at_least)):  # estimates never let a count go negative
+            at_least[i] = min(at_least[i], at_least[i - 1])
+        out = [
+            Bucket(a, b - 1, at_least[i] - at_least[i + 1])
+            for i, (a, b) in enumerate(zip(edges, edges[1:], strict=False))
+        ]
+        return Distribution(spec.name, window, snap.as_of, snap.total, out, exact=False)

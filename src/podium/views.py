@@ -43,6 +43,7 @@ class Distribution:
     as_of: float
     players: int
     buckets: list[Bucket]
+    exact: bool = True  # False: estimated from the aggregator's histogram (a split board)
 
 
 @dataclass(frozen=True, slots=True)

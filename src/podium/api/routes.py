@@ -200,6 +200,7 @@ async def distribution(
         window=d.window,
         asOf=to_rfc3339(d.as_of),
         players=d.players,
+        exact=d.exact,
         buckets=[s.BucketOut(low=b.low, high=b.high, count=b.count) for b in d.buckets],
     )
 

@@ -124,6 +124,7 @@ class DistributionOut(BaseModel):
     window: str
     asOf: str
     players: int
+    exact: bool = True
     buckets: list[BucketOut]
 
 

@@ -27,6 +27,7 @@ class Snapshot:
     top: tuple[tuple[str, int], ...]  # the exact merged top, in board order
     descending: bool
     histogram: Histogram | None = None
+    last: int | None = None  # the score at the very end of the board (its last row)
     # (score, member) of the top, ascending: what a rank is counted against
     _ascending: list[tuple[int, str]] = field(init=False, repr=False, compare=False)
 
@@ -62,6 +63,7 @@ class Snapshot:
             "desc": self.descending,
             "members": [m for m, _ in self.top],
             "scores": [s for _, s in self.top],
+            "last": self.last,
             "histogram": None
             if self.histogram is None
             else base64.b64encode(self.histogram.encode()).decode(),
@@ -80,4 +82,5 @@ class Snapshot:
             top=tuple(zip(body["members"], body["scores"], strict=True)),
             descending=bool(body["desc"]),
             histogram=None if hist is None else Histogram.decode(base64.b64decode(hist)),
+            last=body.get("last"),
         )

@@ -57,6 +57,7 @@ class _Part:
     count: int
     bounds: tuple[int, ...]
     counts: list[int]
+    last: int | None  # the score of the shard's last row
 
 
 @dataclass
@@ -153,8 +154,8 @@ class Aggregator:
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            rows, count, counts = answer
-            board.parts[i] = _Part(now, rows, count, board.bounds, counts)
+            rows, count, counts, last = answer
+            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last)
         parts = [p for p in board.parts if p is not None]
         top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
         total = sum(p.count for p in parts)
@@ -166,7 +167,9 @@ class Aggregator:
         as_of = min(p.at for p in parts)
         if board.histogram is not None:
             as_of = min(as_of, board.histogram_at)
-        snap = Snapshot(as_of, total, top, desc, board.histogram)
+        ends = [p.last for p in parts if p.last is not None]
+        last = (min(ends) if desc else max(ends)) if ends else None
+        snap = Snapshot(as_of, total, top, desc, board.histogram, last)
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
         board.published = now if kept else board.published
@@ -174,13 +177,14 @@ class Aggregator:
 
     async def _read(
         self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
-    ) -> tuple[list[tuple[str, int]], int, list[int]]:
-        rows, count, counts = await asyncio.gather(
+    ) -> tuple[list[tuple[str, int]], int, list[int], int | None]:
+        rows, count, counts, end = await asyncio.gather(
             shard.page(key, 0, depth - 1, descending=desc),
             shard.count(key),
             shard.count_between(key, bounds),
+            shard.page(key, 0, 0, descending=not desc),  # the shard's last row
         )
-        return rows, count, counts
+        return rows, count, counts, end[0][1] if end else None
 
     async def _plan(self, spec: BoardSpec, key: BoardKey, board: _Board) -> None:
         """Place the boundaries from every shard's scores at the ranks they aim at."""
