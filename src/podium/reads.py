@@ -8,17 +8,18 @@ one histogram read of the index.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order, Ties, in_board_order
 from podium.domain.codec import MAX_BITS
 from podium.domain.models import Profile
+from podium.domain.snapshot import Snapshot
 from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, ProfileCopy, RankIndex, ScoreStore
 from podium.profiles import ProfileCache
-from podium.domain.snapshot import Snapshot
 from podium.ranking import Estimated, Ranking
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
@@ -349,6 +350,6 @@ class Reads:
             at_least[i] = min(at_least[i], at_least[i - 1])
         out = [
             Bucket(a, b - 1, at_least[i] - at_least[i + 1])
-            for i, (a, b) in enumerate(zip(edges, edges[1:], strict=False))
+            for i, (a, b) in enumerate(itertools.pairwise(edges))
         ]
         return Distribution(spec.name, window, snap.as_of, snap.total, out, exact=False)
