@@ -26,9 +26,12 @@ from hypothesis import strategies as st
 import podium.index.redis as redis_index
 from podium.domain.boards import in_board_order
 from podium.index.memory import MemoryIndex
+from podium.index.cluster import cluster_client, is_cluster_url
 from podium.index.redis import RedisIndex
+from podium.index.split import SplitIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL, need
+from tests.redis_keys import delete_prefixed
 
 KEYS = [BoardKey("week", "2026-W44"), BoardKey("day", "2026-10-28")]
 # Case and byte order matter: "B" < "_x" < "a" < "a1" < "b" < "é" in UTF-8 bytes.
@@ -234,6 +237,30 @@ async def _on_redis(descending: bool, sequence: list[Op]) -> None:
             await raw.aclose()
 
 
+async def _on_split_memory(descending: bool, sequence: list[Op]) -> None:
+    index = SplitIndex([MemoryIndex() for _ in range(4)])
+    try:
+        await _example(index, descending, sequence)
+    finally:
+        await index.close()
+
+
+async def _on_split_redis(url: str, shards: int, descending: bool, sequence: list[Op]) -> None:
+    """16 shard indexes on one client, as bootstrap makes them (on one Redis or a cluster)."""
+    prefix = f"{RUN}-{next(_examples)}"
+    client = cluster_client(url) if is_cluster_url(url) else RedisIndex.client_from_url(url)
+    index = SplitIndex(
+        [RedisIndex(client, prefix, shard=i) for i in range(shards)], close=client.aclose
+    )
+    try:
+        await _example(index, descending, sequence)
+    finally:
+        try:
+            await delete_prefixed(client, prefix)
+        finally:
+            await index.close()
+
+
 PROPERTY = settings(
     max_examples=40,
     deadline=None,
@@ -256,5 +283,32 @@ def test_redis_index_matches_the_model() -> None:
         # Small chunks, so a write of a few entries is several script calls, as a big one is.
         with mock.patch.object(redis_index, "CHUNK", 3):
             asyncio.run(_on_redis(descending, sequence))
+
+    run()
+
+
+@PROPERTY
+@given(descending=st.booleans(), sequence=ops)
+def test_split_memory_index_matches_the_model(descending: bool, sequence: list[Op]) -> None:
+    asyncio.run(_on_split_memory(descending, sequence))
+
+
+def test_split_redis_index_matches_the_model() -> None:
+    need(REDIS_URL, "Redis")
+
+    @PROPERTY
+    @given(descending=st.booleans(), sequence=ops)
+    def run(descending: bool, sequence: list[Op]) -> None:
+        with mock.patch.object(redis_index, "CHUNK", 3):
+            asyncio.run(_on_split_redis(REDIS_URL, 16, descending, sequence))
+
+    run()
+
+
+def test_split_cluster_index_matches_the_model(redis_cluster_url: str) -> None:
+    @settings(PROPERTY, max_examples=20)
+    @given(descending=st.booleans(), sequence=ops)
+    def run(descending: bool, sequence: list[Op]) -> None:
+        asyncio.run(_on_split_redis(redis_cluster_url, 16, descending, sequence))
 
     run()

@@ -95,7 +95,7 @@ def settings_for(
         raw["store"] = {"url": sqlite_url}
     else:
         raw["store"] = {"url": postgres_url}
-        raw["index"] = {"url": REDIS_URL, "prefix": prefix}
+        raw["index"] = {"url": REDIS_URL, "prefix": prefix, **raw.get("index", {})}
     return parse(raw)
 
 

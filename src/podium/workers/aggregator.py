@@ -32,7 +32,7 @@ from itertools import islice
 
 from podium import metrics
 from podium.config import Settings
-from podium.domain.boards import BoardSpec, merge_in_board_order
+from podium.domain.boards import Below, BoardSpec, merge_in_board_order
 from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
@@ -191,8 +191,9 @@ class Aggregator:
         desc = spec.order == "desc"
         sizes = await asyncio.gather(*(s.count(key) for s in self.shards))
         total = sum(sizes)
-        if total <= spec.exact_top:
-            board.bounds = ()  # the top holds the whole board: no estimate is needed
+        if total <= spec.exact_top or spec.ranks_below_top is Below.EXACT:
+            # The top holds the whole board, or the board counts every rank: no estimates.
+            board.bounds = ()
             board.histogram = None
             return
         samples = await asyncio.gather(

@@ -1,0 +1,199 @@
+"""The rank aggregator on a board split across in-process shards (the embedded mode's own
+split), against a plain Python model of the board: the merged top is exact, the histogram's
+intervals hold every true rank, one aggregator is active at a time, a shard that does not
+answer is stood in for only briefly, and a stale aggregator's publish is refused."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+
+from podium.config import Settings, parse
+from podium.domain.boards import in_board_order
+from podium.domain.snapshot import Snapshot
+from podium.errors import IndexUnavailable
+from podium.index.memory import MemoryIndex
+from podium.index.memory_snapshots import MemorySnapshots
+from podium.index.split import SplitIndex
+from podium.ports import BoardKey, ShardIndex
+from podium.workers import aggregator
+from podium.workers.aggregator import Aggregator
+
+NOW = 1_793_000_000.0  # inside a week, well after the default season start
+
+
+class Clock:
+    def __init__(self, t: float = NOW) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+def board_settings(exact_top: int = 20) -> Settings:
+    return parse(
+        {
+            "index": {"shards": 4},
+            "boards": [{"name": "week", "window": "week", "exact_top": exact_top}],
+        }
+    )
+
+
+class Flaky:
+    """A shard that can be told to stop answering, as a Redis node does when it goes."""
+
+    def __init__(self, inner: MemoryIndex) -> None:
+        self.inner = inner
+        self.down = False
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self.inner, name)
+        if self.down and callable(attr):
+
+            async def refuse(*_: object, **__: object) -> object:
+                raise IndexUnavailable("shard down (test)")
+
+            return refuse
+        return attr
+
+
+async def fill(split: SplitIndex, key: BoardKey, n: int, seed: int = 7) -> dict[str, int]:
+    rng = random.Random(seed)
+    # Few distinct scores, so that many members tie and the member order decides.
+    board = {f"p_{i:05d}": rng.randrange(0, n // 3) for i in range(n)}
+    await split.write(key, list(board.items()), descending=True, expire_at=None)
+    return board
+
+
+def true_ranks(board: dict[str, int]) -> dict[str, int]:
+    return {m: i + 1 for i, (m, _) in enumerate(in_board_order(board.items(), True))}
+
+
+async def snapshot_of(snaps: MemorySnapshots, key: BoardKey) -> Snapshot:
+    data = await snaps.read(key)
+    assert data is not None
+    return Snapshot.decode(data)
+
+
+def make(
+    shards: Sequence[ShardIndex], snaps: MemorySnapshots, clock: Clock, exact_top: int = 20
+) -> Aggregator:
+    return Aggregator(board_settings(exact_top), shards, snaps, clock)
+
+
+async def test_the_merged_top_is_exact_and_every_interval_holds_the_true_rank() -> None:
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 3000)
+    assert await agg.step() == 1
+    snap = await snapshot_of(snaps, key)
+    expected = in_board_order(board.items(), True)
+    assert list(snap.top) == expected[:20]
+    assert snap.total == 3000 and not snap.whole
+    assert snap.last == expected[-1][1]
+    assert snap.histogram is not None and snap.histogram.total == 3000
+    ranks = true_ranks(board)
+    for member, score in board.items():
+        ahead = snap.ahead(member, score)
+        if ahead is not None:  # inside the top: exact, as counted against the snapshot
+            assert ahead + 1 == ranks[member]
+            continue
+        est = snap.histogram.estimate(score, spec.codec)
+        assert est.low <= ranks[member] <= est.high, (member, score, est)
+        assert est.low <= est.rank <= est.high
+
+
+async def test_a_small_board_is_whole_and_needs_no_histogram() -> None:
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock, exact_top=50)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 30)
+    await agg.step()
+    snap = await snapshot_of(snaps, key)
+    assert snap.whole and snap.histogram is None
+    assert list(snap.top) == in_board_order(board.items(), True)
+
+
+async def test_one_aggregator_is_active_and_a_standby_takes_over_with_a_newer_fence() -> None:
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    active, standby = make(parts, snaps, clock), make(parts, snaps, clock)
+    (spec, w) = active.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    await fill(split, key, 200)
+    assert await active.step() == 1
+    assert await standby.step() == 0  # the lease is held
+    first = active.fence
+    assert first is not None and standby.fence is None
+    # The active one stops (a crash, a long pause); its lease runs out.
+    clock.t += aggregator.LEASE_S + 0.1
+    assert await standby.step() == 1
+    assert standby.fence is not None and standby.fence > first
+    # The old one wakes and publishes under its old token: refused, the successor's stays.
+    before = await snaps.read(key)
+    assert not await snaps.publish(key, b"stale", first, 10)
+    assert await snaps.read(key) == before
+    assert await active.step() == 0  # and its next step finds the lease taken
+
+
+async def test_a_silent_shard_is_stood_in_for_briefly_then_nothing_is_published() -> None:
+    clock = Clock()
+    inner = [MemoryIndex(clock.now) for _ in range(4)]
+    flaky = [Flaky(i) for i in inner]
+    split, snaps = SplitIndex(inner), MemorySnapshots(clock.now)
+    agg = make(flaky, snaps, clock)  # type: ignore[arg-type]
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 400)
+    assert await agg.step() == 1
+    first = await snapshot_of(snaps, key)
+    flaky[2].down = True
+    clock.t += 3
+    assert await agg.step() == 1  # shard 2's previous answer stands in for it
+    second = await snapshot_of(snaps, key)
+    assert second.as_of == first.as_of == NOW  # stamped with the oldest part
+    assert list(second.top) == in_board_order(board.items(), True)[:20]
+    clock.t += aggregator.PART_MAX_AGE_S
+    assert await agg.step() == 0  # too old now: nothing that leaves shard 2 out
+    assert await snapshot_of(snaps, key) == second
+    flaky[2].down = False
+    assert await agg.step() == 1
+    assert (await snapshot_of(snaps, key)).as_of == clock.t
+
+
+def test_the_window_before_is_live_until_it_freezes() -> None:
+    clock = Clock()
+    agg = make([MemoryIndex(clock.now)], MemorySnapshots(clock.now), clock)
+    (spec, w) = agg.live(clock.now())[0]
+    assert w.end is not None
+    clock.t = w.end + 1  # the next week has begun; this one still takes late results
+    ids = [x.id for _, x in agg.live(clock.now())]
+    assert ids[1] == w.id and ids[0] != w.id
+    clock.t = w.end + spec.freeze_after_s + 1
+    assert [x.id for _, x in agg.live(clock.now())] == ids[:1]
+
+
+@pytest.mark.parametrize("descending", [True, False])
+async def test_snapshots_round_trip(descending: bool) -> None:
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split = SplitIndex(parts)
+    key = BoardKey("week", "2026-W44")
+    rows = [(f"m{i}", i % 7) for i in range(100)]
+    await split.write(key, rows, descending=descending, expire_at=None)
+    top = tuple(await split.page(key, 0, 9, descending=descending))
+    snap = Snapshot(NOW, 100, top, descending, None, 0)
+    again = Snapshot.decode(snap.encode())
+    assert again == snap and again.top == top
+    for i, (m, s) in enumerate(top):
+        assert again.ahead(m, s) == i
