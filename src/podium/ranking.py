@@ -131,6 +131,22 @@ class Ranking:
             places.append(ahead if ahead is not None else self.place(spec, snap, p, s))
         return scores, places
 
+    def at_least(self, spec: BoardSpec, snap: Snapshot, score: int) -> int:
+        """About how many members hold ``score`` or more, as of the snapshot: counted in its
+        top where the top reaches that far, estimated from its histogram below."""
+        top, desc = snap.top, snap.descending
+        inside = bool(top) and (top[-1][1] <= score if desc else top[-1][1] >= score)
+        if inside or snap.whole or snap.histogram is None:
+            if desc:
+                return sum(1 for _, s in top if s >= score)  # all of them are in the top
+            return snap.total - sum(1 for _, s in top if s < score)  # asc: the lowest first
+        h = snap.histogram
+        if desc:  # ahead of a score just below it: every member at or above it
+            n = h.estimate(score - 1, spec.codec).rank - 1
+        else:  # ahead of it: every member strictly below it
+            n = snap.total - (h.estimate(score, spec.codec).rank - 1)
+        return max(0, min(snap.total, n))
+
     def place(
         self, spec: BoardSpec, snap: Snapshot, player_id: str, score: int
     ) -> Estimated | None:

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 
 from podium.config import Settings
-from podium.domain.boards import BoardSpec, Order, Ties, in_board_order
+from podium.domain.boards import Below, BoardSpec, Order, Ties, in_board_order
 from podium.domain.codec import MAX_BITS
 from podium.domain.models import Profile
 from podium.domain.snapshot import Snapshot
@@ -315,7 +315,7 @@ class Reads:
         spec = self.board(board)
         w = self.window(spec, window_id, group)
         key = BoardKey(board, w.id)
-        if self.ranking is not None:
+        if self.ranking is not None and spec.ranks_below_top is Below.ESTIMATED:
             snap = await self.ranking.snapshot(key)
             if snap is not None and snap.histogram is not None and not snap.whole:
                 return self._estimated_distribution(spec, w.id, snap, buckets)

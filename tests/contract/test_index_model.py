@@ -305,10 +305,10 @@ def test_split_redis_index_matches_the_model() -> None:
     run()
 
 
-def test_split_cluster_index_matches_the_model(redis_cluster_url: str) -> None:
+def test_split_cluster_index_matches_the_model(redis_cluster: Any) -> None:
     @settings(PROPERTY, max_examples=20)
     @given(descending=st.booleans(), sequence=ops)
     def run(descending: bool, sequence: list[Op]) -> None:
-        asyncio.run(_on_split_redis(redis_cluster_url, 16, descending, sequence))
+        asyncio.run(_on_split_redis(redis_cluster.url, 16, descending, sequence))
 
     run()

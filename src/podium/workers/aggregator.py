@@ -68,6 +68,8 @@ class _Board:
     histogram: Histogram | None = None
     histogram_at: float = 0.0
     published: float = field(default=0.0)
+    total: int = 0  # members at the last cycle
+    planned_total: int = 0  # members when the boundaries were placed
 
 
 class Aggregator:
@@ -127,7 +129,7 @@ class Aggregator:
         board = self._boards.setdefault(key, _Board([None] * len(self.shards)))
         started = time.perf_counter()
         now = self.clock.now()
-        if now - board.planned_at >= REPLAN_S:
+        if self._due(spec, board, now):
             try:
                 await self._plan(spec, key, board)
                 board.planned_at = now
@@ -159,6 +161,7 @@ class Aggregator:
         parts = [p for p in board.parts if p is not None]
         top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
         total = sum(p.count for p in parts)
+        board.total = total
         if board.bounds and all(p.bounds == board.bounds for p in parts):
             board.histogram = Histogram.summed(
                 board.bounds, [p.counts for p in parts], descending=desc
@@ -186,11 +189,23 @@ class Aggregator:
         )
         return rows, count, counts, end[0][1] if end else None
 
+    def _due(self, spec: BoardSpec, board: _Board, now: float) -> bool:
+        """Time to place the boundaries again: every ``REPLAN_S``, and at once when the
+        board outgrew the top since (or has grown or shrunk twofold: the ranks they aim at
+        moved too far)."""
+        if now - board.planned_at >= REPLAN_S:
+            return True
+        if spec.ranks_below_top is Below.EXACT or board.total <= spec.exact_top:
+            return False
+        n, planned = board.total, board.planned_total
+        return not board.bounds or n > 2 * planned or 2 * n < planned
+
     async def _plan(self, spec: BoardSpec, key: BoardKey, board: _Board) -> None:
         """Place the boundaries from every shard's scores at the ranks they aim at."""
         desc = spec.order == "desc"
         sizes = await asyncio.gather(*(s.count(key) for s in self.shards))
         total = sum(sizes)
+        board.planned_total = total
         if total <= spec.exact_top or spec.ranks_below_top is Below.EXACT:
             # The top holds the whole board, or the board counts every rank: no estimates.
             board.bounds = ()
