@@ -1,0 +1,87 @@
+"""The aggregator's snapshots and lease (``Snapshots``): one body per behaviour, run on the
+in-process adapter and on Redis (where the lease ends by Redis's own clock, so the tests that
+let a lease run out wait for it, briefly)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from podium.index.keys import Keys
+from podium.index.memory_snapshots import MemorySnapshots
+from podium.index.redis import RedisIndex
+from podium.index.redis_snapshots import RedisSnapshots
+from podium.ports import BoardKey, Snapshots
+from tests.conftest import REDIS_URL
+from tests.redis_keys import delete_prefixed
+
+KEY = BoardKey("week", "2026-W44")
+OTHER = BoardKey("day", "2026-10-28")
+LEASE_S = 0.3
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """None for memory; a key prefix of our own (deleted afterwards) for Redis."""
+    if request.param == "memory":
+        return None
+    prefix: str = request.getfixturevalue("redis_prefix")
+    return prefix
+
+
+@pytest.fixture
+async def snaps(backend: str | None) -> AsyncIterator[Snapshots]:
+    if backend is None:
+        yield MemorySnapshots()
+        return
+    prefix = backend
+    client = RedisIndex.client_from_url(REDIS_URL)
+    try:
+        yield RedisSnapshots(client, Keys(prefix))
+    finally:
+        await delete_prefixed(client, prefix)
+        await client.aclose()
+
+
+async def test_one_holder_at_a_time_and_the_holder_keeps_its_fence(snaps: Snapshots) -> None:
+    now = time.time()
+    fence = await snaps.lead("a", now, LEASE_S)
+    assert fence is not None
+    assert await snaps.lead("b", now, LEASE_S) is None
+    assert await snaps.lead("a", now, LEASE_S) == fence  # kept: the same tenure
+
+
+async def test_a_lapsed_lease_is_taken_over_under_a_newer_fence(snaps: Snapshots) -> None:
+    first = await snaps.lead("a", time.time(), LEASE_S)
+    assert first is not None
+    await asyncio.sleep(LEASE_S + 0.1)
+    second = await snaps.lead("b", time.time(), LEASE_S)
+    assert second is not None and second > first
+    assert await snaps.lead("a", time.time(), LEASE_S) is None
+
+
+async def test_only_the_newest_fence_publishes(snaps: Snapshots) -> None:
+    first = await snaps.lead("a", time.time(), LEASE_S)
+    assert first is not None
+    assert await snaps.publish(KEY, b'{"n":1}', first, 10)
+    assert await snaps.read(KEY) == b'{"n":1}'
+    assert await snaps.read(OTHER) is None
+    await asyncio.sleep(LEASE_S + 0.1)
+    second = await snaps.lead("b", time.time(), LEASE_S)
+    assert second is not None
+    assert not await snaps.publish(KEY, b'{"n":2}', first, 10)  # the old holder, woken
+    assert await snaps.read(KEY) == b'{"n":1}'
+    assert await snaps.publish(KEY, b'{"n":3}', second, 10)
+    assert await snaps.read(KEY) == b'{"n":3}'
+
+
+async def test_a_snapshot_lives_for_its_ttl(snaps: Snapshots) -> None:
+    fence = await snaps.lead("a", time.time(), 10)
+    assert fence is not None
+    assert await snaps.publish(KEY, b"{}", fence, 0.2)
+    assert await snaps.read(KEY) == b"{}"
+    await asyncio.sleep(0.3)
+    assert await snaps.read(KEY) is None
