@@ -39,6 +39,7 @@ BEYOND = 1 << MAX_BITS
 _SNAP = 0.25
 # When the edges of heavy points values overflow the budget, each retry widens the buckets by this.
 _RETRY = 1.15
+_RETRIES = 60
 
 
 def lattice(points: Iterable[int]) -> tuple[int, int]:
@@ -198,11 +199,23 @@ def plan_bounds(
     ref, step = lattice(sampled)
     # Start from the ratio that fills the budget, and coarsen until the edges fit too.
     ratio = math.exp(math.log(total / top) / max(1, max_bounds - 2))
-    while True:
+    for _ in range(_RETRIES):
         bounds = _place(curve, total, top, ratio, descending, codec, ref, step)
+        if (
+            len(bounds) < max_bounds
+            and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != step
+        ):
+            # The estimator reads the step back from the boundaries: show it one whole step.
+            cell = bounds[1] >> codec.time_bits
+            if (cell + step) * codec.time_limit < BEYOND:
+                bounds = tuple(sorted({*bounds, (cell + step) * codec.time_limit}))
         if len(bounds) <= max_bounds:
             return bounds
         ratio = 1 + (ratio - 1) * _RETRY
+    # A budget too small for even one bucket's edges: thin evenly, keeping both sentinels.
+    inner = bounds[1:-1]
+    keep = max_bounds - 2
+    return (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
 
 
 def _place(
