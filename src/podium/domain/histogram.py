@@ -1,0 +1,197 @@
+"""Estimated ranks below the exact top of a split board, from a rank-shaped histogram.
+
+The aggregator counts, on every shard, the members between ascending boundaries
+(``bounds.plan_bounds``) and sums them here. A score then falls in one bucket, and the counts
+alone bound its rank: every member in a bucket ahead of it in board order is ahead, every
+member in a bucket behind it is behind, so the true rank, as of the counts, lies in
+``[low, high]`` whatever happens inside the bucket. Inside, the estimate interpolates, on the
+points lattice the boundaries lie on (``bounds.lattice``): a bucket of several points values
+shares its members over the *occupied* values, each value's members spread over its time part
+(the low bits of the score); a bucket inside one value, over the time part alone.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from podium.domain.bounds import MAX_BOUNDS, lattice, plan_bounds, sample_ranks
+from podium.domain.codec import ScoreCodec
+
+__all__ = ["MAX_BOUNDS", "Estimate", "Histogram", "plan_bounds", "sample_ranks"]
+
+_MAGIC = b"PH1"
+_DESCENDING = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    rank: int  # 1-based estimated rank
+    low: int  # 1-based, low <= true rank (counted edge)
+    high: int  # true rank <= high (counted edge)
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """Members per bucket ``[bounds[i], bounds[i+1])`` of score, summed over shards."""
+
+    bounds: tuple[int, ...]  # ascending
+    counts: tuple[int, ...]  # summed over shards; len(bounds) - 1
+    descending: bool
+    # Members with a score below bounds[i], for each i (len(bounds) of them).
+    _below: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    # (time bits) -> (ref, step) of the boundaries' points lattice, filled on first use.
+    _lattices: dict[int, tuple[int, int]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        if len(self.bounds) < 2:
+            raise ValueError("a histogram needs at least two boundaries")
+        if len(self.counts) != len(self.bounds) - 1:
+            raise ValueError(
+                f"{len(self.counts)} counts for {len(self.bounds) - 1} buckets of the bounds"
+            )
+        if any(b >= a for b, a in pairwise(self.bounds)):
+            raise ValueError("boundaries must be strictly ascending")
+        if any(c < 0 for c in self.counts):
+            raise ValueError("counts must not be negative")
+        below = [0]
+        for c in self.counts:
+            below.append(below[-1] + c)
+        object.__setattr__(self, "_below", tuple(below))
+
+    @classmethod
+    def summed(
+        cls, bounds: Sequence[int], per_shard_counts: Sequence[Sequence[int]], *, descending: bool
+    ) -> Histogram:
+        """One histogram from every shard's ``count_between(bounds)``."""
+        n = len(bounds) - 1
+        totals = [0] * max(0, n)
+        for counts in per_shard_counts:
+            if len(counts) != n:
+                raise ValueError(f"a shard gave {len(counts)} counts for {n} buckets")
+            for i, c in enumerate(counts):
+                totals[i] += c
+        return cls(tuple(bounds), tuple(totals), descending)
+
+    @property
+    def total(self) -> int:
+        return self._below[-1]
+
+    def estimate(self, score: int, codec: ScoreCodec, *, counted: bool = True) -> Estimate:
+        """The 1-based rank of a member with this score, as of the counts. ``counted``: the
+        member is among the counts (read back from the board they were taken on); a player
+        whose score changed since is not, and may stand one place lower at most."""
+        bounds = self.bounds
+        i = bisect_right(bounds, score) - 1
+        total = self.total
+        if i < 0 or i >= len(self.counts):
+            # Outside every bucket, so not among the counts: everyone counted is on one side.
+            first = (i < 0) != self.descending
+            exact = 1 if first else total + 1
+            return Estimate(exact, exact, exact)
+        n = self.counts[i]
+        below = self._below[i]
+        ahead = total - below - n if self.descending else below
+        low = ahead + 1
+        high = ahead + n + (0 if counted else 1)
+        if high <= low:
+            return Estimate(low, low, max(low, high))
+        frac = self._fraction(i, score, codec.time_bits)  # of the bucket's members below
+        inside = (1.0 - frac) * n if self.descending else frac * n
+        rank = min(high, max(low, low + int(inside)))
+        return Estimate(rank, low, high)
+
+    def _fraction(self, i: int, score: int, time_bits: int) -> float:
+        """Where the score stands in bucket i, from 0 (its lower edge) to 1 (its upper), on
+        the lattice coordinate: the index of the occupied points value plus the time part."""
+        lat = self._lattices.get(time_bits)
+        if lat is None:
+            lat = lattice(b >> time_bits for b in self.bounds[1:-1])
+            self._lattices[time_bits] = lat
+        ref, step = lat
+        lo = _coordinate(self.bounds[i], time_bits, ref, step)
+        hi = _coordinate(self.bounds[i + 1], time_bits, ref, step)
+        if hi <= lo:
+            return 0.5
+        at = _coordinate(score, time_bits, ref, step)
+        return min(1.0, max(0.0, (at - lo) / (hi - lo)))
+
+    def top_percent(self, rank: int) -> int:
+        """The "topPercent" figure: the share of the board at or above this rank, rounded up
+        to a whole percent, so 1 means the top 1 % (never 0: nobody is in the top 0 %) and
+        100 the last place; ``ceil(100 * rank / total)`` within [1, 100]."""
+        if self.total <= 0:
+            return 100
+        return min(100, max(1, math.ceil(100 * rank / self.total)))
+
+    def encode(self) -> bytes:
+        """Compact bytes for the published snapshot: a tag, the order, the boundaries as
+        the first one and their gaps, the counts, each a LEB128 varint (zigzag where signed)."""
+        out = bytearray(_MAGIC)
+        out.append(_DESCENDING if self.descending else 0)
+        _varint(out, len(self.bounds))
+        first = self.bounds[0]
+        _varint(out, (first << 1) if first >= 0 else ((-first << 1) - 1))
+        for a, b in pairwise(self.bounds):
+            _varint(out, b - a)
+        for c in self.counts:
+            _varint(out, c)
+        return bytes(out)
+
+    @classmethod
+    def decode(cls, data: bytes) -> Histogram:
+        if data[: len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + 1:
+            raise ValueError("not an encoded histogram")
+        flags = data[len(_MAGIC)]
+        if flags & ~_DESCENDING:
+            raise ValueError(f"unknown histogram flags {flags}")
+        pos = len(_MAGIC) + 1
+        n, pos = _read(data, pos)
+        z, pos = _read(data, pos)
+        bounds = [(z >> 1) if not z & 1 else -((z + 1) >> 1)]
+        for _ in range(n - 1):
+            gap, pos = _read(data, pos)
+            bounds.append(bounds[-1] + gap)
+        counts = []
+        for _ in range(n - 1):
+            c, pos = _read(data, pos)
+            counts.append(c)
+        if pos != len(data):
+            raise ValueError("trailing bytes after an encoded histogram")
+        return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING))
+
+
+def _coordinate(score: int, time_bits: int, ref: int, step: int) -> float:
+    """The lattice coordinate of a score: k + (time part) for a score on the k-th lattice
+    value; a score off the lattice (between two values, where the boundaries saw nobody)
+    stands at the start of the next value, so the coordinate never falls as the score rises."""
+    points = score >> time_bits
+    k, off = divmod(points - ref, step)
+    if off:
+        return float(k + 1)
+    return k + (score - (points << time_bits)) / (1 << time_bits)
+
+
+def _varint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _read(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated histogram")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7

@@ -1,0 +1,270 @@
+"""Estimated ranks from a rank-shaped histogram: the bounds always hold, the planner's
+boundaries are sorted, covering and within budget, and the snapshot bytes round-trip.
+
+The boards here are small and split over a few shards by podium's own hash, read the way
+the aggregator reads them (``scores_at`` at ``sample_ranks``, ``count_between`` at the
+planned boundaries), and held against the plain order of ``domain.boards``.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from podium.domain.boards import in_board_order
+from podium.domain.bounds import BEYOND, LOWEST, lattice
+from podium.domain.codec import ScoreCodec
+from podium.domain.histogram import MAX_BOUNDS, Estimate, Histogram, plan_bounds, sample_ranks
+from podium.domain.sharding import shard_of
+
+Row = tuple[str, int]
+
+
+def true_ranks(rows: list[Row], descending: bool) -> dict[str, int]:
+    return {m: i + 1 for i, (m, _) in enumerate(in_board_order(rows, descending))}
+
+
+def count_between(scores: list[int], bounds: tuple[int, ...]) -> list[int]:
+    asc = sorted(scores)
+    pos = [bisect_left(asc, b) for b in bounds]
+    return [b - a for a, b in pairwise(pos)]
+
+
+def split_board(
+    rows: list[Row], shards: int, exact_top: int, descending: bool, codec: ScoreCodec, budget: int
+) -> tuple[tuple[int, ...], Histogram]:
+    """What the aggregator does: sample every shard, plan, count every shard, sum."""
+    parts: list[list[Row]] = [[] for _ in range(shards)]
+    for m, s in rows:
+        parts[shard_of(m, shards)].append((m, s))
+    ordered = [in_board_order(p, descending) for p in parts]
+    sizes = [len(p) for p in ordered]
+    samples = []
+    for part in ordered:
+        ranks = sample_ranks(len(rows), len(part), exact_top=exact_top, max_bounds=budget)
+        assert ranks == sorted(set(ranks)) and all(0 <= r < len(part) for r in ranks)
+        assert len(ranks) <= budget
+        samples.append([part[r][1] if r < len(part) else None for r in ranks])
+    bounds = plan_bounds(
+        samples, sizes, exact_top=exact_top, descending=descending, codec=codec, max_bounds=budget
+    )
+    counts = [count_between([s for _, s in part], bounds) for part in ordered]
+    return bounds, Histogram.summed(bounds, counts, descending=descending)
+
+
+def boards(draw: st.DrawFn) -> tuple[list[Row], ScoreCodec]:
+    """Small boards with many ties: few points values (sometimes on a step), few seconds."""
+    time_bits = draw(st.sampled_from([0, 2, 5, 23]))
+    codec = ScoreCodec(time_bits, draw(st.booleans()))
+    step = draw(st.sampled_from([1, 1, 25]))
+    points = st.integers(-4, 40).map(lambda p: p * step)
+    seconds = st.integers(0, min(3, codec.time_limit - 1))
+    n = draw(st.integers(1, 150))
+    rows = [
+        (f"p_{i:04d}", codec.encode(draw(points), draw(seconds) if time_bits else 0))
+        for i in range(n)
+    ]
+    return rows, codec
+
+
+@st.composite
+def split_boards(draw: st.DrawFn) -> tuple[list[Row], ScoreCodec, int, int, int]:
+    rows, codec = boards(draw)
+    return (
+        rows,
+        codec,
+        draw(st.integers(1, 4)),  # shards
+        draw(st.integers(0, 30)),  # exact top
+        draw(st.integers(2, 40)),  # boundary budget
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(split_boards())
+def test_the_true_rank_of_every_member_lies_within_its_estimate(
+    case: tuple[list[Row], ScoreCodec, int, int, int],
+) -> None:
+    rows, codec, shards, exact_top, budget = case
+    bounds, hist = split_board(rows, shards, exact_top, codec.descending, codec, budget)
+    assert list(bounds) == sorted(set(bounds))
+    assert 2 <= len(bounds) <= budget
+    assert bounds[0] <= LOWEST and bounds[-1] >= BEYOND  # every encodable score is inside
+    assert hist.total == len(rows)
+    truth = true_ranks(rows, codec.descending)
+    for m, s in rows:
+        e = hist.estimate(s, codec)
+        assert e.low <= truth[m] <= e.high, (m, s, e, truth[m])
+        assert e.low <= e.rank <= e.high
+        assert 1 <= hist.top_percent(e.rank) <= 100
+
+
+@st.composite
+def board_and_bounds(draw: st.DrawFn) -> tuple[list[Row], ScoreCodec, tuple[int, ...]]:
+    """Any boundaries at all, many of them exactly on members' scores (buckets of one, of
+    none, members tied on a boundary, members in the first and the last bucket)."""
+    rows, codec = boards(draw)
+    scores = [s for _, s in rows]
+    picks = draw(st.lists(st.sampled_from(scores) | st.integers(-3000, 3000), max_size=12))
+    bounds = tuple(sorted(set(picks) | {draw(st.sampled_from(scores))}))
+    if len(bounds) < 2:
+        bounds = (bounds[0], bounds[0] + 1)
+    return rows, codec, bounds
+
+
+@settings(max_examples=150, deadline=None)
+@given(board_and_bounds())
+def test_the_bounds_hold_on_any_boundaries_inside_or_outside_them(
+    case: tuple[list[Row], ScoreCodec, tuple[int, ...]],
+) -> None:
+    rows, codec, bounds = case
+    inside = [(m, s) for m, s in rows if bounds[0] <= s < bounds[-1]]
+    hist = Histogram.summed(
+        bounds, [count_between([s for _, s in inside], bounds)], descending=codec.descending
+    )
+    truth = true_ranks(inside, codec.descending)
+    for m, s in rows:
+        e = hist.estimate(s, codec, counted=(m in truth))
+        # A score outside every bucket was not counted: its rank among the counted is exact.
+        expect = truth.get(m) or true_ranks([*inside, (m, s)], codec.descending)[m]
+        assert e.low <= expect <= e.high
+        assert e.low <= e.rank <= e.high
+
+
+@settings(max_examples=100, deadline=None)
+@given(split_boards(), st.integers(-300, 1300), st.integers(0, 3))
+def test_a_score_not_counted_stands_within_the_estimate_among_the_counted(
+    case: tuple[list[Row], ScoreCodec, int, int, int], points: int, second: int
+) -> None:
+    """A player whose score changed since the counts (``counted=False``) takes the place it
+    would take among the counted members."""
+    rows, codec, shards, exact_top, budget = case
+    _, hist = split_board(rows, shards, exact_top, codec.descending, codec, budget)
+    score = codec.encode(points, min(second, codec.time_limit - 1) if codec.time_bits else 0)
+    for newcomer in ("p_", "p_9999"):  # ahead of every tied member, then behind every one
+        rank = true_ranks([*rows, (newcomer, score)], codec.descending)[newcomer]
+        e = hist.estimate(score, codec, counted=False)
+        assert e.low <= rank <= e.high
+
+
+@given(
+    st.lists(st.integers(-(1 << 53) + 1, 1 << 53), min_size=2, max_size=60, unique=True),
+    st.data(),
+    st.booleans(),
+)
+def test_encode_and_decode_round_trip(bounds: list[int], data: st.DataObject, desc: bool) -> None:
+    bounds.sort()
+    counts = data.draw(
+        st.lists(st.integers(0, 1 << 40), min_size=len(bounds) - 1, max_size=len(bounds) - 1)
+    )
+    hist = Histogram(tuple(bounds), tuple(counts), desc)
+    raw = hist.encode()
+    back = Histogram.decode(raw)
+    assert back == hist and back.total == hist.total and back.descending is desc
+    with pytest.raises(ValueError):
+        Histogram.decode(raw[:-1])
+    with pytest.raises(ValueError):
+        Histogram.decode(raw + b"\x00")
+
+
+def test_decode_refuses_what_is_not_a_histogram() -> None:
+    for junk in (b"", b"PH1", b"XX1\x00\x02\x00\x01\x00", b"PH1\x07\x02\x00\x01\x00"):
+        with pytest.raises(ValueError):
+            Histogram.decode(junk)
+
+
+def test_a_histogram_refuses_inconsistent_parts() -> None:
+    with pytest.raises(ValueError):
+        Histogram((0,), (), True)
+    with pytest.raises(ValueError):
+        Histogram((0, 10), (1, 2), True)
+    with pytest.raises(ValueError):
+        Histogram((0, 10, 10), (1, 2), True)
+    with pytest.raises(ValueError):
+        Histogram((0, 10), (-1,), True)
+    with pytest.raises(ValueError):
+        Histogram.summed((0, 10, 20), [[1, 2], [3]], descending=True)
+
+
+# --- exact examples ------------------------------------------------------------------------
+
+POINTS = ScoreCodec(0, True)  # points alone: a score is its points
+
+
+def test_the_counted_edges_of_a_descending_board() -> None:
+    # [0, 10): 5 members, [10, 20): none, [20, 30): 3 members.
+    hist = Histogram((0, 10, 20, 30), (5, 0, 3), descending=True)
+    assert hist.total == 8
+    top = hist.estimate(25, POINTS)
+    assert (top.low, top.high) == (1, 3)
+    assert hist.estimate(15, POINTS) == Estimate(4, 4, 4)  # an empty bucket: exact
+    low = hist.estimate(5, POINTS)
+    assert (low.low, low.high) == (4, 8)
+    assert hist.estimate(9, POINTS).rank == 4  # the top of its bucket
+    assert hist.estimate(0, POINTS).rank == 8  # the bottom of its bucket
+    assert hist.estimate(30, POINTS) == Estimate(1, 1, 1)  # above every bucket
+    assert hist.estimate(-1, POINTS) == Estimate(9, 9, 9)  # below every bucket
+    assert hist.estimate(25, POINTS, counted=False).high == 4
+
+
+def test_the_counted_edges_of_an_ascending_board() -> None:
+    hist = Histogram((0, 10, 20, 30), (5, 0, 3), descending=False)
+    first = hist.estimate(0, POINTS)
+    assert (first.rank, first.low, first.high) == (1, 1, 5)
+    assert hist.estimate(15, POINTS) == Estimate(6, 6, 6)
+    last = hist.estimate(29, POINTS)
+    assert (last.low, last.high) == (6, 8) and last.rank == 8
+
+
+def test_top_percent_rounds_up_and_stays_between_1_and_100() -> None:
+    hist = Histogram((0, 100), (1000,), descending=True)
+    assert [hist.top_percent(r) for r in (1, 10, 11, 500, 999, 1000)] == [1, 1, 2, 50, 100, 100]
+    assert Histogram((0, 1), (0,), descending=True).top_percent(1) == 100
+
+
+def test_the_lattice_is_the_step_every_points_value_shares() -> None:
+    assert lattice([50, 0, 25, 100]) == (50, 25)
+    assert lattice([3, 5]) == (3, 2)
+    assert lattice([7]) == (7, 1)
+    assert lattice([]) == (0, 1)
+    assert lattice([-25, 25, 0]) == (-25, 25)
+
+
+def test_a_bucket_of_several_stepped_values_shares_its_members_over_the_occupied_ones() -> None:
+    """Points on multiples of 25, 10 members at each of 0, 25, 50, 75 spread over the time
+    part: the boundaries 0 and 100 (with 25, to show the step) make one bucket of 75 points
+    whose members all sit on 4 values; the member mid-time at 50 points is about 15th."""
+    codec = ScoreCodec(4, descending=True)
+    bounds = (LOWEST, codec.floor(0), codec.floor(25), codec.floor(100), BEYOND)
+    hist = Histogram(bounds, (0, 10, 30, 0), descending=True)
+    mid = hist.estimate(codec.encode(50, 8), codec)
+    assert (mid.low, mid.high) == (1, 30)
+    assert 13 <= mid.rank <= 17
+    # Interpolating on points alone would place it at about the 20th (50 of 25..100).
+    assert hist.estimate(codec.encode(75, 0), codec).rank <= 2
+
+
+def test_the_planner_splits_a_crowded_points_value_on_time_and_keeps_to_its_budget() -> None:
+    codec = ScoreCodec(8, descending=True)
+    rows = [(f"p_{i:05d}", codec.encode(0 if i % 2 else 1 + i % 50, i % 256)) for i in range(4000)]
+    bounds, hist = split_board(rows, 4, 10, True, codec, 100)
+    assert len(bounds) <= 100
+    inside_zero = [b for b in bounds if codec.floor(0) < b < codec.floor(1)]
+    assert inside_zero, "half the board holds 0 points: it must be split on time"
+    truth = true_ranks(rows, True)
+    for m, s in rows[::7]:
+        e = hist.estimate(s, codec)
+        assert e.low <= truth[m] <= e.high
+
+
+def test_sample_ranks_span_from_the_exact_top_to_the_last_member() -> None:
+    ranks = sample_ranks(16_000_000, 1_000_000, exact_top=10_000)
+    assert len(ranks) <= MAX_BOUNDS
+    assert ranks[0] <= 10_000 * 1_000_000 // 16_000_000 and ranks[-1] == 999_999
+    gaps = [b / a for a, b in pairwise(ranks[100:])]
+    assert max(gaps) < 1.01  # about evenly spread in log(rank)
+    assert sample_ranks(10, 0, exact_top=5) == []
+    assert sample_ranks(100, 1, exact_top=5) == [0]
