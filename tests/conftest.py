@@ -3,7 +3,9 @@
 On a laptop a backend that is not reachable is skipped with the reason printed. CI sets
 ``PODIUM_REQUIRE_SERVICES=1``, and there an unreachable backend fails the run instead.
 Every test gets its own Postgres database and its own Redis key prefix, and removes them
-afterwards: the machine's own services are shared and never flushed.
+afterwards: the machine's own services are shared and never flushed. A Redis Cluster is the
+tests' own (``tests/redis_cluster.py``): started once per session from the installed
+``redis-server``, on free loopback ports, and stopped at the end.
 """
 
 from __future__ import annotations
@@ -75,6 +77,39 @@ async def redis_prefix() -> AsyncIterator[str]:
     prefix = f"podium-test-{secrets.token_hex(4)}"
     yield prefix
     client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            await client.delete(key)
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Any]:
+    """A private Redis Cluster (three primaries, a replica each) for the whole session."""
+    from tests.redis_cluster import REDIS_CLI, REDIS_SERVER, start_cluster
+
+    if REDIS_SERVER is None or REDIS_CLI is None:
+        message = "redis-server and redis-cli are not installed: no Redis Cluster to start"
+        if REQUIRE:
+            pytest.fail(f"{message} and PODIUM_REQUIRE_SERVICES=1")
+        pytest.skip(message)
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+async def cluster_prefix(redis_cluster: Any) -> AsyncIterator[str]:
+    """A key prefix of our own on the session's Redis Cluster; its keys are deleted
+    afterwards, on every primary."""
+    from podium.index.cluster import cluster_client
+
+    prefix = f"podium-test-{secrets.token_hex(4)}"
+    yield prefix
+    client = cluster_client(redis_cluster.url)
     try:
         async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
             await client.delete(key)

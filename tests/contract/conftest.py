@@ -1,23 +1,84 @@
-"""Fixtures the contract suites share."""
+"""Fixtures the contract suites share.
+
+The rank index adapters a suite runs on (``INDEXES``): the in-process index; today's
+single Redis index on the machine's Redis; one shard of a split board on that Redis (shard
+3: its keys carry the tag ``{s03}``); and one shard on the tests' own Redis Cluster, whose
+shard turns from test to test so that the suite's keys land on every primary.
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
+from podium.index.cluster import cluster_client
+from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from tests.conftest import REDIS_URL
 
+INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
+REDIS_INDEXES = INDEXES[1:]
+SHARD = 3  # the shard of the machine's Redis the suites use
+_turn = itertools.count(7)  # the cluster's shard, a different one each test
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where an index of a test lives: its kind, and for Redis its key prefix, its shard
+    and the URL of the server or cluster."""
+
+    kind: str
+    prefix: str | None = None
+    shard: int | None = None
+    cluster_url: str | None = None
+
+    def index(self) -> MemoryIndex | RedisIndex:
+        if self.prefix is None:
+            return MemoryIndex()
+        if self.cluster_url is not None:
+            return RedisIndex(cluster_client(self.cluster_url), self.prefix, shard=self.shard)
+        return RedisIndex.from_url(REDIS_URL, prefix=self.prefix, shard=self.shard)
+
+    def raw(self) -> Any:
+        """A plain client of the same Redis or cluster, to look at (or break) what the
+        index keeps."""
+        if self.cluster_url is not None:
+            return cluster_client(self.cluster_url)
+        return aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+
+
+def backend_of(request: pytest.FixtureRequest, kind: str) -> Backend:
+    """The backend of one kind, asking for the async prefix fixtures (and the cluster) only
+    when that kind needs them."""
+    if kind == "memory":
+        return Backend(kind)
+    if kind == "cluster-shard":
+        cluster = request.getfixturevalue("redis_cluster")
+        prefix: str = request.getfixturevalue("cluster_prefix")
+        return Backend(kind, prefix, next(_turn) % 16, cluster.url)
+    prefix = request.getfixturevalue("redis_prefix")
+    return Backend(kind, prefix, SHARD if kind == "redis-shard" else None)
+
+
+@pytest.fixture(params=REDIS_INDEXES)
+def redis_backend(request: pytest.FixtureRequest) -> Backend:
+    """A sync fixture, so that the async prefix fixtures are set up only when needed."""
+    return backend_of(request, request.param)
+
 
 @pytest.fixture
-async def redis_pair(redis_prefix: str) -> AsyncIterator[tuple[RedisIndex, Any]]:
-    """A Redis index under the test's own prefix, and a raw client beside it (to look at,
-    or break, what the index keeps)."""
-    index = RedisIndex.from_url(REDIS_URL, prefix=redis_prefix)
-    raw = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+async def redis_pair(redis_backend: Backend) -> AsyncIterator[tuple[RedisIndex, Any]]:
+    """A Redis index (single, a shard, or a shard on the cluster) under the test's own
+    prefix, and a raw client beside it (to look at, or break, what the index keeps)."""
+    backend = redis_backend
+    index = backend.index()
+    assert isinstance(index, RedisIndex)
+    raw = backend.raw()
     try:
         yield index, raw
     finally:

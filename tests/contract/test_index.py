@@ -1,9 +1,10 @@
 """The rank index contract: one body per behaviour, run against every adapter.
 
-Both adapters must answer exactly alike, down to Redis's own order for equal scores:
-``ZREVRANGE`` returns equal scores in reverse byte order of the member, ``ZRANGE`` in byte
-order (DESIGN invariant 4). Ranks are 0-based. The expiry tests are per adapter, because
-memory and Redis show an expiry differently (a clock versus a TTL).
+Every adapter (memory, one Redis, a shard of a split board on Redis and on Redis Cluster,
+``tests/contract/conftest.py``) must answer exactly alike, down to Redis's own order for
+equal scores: ``ZREVRANGE`` returns equal scores in reverse byte order of the member,
+``ZRANGE`` in byte order (DESIGN invariant 4). Ranks are 0-based. The expiry tests are per
+adapter, because memory and Redis show an expiry differently (a clock versus a TTL).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
+from tests.contract.conftest import INDEXES, Backend, backend_of
 from tests.proxy import Proxy
 
 WEEK = BoardKey("week", "2026-W44")
@@ -43,20 +45,16 @@ def board_order(entries: dict[str, int], descending: bool) -> list[tuple[str, in
     return in_board_order(entries.items(), descending)
 
 
-@pytest.fixture(params=["memory", "redis"])
-def backend(request: pytest.FixtureRequest) -> str | None:
-    """None for memory; a key prefix of our own (deleted afterwards) for Redis."""
-    if request.param == "memory":
-        return None
-    prefix: str = request.getfixturevalue("redis_prefix")
-    return prefix
+@pytest.fixture(params=INDEXES)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Memory, or Redis under a key prefix of our own (deleted afterwards): one Redis, a
+    shard on it, a shard on the cluster."""
+    return backend_of(request, request.param)
 
 
 @pytest.fixture
-async def index(backend: str | None) -> AsyncIterator[RankIndex]:
-    idx: RankIndex = (
-        MemoryIndex() if backend is None else RedisIndex.from_url(REDIS_URL, prefix=backend)
-    )
+async def index(backend: Backend) -> AsyncIterator[RankIndex]:
+    idx: RankIndex = backend.index()
     try:
         yield idx
     finally:

@@ -1,9 +1,10 @@
 """The profile copy contract (``ProfileCopy``): one body per behaviour, run against every
 adapter, and the copy read beside the boards (``RankIndex.around``).
 
-The adapters: the in-process index and the Redis index, each the copy of its own boards
-(bootstrap hands out its ``copy`` as the port), and a Redis copy in the slot of a
-shard tag of its own, as a sharded index would keep one per shard (index/keys.py).
+The adapters (``tests/contract/conftest.py``): the in-process index, the single Redis
+index, and a shard of a split board on Redis and on Redis Cluster, each the copy of its own
+boards (bootstrap hands out its ``copy`` as the port): a shard's copy is in the slot of the
+shard's hash tag, beside that shard's boards (index/keys.py).
 """
 
 from __future__ import annotations
@@ -15,62 +16,35 @@ import pytest
 
 from podium.domain.boards import in_board_order
 from podium.domain.models import Profile
-from podium.index.keys import SINGLE, Keys
-from podium.index.memory import MemoryIndex
+from podium.domain.sharding import shard_tag
+from podium.index.keys import SINGLE
 from podium.index.redis import RedisIndex
 from podium.index.redis_profiles import RedisProfileCopy
 from podium.ports import BoardKey, ProfileCopy, RankIndex
-from tests.conftest import REDIS_URL
+from tests.contract.conftest import INDEXES, Backend, backend_of
 
 WEEK = BoardKey("week", "2026-W44")
-SHARD = "{s3}"  # a shard's hash tag, as a sharded index would name it
 
 
-def _backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    """The adapter, and for Redis a key prefix of our own (deleted afterwards), asked for
-    from a sync fixture, so that the async ``redis_prefix`` is set up only when needed."""
-    if request.param == "memory":
-        return request.param, None
-    prefix: str = request.getfixturevalue("redis_prefix")
-    return request.param, prefix
-
-
-@pytest.fixture(params=["memory", "redis", "redis-shard"])
-def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    return _backend(request)
-
-
-@pytest.fixture(params=["memory", "redis"])
-def index_backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
-    return _backend(request)
-
-
-def _index(prefix: str | None) -> MemoryIndex | RedisIndex:
-    return MemoryIndex() if prefix is None else RedisIndex.from_url(REDIS_URL, prefix=prefix)
+@pytest.fixture(params=INDEXES)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return backend_of(request, request.param)
 
 
 @pytest.fixture
-async def copy(backend: tuple[str, str | None]) -> AsyncIterator[ProfileCopy]:
-    kind, prefix = backend
-    index = _index(prefix)
-    try:
-        if kind == "redis-shard":
-            assert isinstance(index, RedisIndex)
-            yield RedisProfileCopy(index._r, Keys(index.keys.prefix), SHARD)
-        else:
-            yield index.copy
-    finally:
-        await index.close()
-
-
-@pytest.fixture
-async def index(index_backend: tuple[str, str | None]) -> AsyncIterator[Any]:
+async def index(backend: Backend) -> AsyncIterator[Any]:
     """An index, with the copy of its boards' profiles beside them (``index.copy``)."""
-    idx = _index(index_backend[1])
+    idx = backend.index()
     try:
         yield idx
     finally:
         await idx.close()
+
+
+@pytest.fixture
+def copy(index: Any) -> ProfileCopy:
+    found: ProfileCopy = index.copy
+    return found
 
 
 async def _fill(copy: ProfileCopy, token: str = "t0") -> None:
@@ -157,15 +131,21 @@ async def test_redis_copy_is_one_hash_per_shard_tag(redis_pair: tuple[RedisIndex
     shard's hash tag, so it shares a Redis Cluster slot with that shard's boards."""
     index, raw = redis_pair
     prefix = index.keys.prefix
-    assert index.copy.key == index.keys.profiles(SINGLE) == f"{prefix}:profiles"
-    shard = RedisProfileCopy(index._r, index.keys, SHARD)
-    assert shard.key == f"{prefix}:{SHARD}:profiles"
+    if index.shard is None:
+        assert index.copy.key == index.keys.profiles(SINGLE) == f"{prefix}:profiles"
+    else:
+        tag = shard_tag(index.shard)
+        assert index.copy.key == index.keys.profiles(tag) == f"{prefix}:{tag}:profiles"
+        assert index.keys.board(WEEK) == f"{prefix}:{tag}:week:2026-W44:z"
+    other_tag = shard_tag(15 if index.shard != 15 else 14)
+    other = RedisProfileCopy(index._r, index.keys, other_tag)
+    assert other.key == f"{prefix}:{other_tag}:profiles"
     await index.copy.write_profiles([(Profile("p1", "Vex"), 1)])
-    await shard.write_profiles([(Profile("p2", "Nyx"), 1)])
-    assert await raw.hkeys(f"{prefix}:profiles") == ["p1"]
-    assert await raw.hkeys(f"{prefix}:{SHARD}:profiles") == ["p2"]
-    await _fill(shard)  # each copy has its own mark
-    assert await shard.profiles_complete() and not await index.copy.profiles_complete()
+    await other.write_profiles([(Profile("p2", "Nyx"), 1)])
+    assert await raw.hkeys(index.copy.key) == ["p1"]
+    assert await raw.hkeys(other.key) == ["p2"]
+    await _fill(other)  # each copy has its own mark
+    assert await other.profiles_complete() and not await index.copy.profiles_complete()
 
 
 async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
@@ -174,7 +154,7 @@ async def test_redis_copy_lost_while_it_is_filled_is_not_marked_complete(
     index, raw = redis_pair
     assert await index.copy.begin_profiles_copy("a", 1000.0, 60.0)
     await index.copy.write_profiles([(Profile("p1", "Vex"), 1)])
-    await raw.delete(index.keys.profiles(SINGLE))  # Redis restarted empty, part way through
+    await raw.delete(index.copy.key)  # Redis restarted empty, part way through
     await index.copy.write_profiles([(Profile("p2", "Nyx"), 1)])
     assert not await index.copy.keep_profiles_copy("a", 1001.0, 60.0)
     assert not await index.copy.end_profiles_copy("a")
@@ -192,7 +172,7 @@ async def test_redis_copy_marked_before_a_restart_is_filled_again(
     # As a Redis restored from a snapshot, or a replica that took over, would hold it: the
     # mark of a server that has another run id. Reads may use the copy, but it is to be
     # filled again, as it may lack the last changes.
-    await raw.hset(index.keys.profiles(SINGLE), "", "complete:0123456789abcdef")
+    await raw.hset(index.copy.key, "", "complete:0123456789abcdef")
     assert not await index.copy.profiles_complete()
     assert await index.copy.profiles(["p1"]) == {"p1": Profile("p1", "Vex")}
     await _fill(index.copy, "t1")

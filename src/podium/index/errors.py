@@ -34,7 +34,8 @@ TABLE: tuple[tuple[type[BaseException], type[PodiumError]], ...] = (
     (rx.TryAgainError, IndexUnavailable),
     (rx.AskError, IndexUnavailable),
     # CLUSTERDOWN and MASTERDOWN (MasterDownError is a ClusterDownError); a cluster client
-    # whose redirections ran out; a slot no node serves.
+    # whose redirections ran out ("TTL exhausted", a MOVED it kept being sent back by); a
+    # slot no node serves (its primary died and no replica took over yet).
     (rx.ClusterDownError, IndexUnavailable),
     (rx.ClusterError, IndexUnavailable),
     (rx.SlotNotCoveredError, IndexUnavailable),
@@ -54,6 +55,16 @@ TABLE: tuple[tuple[type[BaseException], type[PodiumError]], ...] = (
 # or without enough replicas (NOREPLICAS).
 TRANSIENT_REPLIES = ("BUSY ", "MISCONF ", "NOREPLICAS ")
 
+# What redis-py's cluster client raises as a plain RedisClusterException when it cannot
+# learn the cluster's slot map: no listed node answered, or the nodes that answered do not
+# serve every slot (a failover under way). Any other plain RedisClusterException is a call
+# it cannot route (keys of two slots in one script, a command without keys): ours to fix.
+TRANSIENT_CLUSTER = (
+    "Redis Cluster cannot be connected",
+    "All slots are not covered",
+    "startup_nodes could not agree",
+)
+
 CAUGHT = (rx.RedisError, rx.RedisClusterException, OSError)
 
 
@@ -61,6 +72,8 @@ def translate(e: BaseException) -> PodiumError:
     """The podium error for a driver's error (``CAUGHT``), per ``TABLE``."""
     if type(e) is rx.ResponseError and str(e).startswith(TRANSIENT_REPLIES):
         return IndexUnavailable(f"redis: {e}")
+    if type(e) is rx.RedisClusterException and str(e).startswith(TRANSIENT_CLUSTER):
+        return IndexUnavailable(f"redis cluster: {e}")
     for driver, ours in TABLE:
         if isinstance(e, driver):
             if ours is IndexUnavailable:

@@ -10,16 +10,19 @@ and one script may only touch keys of one slot. So the tag says which keys must 
   it has always had). A single Redis lets any keys meet, so ``around.lua`` reads a board's
   rows and their names from that copy in the same script, in one round trip.
 
-- With shards (Redis Cluster, ``index.shards = N``; not built yet): players are split into
-  N shards by their id, and a shard's tag names the shard instead of the board window, say
-  ``{s<n>}``. Every key of shard n carries it: each board window's part on that shard (its
-  sorted set, ban set and versions) and that shard's copy of profiles,
-  ``Keys.profiles("{s<n>}")``, which holds the profiles of shard n's players (a player's
-  rows live only on their shard, so their name is needed only there). All of them hash to
-  one slot, so a shard's script still reads its rows and their names in one step, as
-  ``around.lua`` does today; each shard's copy has its own completeness mark, and the copy
-  is complete when every shard's is. A merged top reads each shard's page and merges them
-  with ``domain.boards.merge_in_board_order``.
+- With shards (``index.shards = N``, on one Redis or on Redis Cluster): players are split
+  into N shards by their id (``domain.sharding.shard_of``), and a shard's tag names the
+  shard instead of the board window, ``{s00}`` ... (``domain.sharding.shard_tag``). Every
+  key of shard n carries it, ``Keys(prefix, tag)``: each board window's part on that shard
+  (``<prefix>:{s03}:<board>:<window>:z``, its ban set ``:ban``, versions ``:ver`` and
+  rebuild staging sets) and that shard's copy of profiles, ``Keys.profiles("{s03}")``,
+  which holds the profiles of shard n's players (a player's rows live only on their
+  shard, so their name is needed only there). All of them hash to one slot, so one script
+  per shard updates a player's windows, bans and profile together, and ``around.lua``
+  reads a shard's rows and their names in one step; each shard's copy has its own
+  completeness mark, and the copy is complete when every shard's is. The tags spread over
+  a cluster's primaries (16 tags fall on all three of a three-primary cluster). A merged
+  top reads each shard's page and merges them with ``domain.boards.merge_in_board_order``.
 
 The prefix lets several deployments (or test runs) share one Redis.
 """
@@ -32,25 +35,37 @@ SINGLE = ""  # the tag of today's one shard (a single Redis): its keys need no t
 
 
 class Keys:
-    def __init__(self, prefix: str) -> None:
+    """Key names under ``prefix``; with a shard's ``tag`` (``{s03}``), the names of that
+    shard's part of every board window, else (``None``) the names a single index has
+    always had, so an existing deployment keeps its keys."""
+
+    def __init__(self, prefix: str, tag: str | None = None) -> None:
         self.prefix = prefix
+        self.shard = tag
+        self._base = prefix if tag is None else f"{prefix}:{tag}"
 
     def tag(self, key: BoardKey) -> str:
-        return f"{{b:{key.board}:{key.window}}}"
+        """The hash tag of a board window's keys: the shard's, or the window's own."""
+        return self.shard if self.shard is not None else f"{{b:{key.board}:{key.window}}}"
+
+    def _window(self, key: BoardKey) -> str:
+        if self.shard is None:
+            return f"{self.prefix}:{{b:{key.board}:{key.window}}}"
+        return f"{self._base}:{key.board}:{key.window}"
 
     def board(self, key: BoardKey) -> str:
-        return f"{self.prefix}:{self.tag(key)}:z"
+        return f"{self._window(key)}:z"
 
     def bans(self, key: BoardKey) -> str:
-        return f"{self.prefix}:{self.tag(key)}:ban"
+        return f"{self._window(key)}:ban"
 
     def versions(self, key: BoardKey) -> str:
         """Per-player versions, for boards whose totals can fall."""
-        return f"{self.prefix}:{self.tag(key)}:ver"
+        return f"{self._window(key)}:ver"
 
     def staging(self, key: BoardKey, token: str) -> str:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
-        return f"{self.prefix}:{self.tag(key)}:stage:{token}"
+        return f"{self._window(key)}:stage:{token}"
 
     def profiles(self, tag: str) -> str:
         """The copy of profiles kept in the slot of shard ``tag`` (one hash: a field per

@@ -8,6 +8,10 @@ every comparison (``tests/unit/test_boards.py`` holds the two alike). Descending
 it from the end, as ``ZREVRANGE`` does, so equal scores come out in reverse member order on
 both backends. One list holds the whole board, so every rank is exact.
 
+With boards split by player (``index.shards``), each shard is a ``MemoryIndex`` of its own,
+which answers the reads a merge of shards needs (``ShardIndex``: ``scores``, ``ahead``,
+``near``, ``scores_at``) as the Redis shards do, so the embedded suite exercises the split.
+
 It lives in the event loop's thread; every method runs to completion without awaiting, so
 each one is atomic, as a Lua script is on Redis. It keeps its copy of profiles (the
 ``ProfileCopy`` port, ``memory_profiles.py``) as ``copy``, which ``around`` reads too.
@@ -23,7 +27,7 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
-from podium.ports import Around, BoardKey, Placed
+from podium.ports import Around, BoardKey, Near, Placed
 
 
 @dataclass
@@ -52,6 +56,20 @@ class _Board:
             return None
         i: int = self.entries.index((score, member))
         return len(self.entries) - 1 - i if descending else i
+
+    def ahead(self, member: str, score: int, descending: bool) -> int:
+        """How many members are strictly ahead of (member, score) in board order, the
+        member's own row left out wherever it is (as place.lua does)."""
+        probe = (score, member)
+        n: int
+        if descending:
+            n = len(self.entries) - self.entries.bisect_right(probe)
+        else:
+            n = self.entries.bisect_left(probe)
+        held = self.scores.get(member)
+        if held is not None and (held > score if descending else held < score):
+            n -= 1
+        return n
 
     def rows(self, start: int, stop: int, descending: bool) -> list[tuple[str, int]]:
         """(member, score) at ranks ``start..stop`` inclusive, in board order."""
@@ -193,6 +211,55 @@ class MemoryIndex:
         # (score, "") sorts before every member with that score: a half-open bound.
         edges = [board.entries.bisect_left((b, "")) for b in bounds]
         return [hi - lo for lo, hi in itertools.pairwise(edges)]
+
+    # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
+
+    async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
+        board = self._get(key)
+        if board is None:
+            return [None] * len(members)
+        return [board.scores.get(m) for m in members]
+
+    async def ahead(
+        self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool
+    ) -> list[int]:
+        board = self._get(key)
+        if board is None:
+            return [0] * len(probes)
+        return [board.ahead(m, s, descending) for m, s in probes]
+
+    async def near(
+        self, key: BoardKey, member: str, score: int, n: int, *, descending: bool
+    ) -> Near:
+        if n < 0:
+            raise ValueError(f"near: n must not be negative, not {n}")
+        board = self._get(key)
+        if board is None:
+            return Near(0, [], [])
+        ahead = board.ahead(member, score, descending)
+        if n == 0:
+            return Near(ahead, [], [])
+        held = board.scores.get(member)
+        # the probe's place among the board's own rows, the member's row included if ahead
+        at = ahead + (held is not None and (held > score if descending else held < score))
+        first = max(0, at - n - 1)
+        above: list[tuple[str, int]] = []
+        below: list[tuple[str, int]] = []
+        for i, row in enumerate(board.rows(first, at + n, descending), start=first):
+            if row[0] != member:
+                (above if i < at else below).append(row)
+        return Near(ahead, above[-n:], below[:n])
+
+    async def scores_at(
+        self, key: BoardKey, ranks: Sequence[int], *, descending: bool
+    ) -> list[int | None]:
+        if ranks and min(ranks) < 0:
+            raise ValueError(f"scores_at: ranks are 0-based, not {min(ranks)}")
+        board = self._get(key)
+        if board is None:
+            return [None] * len(ranks)
+        entries, size = board.entries, len(board.entries)
+        return [None if r >= size else entries[size - 1 - r if descending else r][0] for r in ranks]
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:

@@ -6,6 +6,9 @@ not. If Redis cannot be reached, the read is served (fail open: the limiter guar
 and refusing every player because a limiter is down would be the outage it guards against),
 counted in ``podium_read_limiter_failopen_total`` and logged at most once a minute. Any other
 error from Redis is a bug and goes up as one (errors.py).
+
+On Redis Cluster (``redis+cluster://``) each client's bucket is a key of its own slot
+(keys.py), so buckets spread over the primaries; the script touches that one key.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ import redis.asyncio as aioredis
 
 from podium import metrics
 from podium.errors import IndexUnavailable, RateLimited
+from podium.index.cluster import cluster_client, is_cluster_url
 from podium.index.errors import translated
 from podium.index.keys import Keys
-from podium.index.scripts import lua
+from podium.index.scripts import Script
 
 log = logging.getLogger("podium.ratelimit")
 WARN_EVERY_S = 60.0
 TIMEOUT_S = 0.25  # a read waits this long at most for its bucket, then is served
+BUCKET = Script("bucket")
 
 
 class RedisReadLimiter:
@@ -35,11 +40,12 @@ class RedisReadLimiter:
         self.keys = Keys(prefix)
         self.rate = rate_per_s
         self.burst = max(1, burst)
-        self._bucket = client.register_script(lua("bucket"))
         self._warned = 0.0
 
     @classmethod
     def from_url(cls, url: str, prefix: str, rate_per_s: float, burst: int) -> RedisReadLimiter:
+        if is_cluster_url(url):
+            return cls(cluster_client(url, timeout_s=TIMEOUT_S), prefix, rate_per_s, burst)
         client = aioredis.Redis.from_url(
             url,
             decode_responses=True,
@@ -52,8 +58,8 @@ class RedisReadLimiter:
     async def take(self, client: str) -> None:
         try:
             with translated:
-                taken, wait_ms = await self._bucket(
-                    keys=[self.keys.read_bucket(client)], args=[self.rate, self.burst]
+                taken, wait_ms = await BUCKET(
+                    self._r, [self.keys.read_bucket(client)], [self.rate, self.burst]
                 )
         except IndexUnavailable as e:
             metrics.READ_LIMITER_FAILOPEN.inc()

@@ -10,6 +10,13 @@ instant, and much less client work per call than queueing and parsing a transact
 The index keeps its copy of profiles (the ``ProfileCopy`` port, ``redis_profiles.py``) as
 ``copy``, beside its boards, so that ``around`` reads the rows' names in the same script.
 Every call goes through one table of errors (errors.py). Every key name comes from keys.py.
+
+With ``shard=n`` the index is one shard's part of every board (``ShardIndex``, for a board
+split by player): its keys carry the shard's hash tag (``{s03}``), so on Redis Cluster each
+shard lives in one slot and every script of it runs there (keys.py); S such indexes share
+one client (``cluster.py``). Without a shard it is today's single index, under the names it
+has always had; Redis Cluster needs a shard, since a single index reads a board and the copy
+of profiles (two slots) in one script.
 """
 
 from __future__ import annotations
@@ -19,15 +26,31 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
+from podium.domain.sharding import shard_tag
+from podium.errors import ConfigError
 from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
-from podium.index.scripts import lua
-from podium.ports import Around, BoardKey, Placed
+from podium.index.scripts import Script
+from podium.ports import Around, BoardKey, Near, Placed
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
+PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (place.lua)
 STAGING_TTL_S = 3600
+# The same timeouts for one Redis and for a cluster's nodes (cluster.py).
+TIMEOUTS: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 2}
+
+WRITE = Script("write")
+BAN = Script("ban")
+SWAP = Script("swap")
+AROUND = Script("around", readonly=True)
+RANKS = Script("ranks", readonly=True)
+COUNTS = Script("counts", readonly=True)
+AHEAD = Script("ahead", readonly=True)
+NEAR = Script("near", readonly=True)
+SCORES_AT = Script("scores_at", readonly=True)
 
 
 def _order(descending: bool) -> str:
@@ -44,33 +67,33 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
     return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
 
 
+def _score(held: Any) -> int | None:
+    """A score as a script or ZMSCORE sends it: a decimal string, a RESP3 double, or none."""
+    return None if held is None else int(float(held))
+
+
 class RedisIndex:
-    def __init__(self, client: Any, prefix: str = "podium") -> None:
+    def __init__(self, client: Any, prefix: str = "podium", shard: int | None = None) -> None:
+        if shard is None and isinstance(client, RedisCluster):
+            raise ConfigError("a rank index on Redis Cluster is split into shards (keys.py)")
         self._r = client
-        self.keys = Keys(prefix)
-        # One Redis is one shard: the copy of profiles beside its boards (keys.py).
-        self.copy = RedisProfileCopy(client, self.keys, SINGLE)
-        self._write = client.register_script(lua("write"))
-        self._ban = client.register_script(lua("ban"))
-        self._swap = client.register_script(lua("swap"))
-        self._around = client.register_script(lua("around"))
-        self._ranks = client.register_script(lua("ranks"))
-        self._counts = client.register_script(lua("counts"))
+        self.shard = shard
+        tag = None if shard is None else shard_tag(shard)
+        self.keys = Keys(prefix, tag)
+        # The copy of profiles beside the boards, in the same slot (keys.py): a single
+        # Redis's one copy, or this shard's.
+        self.copy = RedisProfileCopy(client, self.keys, SINGLE if tag is None else tag)
 
     @staticmethod
     def client_from_url(url: str) -> Any:
-        """A client for one Redis, as every index of it is made."""
+        """A client for one Redis, as every index of it (a shard each, or the one) shares."""
         return aioredis.Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_timeout=5,
-            socket_connect_timeout=2,
-            health_check_interval=30,
+            url, decode_responses=True, health_check_interval=30, **TIMEOUTS
         )
 
     @classmethod
-    def from_url(cls, url: str, prefix: str = "podium") -> RedisIndex:
-        return cls(cls.client_from_url(url), prefix)
+    def from_url(cls, url: str, prefix: str = "podium", shard: int | None = None) -> RedisIndex:
+        return cls(cls.client_from_url(url), prefix, shard)
 
     @property
     def client(self) -> Any:
@@ -103,7 +126,7 @@ class RedisIndex:
                     args += (member, str(score))
                     if versions is not None:
                         args.append(str(versions[j]))
-                written += int(await self._write(keys=keys, args=args))
+                written += int(await WRITE(self._r, keys, args))
         return written
 
     async def remove(
@@ -122,7 +145,7 @@ class RedisIndex:
                 args: list[str] = ["R", exp]
                 for m, v in zip(members[i : i + CHUNK], versions[i : i + CHUNK], strict=True):
                     args += (m, "", str(v))
-                removed += int(await self._write(keys=keys, args=args))
+                removed += int(await WRITE(self._r, keys, args))
         return removed
 
     async def page(
@@ -142,9 +165,10 @@ class RedisIndex:
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
     ) -> Around | None:
         with translated:
-            reply = await self._around(
-                keys=[self.keys.board(key), self.copy.key],
-                args=[player_id, neighbors, _order(descending)],
+            reply = await AROUND(
+                self._r,
+                [self.keys.board(key), self.copy.key],
+                [player_id, neighbors, _order(descending)],
             )
         if reply is None:
             return None
@@ -167,9 +191,7 @@ class RedisIndex:
         if not player_ids:
             return []
         with translated:
-            reply = await self._ranks(
-                keys=[self.keys.board(key)], args=[_order(descending), *player_ids]
-            )
+            reply = await RANKS(self._r, [self.keys.board(key)], [_order(descending), *player_ids])
         flat = iter(reply)
         return [
             None if r is None else Placed(r, int(float(s)), True)
@@ -184,19 +206,62 @@ class RedisIndex:
         if len(bounds) < 2:
             return []
         with translated:
-            counts: list[int] = await self._counts(keys=[self.keys.board(key)], args=bounds)
+            counts: list[int] = await COUNTS(self._r, [self.keys.board(key)], bounds)
         return counts
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:
             for key in keys:
                 names = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
-                await self._ban(keys=names, args=[player_id])
+                await BAN(self._r, names, [player_id])
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
+
+    # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
+
+    async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
+        if not members:
+            return []
+        with translated:
+            held = await self._r.execute_command("ZMSCORE", self.keys.board(key), *members)
+        return [_score(h) for h in held]
+
+    async def ahead(
+        self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool
+    ) -> list[int]:
+        out: list[int] = []
+        with translated:
+            for i in range(0, len(probes), PROBES):
+                args: list[str] = [_order(descending)]
+                for member, score in probes[i : i + PROBES]:
+                    args += (member, str(score))
+                out += await AHEAD(self._r, [self.keys.board(key)], args)
+        return [int(n) for n in out]
+
+    async def near(
+        self, key: BoardKey, member: str, score: int, n: int, *, descending: bool
+    ) -> Near:
+        if n < 0:
+            raise ValueError(f"near: n must not be negative, not {n}")
+        with translated:
+            ahead, above, below = await NEAR(
+                self._r, [self.keys.board(key)], [member, str(score), n, _order(descending)]
+            )
+        return Near(int(ahead), _rows(above), _rows(below))
+
+    async def scores_at(
+        self, key: BoardKey, ranks: Sequence[int], *, descending: bool
+    ) -> list[int | None]:
+        if not ranks:
+            return []
+        if min(ranks) < 0:
+            raise ValueError(f"scores_at: ranks are 0-based, not {min(ranks)}")
+        with translated:
+            held = await SCORES_AT(self._r, [self.keys.board(key)], [_order(descending), *ranks])
+        return [_score(h) for h in held]
 
     # -- rebuilds -------------------------------------------------------------------------
 
@@ -233,6 +298,6 @@ class RedisIndex:
                     await pipe.execute()
                 exp = "" if expire_at is None else str(expire_at)
                 keys = [stage, self.keys.board(key), bans, stage_ver, self.keys.versions(key)]
-                await self._swap(keys=keys, args=[exp])
+                await SWAP(self._r, keys, [exp])
             finally:
                 await self._r.delete(stage, stage_ver)

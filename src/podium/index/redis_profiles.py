@@ -18,14 +18,18 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from redis.asyncio.cluster import RedisCluster
+
 from podium.domain.models import Profile
 from podium.index.errors import translated
 from podium.index.keys import Keys
-from podium.index.scripts import lua
+from podium.index.scripts import Script
 
 CHUNK = 1000  # profiles per script call: bounded server-side work
 MARK = ""  # the hash's field that holds the mark
 COMPLETE = "complete:"
+WRITE = Script("profiles")
+MARK_SCRIPT = Script("copy")
 
 
 def decode(player_id: str, held: str) -> Profile:
@@ -45,8 +49,6 @@ class RedisProfileCopy:
     def __init__(self, client: Any, keys: Keys, tag: str) -> None:
         self._r = client
         self.key = keys.profiles(tag)
-        self._write = client.register_script(lua("profiles"))
-        self._mark = client.register_script(lua("copy"))
 
     async def write_profiles(self, entries: Sequence[tuple[Profile, int]]) -> int:
         kept = 0
@@ -56,7 +58,7 @@ class RedisProfileCopy:
                 for p, version in entries[i : i + CHUNK]:
                     held = json.dumps([version, p.name, p.avatar, p.country], separators=(",", ":"))
                     args += (p.player_id, version, held)
-                kept += int(await self._write(keys=[self.key], args=args))
+                kept += int(await WRITE(self._r, [self.key], args))
         return kept
 
     async def profiles(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
@@ -82,11 +84,17 @@ class RedisProfileCopy:
 
     async def _set_mark(self, *args: str) -> bool:
         with translated:
-            return bool(await self._mark(keys=[self.key], args=list(args)))
+            return bool(await MARK_SCRIPT(self._r, [self.key], args))
 
     async def _run_id(self) -> str:
         """The id Redis draws each time it starts: a copy marked complete under another one
-        was marked before a restart (from a snapshot) or on another server (a replica)."""
+        was marked before a restart (from a snapshot) or on another server (a replica).
+        On a cluster, the id of the primary that holds this copy's slot, not of whichever
+        node the client would ask."""
         with translated:
-            info = await self._r.info("server")
+            if isinstance(self._r, RedisCluster):
+                node = self._r.get_node_from_key(self.key)
+                info = await self._r.info("server", target_nodes=node)
+            else:
+                info = await self._r.info("server")
         return str(info["run_id"])

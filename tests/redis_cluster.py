@@ -1,0 +1,199 @@
+"""A private Redis Cluster for tests: six ``redis-server`` processes (three primaries, one
+replica each) on free loopback ports, in a temporary directory, started the way a user
+starts one (``redis-cli --cluster create``) and stopped and removed afterwards.
+
+Destructive tests (killing a primary) run here, never on the machine's shared Redis. The
+node timeout is short (1 s) so that a replica takes over within a few seconds of its
+primary dying; nothing is persisted (no RDB, no AOF).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+REDIS_SERVER = shutil.which("redis-server")
+REDIS_CLI = shutil.which("redis-cli")
+NODE_TIMEOUT_MS = 1000
+START_TIMEOUT_S = 20.0
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` loopback ports that are free, each with its cluster bus port (+10000) free too."""
+    found: list[int] = []
+    while len(found) < n:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port <= 55535 and port not in found and _free(port + 10000):
+            found.append(port)
+    return found
+
+
+def cli(port: int, *args: str, timeout: float = 5.0) -> str:
+    """One ``redis-cli`` command against a node; its output."""
+    assert REDIS_CLI is not None
+    out = subprocess.run(
+        [REDIS_CLI, "-h", "127.0.0.1", "-p", str(port), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return out.stdout
+
+
+@dataclass
+class RedisCluster:
+    """The running cluster: its ports, and its processes by port."""
+
+    ports: list[int]
+    root: str
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """``redis+cluster://`` with every node, as a deployment would list them."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+
+    def alive(self) -> list[int]:
+        return [p for p, proc in self.procs.items() if proc.poll() is None]
+
+    def _spawn(self, port: int) -> None:
+        assert REDIS_SERVER is not None
+        d = os.path.join(self.root, str(port))
+        os.makedirs(d, exist_ok=True)
+        log = open(os.path.join(d, "redis.log"), "wb")  # noqa: SIM115 - the child keeps it
+        options = {
+            "port": str(port),
+            "bind": "127.0.0.1",
+            "dir": d,
+            "cluster-enabled": "yes",
+            "cluster-config-file": "nodes.conf",
+            "cluster-node-timeout": str(NODE_TIMEOUT_MS),
+            "save": "",
+            "appendonly": "no",
+            "protected-mode": "no",
+            "repl-diskless-sync-delay": "0",  # replicas sync at once, not after 5 s
+            # A replica is listed to clients (CLUSTER SLOTS) once its replication offset
+            # moved, which on an empty primary only its pings do: every second, not 10.
+            "repl-ping-replica-period": "1",
+        }
+        args = [a for k, v in options.items() for a in (f"--{k}", v)]
+        self.procs[port] = subprocess.Popen(
+            [REDIS_SERVER, *args], stdout=log, stderr=subprocess.STDOUT
+        )
+        log.close()
+
+    def start(self) -> None:
+        for port in self.ports:
+            self._spawn(port)
+        for port in self.ports:
+            _wait(lambda p=port: cli(p, "ping").strip() == "PONG", f"node {port} up")
+        assert REDIS_CLI is not None
+        nodes = [f"127.0.0.1:{p}" for p in self.ports]
+        subprocess.run(
+            [REDIS_CLI, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
+            capture_output=True,
+            timeout=START_TIMEOUT_S,
+            check=True,
+        )
+        self.wait_ok()
+
+    def wait_ok(self, timeout: float = START_TIMEOUT_S, replicas: bool = True) -> None:
+        """Until every live node says ``cluster_state:ok`` with every slot served, and every
+        live replica has its link to its primary up (so that reads from replicas see data)."""
+
+        def ok() -> bool:
+            for port in self.alive():
+                info = cli(port, "cluster", "info")
+                if "cluster_state:ok" not in info or "cluster_slots_assigned:16384" not in info:
+                    return False
+                replication = cli(port, "info", "replication")
+                if "role:slave" in replication and "master_link_status:up" not in replication:
+                    return False
+                # every slot range with its replica, as a client learns them (CLUSTER SLOTS
+                # leaves out a replica until its primary knows it synced)
+                slots = [line for line in cli(port, "cluster", "slots").splitlines() if line]
+                if replicas and len(slots) < 3 * (2 + 3 * 2):
+                    return False
+            return True
+
+        _wait(ok, "cluster state ok", timeout)
+
+    def primaries(self) -> list[int]:
+        """The ports of the live primaries, as a live node sees them."""
+        out = cli(self.alive()[0], "cluster", "nodes")
+        found = []
+        for line in out.splitlines():
+            parts = line.split()
+            flags = parts[2].split(",")
+            if "master" in flags and "fail" not in flags and "fail?" not in flags:
+                found.append(int(parts[1].split("@")[0].rsplit(":", 1)[1]))
+        return sorted(found)
+
+    def kill(self, port: int) -> None:
+        """Kill one node at once (SIGKILL: a crash, no goodbye to the cluster)."""
+        proc = self.procs[port]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=5)
+
+    def restart(self, port: int) -> None:
+        """Bring a killed node back (it rejoins from its nodes.conf, as a replica if its
+        replica took over)."""
+        self._spawn(port)
+        _wait(lambda: cli(port, "ping").strip() == "PONG", f"node {port} up")
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _wait(check: object, what: str, timeout: float = START_TIMEOUT_S) -> None:
+    assert callable(check)
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            if check():
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"redis cluster: timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def start_cluster() -> RedisCluster:
+    """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``)."""
+    if REDIS_SERVER is None or REDIS_CLI is None:
+        raise FileNotFoundError("redis-server and redis-cli are needed for a Redis Cluster")
+    cluster = RedisCluster(free_ports(6), tempfile.mkdtemp(prefix="podium-cluster-"))
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
