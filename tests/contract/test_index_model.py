@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 import podium.index.redis as redis_index
 from podium.domain.boards import in_board_order
-from podium.index.memory import MemoryIndex
 from podium.index.cluster import cluster_client, is_cluster_url
+from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.index.split import SplitIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
