@@ -36,7 +36,18 @@ def is_cluster_url(url: str) -> bool:
 class _Cluster(RedisCluster):
     """redis-py's cluster client, which finds the slot of ``EVAL_RO`` and ``EVALSHA_RO`` as
     it does that of ``EVAL`` (their keys follow the key count). Without this it asks a node
-    for their keys (``COMMAND GETKEYS``) on every call: a second round trip per read."""
+    for their keys (``COMMAND GETKEYS``) on every call: a second round trip per read.
+
+    It also learns the cluster's slots before it sends anything: a split board's first read
+    sends one command per shard at once, and when those are a fresh client's first
+    commands, redis-py 8.1 lets some of them through while the others are still learning
+    the slots, on connections that learning then closes ("'NoneType' object has no
+    attribute 'writelines'"). Every command waits for the one first initialization."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
 
     async def _determine_slot(self, command: str, *args: Any) -> int:
         if command.upper() in ("EVAL_RO", "EVALSHA_RO"):
