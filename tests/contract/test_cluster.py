@@ -201,6 +201,7 @@ async def test_reads_go_to_replicas_and_writes_to_primaries(
         primaries = redis_cluster.primaries()
         replicas = [p for p in redis_cluster.alive() if p not in primaries]
         before = {p: await calls(p, READS) for p in redis_cluster.alive()}
+        lookups = sum([await calls(p, ("command|getkeys",)) for p in redis_cluster.alive()])
         for n, index in enumerate(indexes):
             mine = entries[n]
             top = sorted(mine, key=lambda e: (e[1], e[0]), reverse=descending)
@@ -218,6 +219,10 @@ async def test_reads_go_to_replicas_and_writes_to_primaries(
         after = {p: await calls(p, READS) for p in redis_cluster.alive()}
         assert all(after[p] == before[p] for p in primaries)  # no read reached a primary
         assert sum(after[p] - before[p] for p in replicas) >= 16 * 7
+        # one round trip per read: the client never asked a node where a script's keys are
+        assert sum([await calls(p, ("command|getkeys",)) for p in redis_cluster.alive()]) == (
+            lookups
+        )
         # and a write through the same client still goes to a primary
         assert await indexes[0].write(WEEK, [("late", 99)], descending=True, expire_at=None) == 1
     finally:
