@@ -17,6 +17,7 @@ import pytest
 import redis.asyncio as aioredis
 from redis import exceptions as rx
 
+from podium import metrics
 from podium.domain.sharding import shard_tag
 from podium.errors import ConfigError, IndexUnavailable, InternalError, RateLimited, Unavailable
 from podium.index.cluster import cluster_client, is_cluster_url, nodes_of, shard_indexes
@@ -106,6 +107,14 @@ def test_cluster_urls_name_their_nodes() -> None:
     ):
         with pytest.raises(ConfigError):
             nodes_of(bad)
+
+
+def test_the_read_limiter_s_cluster_client_gives_a_dead_node_up_at_once() -> None:
+    """A read waits for its bucket a quarter of a second at most: its client does not retry
+    (the index's does, to ride out the start of a failover)."""
+    limiter = cluster_client("redis+cluster://127.0.0.1:7000", timeout_s=0.25)
+    index = cluster_client("redis+cluster://127.0.0.1:7000")
+    assert limiter.retry.get_retries() == 0 and index.retry.get_retries() > 0
 
 
 def test_a_single_index_on_a_cluster_is_refused() -> None:
@@ -282,6 +291,7 @@ async def test_a_dead_primary_is_unavailable_until_its_replica_takes_over() -> N
     cluster = start_cluster()
     client = cluster_client(cluster.url)
     indexes = shard_indexes(client, "podium-test-failover", 16)
+    limiter = RedisReadLimiter.from_url(cluster.url, "podium-test-failover", 0.01, 5)
     try:
         for n, index in enumerate(indexes):
             await index.write(WEEK, [(f"p{n}", n)], descending=True, expire_at=None)
@@ -293,7 +303,20 @@ async def test_a_dead_primary_is_unavailable_until_its_replica_takes_over() -> N
                 await node.aclose()
         owners = await slot_owners(cluster)
         victim = owners[client.keyslot(indexes[0].keys.board(WEEK))]
+        # a reader whose bucket lives on the same primary
+        reader = next(
+            f"198.51.100.{i}"
+            for i in range(256)
+            if owners[client.keyslot(limiter.keys.read_bucket(f"198.51.100.{i}"))] == victim
+        )
+        await limiter.take(reader)
         cluster.kill(victim)
+        # the shared read limiter serves the read (fail open)
+        failopen = metrics.REGISTRY.get_sample_value("podium_read_limiter_failopen_total") or 0
+        await limiter.take(reader)
+        assert metrics.REGISTRY.get_sample_value("podium_read_limiter_failopen_total") == (
+            failopen + 1
+        )
         errors: list[BaseException] = []
         deadline = time.monotonic() + 30
         while True:
@@ -316,4 +339,5 @@ async def test_a_dead_primary_is_unavailable_until_its_replica_takes_over() -> N
     finally:
         for index in indexes:
             await index.close()
+        await limiter.close()
         cluster.stop()
