@@ -20,7 +20,13 @@ from redis import exceptions as rx
 from podium import metrics
 from podium.domain.sharding import shard_tag
 from podium.errors import ConfigError, IndexUnavailable, InternalError, RateLimited, Unavailable
-from podium.index.cluster import cluster_client, is_cluster_url, nodes_of, shard_indexes
+from podium.index.cluster import (
+    client_for,
+    cluster_client,
+    is_cluster_url,
+    nodes_of,
+    shard_indexes,
+)
 from podium.index.errors import translated
 from podium.index.ratelimit import RedisReadLimiter
 from podium.index.redis import WRITE, RedisIndex
@@ -115,6 +121,20 @@ def test_the_read_limiter_s_cluster_client_gives_a_dead_node_up_at_once() -> Non
     limiter = cluster_client("redis+cluster://127.0.0.1:7000", timeout_s=0.25)
     index = cluster_client("redis+cluster://127.0.0.1:7000")
     assert limiter.retry.get_retries() == 0 and index.retry.get_retries() > 0
+
+
+async def test_one_client_for_every_url_the_shards_share() -> None:
+    cluster = client_for("redis+cluster://127.0.0.1:7000", read_from_replicas=True)
+    single = client_for("redis://127.0.0.1:6379/0")
+    try:
+        assert isinstance(cluster, aioredis.RedisCluster) and cluster.load_balancing_strategy
+        assert isinstance(single, aioredis.Redis)
+        assert [i.keys.shard for i in shard_indexes(single, "p", 3)] == ["{s00}", "{s01}", "{s02}"]
+        with pytest.raises(ConfigError):
+            shard_indexes(single, "p", 0)
+    finally:
+        await cluster.aclose()
+        await single.aclose()
 
 
 def test_a_single_index_on_a_cluster_is_refused() -> None:
