@@ -741,6 +741,10 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
         rx.OutOfMemoryError("command not allowed when used memory > 'maxmemory'."),
         rx.ResponseError("BUSY Redis is busy running a script."),
         rx.ResponseError("MISCONF Redis is configured to save RDB snapshots"),
+        rx.RedisClusterException(
+            "Redis Cluster cannot be connected. Please provide at least one reachable node: x"
+        ),
+        rx.RedisClusterException("All slots are not covered after query all startup_nodes."),
         ConnectionResetError(104, "Connection reset by peer"),
         TimeoutError(),
         OSError(113, "No route to host"),
@@ -763,6 +767,8 @@ def test_redis_transient_errors_are_unavailable(error: BaseException) -> None:
         rx.NoPermissionError("this user has no permissions to run the 'eval' command"),
         rx.ClusterCrossSlotError(),
         rx.CrossSlotTransactionError("keys in different slots"),
+        rx.RedisClusterException("EVALSHA - all keys must map to the same key slot"),
+        rx.RedisClusterException("No way to dispatch this command to Redis Cluster."),
         rx.ExecAbortError("Transaction discarded because of previous errors."),
         rx.RedisError("something redis-py adds one day"),
     ],

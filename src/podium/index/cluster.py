@@ -20,7 +20,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.cluster import LoadBalancingStrategy
 
 from podium.errors import ConfigError
@@ -88,12 +91,18 @@ def cluster_client(
     url: str, *, read_from_replicas: bool = False, timeout_s: float | None = None
 ) -> RedisCluster:
     """A cluster client for ``redis+cluster://host:port[,host:port...]``, with the timeouts of
-    a single Redis (``RedisIndex.from_url``), or ``timeout_s`` for both (the read limiter's
-    short one). It connects on first use; any listed node that answers tells it the rest of
-    the cluster."""
+    a single Redis (``RedisIndex.from_url``). It connects on first use; any listed node
+    that answers tells it the rest of the cluster.
+
+    ``timeout_s`` (the read limiter's) sets both timeouts, and no retry: a node that does
+    not answer is given up at once, where the index's client retries a few times (redis-py's
+    default: about 0.3 s in all for a dead node on loopback) to ride out the first moments
+    of a failover."""
     nodes, options = nodes_of(url)
     strategy = LoadBalancingStrategy.ROUND_ROBIN_REPLICAS if read_from_replicas else None
     timeouts = TIMEOUTS if timeout_s is None else dict.fromkeys(TIMEOUTS, timeout_s)
+    if timeout_s is not None:
+        options["retry"] = Retry(NoBackoff(), 0)
     return _Cluster(
         startup_nodes=[ClusterNode(host, port) for host, port in nodes],
         decode_responses=True,
@@ -102,6 +111,15 @@ def cluster_client(
         **timeouts,
         **options,
     )
+
+
+def client_for(url: str, *, read_from_replicas: bool = False) -> Any:
+    """The client the shard indexes of ``index.url`` share: a cluster's for
+    ``redis+cluster://``, else one Redis's (``redis://``, ``rediss://``), whose one node has
+    no replica to read from."""
+    if is_cluster_url(url):
+        return cluster_client(url, read_from_replicas=read_from_replicas)
+    return aioredis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **TIMEOUTS)
 
 
 def shard_indexes(client: Any, prefix: str, shards: int) -> list[RedisIndex]:

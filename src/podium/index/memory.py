@@ -23,11 +23,12 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
-from podium.ports import Around, BoardKey, Near, Placed
+from podium.ports import Around, BoardKey, Near, Placed, ShardIndex
 
 
 @dataclass
@@ -293,3 +294,7 @@ class MemoryIndex:
                 if versions is not None:
                     fresh.versions[member] = versions[i]
         self._boards[key] = fresh
+
+
+if TYPE_CHECKING:  # mypy holds the adapter to the port it implements
+    _port: type[ShardIndex] = MemoryIndex

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
@@ -34,7 +34,7 @@ from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.scripts import Script
-from podium.ports import Around, BoardKey, Near, Placed
+from podium.ports import Around, BoardKey, Near, Placed, ShardIndex
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (place.lua)
@@ -301,3 +301,7 @@ class RedisIndex:
                 await SWAP(self._r, keys, [exp])
             finally:
                 await self._r.delete(stage, stage_ver)
+
+
+if TYPE_CHECKING:  # mypy holds the adapter to the port it implements
+    _port: type[ShardIndex] = RedisIndex

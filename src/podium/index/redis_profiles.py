@@ -6,10 +6,10 @@ is the copy's mark: ``copying:<token>:<lease end>`` while one copier fills it,
 ``complete:<run_id>`` once filled (``lua/copy.lua``). The mark lives in the hash, so a Redis
 that lost the copy lost the mark too.
 
-The hash is named by ``Keys.profiles(tag)``: today the single shard's, ``SINGLE``. A
-sharded index keeps one ``RedisProfileCopy`` per shard, each beside its shard's boards, so
-that ``lua/around.lua`` reads the rows' names in the same script as the rows
-(``RedisIndex.around``, with ``decode_held``).
+The hash is named by ``Keys.profiles(tag)``: a single index's, ``SINGLE``, or a shard's
+(``{s03}``). A split board's index keeps one ``RedisProfileCopy`` per shard, each beside its
+shard's boards in the same slot, so that ``lua/around.lua`` reads the rows' names in the
+same script as the rows (``RedisIndex.around``, with ``decode_held``).
 """
 
 from __future__ import annotations
