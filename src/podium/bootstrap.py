@@ -82,21 +82,18 @@ def _index(settings: Settings, clock: Clock) -> IndexParts:
         split = SplitIndex(parts)
         copy = SplitProfileCopy([p.copy for p in parts])
         return IndexParts(split, copy, MemorySnapshots(clock.now), split)
+    from podium.index.cluster import client_for, is_cluster_url, shard_indexes
     from podium.index.keys import Keys
     from podium.index.redis import RedisIndex
     from podium.index.redis_snapshots import RedisSnapshots
 
-    cluster = url.startswith(("redis+cluster://", "rediss+cluster://"))
-    if n == 1 and not cluster:  # one Redis, one shard: today's keys, untagged
+    if n == 1 and not is_cluster_url(url):  # one Redis, one shard: today's keys, untagged
         redis = RedisIndex.from_url(url, prefix=prefix)
         return IndexParts(redis, redis.copy, RedisSnapshots(redis.client, redis.keys), None)
-    if cluster:
-        from podium.index.cluster import cluster_client
-
-        client = cluster_client(url, read_from_replicas=settings.index.read_from_replicas)
-    else:
-        client = RedisIndex.client_from_url(url)
-    shards = [RedisIndex(client, prefix, shard=i) for i in range(n)]
+    # A cluster is always split (one shard at least): a board and its copy of profiles
+    # must share a slot, which only a shard's tag gives them (keys.py).
+    client = client_for(url, read_from_replicas=settings.index.read_from_replicas)
+    shards = shard_indexes(client, prefix, n)
     split = SplitIndex(shards, close=client.aclose)
     copy = SplitProfileCopy([s.copy for s in shards])
     return IndexParts(split, copy, RedisSnapshots(client, Keys(prefix)), split)
@@ -106,7 +103,7 @@ def read_limiter(settings: Settings) -> Buckets:
     """The read buckets (``server.read_limiter``): this process's, or the fleet's in the
     index's Redis. "auto" shares them wherever the index is a Redis."""
     server, url = settings.server, settings.index.url
-    redis = url.startswith(("redis://", "rediss://"))
+    redis = url.startswith(("redis://", "rediss://", "redis+cluster://", "rediss+cluster://"))
     if server.read_limiter == "redis" and not redis:
         raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from podium.domain.boards import in_board_order
 from tests.integration.conftest import Api
 
@@ -21,9 +23,9 @@ BOARDS = [
 PLAYERS = 60
 
 
-async def split_api(make_api: Any, config_kind: str) -> Api:
+async def split_api(make_api: Any, config_kind: str, **index: Any) -> Api:
     shards = 4 if config_kind == "embedded" else 16
-    api: Api = await make_api(index={"shards": shards}, boards=BOARDS)
+    api: Api = await make_api(index={"shards": shards, **index}, boards=BOARDS)
     # Distinct points, two players a match; some share points (ties broken by time, then id).
     for i in range(0, PLAYERS, 2):
         r = await api.submit(f"m{i}", [(f"p{i:03d}", 10 + i // 2 * 3), (f"p{i + 1:03d}", 7 + i)])
@@ -111,3 +113,33 @@ async def test_the_distribution_of_a_split_board_comes_from_the_histogram(
     # The board that counts exactly below its top has no snapshot histogram: exact counts.
     r = await api.client.get("/v1/boards/flat/distribution", params={"buckets": 4})
     assert r.json()["exact"] is True and r.json()["players"] == PLAYERS
+
+
+@pytest.mark.parametrize("config_kind", ["production"])
+async def test_ranks_on_redis_cluster(
+    make_api: Any, config_kind: str, redis_cluster: Any, cluster_prefix: str
+) -> None:
+    """The same reads with the 16 shards spread over a Redis Cluster's three primaries, and
+    rank reads from its replicas."""
+    api = await split_api(
+        make_api, config_kind, url=redis_cluster.url, prefix=cluster_prefix, read_from_replicas=True
+    )
+    order = await expected_order(api)
+    body = await estimated(api, order[45])
+    assert body["rankLow"] <= 46 <= body["rankHigh"], body
+    page = await api.page("week")
+    assert [e["playerId"] for e in page["entries"]] == order[:5]
+    r = await api.client.get(f"/v1/boards/flat/players/{order[45]}", params={"neighbors": 1})
+    assert r.json()["rank"] == 46 and r.json()["exact"] is True
+    assert [n["playerId"] for n in r.json()["neighbors"]] == order[44:47]
+    # A ban reaches the player's shard: gone from the board, and stays gone.
+    r = await api.client.post(
+        f"/v1/admin/players/{order[0]}/ban",
+        json={"reason": "test"},
+        headers=api.auth(api.admin_key),
+    )
+    assert r.status_code in (200, 204), r.text
+    r = await api.client.get(f"/v1/boards/flat/players/{order[0]}")
+    assert r.status_code == 404
+    r = await api.client.get(f"/v1/boards/flat/players/{order[1]}")
+    assert r.json()["rank"] == 1
