@@ -192,15 +192,21 @@ def plan_bounds(
         present = [s for s in scores if s is not None]
         if size > 0 and present:
             knots.append(_shard_knots(asked, scores, size, descending))
-            sampled.extend(codec.points(s) for s in present)
+            sampled.extend(present)
     if not knots or total <= top:
         return (LOWEST, BEYOND)
     curve = _summed(knots)
-    ref, step = lattice(sampled)
+    ref, step = lattice(codec.points(s) for s in sampled)
+    # The time parts seen: a window not yet over (or shorter than 2**T seconds) leaves the
+    # rest of every points value empty, and a bucket's edges should not take it in.
+    mask = codec.time_limit - 1
+    times = (min(s & mask for s in sampled), max(s & mask for s in sampled))
+    # Every shard's last member is sampled: the lowest of them is the board's lowest score.
+    lowest = min(sampled)
     # Start from the ratio that fills the budget, and coarsen until the edges fit too.
     ratio = math.exp(math.log(total / top) / max(1, max_bounds - 2))
     for _ in range(_RETRIES):
-        bounds = _place(curve, total, top, ratio, descending, codec, ref, step)
+        bounds = _place(curve, total, top, ratio, descending, codec, (ref, step), times, lowest)
         if (
             len(bounds) < max_bounds
             and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != step
@@ -225,11 +231,13 @@ def _place(
     ratio: float,
     descending: bool,
     codec: ScoreCodec,
-    ref: int,
-    step: int,
+    lat: tuple[int, int],
+    times: tuple[int, int],
+    lowest: int,
 ) -> tuple[int, ...]:
+    ref, step = lat
     unit = codec.time_limit
-    chosen = {LOWEST, BEYOND}
+    chosen = {LOWEST, BEYOND, lowest}
     rank = float(top)
     while rank < total:
         width = max(1.0, rank * (ratio - 1))
@@ -243,13 +251,17 @@ def _place(
             # counts the same members and keeps the boundary on the lattice.
             k += 1
         cell = ref + k * step
-        lo, hi = cell * unit, (cell + step) * unit
+        # The value's edges, tight around the time parts seen (any score in the empty gap
+        # between two values counts the same members; tight edges keep the gap out of a
+        # bucket inside one value, where the estimator spreads members over time).
+        lo = cell * unit + times[0]
+        hi = cell * unit + times[1] + 1 if times[1] + 1 < unit else (cell + step) * unit
         if not LOWEST < lo < BEYOND:
             rank = max(rank * ratio, rank + 1)
             continue
         if x <= lo or abs(curve.at(lo) - target) <= _SNAP * width:
             chosen.add(lo)
-        elif hi < BEYOND and abs(curve.at(hi) - target) <= _SNAP * width:
+        elif hi < BEYOND and (x >= hi or abs(curve.at(hi) - target) <= _SNAP * width):
             chosen.add(hi)
         else:
             # One points value holds more than this bucket should: its own edges, and a
