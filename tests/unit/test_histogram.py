@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 from podium.domain.boards import in_board_order
 from podium.domain.bounds import BEYOND, LOWEST, lattice
 from podium.domain.codec import ScoreCodec
-from podium.domain.histogram import MAX_BOUNDS, Estimate, Histogram, plan_bounds, sample_ranks
+from podium.domain.histogram import (
+    MAX_BOUNDS,
+    Bounds,
+    Estimate,
+    Histogram,
+    plan_bounds,
+    sample_ranks,
+)
 from podium.domain.sharding import shard_of
 
 Row = tuple[str, int]
@@ -160,10 +167,14 @@ def test_encode_and_decode_round_trip(bounds: list[int], data: st.DataObject, de
     counts = data.draw(
         st.lists(st.integers(0, 1 << 40), min_size=len(bounds) - 1, max_size=len(bounds) - 1)
     )
-    hist = Histogram(tuple(bounds), tuple(counts), desc)
+    times = data.draw(st.none() | st.tuples(st.integers(0, 1 << 20), st.integers(0, 1 << 20)))
+    if times is not None:
+        times = (min(times), max(times))
+    hist = Histogram(tuple(bounds), tuple(counts), desc, times)
     raw = hist.encode()
     back = Histogram.decode(raw)
     assert back == hist and back.total == hist.total and back.descending is desc
+    assert back.times == times
     with pytest.raises(ValueError):
         Histogram.decode(raw[:-1])
     with pytest.raises(ValueError):
@@ -187,6 +198,8 @@ def test_a_histogram_refuses_inconsistent_parts() -> None:
         Histogram((0, 10), (-1,), True)
     with pytest.raises(ValueError):
         Histogram.summed((0, 10, 20), [[1, 2], [3]], descending=True)
+    with pytest.raises(ValueError):
+        Histogram((0, 10), (1,), True, (5, 4))
 
 
 # --- exact examples ------------------------------------------------------------------------
@@ -268,3 +281,37 @@ def test_sample_ranks_span_from_the_exact_top_to_the_last_member() -> None:
     assert max(gaps) < 1.01  # about evenly spread in log(rank)
     assert sample_ranks(10, 0, exact_top=5) == []
     assert sample_ranks(100, 1, exact_top=5) == [0]
+
+
+def test_the_density_inside_a_bucket_follows_its_neighbours() -> None:
+    """Points alone, densities 1, 2 and 3 members a point over [0, 10), [10, 20), [20, 30):
+    halfway through the middle bucket, a linear density has 8.75 of its 20 members below
+    (a uniform one would say 10), so on an ascending board the member at 15 is about 19th."""
+    bounds = (LOWEST, 0, 10, 20, 30, 31, BEYOND)  # 31 shows the step of 1
+    hist = Histogram(bounds, (0, 10, 20, 30, 0, 0), descending=False)
+    e = hist.estimate(15, POINTS)
+    assert (e.low, e.high) == (11, 30)
+    assert e.rank == 19
+
+
+def test_the_time_parts_seen_are_the_span_of_a_points_value() -> None:
+    """A window not over yet: every member holds a time part in [8, 15] of 16. A bucket of
+    one points value with 16 members spread over those: the member at time part 12 is about
+    halfway (8th or 9th), where the whole [0, 16) range would put it 5th from the top
+    of a descending board."""
+    codec = ScoreCodec(4, descending=True)
+    bounds = Bounds((LOWEST, codec.floor(50), codec.floor(51), BEYOND), times=(8, 15))
+    hist = Histogram.summed(bounds, [[0, 16, 0]], descending=True)
+    assert hist.times == (8, 15)
+    assert 8 <= hist.estimate(codec.floor(50) + 12, codec).rank <= 9
+    blind = Histogram(tuple(bounds), hist.counts, True)
+    assert blind.estimate(codec.floor(50) + 12, codec).rank <= 5
+
+
+def test_plan_bounds_hands_the_time_parts_it_saw_to_the_histogram() -> None:
+    codec = ScoreCodec(6, descending=False)
+    rows = [(f"p_{i:05d}", codec.encode(i % 40, 5 + i % 20)) for i in range(2000)]
+    bounds, hist = split_board(rows, 2, 10, False, codec, 60)
+    assert isinstance(bounds, Bounds) and bounds.times == (5, 24)
+    assert hist.times == (5, 24)
+    assert Histogram.decode(hist.encode()).times == (5, 24)

@@ -40,6 +40,7 @@ _SNAP = 0.25
 # When the edges of heavy points values overflow the budget, each retry widens the buckets by this.
 _RETRY = 1.15
 _RETRIES = 60
+_REFINE = 6
 
 
 def lattice(points: Iterable[int]) -> tuple[int, int]:
@@ -53,6 +54,21 @@ def lattice(points: Iterable[int]) -> tuple[int, int]:
         else:
             step = math.gcd(step, p - ref)
     return (0 if ref is None else ref), (step or 1)
+
+
+class Bounds(tuple[int, ...]):
+    """Ascending boundaries, as ``plan_bounds`` places them, with the time parts its samples
+    showed: every member seen had ``first <= score % 2**T <= last`` (``times``). A window not
+    yet over, or shorter than ``2**T`` seconds, leaves the rest of every points value empty;
+    ``Histogram.summed`` keeps the range so that its interpolation leaves that rest out. It
+    is a tuple for everything else (``count_between`` takes it as it is)."""
+
+    times: tuple[int, int] | None
+
+    def __new__(cls, bounds: Iterable[int], times: tuple[int, int] | None = None) -> Bounds:
+        out = super().__new__(cls, bounds)
+        out.times = times
+        return out
 
 
 def sample_ranks(
@@ -168,7 +184,7 @@ def plan_bounds(
     codec: ScoreCodec,
     max_bounds: int = MAX_BOUNDS,
     ranks: Sequence[Sequence[int]] | None = None,
-) -> tuple[int, ...]:
+) -> Bounds:
     """Ascending boundaries (at most ``max_bounds``, at least 2) from every shard's scores at
     its sample ranks (``samples[j]`` for the shard of size ``shard_sizes[j]``, the sizes the
     ranks were asked with; the ranks are ``ranks[j]`` when given, else ``sample_ranks`` of
@@ -194,7 +210,7 @@ def plan_bounds(
             knots.append(_shard_knots(asked, scores, size, descending))
             sampled.extend(present)
     if not knots or total <= top:
-        return (LOWEST, BEYOND)
+        return Bounds((LOWEST, BEYOND))
     curve = _summed(knots)
     ref, step = lattice(codec.points(s) for s in sampled)
     # The time parts seen: a window not yet over (or shorter than 2**T seconds) leaves the
@@ -203,9 +219,10 @@ def plan_bounds(
     times = (min(s & mask for s in sampled), max(s & mask for s in sampled))
     # Every shard's last member is sampled: the lowest of them is the board's lowest score.
     lowest = min(sampled)
-    # Start from the ratio that fills the budget, and coarsen until the edges fit too.
-    ratio = math.exp(math.log(total / top) / max(1, max_bounds - 2))
-    for _ in range(_RETRIES):
+
+    # Start from the ratio that fills the budget, coarsen until the edges of crowded points
+    # values fit too, then refine between the last two tries to use what is left.
+    def attempt(ratio: float) -> tuple[int, ...]:
         bounds = _place(curve, total, top, ratio, descending, codec, (ref, step), times, lowest)
         if (
             len(bounds) < max_bounds
@@ -215,13 +232,31 @@ def plan_bounds(
             cell = bounds[1] >> codec.time_bits
             if (cell + step) * codec.time_limit < BEYOND:
                 bounds = tuple(sorted({*bounds, (cell + step) * codec.time_limit}))
-        if len(bounds) <= max_bounds:
-            return bounds
-        ratio = 1 + (ratio - 1) * _RETRY
-    # A budget too small for even one bucket's edges: thin evenly, keeping both sentinels.
-    inner = bounds[1:-1]
-    keep = max_bounds - 2
-    return (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
+        return bounds
+
+    fine = math.exp(math.log(total / top) / max(1, max_bounds - 2))
+    best = attempt(fine)
+    coarse = fine
+    for _ in range(_RETRIES):
+        if len(best) <= max_bounds:
+            break
+        fine, coarse = coarse, 1 + (coarse - 1) * _RETRY
+        best = attempt(coarse)
+    else:
+        # A budget too small for even one bucket's edges: thin evenly, keeping the sentinels.
+        inner = best[1:-1]
+        keep = max_bounds - 2
+        thin = (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
+        return Bounds(thin, times)
+    if coarse != fine:
+        for _ in range(_REFINE):
+            mid = (fine + coarse) / 2
+            tried = attempt(mid)
+            if len(tried) <= max_bounds:
+                best, coarse = tried, mid
+            else:
+                fine = mid
+    return Bounds(best, times)
 
 
 def _place(
