@@ -21,12 +21,14 @@ Two rules shape them:
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 
 from podium.domain.codec import MAX_BITS, ScoreCodec
+from podium.domain.lattice import Bounds, coordinate, lattice, time_quantiles
 
 MAX_BOUNDS = 1000
 # Every score is strictly inside (-2**53, 2**53) (codec.encode refuses the rest), and both
@@ -41,34 +43,10 @@ _SNAP = 0.25
 _RETRY = 1.15
 _RETRIES = 60
 _REFINE = 6
-
-
-def lattice(points: Iterable[int]) -> tuple[int, int]:
-    """``(ref, step)``: every one of these points values is ``ref + k * step`` for the largest
-    such step (1 when the values share no step, or there are fewer than two distinct)."""
-    ref: int | None = None
-    step = 0
-    for p in points:
-        if ref is None:
-            ref = p
-        else:
-            step = math.gcd(step, p - ref)
-    return (0 if ref is None else ref), (step or 1)
-
-
-class Bounds(tuple[int, ...]):
-    """Ascending boundaries, as ``plan_bounds`` places them, with the time parts its samples
-    showed: every member seen had ``first <= score % 2**T <= last`` (``times``). A window not
-    yet over, or shorter than ``2**T`` seconds, leaves the rest of every points value empty;
-    ``Histogram.summed`` keeps the range so that its interpolation leaves that rest out. It
-    is a tuple for everything else (``count_between`` takes it as it is)."""
-
-    times: tuple[int, int] | None
-
-    def __new__(cls, bounds: Iterable[int], times: tuple[int, int] | None = None) -> Bounds:
-        out = super().__new__(cls, bounds)
-        out.times = times
-        return out
+# The share of the budget kept for splitting the buckets where the samples show that the
+# interpolation inside would be off, and the error (a share of the rank) worth a split.
+_RESERVE = 0.1
+_GOOD = 0.0002
 
 
 def sample_ranks(
@@ -197,6 +175,9 @@ def plan_bounds(
     top = max(1, exact_top)
     knots = []
     sampled: list[int] = []
+    # Each sample counts once towards the time quantiles: weighting it by the members it
+    # stands for (up to 1 % of the rank) would be as unbiased over the board and far noisier.
+    weights: list[float] = []
     for j, (scores, size) in enumerate(zip(samples, shard_sizes, strict=True)):
         asked = (
             ranks[j]
@@ -205,40 +186,47 @@ def plan_bounds(
         )
         if len(asked) != len(scores):
             raise ValueError(f"shard {j}: {len(scores)} scores for {len(asked)} sample ranks")
-        present = [s for s in scores if s is not None]
-        if size > 0 and present:
-            knots.append(_shard_knots(asked, scores, size, descending))
-            sampled.extend(present)
+        if size <= 0 or all(s is None for s in scores):
+            continue
+        knots.append(_shard_knots(asked, scores, size, descending))
+        for s in scores:
+            if s is not None:
+                sampled.append(s)
+                weights.append(1.0)
     if not knots or total <= top:
         return Bounds((LOWEST, BEYOND))
     curve = _summed(knots)
-    ref, step = lattice(codec.points(s) for s in sampled)
+    lat = lattice(codec.points(s) for s in sampled)
+    unit = codec.time_limit
     # The time parts seen: a window not yet over (or shorter than 2**T seconds) leaves the
-    # rest of every points value empty, and a bucket's edges should not take it in.
-    mask = codec.time_limit - 1
-    times = (min(s & mask for s in sampled), max(s & mask for s in sampled))
-    # Every shard's last member is sampled: the lowest of them is the board's lowest score.
-    lowest = min(sampled)
+    # rest of every points value empty, and members are not spread evenly over the rest.
+    times = time_quantiles([s & (unit - 1) for s in sampled], weights) if unit > 1 else None
+    edges = (times[0], times[-1]) if times else (0, unit)
+    # Every shard's last member is sampled: these are the board's lowest and highest scores.
+    high = max(sampled)
+    past = high + 1 if (high + 1) >> codec.time_bits == high >> codec.time_bits else None
+    extremes = (min(sampled), past or ((high >> codec.time_bits) + lat[1]) * unit)
+    budget = max(2, max_bounds - int(_RESERVE * max_bounds)) if max_bounds >= 20 else max_bounds
 
     # Start from the ratio that fills the budget, coarsen until the edges of crowded points
     # values fit too, then refine between the last two tries to use what is left.
     def attempt(ratio: float) -> tuple[int, ...]:
-        bounds = _place(curve, total, top, ratio, descending, codec, (ref, step), times, lowest)
+        bounds = _place(curve, total, top, ratio, descending, codec, lat, edges, extremes)
         if (
-            len(bounds) < max_bounds
-            and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != step
+            len(bounds) < budget
+            and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != lat[1]
         ):
             # The estimator reads the step back from the boundaries: show it one whole step.
             cell = bounds[1] >> codec.time_bits
-            if (cell + step) * codec.time_limit < BEYOND:
-                bounds = tuple(sorted({*bounds, (cell + step) * codec.time_limit}))
+            if (cell + lat[1]) * unit < BEYOND:
+                bounds = tuple(sorted({*bounds, (cell + lat[1]) * unit}))
         return bounds
 
-    fine = math.exp(math.log(total / top) / max(1, max_bounds - 2))
+    fine = math.exp(math.log(total / top) / max(1, budget - 2))
     best = attempt(fine)
     coarse = fine
     for _ in range(_RETRIES):
-        if len(best) <= max_bounds:
+        if len(best) <= budget:
             break
         fine, coarse = coarse, 1 + (coarse - 1) * _RETRY
         best = attempt(coarse)
@@ -252,11 +240,74 @@ def plan_bounds(
         for _ in range(_REFINE):
             mid = (fine + coarse) / 2
             tried = attempt(mid)
-            if len(tried) <= max_bounds:
+            if len(tried) <= budget:
                 best, coarse = tried, mid
             else:
                 fine = mid
-    return Bounds(best, times)
+    model = _Model(curve, total, top, descending, codec.time_bits, lat, times)
+    return Bounds(model.split(best, max_bounds - len(best)), times)
+
+
+class _Model:
+    """How far the estimator's interpolation inside a bucket would be from the samples."""
+
+    def __init__(
+        self,
+        curve: _Cumulative,
+        total: int,
+        top: int,
+        descending: bool,
+        time_bits: int,
+        lat: tuple[int, int],
+        times: tuple[int, ...] | None,
+    ) -> None:
+        self.curve, self.total, self.top, self.descending = curve, total, top, descending
+        self.time_bits, self.lat, self.times = time_bits, lat, times
+
+    def coord(self, x: int) -> float:
+        return coordinate(x, self.time_bits, *self.lat, self.times)
+
+    def worst(self, lo: int, hi: int) -> tuple[float, int]:
+        """The largest error, as a share of the rank, of a uniform interpolation over
+        [lo, hi) at the samples inside, and the sampled score where it is (or (0, lo))."""
+        xs, cs = self.curve.xs, self.curve.cs
+        u0, u1 = self.coord(lo), self.coord(hi)
+        if u1 <= u0:
+            return 0.0, lo
+        c0, c1 = self.curve.at(lo), self.curve.at(hi)
+        ref, step = self.lat
+        found = (0.0, lo)
+        for m in range(bisect_right(xs, lo), bisect_left(xs, hi)):
+            x = xs[m]
+            if ((x >> self.time_bits) - ref) % step:
+                continue  # a boundary must stay on the lattice
+            below = cs[m]
+            rank = self.total - below if self.descending else below + 1
+            if rank < self.top:
+                continue  # the exact top: nobody reads these estimates
+            error = abs(below - c0 - (c1 - c0) * (self.coord(x) - u0) / (u1 - u0)) / rank
+            if error > found[0]:
+                found = (error, x)
+        return found
+
+    def split(self, bounds: tuple[int, ...], room: int) -> tuple[int, ...]:
+        """Split the worst buckets at their worst sample, while room lasts and it is worth it."""
+        heap = []
+        for lo, hi in pairwise(bounds):
+            error, x = self.worst(lo, hi)
+            heap.append((-error, x, lo, hi))
+        heapq.heapify(heap)
+        added: set[int] = set()
+        while room > 0 and heap:
+            neg, x, lo, hi = heapq.heappop(heap)
+            if -neg < _GOOD:
+                break
+            added.add(x)
+            room -= 1
+            for a, b in ((lo, x), (x, hi)):
+                error, y = self.worst(a, b)
+                heapq.heappush(heap, (-error, y, a, b))
+        return tuple(sorted({*bounds, *added}))
 
 
 def _place(
@@ -267,12 +318,12 @@ def _place(
     descending: bool,
     codec: ScoreCodec,
     lat: tuple[int, int],
-    times: tuple[int, int],
-    lowest: int,
+    edges: tuple[int, int],
+    extremes: tuple[int, int],
 ) -> tuple[int, ...]:
     ref, step = lat
     unit = codec.time_limit
-    chosen = {LOWEST, BEYOND, lowest}
+    chosen = {LOWEST, BEYOND, *(x for x in extremes if LOWEST <= x < BEYOND)}
     rank = float(top)
     while rank < total:
         width = max(1.0, rank * (ratio - 1))
@@ -289,8 +340,8 @@ def _place(
         # The value's edges, tight around the time parts seen (any score in the empty gap
         # between two values counts the same members; tight edges keep the gap out of a
         # bucket inside one value, where the estimator spreads members over time).
-        lo = cell * unit + times[0]
-        hi = cell * unit + times[1] + 1 if times[1] + 1 < unit else (cell + step) * unit
+        lo = cell * unit + edges[0]
+        hi = cell * unit + edges[1] if edges[1] < unit else (cell + step) * unit
         if not LOWEST < lo < BEYOND:
             rank = max(rank * ratio, rank + 1)
             continue

@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from podium.domain.bounds import MAX_BOUNDS, Bounds, lattice, plan_bounds, sample_ranks
+from podium.domain.bounds import MAX_BOUNDS, plan_bounds, sample_ranks
 from podium.domain.codec import ScoreCodec
+from podium.domain.lattice import Bounds, coordinate, lattice
 
 __all__ = ["MAX_BOUNDS", "Bounds", "Estimate", "Histogram", "plan_bounds", "sample_ranks"]
 
 _MAGIC = b"PH1"
-_SLOPED = True
 _DESCENDING = 1
 _TIMES = 2
 
@@ -46,9 +46,9 @@ class Histogram:
     bounds: tuple[int, ...]  # ascending
     counts: tuple[int, ...]  # summed over shards; len(bounds) - 1
     descending: bool
-    # The time parts members hold, [first, last], when known (``Bounds.times``): the
-    # interpolation inside a points value spreads its members over these alone.
-    times: tuple[int, int] | None = None
+    # Quantiles of the time parts members hold, when known (``Bounds.times``): the
+    # interpolation inside a points value spreads its members as these say.
+    times: tuple[int, ...] | None = None
     # Members with a score below bounds[i], for each i (len(bounds) of them).
     _below: tuple[int, ...] = field(init=False, repr=False, compare=False)
     # (time bits) -> (ref, step) of the boundaries' points lattice, filled on first use.
@@ -67,8 +67,13 @@ class Histogram:
             raise ValueError("boundaries must be strictly ascending")
         if any(c < 0 for c in self.counts):
             raise ValueError("counts must not be negative")
-        if self.times is not None and not 0 <= self.times[0] <= self.times[1]:
-            raise ValueError(f"time parts must be 0 <= first <= last, got {self.times}")
+        if self.times is not None and (
+            len(self.times) < 2
+            or self.times[0] < 0
+            or self.times[-1] <= self.times[0]
+            or any(b < a for a, b in pairwise(self.times))
+        ):
+            raise ValueError(f"time quantiles must ascend from 0 or more, got {self.times}")
         below = [0]
         for c in self.counts:
             below.append(below[-1] + c)
@@ -81,7 +86,7 @@ class Histogram:
         per_shard_counts: Sequence[Sequence[int]],
         *,
         descending: bool,
-        times: tuple[int, int] | None = None,
+        times: tuple[int, ...] | None = None,
     ) -> Histogram:
         """One histogram from every shard's ``count_between(bounds)``; ``times`` defaults to
         the time parts the planner saw, when ``bounds`` is what ``plan_bounds`` returned."""
@@ -127,35 +132,28 @@ class Histogram:
     def _fraction(self, i: int, score: int, time_bits: int) -> float:
         """Where the score stands in bucket i, as the share of the bucket's members below it,
         on the lattice coordinate (the index of the occupied points value plus the time
-        part). The density inside a bucket is taken as linear, from the densities of its
-        neighbours (a rank-shaped board's density changes steadily over a bucket's width),
-        and uniform when a neighbour is empty or a sentinel."""
+        part, each value's members spread over time as the time quantiles say). The density
+        inside a bucket is taken as linear, from the densities of its neighbours (a
+        rank-shaped board's density changes steadily over a bucket's width), and uniform when
+        a neighbour is empty or a sentinel, or the bucket lies inside one points value."""
         lat = self._lattices.get(time_bits)
         if lat is None:
             ref, step = lattice(b >> time_bits for b in self.bounds[1:-1])
-            span = self._span(time_bits)
-            coords = tuple(_coordinate(b, time_bits, ref, step, span) for b in self.bounds)
+            coords = tuple(coordinate(b, time_bits, ref, step, self.times) for b in self.bounds)
             lat = self._lattices[time_bits] = (ref, step, coords)
         ref, step, coords = lat
         lo, hi = coords[i], coords[i + 1]
         if hi <= lo:
             return 0.5
-        at = _coordinate(score, time_bits, ref, step, self._span(time_bits))
+        at = coordinate(score, time_bits, ref, step, self.times)
         t = min(1.0, max(0.0, (at - lo) / (hi - lo)))
-        if not _SLOPED or hi - lo < 1:
-            return t
         width = hi - lo
+        if width < 1:  # inside one points value
+            return t
         density = self.counts[i] / width
         e0 = self._edge_density(i - 1, density, width, coords)
         e1 = self._edge_density(i + 1, density, width, coords)
         return (e0 * t + (e1 - e0) * t * t / 2) / ((e0 + e1) / 2)
-
-    def _span(self, time_bits: int) -> tuple[int, int]:
-        """[first, last + 1) of the time parts inside a points value."""
-        limit = 1 << time_bits
-        if self.times is None or self.times[0] >= limit:
-            return 0, limit
-        return self.times[0], min(limit, self.times[1] + 1)
 
     def _edge_density(
         self, j: int, density: float, width: float, coords: tuple[float, ...]
@@ -183,8 +181,10 @@ class Histogram:
         out = bytearray(_MAGIC)
         out.append((_DESCENDING if self.descending else 0) | (_TIMES if self.times else 0))
         if self.times:
+            _varint(out, len(self.times))
             _varint(out, self.times[0])
-            _varint(out, self.times[1])
+            for a, b in pairwise(self.times):
+                _varint(out, b - a)
         _varint(out, len(self.bounds))
         first = self.bounds[0]
         _varint(out, (first << 1) if first >= 0 else ((-first << 1) - 1))
@@ -204,9 +204,13 @@ class Histogram:
         pos = len(_MAGIC) + 1
         times = None
         if flags & _TIMES:
+            k, pos = _read(data, pos)
             first, pos = _read(data, pos)
-            last, pos = _read(data, pos)
-            times = (first, last)
+            parts = [first]
+            for _ in range(k - 1):
+                gap, pos = _read(data, pos)
+                parts.append(parts[-1] + gap)
+            times = tuple(parts)
         n, pos = _read(data, pos)
         z, pos = _read(data, pos)
         bounds = [(z >> 1) if not z & 1 else -((z + 1) >> 1)]
@@ -220,20 +224,6 @@ class Histogram:
         if pos != len(data):
             raise ValueError("trailing bytes after an encoded histogram")
         return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING), times)
-
-
-def _coordinate(score: int, time_bits: int, ref: int, step: int, span: tuple[int, int]) -> float:
-    """The lattice coordinate of a score: k + (where its time part stands in ``span``) for a
-    score on the k-th lattice value; a score off the lattice (between two values, where the
-    boundaries saw nobody) stands at the start of the next value, so the coordinate never
-    falls as the score rises."""
-    points = score >> time_bits
-    k, off = divmod(points - ref, step)
-    if off:
-        return float(k + 1)
-    first, end = span
-    t = score - (points << time_bits)
-    return k + min(1.0, max(0.0, (t - first) / (end - first)))
 
 
 def _varint(out: bytearray, value: int) -> None:
