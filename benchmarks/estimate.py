@@ -183,6 +183,7 @@ class Result:
     errors: list[float]
     covered: int
     micros: float
+    width: float  # the median of (high - low + 1) / true rank
 
 
 def measure(
@@ -196,14 +197,24 @@ def measure(
     errors = []
     covered = 0
     laps = []
+    widths = []
     for s, true in zip(scores, truth, strict=True):
         t0 = time.perf_counter_ns()
         rank, low, high = estimate(s)
         laps.append(time.perf_counter_ns() - t0)
         errors.append(abs(rank - true) / true)
         covered += low <= true <= high
+        widths.append((high - low + 1) / true)
     errors.sort()
-    return Result(name, size, nbytes, errors, covered, statistics.median(laps) / 1000)
+    return Result(
+        name,
+        size,
+        nbytes,
+        errors,
+        covered,
+        statistics.median(laps) / 1000,
+        statistics.median(widths),
+    )
 
 
 def kll_for(scores: I64, nbytes: int) -> Any:
@@ -349,13 +360,13 @@ def run_board(kind: str, args: argparse.Namespace, shard: npt.NDArray[np.uint8])
         print(
             "| method | size | bytes | p50 | p99 | max | true rank in [low, high] | µs/estimate |"
         )
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for r in results:
             e = r.errors
             print(
                 f"| {r.name} | {r.size} | {r.nbytes:,} | {pct(e[len(e) // 2])} | "
                 f"{pct(e[min(len(e) - 1, int(len(e) * 0.99))])} | {pct(e[-1])} | "
-                f"{r.covered:,}/{len(e):,} | {r.micros:.1f} |"
+                f"{r.covered:,}/{len(e):,} | {pct(r.width)} | {r.micros:.1f} |"
             )
         print(flush=True)
 

@@ -16,9 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from podium.domain.boards import in_board_order
-from podium.domain.bounds import BEYOND, LOWEST, lattice
+from podium.domain.bounds import BEYOND, LOWEST
 from podium.domain.codec import ScoreCodec
-from podium.domain.histogram import MAX_BOUNDS, Estimate, Histogram, plan_bounds, sample_ranks
+from podium.domain.histogram import (
+    MAX_BOUNDS,
+    Bounds,
+    Estimate,
+    Histogram,
+    plan_bounds,
+    sample_ranks,
+)
+from podium.domain.lattice import coordinate, lattice, time_quantiles
 from podium.domain.sharding import shard_of
 
 Row = tuple[str, int]
@@ -160,10 +168,15 @@ def test_encode_and_decode_round_trip(bounds: list[int], data: st.DataObject, de
     counts = data.draw(
         st.lists(st.integers(0, 1 << 40), min_size=len(bounds) - 1, max_size=len(bounds) - 1)
     )
-    hist = Histogram(tuple(bounds), tuple(counts), desc)
+    parts = data.draw(st.none() | st.lists(st.integers(0, 1 << 20), min_size=2, max_size=17))
+    times = None
+    if parts is not None and max(parts) > min(parts):
+        times = tuple(sorted(parts))
+    hist = Histogram(tuple(bounds), tuple(counts), desc, times)
     raw = hist.encode()
     back = Histogram.decode(raw)
     assert back == hist and back.total == hist.total and back.descending is desc
+    assert back.times == times
     with pytest.raises(ValueError):
         Histogram.decode(raw[:-1])
     with pytest.raises(ValueError):
@@ -187,6 +200,10 @@ def test_a_histogram_refuses_inconsistent_parts() -> None:
         Histogram((0, 10), (-1,), True)
     with pytest.raises(ValueError):
         Histogram.summed((0, 10, 20), [[1, 2], [3]], descending=True)
+    with pytest.raises(ValueError):
+        Histogram((0, 10), (1,), True, (5, 4))
+    with pytest.raises(ValueError):
+        Histogram((0, 10), (1,), True, (5, 5))
 
 
 # --- exact examples ------------------------------------------------------------------------
@@ -268,3 +285,56 @@ def test_sample_ranks_span_from_the_exact_top_to_the_last_member() -> None:
     assert max(gaps) < 1.01  # about evenly spread in log(rank)
     assert sample_ranks(10, 0, exact_top=5) == []
     assert sample_ranks(100, 1, exact_top=5) == [0]
+
+
+def test_the_density_inside_a_bucket_follows_its_neighbours() -> None:
+    """Points alone, densities 1, 2 and 3 members a point over [0, 10), [10, 20), [20, 30):
+    halfway through the middle bucket, a linear density has 8.75 of its 20 members below
+    (a uniform one would say 10), so on an ascending board the member at 15 is about 19th."""
+    bounds = (LOWEST, 0, 10, 20, 30, 31, BEYOND)  # 31 shows the step of 1
+    hist = Histogram(bounds, (0, 10, 20, 30, 0, 0), descending=False)
+    e = hist.estimate(15, POINTS)
+    assert (e.low, e.high) == (11, 30)
+    assert e.rank == 19
+
+
+def test_the_time_parts_seen_are_the_span_of_a_points_value() -> None:
+    """A window not over yet: every member holds a time part in [8, 16) of 16. A bucket of
+    one points value with 16 members spread over those: the member at time part 12 is about
+    halfway (8th or 9th), where the whole [0, 16) range would put it 5th from the top
+    of a descending board."""
+    codec = ScoreCodec(4, descending=True)
+    bounds = Bounds((LOWEST, codec.floor(50), codec.floor(51), BEYOND), times=(8, 16))
+    hist = Histogram.summed(bounds, [[0, 16, 0]], descending=True)
+    assert hist.times == (8, 16)
+    assert 8 <= hist.estimate(codec.floor(50) + 12, codec).rank <= 9
+    blind = Histogram(tuple(bounds), hist.counts, True)
+    assert blind.estimate(codec.floor(50) + 12, codec).rank <= 5
+
+
+def test_plan_bounds_hands_the_time_parts_it_saw_to_the_histogram() -> None:
+    codec = ScoreCodec(6, descending=False)
+    rows = [(f"p_{i:05d}", codec.encode(i % 40, 5 + i % 20)) for i in range(2000)]
+    bounds, hist = split_board(rows, 2, 10, False, codec, 60)
+    assert isinstance(bounds, Bounds) and bounds.times is not None
+    assert bounds.times[0] == 5 and bounds.times[-1] == 25  # one past the last time part
+    assert list(bounds.times) == sorted(bounds.times) and len(bounds.times) == 17
+    assert hist.times == bounds.times
+    assert Histogram.decode(hist.encode()).times == bounds.times
+
+
+def test_time_quantiles_follow_the_members_and_the_coordinate_follows_them() -> None:
+    # Three in four members on time part 30..39, one in four on 0..9.
+    parts = [*range(10), *range(30, 40)]
+    weights = [1.0] * 10 + [3.0] * 10
+    q = time_quantiles(parts, weights, 4)
+    assert q is not None and q[0] == 0 and q[-1] == 40
+    assert q[1] >= 9 and q[2] >= 30  # a quarter is reached at the first group's end
+    assert time_quantiles([7, 7], [1.0, 1.0]) is None  # one time part: nothing to learn
+    assert time_quantiles([], []) is None
+    # The coordinate on the lattice 0, 25, 50, ... with 4 time bits and these shares.
+    times = (0, 4, 8, 12, 16)
+    assert coordinate((50 << 4) + 8, 4, 0, 25, times) == 2.5
+    assert coordinate((50 << 4) + 2, 4, 0, 25, times) == 2.125
+    assert coordinate((51 << 4) + 2, 4, 0, 25, times) == 3.0  # off the lattice: next value
+    assert coordinate((50 << 4) + 8, 4, 0, 25, None) == 2.5

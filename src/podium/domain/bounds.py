@@ -21,12 +21,14 @@ Two rules shape them:
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 
 from podium.domain.codec import MAX_BITS, ScoreCodec
+from podium.domain.lattice import Bounds, coordinate, lattice, time_quantiles
 
 MAX_BOUNDS = 1000
 # Every score is strictly inside (-2**53, 2**53) (codec.encode refuses the rest), and both
@@ -40,19 +42,11 @@ _SNAP = 0.25
 # When the edges of heavy points values overflow the budget, each retry widens the buckets by this.
 _RETRY = 1.15
 _RETRIES = 60
-
-
-def lattice(points: Iterable[int]) -> tuple[int, int]:
-    """``(ref, step)``: every one of these points values is ``ref + k * step`` for the largest
-    such step (1 when the values share no step, or there are fewer than two distinct)."""
-    ref: int | None = None
-    step = 0
-    for p in points:
-        if ref is None:
-            ref = p
-        else:
-            step = math.gcd(step, p - ref)
-    return (0 if ref is None else ref), (step or 1)
+_REFINE = 6
+# The share of the budget kept for splitting the buckets where the samples show that the
+# interpolation inside would be off, and the error (a share of the rank) worth a split.
+_RESERVE = 0.1
+_GOOD = 0.0002
 
 
 def sample_ranks(
@@ -168,7 +162,7 @@ def plan_bounds(
     codec: ScoreCodec,
     max_bounds: int = MAX_BOUNDS,
     ranks: Sequence[Sequence[int]] | None = None,
-) -> tuple[int, ...]:
+) -> Bounds:
     """Ascending boundaries (at most ``max_bounds``, at least 2) from every shard's scores at
     its sample ranks (``samples[j]`` for the shard of size ``shard_sizes[j]``, the sizes the
     ranks were asked with; the ranks are ``ranks[j]`` when given, else ``sample_ranks`` of
@@ -181,6 +175,9 @@ def plan_bounds(
     top = max(1, exact_top)
     knots = []
     sampled: list[int] = []
+    # Each sample counts once towards the time quantiles: weighting it by the members it
+    # stands for (up to 1 % of the rank) would be as unbiased over the board and far noisier.
+    weights: list[float] = []
     for j, (scores, size) in enumerate(zip(samples, shard_sizes, strict=True)):
         asked = (
             ranks[j]
@@ -189,33 +186,128 @@ def plan_bounds(
         )
         if len(asked) != len(scores):
             raise ValueError(f"shard {j}: {len(scores)} scores for {len(asked)} sample ranks")
-        present = [s for s in scores if s is not None]
-        if size > 0 and present:
-            knots.append(_shard_knots(asked, scores, size, descending))
-            sampled.extend(codec.points(s) for s in present)
+        if size <= 0 or all(s is None for s in scores):
+            continue
+        knots.append(_shard_knots(asked, scores, size, descending))
+        for s in scores:
+            if s is not None:
+                sampled.append(s)
+                weights.append(1.0)
     if not knots or total <= top:
-        return (LOWEST, BEYOND)
+        return Bounds((LOWEST, BEYOND))
     curve = _summed(knots)
-    ref, step = lattice(sampled)
-    # Start from the ratio that fills the budget, and coarsen until the edges fit too.
-    ratio = math.exp(math.log(total / top) / max(1, max_bounds - 2))
-    for _ in range(_RETRIES):
-        bounds = _place(curve, total, top, ratio, descending, codec, ref, step)
+    lat = lattice(codec.points(s) for s in sampled)
+    unit = codec.time_limit
+    # The time parts seen: a window not yet over (or shorter than 2**T seconds) leaves the
+    # rest of every points value empty, and members are not spread evenly over the rest.
+    times = time_quantiles([s & (unit - 1) for s in sampled], weights) if unit > 1 else None
+    edges = (times[0], times[-1]) if times else (0, unit)
+    # Every shard's last member is sampled: these are the board's lowest and highest scores.
+    high = max(sampled)
+    past = high + 1 if (high + 1) >> codec.time_bits == high >> codec.time_bits else None
+    extremes = (min(sampled), past or ((high >> codec.time_bits) + lat[1]) * unit)
+    budget = max(2, max_bounds - int(_RESERVE * max_bounds)) if max_bounds >= 20 else max_bounds
+
+    # Start from the ratio that fills the budget, coarsen until the edges of crowded points
+    # values fit too, then refine between the last two tries to use what is left.
+    def attempt(ratio: float) -> tuple[int, ...]:
+        bounds = _place(curve, total, top, ratio, descending, codec, lat, edges, extremes)
         if (
-            len(bounds) < max_bounds
-            and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != step
+            len(bounds) < budget
+            and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != lat[1]
         ):
             # The estimator reads the step back from the boundaries: show it one whole step.
             cell = bounds[1] >> codec.time_bits
-            if (cell + step) * codec.time_limit < BEYOND:
-                bounds = tuple(sorted({*bounds, (cell + step) * codec.time_limit}))
-        if len(bounds) <= max_bounds:
-            return bounds
-        ratio = 1 + (ratio - 1) * _RETRY
-    # A budget too small for even one bucket's edges: thin evenly, keeping both sentinels.
-    inner = bounds[1:-1]
-    keep = max_bounds - 2
-    return (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
+            if (cell + lat[1]) * unit < BEYOND:
+                bounds = tuple(sorted({*bounds, (cell + lat[1]) * unit}))
+        return bounds
+
+    fine = math.exp(math.log(total / top) / max(1, budget - 2))
+    best = attempt(fine)
+    coarse = fine
+    for _ in range(_RETRIES):
+        if len(best) <= budget:
+            break
+        fine, coarse = coarse, 1 + (coarse - 1) * _RETRY
+        best = attempt(coarse)
+    else:
+        # A budget too small for even one bucket's edges: thin evenly, keeping the sentinels.
+        inner = best[1:-1]
+        keep = max_bounds - 2
+        thin = (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
+        return Bounds(thin, times)
+    if coarse != fine:
+        for _ in range(_REFINE):
+            mid = (fine + coarse) / 2
+            tried = attempt(mid)
+            if len(tried) <= budget:
+                best, coarse = tried, mid
+            else:
+                fine = mid
+    model = _Model(curve, total, top, descending, codec.time_bits, lat, times)
+    return Bounds(model.split(best, max_bounds - len(best)), times)
+
+
+class _Model:
+    """How far the estimator's interpolation inside a bucket would be from the samples."""
+
+    def __init__(
+        self,
+        curve: _Cumulative,
+        total: int,
+        top: int,
+        descending: bool,
+        time_bits: int,
+        lat: tuple[int, int],
+        times: tuple[int, ...] | None,
+    ) -> None:
+        self.curve, self.total, self.top, self.descending = curve, total, top, descending
+        self.time_bits, self.lat, self.times = time_bits, lat, times
+
+    def coord(self, x: int) -> float:
+        return coordinate(x, self.time_bits, *self.lat, self.times)
+
+    def worst(self, lo: int, hi: int) -> tuple[float, int]:
+        """The largest error, as a share of the rank, of a uniform interpolation over
+        [lo, hi) at the samples inside, and the sampled score where it is (or (0, lo))."""
+        xs, cs = self.curve.xs, self.curve.cs
+        u0, u1 = self.coord(lo), self.coord(hi)
+        if u1 <= u0:
+            return 0.0, lo
+        c0, c1 = self.curve.at(lo), self.curve.at(hi)
+        ref, step = self.lat
+        found = (0.0, lo)
+        for m in range(bisect_right(xs, lo), bisect_left(xs, hi)):
+            x = xs[m]
+            if ((x >> self.time_bits) - ref) % step:
+                continue  # a boundary must stay on the lattice
+            below = cs[m]
+            rank = self.total - below if self.descending else below + 1
+            if rank < self.top:
+                continue  # the exact top: nobody reads these estimates
+            error = abs(below - c0 - (c1 - c0) * (self.coord(x) - u0) / (u1 - u0)) / rank
+            if error > found[0]:
+                found = (error, x)
+        return found
+
+    def split(self, bounds: tuple[int, ...], room: int) -> tuple[int, ...]:
+        """Split the worst buckets at their worst sample, while room lasts and it is worth it."""
+        heap = []
+        for lo, hi in pairwise(bounds):
+            error, x = self.worst(lo, hi)
+            heap.append((-error, x, lo, hi))
+        heapq.heapify(heap)
+        added: set[int] = set()
+        while room > 0 and heap:
+            neg, x, lo, hi = heapq.heappop(heap)
+            if -neg < _GOOD:
+                break
+            added.add(x)
+            room -= 1
+            for a, b in ((lo, x), (x, hi)):
+                error, y = self.worst(a, b)
+                heapq.heappush(heap, (-error, y, a, b))
+        return tuple(sorted({*bounds, *added}))
 
 
 def _place(
@@ -225,11 +317,13 @@ def _place(
     ratio: float,
     descending: bool,
     codec: ScoreCodec,
-    ref: int,
-    step: int,
+    lat: tuple[int, int],
+    edges: tuple[int, int],
+    extremes: tuple[int, int],
 ) -> tuple[int, ...]:
+    ref, step = lat
     unit = codec.time_limit
-    chosen = {LOWEST, BEYOND}
+    chosen = {LOWEST, BEYOND, *(x for x in extremes if LOWEST <= x < BEYOND)}
     rank = float(top)
     while rank < total:
         width = max(1.0, rank * (ratio - 1))
@@ -243,13 +337,17 @@ def _place(
             # counts the same members and keeps the boundary on the lattice.
             k += 1
         cell = ref + k * step
-        lo, hi = cell * unit, (cell + step) * unit
+        # The value's edges, tight around the time parts seen (any score in the empty gap
+        # between two values counts the same members; tight edges keep the gap out of a
+        # bucket inside one value, where the estimator spreads members over time).
+        lo = cell * unit + edges[0]
+        hi = cell * unit + edges[1] if edges[1] < unit else (cell + step) * unit
         if not LOWEST < lo < BEYOND:
             rank = max(rank * ratio, rank + 1)
             continue
         if x <= lo or abs(curve.at(lo) - target) <= _SNAP * width:
             chosen.add(lo)
-        elif hi < BEYOND and abs(curve.at(hi) - target) <= _SNAP * width:
+        elif hi < BEYOND and (x >= hi or abs(curve.at(hi) - target) <= _SNAP * width):
             chosen.add(hi)
         else:
             # One points value holds more than this bucket should: its own edges, and a

@@ -6,8 +6,11 @@ alone bound its rank: every member in a bucket ahead of it in board order is ahe
 member in a bucket behind it is behind, so the true rank, as of the counts, lies in
 ``[low, high]`` whatever happens inside the bucket. Inside, the estimate interpolates, on the
 points lattice the boundaries lie on (``bounds.lattice``): a bucket of several points values
-shares its members over the *occupied* values, each value's members spread over its time part
-(the low bits of the score); a bucket inside one value, over the time part alone.
+shares its members over the *occupied* values, each value's members spread over the time
+parts the planner saw (the low bits of the score, ``Bounds.times``); a bucket inside one
+value, over its time parts alone. Over a bucket of several values the density is taken as
+linear, from the neighbouring buckets' densities, as a rank-shaped board's changes steadily.
+Only the estimate depends on these models: ``low`` and ``high`` come from the counts alone.
 """
 
 from __future__ import annotations
@@ -18,13 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from podium.domain.bounds import MAX_BOUNDS, lattice, plan_bounds, sample_ranks
+from podium.domain.bounds import MAX_BOUNDS, plan_bounds, sample_ranks
 from podium.domain.codec import ScoreCodec
+from podium.domain.lattice import Bounds, coordinate, lattice
 
-__all__ = ["MAX_BOUNDS", "Estimate", "Histogram", "plan_bounds", "sample_ranks"]
+__all__ = ["MAX_BOUNDS", "Bounds", "Estimate", "Histogram", "plan_bounds", "sample_ranks"]
 
 _MAGIC = b"PH1"
 _DESCENDING = 1
+_TIMES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +46,13 @@ class Histogram:
     bounds: tuple[int, ...]  # ascending
     counts: tuple[int, ...]  # summed over shards; len(bounds) - 1
     descending: bool
+    # Quantiles of the time parts members hold, when known (``Bounds.times``): the
+    # interpolation inside a points value spreads its members as these say.
+    times: tuple[int, ...] | None = None
     # Members with a score below bounds[i], for each i (len(bounds) of them).
     _below: tuple[int, ...] = field(init=False, repr=False, compare=False)
     # (time bits) -> (ref, step) of the boundaries' points lattice, filled on first use.
-    _lattices: dict[int, tuple[int, int]] = field(
+    _lattices: dict[int, tuple[int, int, tuple[float, ...]]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
 
@@ -59,6 +67,13 @@ class Histogram:
             raise ValueError("boundaries must be strictly ascending")
         if any(c < 0 for c in self.counts):
             raise ValueError("counts must not be negative")
+        if self.times is not None and (
+            len(self.times) < 2
+            or self.times[0] < 0
+            or self.times[-1] <= self.times[0]
+            or any(b < a for a, b in pairwise(self.times))
+        ):
+            raise ValueError(f"time quantiles must ascend from 0 or more, got {self.times}")
         below = [0]
         for c in self.counts:
             below.append(below[-1] + c)
@@ -66,9 +81,17 @@ class Histogram:
 
     @classmethod
     def summed(
-        cls, bounds: Sequence[int], per_shard_counts: Sequence[Sequence[int]], *, descending: bool
+        cls,
+        bounds: Sequence[int],
+        per_shard_counts: Sequence[Sequence[int]],
+        *,
+        descending: bool,
+        times: tuple[int, ...] | None = None,
     ) -> Histogram:
-        """One histogram from every shard's ``count_between(bounds)``."""
+        """One histogram from every shard's ``count_between(bounds)``; ``times`` defaults to
+        the time parts the planner saw, when ``bounds`` is what ``plan_bounds`` returned."""
+        if times is None and isinstance(bounds, Bounds):
+            times = bounds.times
         n = len(bounds) - 1
         totals = [0] * max(0, n)
         for counts in per_shard_counts:
@@ -76,7 +99,7 @@ class Histogram:
                 raise ValueError(f"a shard gave {len(counts)} counts for {n} buckets")
             for i, c in enumerate(counts):
                 totals[i] += c
-        return cls(tuple(bounds), tuple(totals), descending)
+        return cls(tuple(bounds), tuple(totals), descending, times)
 
     @property
     def total(self) -> int:
@@ -107,19 +130,42 @@ class Histogram:
         return Estimate(rank, low, high)
 
     def _fraction(self, i: int, score: int, time_bits: int) -> float:
-        """Where the score stands in bucket i, from 0 (its lower edge) to 1 (its upper), on
-        the lattice coordinate: the index of the occupied points value plus the time part."""
+        """Where the score stands in bucket i, as the share of the bucket's members below it,
+        on the lattice coordinate (the index of the occupied points value plus the time
+        part, each value's members spread over time as the time quantiles say). The density
+        inside a bucket is taken as linear, from the densities of its neighbours (a
+        rank-shaped board's density changes steadily over a bucket's width), and uniform when
+        a neighbour is empty or a sentinel, or the bucket lies inside one points value."""
         lat = self._lattices.get(time_bits)
         if lat is None:
-            lat = lattice(b >> time_bits for b in self.bounds[1:-1])
-            self._lattices[time_bits] = lat
-        ref, step = lat
-        lo = _coordinate(self.bounds[i], time_bits, ref, step)
-        hi = _coordinate(self.bounds[i + 1], time_bits, ref, step)
+            ref, step = lattice(b >> time_bits for b in self.bounds[1:-1])
+            coords = tuple(coordinate(b, time_bits, ref, step, self.times) for b in self.bounds)
+            lat = self._lattices[time_bits] = (ref, step, coords)
+        ref, step, coords = lat
+        lo, hi = coords[i], coords[i + 1]
         if hi <= lo:
             return 0.5
-        at = _coordinate(score, time_bits, ref, step)
-        return min(1.0, max(0.0, (at - lo) / (hi - lo)))
+        at = coordinate(score, time_bits, ref, step, self.times)
+        t = min(1.0, max(0.0, (at - lo) / (hi - lo)))
+        width = hi - lo
+        if width < 1:  # inside one points value
+            return t
+        density = self.counts[i] / width
+        e0 = self._edge_density(i - 1, density, width, coords)
+        e1 = self._edge_density(i + 1, density, width, coords)
+        return (e0 * t + (e1 - e0) * t * t / 2) / ((e0 + e1) / 2)
+
+    def _edge_density(
+        self, j: int, density: float, width: float, coords: tuple[float, ...]
+    ) -> float:
+        """The density at the edge bucket i shares with its neighbour j, interpolated between
+        the two buckets' centres; bucket i's own when j is empty, a sentinel or no bucket."""
+        if j < 1 or j >= len(self.counts) - 1 or self.counts[j] == 0:
+            return density
+        w = coords[j + 1] - coords[j]
+        if w < 1:
+            return density
+        return (density * w + self.counts[j] / w * width) / (w + width)
 
     def top_percent(self, rank: int) -> int:
         """The "topPercent" figure: the share of the board at or above this rank, rounded up
@@ -133,7 +179,12 @@ class Histogram:
         """Compact bytes for the published snapshot: a tag, the order, the boundaries as
         the first one and their gaps, the counts, each a LEB128 varint (zigzag where signed)."""
         out = bytearray(_MAGIC)
-        out.append(_DESCENDING if self.descending else 0)
+        out.append((_DESCENDING if self.descending else 0) | (_TIMES if self.times else 0))
+        if self.times:
+            _varint(out, len(self.times))
+            _varint(out, self.times[0])
+            for a, b in pairwise(self.times):
+                _varint(out, b - a)
         _varint(out, len(self.bounds))
         first = self.bounds[0]
         _varint(out, (first << 1) if first >= 0 else ((-first << 1) - 1))
@@ -148,9 +199,18 @@ class Histogram:
         if data[: len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + 1:
             raise ValueError("not an encoded histogram")
         flags = data[len(_MAGIC)]
-        if flags & ~_DESCENDING:
+        if flags & ~(_DESCENDING | _TIMES):
             raise ValueError(f"unknown histogram flags {flags}")
         pos = len(_MAGIC) + 1
+        times = None
+        if flags & _TIMES:
+            k, pos = _read(data, pos)
+            first, pos = _read(data, pos)
+            parts = [first]
+            for _ in range(k - 1):
+                gap, pos = _read(data, pos)
+                parts.append(parts[-1] + gap)
+            times = tuple(parts)
         n, pos = _read(data, pos)
         z, pos = _read(data, pos)
         bounds = [(z >> 1) if not z & 1 else -((z + 1) >> 1)]
@@ -163,18 +223,7 @@ class Histogram:
             counts.append(c)
         if pos != len(data):
             raise ValueError("trailing bytes after an encoded histogram")
-        return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING))
-
-
-def _coordinate(score: int, time_bits: int, ref: int, step: int) -> float:
-    """The lattice coordinate of a score: k + (time part) for a score on the k-th lattice
-    value; a score off the lattice (between two values, where the boundaries saw nobody)
-    stands at the start of the next value, so the coordinate never falls as the score rises."""
-    points = score >> time_bits
-    k, off = divmod(points - ref, step)
-    if off:
-        return float(k + 1)
-    return k + (score - (points << time_bits)) / (1 << time_bits)
+        return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING), times)
 
 
 def _varint(out: bytearray, value: int) -> None:
