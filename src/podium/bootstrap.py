@@ -18,7 +18,6 @@ from podium.archive import FileArchive
 from podium.config import Settings
 from podium.errors import ConfigError
 from podium.index.split import SplitIndex
-from podium.index.split_profiles import SplitProfileCopy
 from podium.ports import (
     ChangeLog,
     Clock,
@@ -79,9 +78,9 @@ def _index(settings: Settings, clock: Clock) -> IndexParts:
             memory = MemoryIndex(clock.now)
             return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None)
         parts = [MemoryIndex(clock.now) for _ in range(n)]
-        split = SplitIndex(parts)
-        copy = SplitProfileCopy([p.copy for p in parts])
-        return IndexParts(split, copy, MemorySnapshots(clock.now), split)
+        split = SplitIndex(parts, copies=[p.copy for p in parts])
+        assert split.copy is not None
+        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split)
     from podium.index.cluster import client_for, is_cluster_url, shard_indexes
     from podium.index.keys import Keys
     from podium.index.redis import RedisIndex
@@ -94,9 +93,9 @@ def _index(settings: Settings, clock: Clock) -> IndexParts:
     # must share a slot, which only a shard's tag gives them (keys.py).
     client = client_for(url, read_from_replicas=settings.index.read_from_replicas)
     shards = shard_indexes(client, prefix, n)
-    split = SplitIndex(shards, close=client.aclose)
-    copy = SplitProfileCopy([s.copy for s in shards])
-    return IndexParts(split, copy, RedisSnapshots(client, Keys(prefix)), split)
+    split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
+    assert split.copy is not None
+    return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split)
 
 
 def read_limiter(settings: Settings) -> Buckets:

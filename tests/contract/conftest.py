@@ -16,13 +16,19 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from podium.index.cluster import cluster_client
+from podium.index.cluster import client_for, cluster_client, shard_indexes
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
+from podium.index.split import SplitIndex
 from tests.conftest import REDIS_URL
 
-INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
-REDIS_INDEXES = INDEXES[1:]
+SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
+REDIS_INDEXES = SINGLE_INDEXES[1:]
+# A whole board split across shards (index/split.py), as bootstrap builds it: 4 in-process
+# shards; 16 hash-tag shards on the machine's Redis; 16 on the tests' own Redis Cluster.
+SPLIT_INDEXES = ["memory-split", "redis-split", "cluster-split"]
+INDEXES = SINGLE_INDEXES + SPLIT_INDEXES
+SPLIT_SHARDS = {"memory-split": 4, "redis-split": 16, "cluster-split": 16}
 SHARD = 3  # the shard of the machine's Redis the suites use
 _turn = itertools.count(7)  # the cluster's shard, a different one each test
 
@@ -37,12 +43,23 @@ class Backend:
     shard: int | None = None
     cluster_url: str | None = None
 
-    def index(self) -> MemoryIndex | RedisIndex:
+    def index(self) -> Any:
+        """The index, with its copy of profiles as ``copy`` (bootstrap hands it out)."""
+        if self.kind in SPLIT_SHARDS:
+            return self._split(SPLIT_SHARDS[self.kind])
         if self.prefix is None:
             return MemoryIndex()
         if self.cluster_url is not None:
             return RedisIndex(cluster_client(self.cluster_url), self.prefix, shard=self.shard)
         return RedisIndex.from_url(REDIS_URL, prefix=self.prefix, shard=self.shard)
+
+    def _split(self, n: int) -> SplitIndex:
+        if self.prefix is None:
+            parts: list[Any] = [MemoryIndex() for _ in range(n)]
+            return SplitIndex(parts, copies=[p.copy for p in parts])
+        client = client_for(self.cluster_url or REDIS_URL)
+        parts = shard_indexes(client, self.prefix, n)
+        return SplitIndex(parts, close=client.aclose, copies=[p.copy for p in parts])
 
     def raw(self) -> Any:
         """A plain client of the same Redis or cluster, to look at (or break) what the
@@ -55,9 +72,9 @@ class Backend:
 def backend_of(request: pytest.FixtureRequest, kind: str) -> Backend:
     """The backend of one kind, asking for the async prefix fixtures (and the cluster) only
     when that kind needs them."""
-    if kind == "memory":
+    if kind in ("memory", "memory-split"):
         return Backend(kind)
-    if kind == "cluster-shard":
+    if kind in ("cluster-shard", "cluster-split"):
         cluster = request.getfixturevalue("redis_cluster")
         prefix: str = request.getfixturevalue("cluster_prefix")
         return Backend(kind, prefix, next(_turn) % 16, cluster.url)

@@ -25,7 +25,8 @@ from itertools import islice
 
 from podium.domain.boards import merge_in_board_order
 from podium.domain.sharding import shard_of
-from podium.ports import Around, BoardKey, Placed, ShardIndex
+from podium.index.split_profiles import SplitProfileCopy
+from podium.ports import Around, BoardKey, Placed, ProfileCopy, ShardIndex
 
 
 class SplitIndex:
@@ -33,11 +34,14 @@ class SplitIndex:
         self,
         shards: Sequence[ShardIndex],
         close: Callable[[], Awaitable[None]] | None = None,
+        copies: Sequence[ProfileCopy] | None = None,
     ) -> None:
         if not shards:
             raise ValueError("a split index needs at least one shard")
         self.shards = list(shards)
         self._close = close
+        # The copy of profiles, each shard's beside its boards (split_profiles.py).
+        self.copy = SplitProfileCopy(copies) if copies else None
 
     @property
     def shard_count(self) -> int:
@@ -155,9 +159,10 @@ class SplitIndex:
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
     ) -> Around | None:
         """The player's score from their shard, then every shard's count ahead of it and
-        rows on each side (``near``), merged: the closest ``neighbors`` above and below. The
-        names are not read here (``profiles`` is None): they live on each row's own shard,
-        and the read side asks the split copy of profiles for them."""
+        rows on each side (``near``), merged: the closest ``neighbors`` above and below; and
+        the rows' names from the copy of profiles, where it is complete (each name lives on
+        its row's own shard, so that is one more step, taken at once on the shards holding
+        those rows)."""
         score = (await self.scores(key, [player_id]))[0]
         if score is None:
             return None
@@ -168,7 +173,8 @@ class SplitIndex:
         above = list(merge_in_board_order((p.above for p in parts), descending))
         below = list(islice(merge_in_board_order((p.below for p in parts), descending), neighbors))
         rows = [*above[len(above) - min(neighbors, len(above)) :], (player_id, score), *below]
-        return Around(rank, score, rows, None, exact=True)
+        names = None if self.copy is None else await self.copy.profiles([m for m, _ in rows])
+        return Around(rank, score, rows, names, exact=True)
 
     async def count(self, key: BoardKey) -> int:
         return sum(await asyncio.gather(*(s.count(key) for s in self.shards)))
