@@ -324,7 +324,9 @@ class Reads:
         if n == 0:
             return Distribution(board, w.id, self.clock.now(), 0, [])
         ends = await self.index.page(key, 0, 0, descending=desc)
-        ends += await self.index.page(key, n - 1, n - 1, descending=desc)
+        # The last row as the first of the other order: on a split board, a page at rank
+        # n - 1 would make every shard send all its rows to be merged.
+        ends += await self.index.page(key, 0, 0, descending=not desc)
         codec = spec.codec
         lo, hi = sorted(codec.points(s) for _, s in ends)
         width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
