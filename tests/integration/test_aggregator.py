@@ -5,10 +5,13 @@ answer is stood in for only briefly, and a stale aggregator's publish is refused
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from podium.config import Settings, parse
 from podium.domain.boards import in_board_order
@@ -197,3 +200,53 @@ async def test_snapshots_round_trip(descending: bool) -> None:
     assert again == snap and again.top == top
     for i, (m, s) in enumerate(top):
         assert again.ahead(m, s) == i
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    board=st.dictionaries(
+        st.text("abcAB_é0", min_size=1, max_size=3), st.integers(-40, 40), max_size=300
+    ),
+    shards=st.integers(1, 5),
+    exact_top=st.integers(1, 20),
+    descending=st.booleans(),
+)
+def test_every_rank_is_exact_in_the_top_and_inside_its_interval_below(
+    board: dict[str, int], shards: int, exact_top: int, descending: bool
+) -> None:
+    """Random boards, heavy ties, any number of shards and either order: after one cycle,
+    the snapshot's top is the model's, a rank inside it is exact, and every estimate below
+    it holds the true rank in its interval."""
+
+    async def run() -> None:
+        clock = Clock()
+        parts = [MemoryIndex(clock.now) for _ in range(shards)]
+        split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+        order = "desc" if descending else "asc"
+        settings_ = parse(
+            {
+                "index": {"shards": shards},
+                "boards": [
+                    {"name": "week", "window": "week", "exact_top": exact_top, "order": order}
+                ],
+            }
+        )
+        agg = Aggregator(settings_, parts, snaps, clock)
+        (spec, w) = agg.live(clock.now())[0]
+        key = BoardKey(spec.name, w.id)
+        await split.write(key, list(board.items()), descending=descending, expire_at=None)
+        await agg.step()
+        snap = await snapshot_of(snaps, key)
+        expected = in_board_order(board.items(), descending)
+        assert list(snap.top) == expected[:exact_top]
+        assert snap.total == len(board)
+        for rank, (member, score) in enumerate(expected, start=1):
+            ahead = snap.ahead(member, score)
+            if ahead is not None:
+                assert ahead + 1 == rank
+                continue
+            assert snap.histogram is not None
+            est = snap.histogram.estimate(score, spec.codec)
+            assert est.low <= rank <= est.high, (member, score, rank, est)
+
+    asyncio.run(run())
