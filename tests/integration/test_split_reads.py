@@ -14,6 +14,10 @@ from typing import Any
 import pytest
 
 from podium.domain.boards import in_board_order
+from podium.domain.sharding import shard_tag
+from podium.index.cluster import cluster_client
+from podium.index.keys import Keys
+from podium.ports import BoardKey
 from tests.integration.conftest import Api
 
 BOARDS = [
@@ -143,3 +147,20 @@ async def test_ranks_on_redis_cluster(
     assert r.status_code == 404
     r = await api.client.get(f"/v1/boards/flat/players/{order[1]}")
     assert r.json()["rank"] == 1
+    # A rebuild fills every shard from the store (the banned player stays out), and each
+    # shard's part of the window expires as a window's key does.
+    spec = api.podium.board("flat")
+    w = api.podium.window(spec, None)
+    key = BoardKey("flat", w.id)
+    client = cluster_client(redis_cluster.url)
+    try:
+        for n in range(16):
+            await client.delete(Keys(cluster_prefix, shard_tag(n)).board(key))
+        assert await api.podium.index.count(key) == 0
+        assert await api.podium.rebuild("flat", w.id) == PLAYERS - 1
+        rows = await api.podium.index.page(key, 0, PLAYERS, descending=True)
+        assert [p for p, _ in rows] == order[1:]
+        ttls = [await client.ttl(Keys(cluster_prefix, shard_tag(n)).board(key)) for n in range(16)]
+        assert all(t > 0 for t in ttls), ttls
+    finally:
+        await client.aclose()
