@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
+from urllib.parse import urlparse
 
+import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
 from podium.index.redis import RedisIndex
-from tests.conftest import REDIS_URL
+from tests.conftest import POSTGRES_URL, REDIS_URL, need
 
 
 @pytest.fixture
@@ -30,3 +33,33 @@ def descending(request: pytest.FixtureRequest) -> bool:
     """Both orders of a board."""
     value: bool = request.param
     return value
+
+
+@pytest.fixture
+async def postgres_databases() -> AsyncIterator[Callable[[int], Awaitable[list[str]]]]:
+    """Make ``n`` fresh, empty databases on the machine's Postgres (as ``postgres_url``
+    does one); every one made is dropped afterwards."""
+    made: list[str] = []
+
+    async def make(n: int) -> list[str]:
+        need(POSTGRES_URL, "PostgreSQL")
+        names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(n)]
+        admin = await asyncpg.connect(POSTGRES_URL)
+        try:
+            for name in names:
+                await admin.execute(f'CREATE DATABASE "{name}"')
+                made.append(name)
+        finally:
+            await admin.close()
+        u = urlparse(POSTGRES_URL)
+        return [u._replace(path=f"/{name}").geturl() for name in names]
+
+    yield make
+    if not made:
+        return
+    admin = await asyncpg.connect(POSTGRES_URL)
+    try:
+        for name in made:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
