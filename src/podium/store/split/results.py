@@ -72,7 +72,9 @@ class Results(Routed):
         failures = [d for d in done if isinstance(d, BaseException)]
         if failures:
             # A request that is not answered claims nothing, as on one database, where the
-            # claim and the read are one statement: a claim this call made is released.
+            # claim and the read are one statement: a claim this call made is released, if
+            # every database can say it holds no result of the match (else it stays this
+            # key's, and the key's retry goes on with it).
             if isinstance(done[0], MatchRead) and done[0].claimed:
                 with contextlib.suppress(PodiumError):
                     await self.release_match(match_id, key_id, now)
