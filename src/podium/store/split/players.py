@@ -33,8 +33,7 @@ class Credentials(Routed):
 
 class Players(ProfilesFromVersions, Routed):
     async def set_profile(self, profile: Profile, now: float) -> int:
-        await self.ready()
-        return await self.of(profile.player_id).set_profile(profile, now)
+        return await self.routed(profile.player_id, lambda db: db.set_profile(profile, now))
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
         await self.ready()
@@ -69,20 +68,17 @@ class Players(ProfilesFromVersions, Routed):
         )
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
-        await self.ready()
-        await self.of(player_id).set_friends(player_id, friends)
+        await self.routed(player_id, lambda db: db.set_friends(player_id, friends))
 
     async def friends(self, player_id: str) -> list[str]:
         await self.ready()
         return await self.of(player_id).friends(player_id)
 
     async def ban(self, player_id: str, reason: str, now: float) -> None:
-        await self.ready()
-        await self.of(player_id).ban(player_id, reason, now)
+        await self.routed(player_id, lambda db: db.ban(player_id, reason, now))
 
     async def unban(self, player_id: str) -> bool:
-        await self.ready()
-        return await self.of(player_id).unban(player_id)
+        return await self.routed(player_id, lambda db: db.unban(player_id))
 
     async def banned(self, player_ids: Sequence[str]) -> set[str]:
         await self.ready()

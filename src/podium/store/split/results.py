@@ -117,17 +117,17 @@ class Results(Routed):
         hourly_cap: int | None,
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
-        await self.ready()
-        home = self.url_of(result.player_id)
-        out = await self.db(home).record(result, targets, now, hourly_cap, handle)
-        claim_url = self.url_of(result.match_id)
-        if claim_url != home:
+        out = await self.routed(
+            result.player_id, lambda db: db.record(result, targets, now, hourly_cap, handle)
+        )
+        if self.url_of(result.match_id) != self.url_of(result.player_id):
             # On a replay too: the retry of a record whose re-claim failed completes it.
             r = result
             args = (r.match_id, r.key_id, float(now), r.mode, r.ended_at, r.duration_s)
             key = locks.player_key(r.match_id)
-            await self.db(claim_url).run(
-                lambda c: c.execute(RECLAIM, MATCH_NS, key, *args), tx=False
+            await self.routed(
+                r.match_id,
+                lambda db: db.run(lambda c: c.execute(RECLAIM, MATCH_NS, key, *args), tx=False),
             )
         return out
 

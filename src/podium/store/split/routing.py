@@ -10,20 +10,38 @@ when it gets here.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from podium.domain.sharding import BUCKETS, bucket_of
-from podium.errors import ConfigError
+from podium.errors import ConfigError, StoreUnavailable, Unavailable
 from podium.store.common import migrations
 from podium.store.postgres import PostgresStore
+from podium.store.postgres.errors import MOVED
 from podium.store.postgres.locks import MIGRATE
 
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
+log = logging.getLogger("podium.store")
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+# How long a process trusts its copy of the map before it reads it again: a write refused
+# because its bucket moved reads it at once; reads learn of a move within this.
+MAP_TTL_S = 5.0
+# Tries of a write whose bucket moved meanwhile (the map read again between them), about
+# 1.3 s in all: a bucket being copied refuses writes for that long at most, usually far less.
+MOVE_TRIES = 7
+
+
+def moved(e: BaseException) -> bool:
+    """Whether a store error is a write refused because the player's bucket moved away."""
+    return isinstance(e, StoreUnavailable) and getattr(e.__cause__, "sqlstate", None) == MOVED
+
 
 # An outbox row's handle here is (database index << 48) | its row id on that database.
 HANDLE_BITS = 48
@@ -64,6 +82,8 @@ class Routed:
         self._dbs: dict[str, PostgresStore] = {}
         self._index: dict[str, int] = {}
         self._map: list[str] | None = None
+        self._moving: set[str] = set()  # databases a bucket is being copied to
+        self._loaded = 0.0  # when the map was read (monotonic)
         self._loading = asyncio.Lock()
         for url in (home, *self._shard_urls):
             self.db(url)
@@ -90,7 +110,8 @@ class Routed:
         """Every database that holds players (the configured shards and any the map names),
         in a stable order: what a read of every player asks."""
         named = self._map or []
-        return sorted(dict.fromkeys([*self._shard_urls, *named]), key=self.db_index)
+        every = dict.fromkeys([*self._shard_urls, *named, *sorted(self._moving)])
+        return sorted(every, key=self.db_index)
 
     def db_index(self, url: str) -> int:
         self.db(url)
@@ -117,21 +138,47 @@ class Routed:
             async with self._loading:
                 if self._map is None:
                     await self.refresh_map()
+        elif time.monotonic() > self._loaded + MAP_TTL_S and not self._loading.locked():
+            async with self._loading:
+                try:
+                    await self.refresh_map()
+                except Unavailable:
+                    # The home is down: the players' databases still answer by this copy.
+                    self._loaded = time.monotonic()
+                    log.warning("could not read the bucket map again", exc_info=True)
         assert self._map is not None
         return self._map
+
+    async def routed(self, key: str, fn: Callable[[PostgresStore], Awaitable[T]]) -> T:
+        """``fn`` on the database of ``key`` (a player or match id): if its bucket moved
+        away meanwhile, the map is read again and ``fn`` runs where it now says."""
+        await self.ready()
+        for attempt in range(MOVE_TRIES):
+            try:
+                return await fn(self.of(key))
+            except StoreUnavailable as e:
+                if not moved(e) or attempt == MOVE_TRIES - 1:
+                    raise
+            await asyncio.sleep(0.01 * 2**attempt)
+            await self.refresh_map()
+        raise AssertionError("unreachable")
 
     async def refresh_map(self) -> list[str]:
         """Read the bucket map again from the home database (none yet: the first
         assignment, which ``migrate`` writes)."""
         rows = await self.home.run(
-            lambda c: c.fetch("SELECT bucket, db FROM bucket_map ORDER BY bucket"), tx=False
+            lambda c: c.fetch("SELECT bucket, db, moving_to FROM bucket_map ORDER BY bucket"),
+            tx=False,
         )
         found = initial_map(self._shard_urls)
+        moving = set()
         for r in rows:
             found[r["bucket"]] = r["db"]
-        for url in set(found):
+            if r["moving_to"] is not None:
+                moving.add(r["moving_to"])
+        for url in sorted({*found, *moving}):
             self.db(url)
-        self._map = found
+        self._map, self._moving, self._loaded = found, moving, time.monotonic()
         return found
 
     def url_of(self, key: str) -> str:
