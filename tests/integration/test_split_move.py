@@ -8,9 +8,12 @@ import asyncio
 import random
 import secrets
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from podium.cli import app
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Profile, RecordOutcome, ResultRecord, Target
 from podium.domain.sharding import bucket_of
@@ -151,3 +154,30 @@ async def test_a_bucket_moves_while_results_keep_arriving(
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_the_command_line_moves_a_bucket(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    home, other, new = await postgres_databases(3)
+    conf = tmp_path / "podium.toml"
+    conf.write_text(f'[store]\nurl = "{home}"\nshards = ["{home}", "{other}"]\n')
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    p = in_bucket(7, 1)[0]
+    await store.set_profile(Profile(p, "seven"), NOW)
+    # applied, as the fleet's updaters would (the move waits for the bucket's outbox rows)
+    await store.ack_changes([c.handle for c in await store.claim_changes(10, 30, NOW)])  # type: ignore[misc]
+    args = ["store", "move-bucket", "--bucket", "7", "--to", new, "--grace", "0"]
+    try:
+        done = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--config", str(conf)])
+        assert done.exit_code == 0, done.output
+        assert f"bucket 7 moved to {new}" in done.output
+        await store.refresh_map()
+        assert store.url_of(p) == new
+        assert await store.profiles([p]) == {p: Profile(p, "seven")}
+        again = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--config", str(conf)])
+        assert again.exit_code == 0 and "already" in again.output
+    finally:
+        await store.close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from podium.store.split.move import move_bucket
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
 from podium.store.split.results import Results
@@ -39,3 +40,7 @@ class SplitStore(Credentials, Results, Outbox, Players, Windows):
     ) -> SplitStore:
         """Does not connect: each database's pools open on first use."""
         return cls(home, shards, pool_size=pool_size, read_pool_size=read_pool_size)
+
+    async def move_bucket(self, bucket: int, to: str, *, grace_s: float = 10.0) -> bool:
+        """Move one bucket of players to the database at ``to`` (``move.move_bucket``)."""
+        return await move_bucket(self, bucket, to, grace_s=grace_s)
