@@ -48,12 +48,15 @@ async def far_url(cluster: PgCluster) -> AsyncIterator[str]:
 async def make_split(postgres_url: str, far_url: str) -> AsyncIterator[Callable[..., Any]]:
     stack: list[Any] = []
 
-    async def make(**extra: Any) -> Api:
+    async def make(home_far: bool = False, **extra: Any) -> Api:
         settings = parse(
             {
                 "server": {"read_rate_per_s": 0, "page_cache_s": 0},
                 "workers": {"idle_sleep_s": 0.005, "lease_s": 1.0},
-                "store": {"url": postgres_url, "shards": [postgres_url, far_url]},
+                "store": {
+                    "url": far_url if home_far else postgres_url,
+                    "shards": [postgres_url, far_url],
+                },
                 **extra,
             }
         )
@@ -213,3 +216,32 @@ async def test_a_refused_match_writes_nothing_on_any_database(
             assert await rows(url, "SELECT 1 FROM results WHERE match_id = $1", m) == []
             assert await rows(url, "SELECT 1 FROM matches WHERE match_id = $1", m) == []
     assert await rows(postgres_url, "SELECT 1 FROM results") == []
+
+
+async def test_the_home_down_keeps_recording_for_keys_already_verified(
+    make_split: Callable[..., Any], postgres_url: str, far_url: str, cluster: PgCluster
+) -> None:
+    """The home (keys, the map, freezes) on the private cluster, stopped: a game server whose
+    key was verified in the last key_cache_s goes on recording players of the other
+    database; a key not verified yet, and a freeze, are 503 until the home is back."""
+    api: Api = await make_split(home_far=True)
+    store = split_of(api)
+    a, b = ids_on(store, postgres_url, "a", 2)
+    m1, m2, m3 = ids_on(store, postgres_url, "m", 3)
+    assert totals(await api.submit(m1, [(a, 3)])) == {a: 3}  # the key is verified, and kept
+    _, other = await api.podium.create_key("gs-2", ["default"], False)
+    admin = api.auth(api.admin_key)
+    assert (await api.client.get("/v1/admin/keys", headers=admin)).status_code == 200
+    week = api.podium.window(api.podium.board("week"), None).id
+    await asyncio.to_thread(cluster.stop)
+    await asyncio.sleep(1.2)  # past the service's one-second copy of the frozen windows
+    assert totals(await api.submit(m2, [(a, 4), (b, 5)])) == {a: 7, b: 5}
+    r = await api.submit(m3, [(a, 1)], key=other)
+    assert r.status_code == 503 and int(r.headers["retry-after"]) >= 1, r.text
+    r = await api.client.post(f"/v1/admin/boards/week/windows/{week}/freeze", headers=admin)
+    assert r.status_code == 503, r.text  # the admin's key is known; the freeze is the home's
+    await asyncio.to_thread(cluster.start)
+    assert totals(await retry(api, m3, [(a, 1)])) == {a: 8}  # with the other key, once back
+    await api.settle()
+    page = await api.page()
+    assert {e["playerId"]: e["points"] for e in page["entries"]} == {a: 8, b: 5}

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from podium.domain.sharding import BUCKETS, bucket_of
 from podium.errors import ConfigError, StoreUnavailable, Unavailable
@@ -85,6 +85,7 @@ class Routed:
         self._moving: set[str] = set()  # databases a bucket is being copied to
         self._loaded = 0.0  # when the map was read (monotonic)
         self._loading = asyncio.Lock()
+        self._frozen_seen: dict[str, dict[str, Any]] = {}  # windows.py: the home's last word
         for url in (home, *self._shard_urls):
             self.db(url)
 

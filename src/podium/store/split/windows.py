@@ -18,6 +18,7 @@ Final standings and what is frozen live on the home database.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import FreezePlan, plan_freeze
 from podium.domain.windows import Window
+from podium.errors import Unavailable
 from podium.store.common import FINAL_COLS, FROZEN_COLS, TALLY_COLS, frozen_of, standing_of
 from podium.store.postgres import locks
 from podium.store.split.routing import Routed, gather_all, merged_pages
@@ -32,8 +34,12 @@ from podium.store.split.routing import Routed, gather_all, merged_pages
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
+log = logging.getLogger("podium.store")
+
 
 class Windows(Routed):
+    _frozen_seen: dict[str, dict[str, FrozenWindow]]  # by board: the home's last answer
+
     async def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
@@ -102,13 +108,26 @@ class Windows(Routed):
         return found is not None
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
-        rows = await self.home.run(
-            lambda c: c.fetch(
-                f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1 AND NOT fence", board
-            ),
-            tx=False,
-        )
-        return {r["window_id"]: frozen_of(r) for r in rows}
+        """What the home says is frozen; while it is down, what it said last (a window
+        is never unfrozen, and each database refuses results for a window it has fenced,
+        so recording on the shards goes on by this list)."""
+        try:
+            rows = await self.home.run(
+                lambda c: c.fetch(
+                    f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1 AND NOT fence",
+                    board,
+                ),
+                tx=False,
+            )
+        except Unavailable:
+            known = self._frozen_seen.get(board)
+            if known is None:
+                raise
+            log.warning("the home database is down: frozen windows of %s as last read", board)
+            return dict(known)
+        found = {r["window_id"]: frozen_of(r) for r in rows}
+        self._frozen_seen[board] = found
+        return dict(found)
 
     async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
         return await self.home.final_page(board, window, first, last)
