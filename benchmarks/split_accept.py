@@ -17,7 +17,6 @@ counts the reference's database only.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import dataclasses
 import random
@@ -59,14 +58,14 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def split_env(stack: contextlib.ExitStack, env: Env) -> Env:
+async def split_env(stack: contextlib.ExitStack, env: Env) -> Env:
     """The same environment, but for a store split over two fresh databases (the first the
     home), with a Redis prefix of its own."""
     token = secrets.token_hex(4)
     names = [f"podium_bench_{token}_{i}" for i in range(2)]
     urls = []
     for name in names:
-        asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+        await _pg_admin(f'CREATE DATABASE "{name}"')
         stack.callback(drop_database, name)
         urls.append(urlparse(PG_ADMIN_URL)._replace(path=f"/{name}").geturl())
     prefix = f"podium-bench-{token}"
@@ -83,7 +82,7 @@ def split_env(stack: contextlib.ExitStack, env: Env) -> Env:
 
 async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
     rates = [float(x) for x in args.rates.split(",") if x.strip()]
-    split = split_env(stack, env)
+    split = await split_env(stack, env)
     keys: dict[str, tuple[str, str | None]] = {}
     servers = {}
     for label, e in (("one database", env), ("two databases", split)):
