@@ -89,3 +89,36 @@ async def test_pages_of_every_player_count_a_copied_bucket_once(
         assert [(s.player_id, s.tally.total) for s in standings] == [(p, 3) for p in players]
     finally:
         await store.close()
+
+
+async def test_a_record_on_another_database_claims_its_match_if_the_claim_is_gone(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+) -> None:
+    """The contract's case, with the player and the match id on different databases: the
+    record writes the claim on the match id's database again, whether its handle came from
+    the call that claimed (and released here) or from a concurrent one that did not."""
+    home, other = await postgres_databases(2)
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    try:
+        players = [f"p{i}" for i in range(100) if store.url_of(f"p{i}") == other]
+        matches = [f"m{i}" for i in range(100) if store.url_of(f"m{i}") == home]
+        for p, m in zip(players[:2], matches[:2], strict=True):
+            first = await store.open_match(m, "k1", NOW, [p], "ranked", 5, None, TARGETS)
+            second = await store.open_match(m, "k1", NOW + 1, [p], "ranked", 5, None, TARGETS)
+            assert first.claimed and not second.claimed
+            assert await store.release_match(m, "k1", NOW)
+            handle = first.handle(p) if m == matches[0] else second.handle(p)
+            r = ResultRecord(p, m, "k1", "ranked", T0 + 100, 300, 4)
+            await store.record(r, TARGETS, NOW, None, handle)
+            again = await store.open_match(m, "k2", NOW + 2, [], "ranked", 5, None)
+            assert (again.owner, again.claimed) == ("k1", False)
+        # and the claiming call's own record, with nothing released, writes no claim there
+        # (it is there already): the match is still the first key's
+        p, m = players[2], matches[2]
+        opened = await store.open_match(m, "k1", NOW, [p], "ranked", 5, None, TARGETS)
+        r = ResultRecord(p, m, "k1", "ranked", T0 + 100, 300, 4)
+        await store.record(r, TARGETS, NOW, None, opened.handle(p))
+        assert (await store.open_match(m, "k2", NOW, [], "ranked", 5, None)).owner == "k1"
+    finally:
+        await store.close()

@@ -9,7 +9,8 @@ one, and refuses another key's result for a match it knows); when the match id m
 another database, the claim there is written again after the record commits, which is what
 keeps a result from ever being stored without its owner once a concurrent rejection of the
 same key released the claim (``release_match`` and this re-claim take one lock on the match's
-database, and the release looks for results on every database while holding it).
+database, and the release looks for results on every database while holding it). A record
+from the handle of an ``open_match`` that made the claim itself skips that (``ClaimedSeen``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
 from podium.errors import PodiumError
 from podium.ports.store import MatchRead, RecordHandle
+from podium.store.common import Seen
 from podium.store.postgres import locks
 from podium.store.postgres.record_sql import RELEASE
 from podium.store.split.routing import Routed, gather_all
@@ -30,6 +33,7 @@ from podium.store.split.routing import Routed, gather_all
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
+RELEASED_KEPT = 10_000  # the matches whose claim this store released, latest first kept
 MATCH_NS = 0x7064_0010  # the split's lock on a match id, on the match id's database
 
 # The claim again, after the record committed elsewhere: under the match's lock, so that a
@@ -39,6 +43,34 @@ RECLAIM = (
     "SELECT $3, $4, $5, $6, $7, $8 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS l "
     "ON CONFLICT (match_id) DO NOTHING"
 )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClaimedSeen(Seen):
+    """A handle from an ``open_match`` that made the match's claim itself. No other request
+    can release that claim (a release names its claim's time, this call's), and this
+    request releases it only after its records, once no database holds a result of the
+    match: so a record from this handle need not write the claim again, which saves the
+    usual match its round trip to the claim's database, unless this store released a claim
+    of the match (``_released``: only the request that made it can). Equal to the same
+    ``Seen``."""
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Seen):
+            return _fields(self) == _fields(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _fields(h: Seen) -> tuple[object, ...]:
+    return (h.country, h.frozen, h.tallies, h.count, h.oldest)
+
+
+def _claimed(h: RecordHandle) -> RecordHandle:
+    if isinstance(h, Seen) and not isinstance(h, ClaimedSeen):
+        return ClaimedSeen(h.country, h.frozen, h.tallies, h.count, h.oldest)
+    return h
 
 
 class Results(Routed):
@@ -88,6 +120,8 @@ class Results(Routed):
             recent_points.update(part.recent_points)
             counts.update(part.counts)
             handles.update(part.handles)
+        if head.claimed:
+            handles = {p: _claimed(h) for p, h in handles.items()}
         return MatchRead(
             head.owner, existing, recent_points, counts, handles, head.claimed, head.facts
         )
@@ -105,7 +139,12 @@ class Results(Routed):
             if any(found):
                 return False
             status = await c.execute(RELEASE, match_id, key_id, float(claimed_at))
-            return bool(status == "DELETE 1")
+            if status != "DELETE 1":
+                return False
+            self._released[(match_id, key_id)] = None
+            while len(self._released) > RELEASED_KEPT:
+                del self._released[next(iter(self._released))]
+            return True
 
         return await self.db(claim_url).run(run)
 
@@ -117,12 +156,13 @@ class Results(Routed):
         hourly_cap: int | None,
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
+        r = result
         out = await self.routed(
-            result.player_id, lambda db: db.record(result, targets, now, hourly_cap, handle)
+            r.player_id, lambda db: db.record(r, targets, now, hourly_cap, handle)
         )
-        if self.url_of(result.match_id) != self.url_of(result.player_id):
+        mine = isinstance(handle, ClaimedSeen) and (r.match_id, r.key_id) not in self._released
+        if self.url_of(r.match_id) != self.url_of(r.player_id) and not mine:
             # On a replay too: the retry of a record whose re-claim failed completes it.
-            r = result
             args = (r.match_id, r.key_id, float(now), r.mode, r.ended_at, r.duration_s)
             key = locks.player_key(r.match_id)
             await self.routed(

@@ -86,6 +86,7 @@ class Routed:
         self._loaded = 0.0  # when the map was read (monotonic)
         self._loading = asyncio.Lock()
         self._frozen_seen: dict[str, dict[str, Any]] = {}  # windows.py: the home's last word
+        self._released: dict[tuple[str, str], None] = {}  # results.py: claims released here
         for url in (home, *self._shard_urls):
             self.db(url)
 
