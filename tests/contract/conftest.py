@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -41,25 +42,32 @@ async def postgres_databases() -> AsyncIterator[Callable[[int], Awaitable[list[s
     does one); every one made is dropped afterwards."""
     made: list[str] = []
 
+    async def create(name: str) -> None:
+        admin = await asyncpg.connect(POSTGRES_URL)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+            made.append(name)
+        finally:
+            await admin.close()
+
     async def make(n: int) -> list[str]:
         need(POSTGRES_URL, "PostgreSQL")
         names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(n)]
-        admin = await asyncpg.connect(POSTGRES_URL)
-        try:
-            for name in names:
-                await admin.execute(f'CREATE DATABASE "{name}"')
-                made.append(name)
-        finally:
-            await admin.close()
+        # at once: each CREATE DATABASE waits for a checkpoint of its own
+        done = await asyncio.gather(*map(create, names), return_exceptions=True)
+        for d in done:
+            if isinstance(d, BaseException):
+                raise d
         u = urlparse(POSTGRES_URL)
         return [u._replace(path=f"/{name}").geturl() for name in names]
 
     yield make
-    if not made:
-        return
-    admin = await asyncpg.connect(POSTGRES_URL)
-    try:
-        for name in made:
+
+    async def drop(name: str) -> None:
+        admin = await asyncpg.connect(POSTGRES_URL)
+        try:
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+        finally:
+            await admin.close()
+
+    await asyncio.gather(*map(drop, made))
