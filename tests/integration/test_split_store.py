@@ -6,9 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import pytest
+
+from podium import bootstrap
+from podium.config import parse
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
+from podium.errors import ConfigError
+from podium.store.postgres import PostgresStore
 from podium.store.split import SplitStore
 from tests.contract.conftest import postgres_databases  # noqa: F401 (a fixture)
 
@@ -122,3 +128,15 @@ async def test_a_record_on_another_database_claims_its_match_if_the_claim_is_gon
         assert (await store.open_match(m, "k2", NOW, [], "ranked", 5, None)).owner == "k1"
     finally:
         await store.close()
+
+
+def test_bootstrap_builds_the_split_store_for_store_shards() -> None:
+    home = "postgresql://podium@db0.invalid/podium"
+    shards = [home, "postgresql://podium@db1.invalid/podium"]
+    built = bootstrap._store(parse({"store": {"url": home, "shards": shards}}))
+    assert isinstance(built, SplitStore)
+    assert isinstance(bootstrap._store(parse({"store": {"url": home}})), PostgresStore)
+    with pytest.raises(ConfigError, match="postgresql"):
+        bootstrap._store(parse({"store": {"url": "sqlite:///x.db", "shards": shards}}))
+    with pytest.raises(ConfigError, match="postgresql"):
+        bootstrap._store(parse({"store": {"url": home, "shards": ["sqlite:///x.db"]}}))
