@@ -43,9 +43,16 @@ PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds 
 
 
 def _store(settings: Settings) -> ScoreStore:
-    url = settings.store.url
+    url, pools = settings.store.url, settings.store
     if settings.store.shards:
-        raise ConfigError("store.shards: a store split across databases is not built yet")
+        # The home database (store.url) holds what is global; the shards hold the players.
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise ConfigError("store.url: a store split by player needs a postgresql:// home")
+        from podium.store.split import SplitStore
+
+        return SplitStore.from_urls(
+            url, settings.store.shards, pools.pool_size, pools.read_pool_size
+        )
     if url.startswith("sqlite:///"):
         from podium.store.sqlite import SqliteStore
 
@@ -53,7 +60,7 @@ def _store(settings: Settings) -> ScoreStore:
     from podium.store.postgres import PostgresStore
 
     return PostgresStore.from_url(
-        url, pool_size=settings.store.pool_size, read_pool_size=settings.store.read_pool_size
+        url, pool_size=pools.pool_size, read_pool_size=pools.read_pool_size
     )
 
 

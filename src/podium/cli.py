@@ -1,4 +1,4 @@
-"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban."""
+"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban, store."""
 
 from __future__ import annotations
 
@@ -303,6 +303,36 @@ def rebuild(
 
     n = _run(settings, run)
     typer.echo(f"rebuilt {board} with {n} players")
+
+
+store_app = typer.Typer(no_args_is_help=True, help="The score store.")
+app.add_typer(store_app, name="store")
+
+
+@store_app.command("move-bucket")
+def store_move_bucket(
+    bucket: Annotated[int, typer.Option(min=0, max=4095, help="The bucket, 0..4095.")],
+    to: Annotated[str, typer.Option(help="The URL of the database it moves to.")],
+    grace: Annotated[
+        float, typer.Option(min=0, help="Seconds before the old copy is deleted.")
+    ] = 10.0,
+    config_file: ConfigOpt = None,
+) -> None:
+    """Move one bucket of players to another database, while results keep arriving
+    (store.shards set): README, "Store split by player"."""
+
+    async def run(b: Backends) -> bool:
+        move = getattr(b.store, "move_bucket", None)
+        if move is None:
+            raise ConfigError("store.shards: the store is not split across databases")
+        moved: bool = await move(bucket, to, grace_s=grace)
+        return moved
+
+    _logging()
+    if _run(_settings(config_file), run):
+        typer.echo(f"bucket {bucket} moved to {to}")
+    else:
+        typer.echo(f"bucket {bucket} is on {to} already")
 
 
 config_app = typer.Typer(no_args_is_help=True, help="The settings file.")

@@ -205,6 +205,9 @@ class ServerSettings:
 class StoreSettings:
     url: StoreUrl = "sqlite:///podium.db"
     shards: Texts = ()
+    """The Postgres databases that hold players, split by player (README, "Store split by
+    player"); ``url`` is then the home database, which holds the keys, the bucket map and the
+    freezes. Empty: one database, ``url``, holds everything."""
     pool_size: Count = 10
     """Postgres connections for transactions and writes, per process."""
     read_pool_size: Count = 10

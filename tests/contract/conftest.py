@@ -8,11 +8,15 @@ shard turns from test to test so that the suite's keys land on every primary.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
-from collections.abc import AsyncIterator
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
+import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
@@ -20,7 +24,7 @@ from podium.index.cluster import client_for, cluster_client, shard_indexes
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.index.split import SplitIndex
-from tests.conftest import REDIS_URL
+from tests.conftest import POSTGRES_URL, REDIS_URL, need
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
 REDIS_INDEXES = SINGLE_INDEXES[1:]
@@ -108,3 +112,40 @@ def descending(request: pytest.FixtureRequest) -> bool:
     """Both orders of a board."""
     value: bool = request.param
     return value
+
+
+@pytest.fixture
+async def postgres_databases() -> AsyncIterator[Callable[[int], Awaitable[list[str]]]]:
+    """Make ``n`` fresh, empty databases on the machine's Postgres (as ``postgres_url``
+    does one); every one made is dropped afterwards."""
+    made: list[str] = []
+
+    async def create(name: str) -> None:
+        admin = await asyncpg.connect(POSTGRES_URL)
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+            made.append(name)
+        finally:
+            await admin.close()
+
+    async def make(n: int) -> list[str]:
+        need(POSTGRES_URL, "PostgreSQL")
+        names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(n)]
+        # at once: each CREATE DATABASE waits for a checkpoint of its own
+        done = await asyncio.gather(*map(create, names), return_exceptions=True)
+        for d in done:
+            if isinstance(d, BaseException):
+                raise d
+        u = urlparse(POSTGRES_URL)
+        return [u._replace(path=f"/{name}").geturl() for name in names]
+
+    yield make
+
+    async def drop(name: str) -> None:
+        admin = await asyncpg.connect(POSTGRES_URL)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+    await asyncio.gather(*map(drop, made))

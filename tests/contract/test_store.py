@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import pytest
 
@@ -35,6 +35,7 @@ from podium.errors import (
 )
 from podium.ports import MatchFacts, MatchRead, ScoreStore
 from podium.store.postgres import PostgresStore
+from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
 from tests.conftest import stored_results
 
@@ -85,12 +86,31 @@ async def read(
 
 
 def make(kind: str, url: str) -> ScoreStore:
-    return SqliteStore.from_url(url) if kind == "sqlite" else PostgresStore.from_url(url)
+    if kind == "sqlite":
+        return SqliteStore.from_url(url)
+    if kind == "postgres":
+        return PostgresStore.from_url(url)
+    # Split by player: on two databases the home holds players too; on three it does not.
+    urls = url.split(" ")
+    return SplitStore.from_urls(urls[0], urls if len(urls) == 2 else urls[1:])
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture
+async def split2_url(postgres_databases: Callable[[int], Awaitable[list[str]]]) -> str:
+    """Two fresh databases, space-separated: the home and one more, both holding players."""
+    return " ".join(await postgres_databases(2))
+
+
+@pytest.fixture
+async def split3_url(postgres_databases: Callable[[int], Awaitable[list[str]]]) -> str:
+    """Three: a home that holds no players, and two that do."""
+    return " ".join(await postgres_databases(3))
+
+
+@pytest.fixture(params=["sqlite", "postgres", "split2", "split3"])
 def backend(request: pytest.FixtureRequest) -> tuple[str, str]:
-    """(kind, url of a fresh empty database); Postgres is skipped or failed when absent."""
+    """(kind, url of a fresh empty database; for a store split across databases, the URLs
+    of fresh ones, space-separated); Postgres is skipped or failed when absent."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     return request.param, url
 
@@ -635,7 +655,8 @@ async def test_claim_leases_rows_and_ack_deletes_them(store: ScoreStore) -> None
         r = result(f"m{i}", 1, player=f"p{i}")
         await store.record(r, targets(r.ended_at, DAY), NOW, None)
     first = await store.claim_changes(10, 30, NOW + 1)
-    assert [c.player_id for c in first] == ["p0", "p1", "p2"]
+    # In row id order (on each database, where the store is split by player).
+    assert sorted(c.player_id for c in first) == ["p0", "p1", "p2"]
     assert [c.handle for c in first] == sorted(c.handle for c in first)
     c0 = first[0]
     assert (c0.board, c0.window, c0.tally, c0.committed_at) == (
@@ -667,7 +688,9 @@ async def test_claim_is_by_row_not_by_high_water_mark(store: ScoreStore) -> None
     # The unclaimed lower row and the new row both come; the acked one never does; the
     # leased one comes back once its lease runs out, though its id is below ones handed out.
     later = await store.claim_changes(10, 30, NOW + 1)
-    assert [c.player_id for c in later] == ["p2", "p9"]
+    assert [c.handle for c in later] == sorted(c.handle for c in later)
+    assert {c.player_id for c in later} == {"p0", "p1", "p2", "p9"} - {a.player_id, b.player_id}
+    assert len(later) == 2
     assert [c.handle for c in await store.claim_changes(10, 30, NOW + 30)] == [a.handle]
     assert await store.claim_changes(0, 30, NOW + 1000) == []
 
@@ -723,7 +746,9 @@ async def test_profile_changes_are_versioned_and_go_to_the_outbox(store: ScoreSt
     profile_changes = [
         (c.player_id, c.version, c.committed_at) for c in changes if isinstance(c, ProfileChange)
     ]
-    assert profile_changes == [("p1", 1, NOW), ("p2", 1, NOW + 1), ("p1", 2, NOW + 2)]
+    # each player's in commit order (players on several databases come in no set order)
+    assert sorted(profile_changes) == [("p1", 1, NOW), ("p1", 2, NOW + 2), ("p2", 1, NOW + 1)]
+    assert [v for p, v, _ in profile_changes if p == "p1"] == [1, 2]
     # only profile rows: nobody has a tally, so the move to FR moved nothing
     assert all(isinstance(c, ProfileChange) for c in changes)
 

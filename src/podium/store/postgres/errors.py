@@ -15,6 +15,11 @@ from asyncpg import exceptions as pgx
 
 from podium.errors import InternalError, PodiumError, StoreUnavailable
 
+# Raised by a database of a store split by player for a write of a player whose bucket moved
+# away (``sql/split/002_moves.sql``): nothing was written, and the writer reads the bucket
+# map again (``store.split``); anyone else sees an outage, which it is for that player.
+MOVED = "PD001"
+
 # Retried by ``Database._run`` before they count as an outage.
 RETRIED: tuple[type[BaseException], ...] = (pgx.SerializationError, pgx.DeadlockDetectedError)
 
@@ -36,6 +41,8 @@ def translate(e: BaseException) -> BaseException:
     that is not the driver's, pass as they are."""
     if isinstance(e, PodiumError):
         return e
+    if getattr(e, "sqlstate", None) == MOVED:
+        return _caused(StoreUnavailable(f"postgres: {e}: retry"), e)
     if isinstance(e, TRANSIENT) or _closed(e):
         what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         return _caused(StoreUnavailable(f"postgres unreachable or busy: {what}"), e)

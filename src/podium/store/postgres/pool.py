@@ -163,6 +163,11 @@ class Database:
                     raise  # podium's own (a conflict, a refusal): as it is
                 raise failure from e
 
+    async def run(self, fn: Callable[[Conn], Awaitable[T]], *, tx: bool = True) -> T:
+        """``fn`` on a pooled connection, with this database's retries and error table: for
+        a store built over several of these (``store.split``), whose statements span them."""
+        return await self._run(fn, tx=tx)
+
     async def migrate(self) -> None:
         async def run(c: Conn) -> None:
             # Taken before anything else: two migrators racing on an empty database would

@@ -45,6 +45,7 @@ from podium.store.postgres.record_sql import (
     CLAIM,
     OPEN_MATCH,
     PAIRS,
+    PRIOR,
     RECORD_READ,
     RECORD_SEEN,
     RECORD_WRITE,
@@ -80,38 +81,34 @@ class Results(Database):
 
             got = await self._run(claim, tx=False)
             return MatchRead(got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts)
-        boards, windows = pairs([t for t, _ in targets])
-        grouped = [spec.group_by is not None for _, spec in targets]
-        args = (list(player_ids), match_id, mode, recent, since, boards, windows, grouped)
+        args = _prior_args(player_ids, match_id, mode, recent, since, targets)
 
         async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
-            rows = await c.fetch(
-                OPEN_MATCH, *args, GROUP_SEP, UNKNOWN_GROUP, key_id, float(now), *facts
-            )
+            rows = await c.fetch(OPEN_MATCH, *args, key_id, float(now), *facts)
             return await _claim(c, match_id, rows[0]), rows
 
         # One autocommitted statement: the claim commits with it, as it would on its own.
         # On the writes' pool: it is the first step of a match's writes, and comes in bursts
         # with them, which the board reads should not queue behind.
         got, rows = await self._run(run, tx=False)
-        existing = {r["p"]: _result(r, match_id) for r in rows if r["key_id"] is not None}
-        handles: dict[str, RecordHandle] = {}
-        if targets:
-            for r in rows:
-                if r["p"] not in existing:
-                    placed = place_in_groups(targets, r["country"])
-                    frozen, tallies = _target_state(placed, r)
-                    n, oldest = r["n"], r["oldest"]
-                    handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)
-        return MatchRead(
-            got.owner,
-            existing,
-            {r["p"]: list(r["recent"]) for r in rows},
-            {r["p"]: (r["n"], r["oldest"]) for r in rows if r["n"] > 0},
-            handles,
-            got.claimed,
-            got.facts,
-        )
+        return _match_read(rows, match_id, targets, got.owner, got.claimed, got.facts)
+
+    async def read_players(
+        self,
+        match_id: str,
+        player_ids: Sequence[str],
+        mode: str,
+        recent: int,
+        since: float | None,
+        targets: Sequence[tuple[Target, BoardSpec]] = (),
+    ) -> MatchRead:
+        """``open_match``'s read of these players, claiming nothing (its owner is ""): for a
+        store split across databases, whose match claims live on another database."""
+        if not player_ids:
+            return MatchRead("", {}, {}, {})
+        args = _prior_args(player_ids, match_id, mode, recent, since, targets)
+        rows = await self._run(lambda c: c.fetch(PRIOR, *args), tx=False)
+        return _match_read(rows, match_id, targets, "", False, None)
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
         status = await self._run(
@@ -179,6 +176,50 @@ class Results(Database):
             limit,
         )
         return [flagged_of(r) for r in rows]
+
+
+def _prior_args(
+    player_ids: Sequence[str],
+    match_id: str,
+    mode: str,
+    recent: int,
+    since: float | None,
+    targets: Sequence[tuple[Target, BoardSpec]],
+) -> list[object]:
+    """The parameters $1-$10 of ``PRIOR`` (and of ``OPEN_MATCH``, before its claim's)."""
+    boards, windows = pairs([t for t, _ in targets])
+    grouped = [spec.group_by is not None for _, spec in targets]
+    ids = list(player_ids)
+    return [ids, match_id, mode, recent, since, boards, windows, grouped, GROUP_SEP, UNKNOWN_GROUP]
+
+
+def _match_read(
+    rows: Sequence[Row],
+    match_id: str,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    owner: str,
+    claimed: bool,
+    facts: MatchFacts | None,
+) -> MatchRead:
+    """The rows of ``PRIOR`` or ``OPEN_MATCH`` (one per player) as the read the checks need."""
+    existing = {r["p"]: _result(r, match_id) for r in rows if r["key_id"] is not None}
+    handles: dict[str, RecordHandle] = {}
+    if targets:
+        for r in rows:
+            if r["p"] not in existing:
+                placed = place_in_groups(targets, r["country"])
+                frozen, tallies = _target_state(placed, r)
+                n, oldest = r["n"], r["oldest"]
+                handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)
+    return MatchRead(
+        owner,
+        existing,
+        {r["p"]: list(r["recent"]) for r in rows},
+        {r["p"]: (r["n"], r["oldest"]) for r in rows if r["n"] > 0},
+        handles,
+        claimed,
+        facts,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

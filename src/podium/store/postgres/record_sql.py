@@ -114,3 +114,6 @@ OPEN_MATCH = (
     f"{claim_sql('$2', '$11', '$12', '$3', '$13::bigint', '$14::int4')} "
     f"SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} {PRIOR_FROM}"
 )
+# The same read without the claim (``Results.read_players``), for a store split across
+# databases: a match's players read where they live, its claim where its id maps to.
+PRIOR = f"SELECT {PRIOR_COLUMNS} {PRIOR_FROM}"

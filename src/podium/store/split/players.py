@@ -1,0 +1,87 @@
+"""Players, by the database each lives on, and keys, on the home database.
+
+A profile, its friends and its ban are the player's, so each write is one transaction on
+the player's database (a new country moves the player's grouped tallies there too, as on
+one database). The whole copy of profiles (``all_profiles``) reads every database and merges
+by player id. Keys are global: they live on the home database, which every API process
+reaches (when it is down, a key verified in the last ``server.key_cache_s`` still works and
+any other is answered 503).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from podium.domain.models import ApiKey, Profile
+from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of
+from podium.store.split.routing import Routed, gather_all, merged_pages
+
+
+class Credentials(Routed):
+    async def add_key(self, key: ApiKey) -> None:
+        await self.home.add_key(key)
+
+    async def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        return await self.home.key_by_hash(key_hash)
+
+    async def list_keys(self) -> list[ApiKey]:
+        return await self.home.list_keys()
+
+    async def revoke_key(self, key_id: str, now: float) -> ApiKey | None:
+        return await self.home.revoke_key(key_id, now)
+
+
+class Players(ProfilesFromVersions, Routed):
+    async def set_profile(self, profile: Profile, now: float) -> int:
+        return await self.routed(profile.player_id, lambda db: db.set_profile(profile, now))
+
+    async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
+        await self.ready()
+        groups = self.by_db(dict.fromkeys(player_ids))
+        parts = await gather_all(self.db(u).versioned_profiles(ids) for u, ids in groups.items())
+        return {p: v for part in parts for p, v in part.items()}
+
+    async def all_profiles(self, after: str, limit: int) -> list[tuple[Profile, int]]:
+        await self.ready()
+        if limit <= 0:
+            return []
+
+        async def page(url: str, start: str) -> list[tuple[Profile, int]]:
+            rows = await self.db(url).run(
+                lambda c: c.fetch(
+                    f"SELECT {PROFILE_COLS} FROM profiles WHERE player_id > $1 "
+                    "ORDER BY player_id LIMIT $2",
+                    start,
+                    limit,
+                ),
+                tx=False,
+            )
+            return [profile_of(r) for r in rows]
+
+        return await merged_pages(
+            self.urls(),
+            page,
+            lambda row: row[0].player_id,
+            lambda url, row: self.owns(url, row[0].player_id),
+            limit,
+            after,
+        )
+
+    async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
+        await self.routed(player_id, lambda db: db.set_friends(player_id, friends))
+
+    async def friends(self, player_id: str) -> list[str]:
+        await self.ready()
+        return await self.of(player_id).friends(player_id)
+
+    async def ban(self, player_id: str, reason: str, now: float) -> None:
+        await self.routed(player_id, lambda db: db.ban(player_id, reason, now))
+
+    async def unban(self, player_id: str) -> bool:
+        return await self.routed(player_id, lambda db: db.unban(player_id))
+
+    async def banned(self, player_ids: Sequence[str]) -> set[str]:
+        await self.ready()
+        groups = self.by_db(dict.fromkeys(player_ids))
+        parts = await gather_all(self.db(u).banned(ids) for u, ids in groups.items())
+        return set().union(*parts)

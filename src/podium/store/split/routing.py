@@ -1,0 +1,283 @@
+"""Which database a player (or a match id) lives on, and the plumbing every port shares.
+
+The home database holds the bucket map (``bucket_map``: bucket -> database URL, 4,096 rows,
+``domain.sharding.bucket_of``), read at start and cached; ``refresh_map`` reads it again
+(a move of a bucket says when). Every database is a ``PostgresStore`` of its own, with its
+own pools, retries and error table, so a driver error is already a ``podium.errors`` one
+when it gets here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from podium.domain.sharding import BUCKETS, bucket_of
+from podium.errors import ConfigError, StoreUnavailable, Unavailable
+from podium.store.common import migrations
+from podium.store.postgres import PostgresStore
+from podium.store.postgres.errors import MOVED
+from podium.store.postgres.locks import MIGRATE
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+log = logging.getLogger("podium.store")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# How long a process trusts its copy of the map before it reads it again: a write refused
+# because its bucket moved reads it at once; reads learn of a move within this.
+MAP_TTL_S = 5.0
+# Tries of a write whose bucket moved meanwhile (the map read again between them), about
+# 1.3 s in all: a bucket being copied refuses writes for that long at most, usually far less.
+MOVE_TRIES = 7
+
+
+def moved(e: BaseException) -> bool:
+    """Whether a store error is a write refused because the player's bucket moved away."""
+    return isinstance(e, StoreUnavailable) and getattr(e.__cause__, "sqlstate", None) == MOVED
+
+
+# An outbox row's handle here is (database index << 48) | its row id on that database.
+HANDLE_BITS = 48
+_ROW = (1 << HANDLE_BITS) - 1
+
+
+async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Every awaitable to its end, then the first failure raised (so nothing is left
+    running behind a raised error), else the results in order."""
+    done = await asyncio.gather(*aws, return_exceptions=True)
+    out: list[T] = []
+    for d in done:
+        if isinstance(d, BaseException):
+            raise d
+        out.append(d)
+    return out
+
+
+def initial_map(shards: Sequence[str]) -> list[str]:
+    """The first assignment of buckets: round robin over the shards as configured."""
+    return [shards[b % len(shards)] for b in range(BUCKETS)]
+
+
+class Routed:
+    """The databases, the bucket map, and routing by player or match id."""
+
+    def __init__(
+        self, home: str, shards: Sequence[str], *, pool_size: int = 10, read_pool_size: int = 10
+    ) -> None:
+        if not shards:
+            raise ConfigError("store.shards: a split store needs at least one database")
+        for url in (home, *shards):
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise ConfigError(f"store.shards: {url!r} is not a postgresql:// URL")
+        self._pool_sizes = (pool_size, read_pool_size)
+        self._home_url = home
+        self._shard_urls = list(dict.fromkeys(shards))
+        self._dbs: dict[str, PostgresStore] = {}
+        self._index: dict[str, int] = {}
+        self._map: list[str] | None = None
+        self._moving: set[str] = set()  # databases a bucket is being copied to
+        self._loaded = 0.0  # when the map was read (monotonic)
+        self._loading = asyncio.Lock()
+        self._frozen_seen: dict[str, dict[str, Any]] = {}  # windows.py: the home's last word
+        self._released: dict[tuple[str, str], None] = {}  # results.py: claims released here
+        for url in (home, *self._shard_urls):
+            self.db(url)
+
+    # -- the databases ------------------------------------------------------------------
+
+    def db(self, url: str) -> PostgresStore:
+        """The store of one database, made on first use (a bucket moved to a database this
+        process was not configured with is found through the map)."""
+        found = self._dbs.get(url)
+        if found is None:
+            if len(self._index) >= 1 << (63 - HANDLE_BITS):
+                raise ConfigError("store.shards: too many databases")
+            pool, reads = self._pool_sizes
+            found = self._dbs[url] = PostgresStore.from_url(url, pool, reads)
+            self._index[url] = len(self._index)
+        return found
+
+    @property
+    def home(self) -> PostgresStore:
+        return self._dbs[self._home_url]
+
+    def urls(self) -> list[str]:
+        """Every database that holds players (the configured shards and any the map names),
+        in a stable order: what a read of every player asks."""
+        named = self._map or []
+        every = dict.fromkeys([*self._shard_urls, *named, *sorted(self._moving)])
+        return sorted(every, key=self.db_index)
+
+    def db_index(self, url: str) -> int:
+        self.db(url)
+        return self._index[url]
+
+    def url_at(self, index: int) -> str:
+        for url, i in self._index.items():
+            if i == index:
+                return url
+        raise ValueError(f"no database {index}")
+
+    async def close(self) -> None:
+        await gather_all(db.close() for db in list(self._dbs.values()))
+
+    async def ping(self) -> None:
+        await self.ready()
+        urls = dict.fromkeys([self._home_url, *self.urls()])
+        await gather_all(self.db(u).ping() for u in urls)
+
+    # -- the map ------------------------------------------------------------------------
+
+    async def ready(self) -> list[str]:
+        if self._map is None:
+            async with self._loading:
+                if self._map is None:
+                    await self.refresh_map()
+        elif time.monotonic() > self._loaded + MAP_TTL_S and not self._loading.locked():
+            async with self._loading:
+                try:
+                    await self.refresh_map()
+                except Unavailable:
+                    # The home is down: the players' databases still answer by this copy.
+                    self._loaded = time.monotonic()
+                    log.warning("could not read the bucket map again", exc_info=True)
+        assert self._map is not None
+        return self._map
+
+    async def routed(self, key: str, fn: Callable[[PostgresStore], Awaitable[T]]) -> T:
+        """``fn`` on the database of ``key`` (a player or match id): if its bucket moved
+        away meanwhile, the map is read again and ``fn`` runs where it now says."""
+        await self.ready()
+        for attempt in range(MOVE_TRIES):
+            try:
+                return await fn(self.of(key))
+            except StoreUnavailable as e:
+                if not moved(e) or attempt == MOVE_TRIES - 1:
+                    raise
+            await asyncio.sleep(0.01 * 2**attempt)
+            await self.refresh_map()
+        raise AssertionError("unreachable")
+
+    async def refresh_map(self) -> list[str]:
+        """Read the bucket map again from the home database (none yet: the first
+        assignment, which ``migrate`` writes)."""
+        rows = await self.home.run(
+            lambda c: c.fetch("SELECT bucket, db, moving_to FROM bucket_map ORDER BY bucket"),
+            tx=False,
+        )
+        found = initial_map(self._shard_urls)
+        moving = set()
+        for r in rows:
+            found[r["bucket"]] = r["db"]
+            if r["moving_to"] is not None:
+                moving.add(r["moving_to"])
+        for url in sorted({*found, *moving}):
+            self.db(url)
+        self._map, self._moving, self._loaded = found, moving, time.monotonic()
+        return found
+
+    def url_of(self, key: str) -> str:
+        """The database of a player id or a match id (after ``ready``)."""
+        assert self._map is not None, "ready() first"
+        return self._map[bucket_of(key)]
+
+    def of(self, key: str) -> PostgresStore:
+        return self.db(self.url_of(key))
+
+    def by_db(self, ids: Iterable[str]) -> dict[str, list[str]]:
+        """Player ids by the URL of their database, each list in the given order."""
+        out: dict[str, list[str]] = {}
+        for i in ids:
+            out.setdefault(self.url_of(i), []).append(i)
+        return out
+
+    def owns(self, url: str, player_id: str) -> bool:
+        """Whether ``url`` is where the map puts this player: a read of every database
+        keeps only these rows, so a bucket being copied to another database is not
+        counted twice."""
+        return self.url_of(player_id) == url
+
+    # -- handles ------------------------------------------------------------------------
+
+    def handle(self, url: str, row: int) -> int:
+        return (self.db_index(url) << HANDLE_BITS) | row
+
+    def split_handles(self, handles: Sequence[int]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for h in handles:
+            out.setdefault(self.url_at(h >> HANDLE_BITS), []).append(h & _ROW)
+        return out
+
+    # -- schema -------------------------------------------------------------------------
+
+    async def migrate(self) -> None:
+        """Every database's own migrations, the split's (``sql/split``) on each, the
+        home's (``sql/split_home``), and the first bucket map if there is none yet."""
+        urls = list(dict.fromkeys([self._home_url, *self._shard_urls]))
+        await gather_all(self.db(u).migrate() for u in urls)
+        await gather_all(_migrate_part(self.db(u), "split") for u in urls)
+        await _migrate_part(self.home, "split_home")
+
+        async def first_map(c: Conn) -> None:
+            await c.execute(
+                "INSERT INTO bucket_map (bucket, db) SELECT b, ($1::text[])[b % $2 + 1] "
+                "FROM generate_series(0, $3 - 1) AS b ON CONFLICT (bucket) DO NOTHING",
+                self._shard_urls,
+                len(self._shard_urls),
+                BUCKETS,
+            )
+
+        await self.home.run(first_map, tx=False)
+        await self.refresh_map()
+
+
+async def _migrate_part(db: PostgresStore, part: str) -> None:
+    async def run(c: Conn) -> None:
+        await c.execute("SELECT pg_advisory_xact_lock($1)", MIGRATE)
+        await c.execute(
+            "CREATE TABLE IF NOT EXISTS split_migrations "
+            "(part text NOT NULL, version integer NOT NULL, PRIMARY KEY (part, version))"
+        )
+        rows = await c.fetch("SELECT version FROM split_migrations WHERE part = $1", part)
+        done = {r["version"] for r in rows}
+        for version, sql in migrations(part):
+            if version not in done:
+                await c.execute(sql)
+                await c.execute("INSERT INTO split_migrations VALUES ($1, $2)", part, version)
+
+    await db.run(run)
+
+
+async def merged_pages(
+    urls: Sequence[str],
+    page: Callable[[str, str], Awaitable[Sequence[R]]],
+    player: Callable[[R], str],
+    keep: Callable[[str, R], bool],
+    limit: int,
+    after: str,
+) -> list[R]:
+    """One page of rows by player id across databases, each read in keyset pages of
+    ``limit`` after ``after``: merged, the rows ``keep`` refuses left out, cut where the
+    first full page ends (past it a database may have rows not read yet), and read on past
+    a cut whose rows were all left out. Empty: there are no more."""
+    while True:
+        pages = await gather_all(page(u, after) for u in urls)
+        full = [player(p[-1]) for p in pages if len(p) >= limit and p]
+        cut = min(full) if full else None
+        rows = [
+            r
+            for u, p in zip(urls, pages, strict=True)
+            for r in p
+            if keep(u, r) and (cut is None or player(r) <= cut)
+        ]
+        rows.sort(key=player)
+        if rows or cut is None:
+            return rows[:limit]
+        after = cut

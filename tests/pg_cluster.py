@@ -1,0 +1,84 @@
+"""A private PostgreSQL cluster that a test starts, stops mid-run and starts again: a real
+outage of one database, without touching the machine's shared server.
+
+Made with the installed ``initdb`` and ``pg_ctl`` in a temporary directory, on a free
+loopback port, with trust authentication and no fsync (its data is thrown away; commits are still
+written to the WAL before they return, so an immediate stop loses nothing committed). initdb
+refuses to run as root, so as root every command runs as the ``postgres`` user.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from tests.conftest import REQUIRE
+
+
+def _bin(name: str) -> str | None:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PgCluster:
+    def __init__(self) -> None:
+        initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
+        if initdb is None or pg_ctl is None:
+            message = "initdb and pg_ctl are not installed"
+            if REQUIRE:
+                pytest.fail(f"{message} and PODIUM_REQUIRE_SERVICES=1")
+            pytest.skip(message)
+        self._initdb, self._pg_ctl = initdb, pg_ctl
+        self._as_postgres = os.geteuid() == 0
+        self.dir = tempfile.mkdtemp(prefix="podium-pg-")
+        self.data = os.path.join(self.dir, "data")
+        self.port = _free_port()
+        if self._as_postgres:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self._run(self._initdb, "-D", self.data, "-U", "postgres", "-A", "trust", "--no-sync")
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str) -> None:
+        cmd = ["runuser", "-u", "postgres", "--", *args] if self._as_postgres else list(args)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: {done.stderr or done.stdout}")
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} "
+            "-c fsync=off"  # a stop here is a process crash, not the machine's: nothing lost
+        )
+        log = os.path.join(self.dir, "log")
+        self._run(self._pg_ctl, "-D", self.data, "-l", log, "-o", options, "-w", "start")
+
+    def stop(self) -> None:
+        """As a crash: immediate shutdown, open connections dropped."""
+        self._run(self._pg_ctl, "-D", self.data, "-m", "immediate", "-w", "stop")
+
+    def running(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def destroy(self) -> None:
+        if self.running():
+            self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
