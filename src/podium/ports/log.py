@@ -79,6 +79,17 @@ class ChangeLog(Protocol):
         """Not applied, given back: deliver them again at once, to any consumer."""
         ...
 
+    async def replay(self, since: float) -> ChangeLog:
+        """Everything committed since ``since`` (epoch seconds), delivered once more: a log
+        of its own, for one consumer to drain (fetch, apply, ack, until a fetch returns
+        less than it asked for) and then close, beside this log's own deliveries. Applying
+        it again is harmless (absolute totals, ``GT`` and versioned writes); it mends a
+        board whose index lost writes (a Redis failover). JetStream: a consumer from that
+        time, up to what the stream held when the replay began. The outbox: fresh rows
+        with the current totals of every player with a result since then, in the outbox
+        itself (so the returned log is one more consumer of it)."""
+        ...
+
     async def close(self) -> None:
         """Stop. Messages this consumer still holds are given back (as by ``nak``) where
         the log can; otherwise their leases run out."""
