@@ -3,9 +3,11 @@
 nats-py's own ``fetch`` waits (a lingering request) when there is nothing to take; the log's
 ``fetch`` must answer at once, so each request here is ``no_wait``: the server delivers what
 it has, up to the batch, then ends the request with a status (404 nothing at all, 408 fewer
-than asked). Messages are delivered with their own subject, not the inbox's, so one inbox
-serves one request at a time (a lock); an inbox whose request went unanswered is dropped,
-so that what it brings late is never taken for the next request's (those leases run out).
+than asked). Messages are delivered with their own subject, not the inbox's, so each
+request has an inbox of its own, dropped when it ends: what reaches it late (a consumer that
+changed leader, a request that went unanswered) is never taken for the next request's, and
+its leases run out. On a cluster a new consumer has no leader for a moment: ``ensure``
+waits for one.
 """
 
 from __future__ import annotations
@@ -55,7 +57,14 @@ class Pull:
             return
         with translated(f"create consumer {self.name or '(ephemeral)'}"):
             info = await self._js.add_consumer(self._stream, self._config)
-        self.name = info.name
+            self.name = info.name
+            # On a cluster the consumer is made before it has a leader, and a request sent
+            # to it meanwhile goes unanswered: wait for one, a little.
+            for _ in range(50):
+                if info.cluster is None or info.cluster.leader:
+                    break
+                await asyncio.sleep(0.05)
+                info = await self._js.consumer_info(self._stream, self.name)
         self._ready = True
 
     async def next(self, batch: int) -> list[Msg]:
@@ -63,9 +72,11 @@ class Pull:
         await self.ensure()
         async with self._lock:
             with translated(f"fetch from {self.name}"):
-                if self._sub is None:
-                    self._sub = await self._nc.subscribe(self._nc.new_inbox())
-                sub = self._sub
+                # An inbox per request: a message that reached the last one after its
+                # request ended (a late answer from a consumer that changed leader) must
+                # not be taken for this request's, whose lease it does not share.
+                await self._drop_inbox()
+                sub = self._sub = await self._nc.subscribe(self._nc.new_inbox())
                 request = json.dumps({"batch": batch, "no_wait": True}).encode()
                 subject = f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{self.name}"
                 await self._nc.publish(subject, request, reply=sub.subject)
@@ -105,6 +116,9 @@ class Pull:
 
     async def _drop(self) -> None:
         self._ready = False
+        await self._drop_inbox()
+
+    async def _drop_inbox(self) -> None:
         sub, self._sub = self._sub, None
         if sub is not None:
             try:
