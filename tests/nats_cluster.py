@@ -19,7 +19,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 import nats
@@ -62,10 +62,8 @@ async def delete_stream(urls: list[str], name: str) -> None:
     nc = await nats.connect(servers=urls, connect_timeout=2, max_reconnect_attempts=2)
     try:
         js = nc.jetstream()
-        try:
+        with suppress(nats.js.errors.NotFoundError):
             await js.delete_stream(name)
-        except nats.js.errors.NotFoundError:
-            pass
     finally:
         await nc.close()
 
@@ -164,7 +162,7 @@ class Cluster:
                     return
                 finally:
                     await nc.close()
-            except (nats.errors.Error, OSError, asyncio.TimeoutError) as e:
+            except (TimeoutError, nats.errors.Error, OSError) as e:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the NATS cluster did not come up: {e!r}") from e
                 await asyncio.sleep(0.3)
