@@ -99,6 +99,7 @@ class Cluster:
         ports = _free_ports(2 * size)
         self.client_ports, self.route_ports = ports[:size], ports[size:]
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * size
+        root.mkdir(parents=True, exist_ok=True)
 
     @property
     def urls(self) -> list[str]:

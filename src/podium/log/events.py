@@ -23,11 +23,15 @@ from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.sharding import bucket_of
 
 VERSION = 1
-SCHEMA_ID = "https://podium.dev/schemas/change-event.v1.json"
+SCHEMA_ID = "urn:podium:schema:change-event:v1"  # the $id of schemas/change-event.v1.json
 
 
 class EventError(ValueError):
     """A message that is not a change event podium can read (another version, a stranger)."""
+
+
+class OtherVersion(EventError):
+    """A change event of a version this podium does not know (a newer relay's)."""
 
 
 def source_of(url: str) -> str:
@@ -82,7 +86,7 @@ def decode(payload: bytes, handle: object) -> Message:
         if not isinstance(event, dict):
             raise EventError("not a JSON object")
         if event.get("version") != VERSION:
-            raise EventError(f"change event version {event.get('version')!r}, not {VERSION}")
+            raise OtherVersion(f"change event version {event.get('version')!r}, not {VERSION}")
         player, committed = _str(event["playerId"]), _num(event["committedAt"])
         if event["type"] == "profile":
             return ProfileChange(player, _int(event["profileVersion"]), committed, handle)

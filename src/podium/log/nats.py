@@ -51,7 +51,14 @@ from nats.js.api import (
 
 from podium.domain.models import Message
 from podium.errors import ConfigError
-from podium.log.events import EventError, decode, encode, message_id, partition_of
+from podium.log.events import (
+    EventError,
+    OtherVersion,
+    decode,
+    encode,
+    message_id,
+    partition_of,
+)
 from podium.log.nats_errors import translated
 from podium.log.nats_pull import Pull
 from podium.ports import Clock, Outbox
@@ -60,6 +67,7 @@ log = logging.getLogger("podium.log")
 
 DUPLICATE_WINDOW_S = 300.0  # longer than a relay's lease and restart, so re-publishes drop
 MAX_ACK_PENDING = 20_000  # per partition: several updaters' batches held across an outage
+CONNECT_TIMEOUT_S = 5.0  # the first connection, every server tried
 REQUEST_TIMEOUT_S = 5.0  # a publish, a fetch, an ack: longer than a cluster's election
 
 
@@ -145,18 +153,19 @@ class NatsLog:
             log.warning("NATS: %s: %s", type(e).__name__, e)
 
         with translated(f"connect to {','.join(self._servers)}"):
-            # Reconnects for ever once connected (a node killed, a restart); the first
-            # connection is tried once per server, and the runner retries it.
-            return await nats.connect(
-                servers=self._servers,
-                name="podium",
-                connect_timeout=2,
-                reconnect_time_wait=0.25,
-                max_reconnect_attempts=-1,
-                allow_reconnect=True,
-                dont_randomize=False,
-                error_cb=quiet,
-            )
+            # Reconnects for ever once connected (a node killed, a restart). nats-py would
+            # also try the first connection for ever: that one is bounded here, and the
+            # runner retries it.
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                return await nats.connect(
+                    servers=self._servers,
+                    name="podium",
+                    connect_timeout=2,
+                    reconnect_time_wait=0.25,
+                    max_reconnect_attempts=-1,
+                    allow_reconnect=True,
+                    error_cb=quiet,
+                )
 
     async def _ensure_stream(self, nc: Client, js: JetStreamContext) -> None:
         described = f"podium change log: {self._partitions} partitions, change-event v1"
@@ -306,7 +315,7 @@ class NatsLog:
                 # rolling upgrade) is left to its lease, for an updater that can; anything
                 # else will never be readable, and is taken off the log.
                 log.error("stream %s message %d: %s", self._stream, seq, e)
-                if "version" not in str(e):
+                if not isinstance(e, OtherVersion):
                     await self._settle_replies([msg.reply], b"+TERM")
                 continue
             self._held[msg.reply] = lease_ends
