@@ -246,8 +246,8 @@ class LogSettings:
     ] = 0
     """Copies of the stream kept by a NATS cluster; 0: min(3, the cluster's size)."""
     retention_s: AtLeastOne = 86_400
-    """How long the stream keeps changes after they were applied: how far back
-    ``podium worker --replay-since`` can reach, and what subscribers may read again."""
+    """How long the stream keeps each change, applied or not: how far back ``podium worker
+    --replay-since`` can reach on NATS, and what other subscribers may read again."""
 
 
 @table(frozen=True, config=_TABLE)
