@@ -127,6 +127,8 @@ class Pull:
                 log.debug("unsubscribe %s: %s", sub.subject, e)
 
     async def delete(self) -> None:
+        """Delete the consumer, if it was ever made (an ephemeral one has no name before)."""
         await self._drop()
-        with translated(f"delete consumer {self.name}"):
-            await self._js.delete_consumer(self._stream, self.name)
+        if self.name:
+            with translated(f"delete consumer {self.name}"):
+                await self._js.delete_consumer(self._stream, self.name)

@@ -35,8 +35,8 @@ without nak, thus sees each player's messages in commit order. The board updater
 **Partitions.** A log is split by player into ``partitions`` (numbered from 0): every
 message of one player is in the same partition, for good. ``fetch(limit, partition=p)``
 delivers messages of partition ``p`` only; ``partition=None`` delivers from all of them.
-A partition out of range is a ``ValueError``. The outbox is one partition; JetStream will
-have one subject range per partition, so that each updater can own some of them.
+A partition out of range is a ``ValueError``. The outbox is one partition; JetStream has one
+subject (and one durable consumer) per partition, so that each updater can own some of them.
 """
 
 from __future__ import annotations
