@@ -90,7 +90,7 @@ async def commit_to_board(log_url: str, stream: str, rate: float, seconds: float
         b = bootstrap.build(parse(raw))
         timed = Timed(b.index)
         # the updaters take the index from here
-        b.index = timed  # type: ignore[assignment]
+        b.index = timed
         await b.start()
         b.start_roles(["relay", "updater"])
         key, _ = await b.podium.create_key("bench", ["default"])
