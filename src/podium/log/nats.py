@@ -411,17 +411,19 @@ class NatsReplay:
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
-        if self._done or limit <= 0:
-            return []
-        lease_ends = time.monotonic() + self._log._lease_s
-        msgs = await self._pull.next(limit)
-        mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
-        later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
-        if later or not msgs:
-            self._done = True  # past the end: the updaters' own consumers deliver those
-        if later:
-            await self._log._settle_replies(later, b"+ACK")
-        return await self._log._decode(mine, lease_ends)
+        # Less than ``limit`` only at the end: that is how the caller knows it is done.
+        out: list[Message] = []
+        while not self._done and len(out) < limit:
+            lease_ends = time.monotonic() + self._log._lease_s
+            msgs = await self._pull.next(limit - len(out))
+            mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
+            later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
+            if later or not msgs:
+                self._done = True  # past the end: the updaters' own consumers deliver those
+            if later:
+                await self._log._settle_replies(later, b"+ACK")
+            out += await self._log._decode(mine, lease_ends)
+        return out
 
     async def ack(self, messages: Sequence[Message]) -> None:
         await self._log.ack(messages)
