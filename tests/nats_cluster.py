@@ -78,6 +78,31 @@ async def own_stream(urls: list[str]) -> AsyncIterator[str]:
         await delete_stream(urls, name)
 
 
+async def settled(
+    urls: list[str], stream: str, quiet_s: float = 4.0, timeout: float = 30.0
+) -> None:
+    """Until the leaders of the stream's consumers have not changed for ``quiet_s``."""
+    nc = await nats.connect(servers=urls)
+    try:
+        js = nc.jetstream(timeout=5)
+        last: dict[str, str | None] = {}
+        since = time.monotonic()
+        deadline = since + timeout
+        while time.monotonic() < deadline:
+            now = {
+                c.name: c.cluster.leader if c.cluster else None
+                for c in await js.consumers_info(stream)
+            }
+            if now != last or None in now.values():
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
+            await asyncio.sleep(0.25)
+        raise RuntimeError(f"the consumers of {stream} kept changing leaders: {last}")
+    finally:
+        await nc.close()
+
+
 def _free_ports(n: int) -> list[int]:
     socks = [socket.socket() for _ in range(n)]
     try:

@@ -22,6 +22,10 @@ from that partition's consumer; without a partition, from all of them at once, t
 shared between those that have more. Settling is synchronous (the server answers each ack,
 ``+WPI`` and ``-NAK``), so that once it returns the server knows.
 
+On a cluster a consumer's leases live on its leader: a new leader (a node lost, or the
+elections of a consumer just made) may deliver again at once what the old one had leased.
+That is at least once still, and the updater's writes make it harmless.
+
 **Replay.** ``replay(since)`` is a log of its own: an ephemeral consumer that starts at that
 time, delivers what the stream held when it was made, and is deleted when closed.
 """

@@ -60,7 +60,7 @@ class Pull:
             self.name = info.name
             # On a cluster the consumer is made before it has a leader, and a request sent
             # to it meanwhile goes unanswered: wait for one, a little.
-            for _ in range(50):
+            for _ in range(int(self._timeout / 0.05)):
                 if info.cluster is None or info.cluster.leader:
                     break
                 await asyncio.sleep(0.05)
