@@ -6,14 +6,9 @@ and keep their order. The stream is made on first use if missing (file storage, 
 retention for ``[log] retention_s`` so that a replay by time can reach back, a duplicate
 window of ``DUPLICATE_WINDOW_S``); one made with another partition count is refused.
 
-**Relay.** ``relay`` claims committed rows from the one ``Outbox`` this log was given (one
-relay per store database: a store split across databases gives each its own), publishes
-each with a ``Nats-Msg-Id`` of its database, its row and its content (``events.py``), waits
-for every publish ack, and only then acks the rows. A crash in between re-publishes them,
-and the duplicate window drops what was stored already. A player's rows are published one
-after another (the first of every player at once, then every second, ...) and a player's
-chain stops at its first failure, so the stream never holds a player's later change before
-an earlier one. Two relays on one database could interleave a player's rows: run one.
+**Relay.** ``relay`` moves committed rows of the one ``Outbox`` this log was given (one
+relay per store database: a store split across databases gives each its own) into the
+stream, with message ids that make a re-publish harmless (``nats_relay.py``).
 
 **Updaters.** One durable pull consumer per partition (``<stream>-changes-<p>``, so that a
 restart resumes where the fleet was), explicit acks with ``ack_wait = [workers] lease_s``:
@@ -27,7 +22,8 @@ elections of a consumer just made) may deliver again at once what the old one ha
 That is at least once still, and the updater's writes make it harmless.
 
 **Replay.** ``replay(since)`` is a log of its own: an ephemeral consumer that starts at that
-time, delivers what the stream held when it was made, and is deleted when closed.
+time, delivers what the stream held when it was made, and is deleted when closed
+(``nats_replay.py``).
 """
 
 from __future__ import annotations
@@ -59,12 +55,11 @@ from podium.log.events import (
     EventError,
     OtherVersion,
     decode,
-    encode,
-    message_id,
-    partition_of,
 )
 from podium.log.nats_errors import translated
 from podium.log.nats_pull import Pull
+from podium.log.nats_relay import Publisher
+from podium.log.nats_replay import NatsReplay
 from podium.ports import Clock, Outbox
 
 log = logging.getLogger("podium.log")
@@ -223,50 +218,8 @@ class NatsLog:
         if self._outbox is None:
             return 0  # a consumer only: the relays are elsewhere
         _, js = await self._ready()
-        now = self._clock.now()
-        rows = await self._outbox.claim_changes(limit, self._lease_s, now)
-        if not rows:
-            return 0
-        chains: dict[str, list[Message]] = {}
-        for m in rows:
-            chains.setdefault(m.player_id, []).append(m)
-        sent: list[int] = []
-        unsent: list[int] = []
-        error: BaseException | None = None
-        live = list(chains.values())
-        wave = 0
-        while live:
-            heads = [chain[wave] for chain in live]
-            outcomes = await asyncio.gather(
-                *(self._publish(js, m) for m in heads), return_exceptions=True
-            )
-            still: list[list[Message]] = []
-            for chain, outcome in zip(live, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    # This player's chain stops here: a later change must not be stored
-                    # before this one is.
-                    error = error or outcome
-                    unsent += [_row(m) for m in chain[wave:]]
-                    continue
-                sent.append(_row(chain[wave]))
-                if len(chain) > wave + 1:
-                    still.append(chain)
-            live, wave = still, wave + 1
-        if sent:
-            await self._outbox.ack_changes(sent)
-        if unsent:
-            await self._outbox.lease_changes(unsent, now)  # retried at once, not after a lease
-        if error is not None:
-            raise error
-        return len(sent)
-
-    async def _publish(self, js: JetStreamContext, m: Message) -> None:
-        row = _row(m)
-        payload = encode(m, self._source, row)
-        headers = {"Nats-Msg-Id": message_id(payload, self._source, row)}
-        subject = self.subject(partition_of(m.player_id, self._partitions))
-        with translated(f"publish to {subject}"):
-            await js.publish(subject, payload, stream=self._stream, headers=headers)
+        publisher = Publisher(js, self._stream, self._partitions, self._source)
+        return await publisher.relay(self._outbox, limit, self._lease_s, self._clock.now())
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -395,59 +348,6 @@ class NatsLog:
             await nc.close()
 
 
-class NatsReplay:
-    """``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up
-    to the last message the stream held when the replay began; then nothing."""
-
-    def __init__(self, log: NatsLog, pull: Pull, end: int) -> None:
-        self._log = log
-        self._pull = pull
-        self._end = end
-        self._done = end == 0
-
-    @property
-    def partitions(self) -> int:
-        return 1
-
-    async def relay(self, limit: int) -> int:
-        return 0
-
-    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
-        if partition not in (None, 0):
-            raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
-        # Less than ``limit`` only at the end: that is how the caller knows it is done.
-        out: list[Message] = []
-        while not self._done and len(out) < limit:
-            lease_ends = time.monotonic() + self._log._lease_s
-            msgs = await self._pull.next(limit - len(out))
-            mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
-            later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
-            if later or not msgs:
-                self._done = True  # past the end: the updaters' own consumers deliver those
-            if later:
-                await self._log._settle_replies(later, b"+ACK")
-            out += await self._log._decode(mine, lease_ends)
-        return out
-
-    async def ack(self, messages: Sequence[Message]) -> None:
-        await self._log.ack(messages)
-
-    async def in_progress(self, messages: Sequence[Message]) -> None:
-        await self._log.in_progress(messages)
-
-    async def nak(self, messages: Sequence[Message]) -> None:
-        await self._log.nak(messages)
-
-    async def replay(self, since: float) -> NatsReplay:
-        return await self._log.replay(since)
-
-    async def close(self) -> None:
-        try:
-            await self._pull.delete()
-        except Exception as e:  # an ephemeral consumer goes by itself when left idle
-            log.warning("deleting the replay consumer: %s", e)
-
-
 def _cluster_size(nc: Client) -> int:
     """How many servers the connected one says its cluster has (1 when not clustered)."""
     info = nc._server_info
@@ -460,12 +360,6 @@ def _share(total: int, parts: int) -> list[int]:
     """``total`` shared out over ``parts`` as evenly as integers go (some may get 0)."""
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
-def _row(m: Message) -> int:
-    if not isinstance(m.handle, int):
-        raise TypeError(f"not an outbox row: handle {m.handle!r}")
-    return m.handle
 
 
 def _delivery(m: Message) -> Delivery:
