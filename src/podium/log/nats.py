@@ -67,7 +67,8 @@ log = logging.getLogger("podium.log")
 DUPLICATE_WINDOW_S = 300.0  # longer than a relay's lease and restart, so re-publishes drop
 MAX_ACK_PENDING = 20_000  # per partition: several updaters' batches held across an outage
 CONNECT_TIMEOUT_S = 5.0  # the first connection, every server tried
-REQUEST_TIMEOUT_S = 5.0  # a publish, a fetch, an ack: longer than a cluster's election
+REQUEST_TIMEOUT_S = 5.0  # a publish, an ack: longer than a cluster's election
+PULL_TIMEOUT_S = 2.0  # a no_wait pull is answered at once: longer, and its leader is gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +211,7 @@ class NatsLog:
             max_deliver=-1,
             max_ack_pending=MAX_ACK_PENDING,
         )
-        return Pull(nc, js, self._stream, config, REQUEST_TIMEOUT_S)
+        return Pull(nc, js, self._stream, config, PULL_TIMEOUT_S)
 
     # -- relay -----------------------------------------------------------------------------
 
@@ -324,7 +325,7 @@ class NatsLog:
             max_ack_pending=MAX_ACK_PENDING,
             inactive_threshold=max(60.0, 6 * self._lease_s),
         )
-        return NatsReplay(self, Pull(nc, js, self._stream, config, REQUEST_TIMEOUT_S), end)
+        return NatsReplay(self, Pull(nc, js, self._stream, config, PULL_TIMEOUT_S), end)
 
     async def close(self) -> None:
         # Give back at once what this consumer still holds, but only what is still its own

@@ -28,6 +28,8 @@ from podium.log.nats_errors import translated
 
 log = logging.getLogger("podium.log")
 
+LEADER_WAIT_S = 5.0  # how long a new consumer may take to elect its first leader
+
 # The request ends: nothing to deliver (404), or less than the batch (408).
 _DONE = {"404", "408"}
 # Not now: no consumer leader (503), a leadership change or the consumer deleted (409).
@@ -60,7 +62,7 @@ class Pull:
             self.name = info.name
             # On a cluster the consumer is made before it has a leader, and a request sent
             # to it meanwhile goes unanswered: wait for one, a little.
-            for _ in range(int(self._timeout / 0.05)):
+            for _ in range(int(LEADER_WAIT_S / 0.05)):
                 if info.cluster is None or info.cluster.leader:
                     break
                 await asyncio.sleep(0.05)
@@ -68,7 +70,15 @@ class Pull:
         self._ready = True
 
     async def next(self, batch: int) -> list[Msg]:
-        """Up to ``batch`` messages the consumer can deliver now, leased to this caller."""
+        """Up to ``batch`` messages the consumer can deliver now, leased to this caller. A
+        request lost to a change of leader is asked once more, of the new one."""
+        try:
+            return await self._next(batch)
+        except LogUnavailable as e:
+            log.info("%s; asking again", e)
+            return await self._next(batch)
+
+    async def _next(self, batch: int) -> list[Msg]:
         await self.ensure()
         async with self._lock:
             with translated(f"fetch from {self.name}"):
