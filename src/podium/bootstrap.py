@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
-from podium.errors import ConfigError
+from podium.errors import ConfigError, Unavailable
 from podium.index.split import SplitIndex
 from podium.ports import (
     ChangeLog,
@@ -123,7 +123,23 @@ def read_limiter(settings: Settings) -> Buckets:
 
 def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
     if settings.log.url.startswith("nats://"):
-        raise ConfigError("log.url: NATS JetStream is not built yet; use outbox://")
+        from podium.log.events import source_of
+        from podium.log.nats import NatsLog
+
+        # The relay of this process reads the one store database; a store split across
+        # databases gives each database's outbox a relay (a NatsLog) of its own, named by
+        # that database's URL.
+        return NatsLog.from_url(
+            settings.log.url,
+            settings.log.stream,
+            clock,
+            partitions=settings.log.partitions,
+            lease_s=settings.workers.lease_s,
+            replicas=settings.log.replicas,
+            retention_s=float(settings.log.retention_s),
+            outbox=store,
+            source=source_of(settings.store.url),
+        )
     from podium.log.outbox import OutboxLog
 
     return OutboxLog(store, clock, lease_s=settings.workers.lease_s)
@@ -190,6 +206,31 @@ class Backends:
             else:
                 raise ConfigError(f"unknown role {role!r} (available: {', '.join(ROLES)})")
         self._tasks += [asyncio.create_task(r.run(), name=r.role) for r in self._runners]
+
+    async def replay(self, since_s: float) -> int:
+        """Apply once more everything the log committed in the last ``since_s`` seconds
+        (``podium worker --roles updater --replay-since``), before the roles start: what
+        mends a board whose index lost writes. Returns how many changes were applied."""
+        w = self.settings.workers
+        view = await self.log.replay(self.clock.now() - since_s)
+        up = Updater(self.settings, self.store, self.index, self.copy, view, self.clock)
+        applied, backoff = 0, 0.05
+        try:
+            while True:
+                try:
+                    done = await up.step()
+                except Unavailable as e:
+                    log.warning("replay: %s; retrying in %.2fs", e, backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(5.0, backoff * 2)
+                    continue
+                applied += done
+                if done < max(1, w.batch):
+                    break
+        finally:
+            await view.close()
+        log.info("replayed %d changes of the last %.0fs", applied, since_s)
+        return applied
 
     async def close(self) -> None:
         for r in self._runners:

@@ -198,9 +198,17 @@ def _serve_processes(
 def worker(
     roles: Annotated[str, typer.Option(help="Comma-separated roles: relay,updater.")],
     config_file: ConfigOpt = None,
+    replay_since: Annotated[
+        str | None,
+        typer.Option(
+            help="Before the roles start, apply again everything committed this long ago or "
+            "later (60s, 15m, 2h): mends a board after a Redis failover dropped writes."
+        ),
+    ] = None,
 ) -> None:
     """Background roles only, for a fleet (needs a shared index)."""
     settings = _settings(config_file)
+    since_s = _duration(replay_since) if replay_since is not None else None
     if settings.index.url.startswith("memory://"):
         typer.echo("podium: workers need a shared index (index.url = redis://...)", err=True)
         raise typer.Exit(2)
@@ -209,6 +217,8 @@ def worker(
 
     async def main(b: Backends) -> None:
         gcpolicy.settle()  # the process ends here, so there is nothing to release
+        if since_s is not None:
+            await b.replay(since_s)
         b.start_roles(names)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -218,6 +228,22 @@ def worker(
         await stop.wait()
 
     _run(settings, main)
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
+
+
+def _duration(text: str) -> float:
+    """Seconds in ``60s``, ``15m``, ``2h``, ``1d`` or a bare number of seconds."""
+    t = text.strip().lower()
+    unit = _UNITS.get(t[-1:])
+    try:
+        value = float(t[:-1] if unit else t)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise typer.BadParameter(f"expected a duration like 60s, 15m or 2h, got {text!r}")
+    return value * (unit or 1.0)
 
 
 @keys_app.command("create")

@@ -239,6 +239,18 @@ class LogSettings:
     ] = "podium"
     """The JetStream stream's name (and its subjects' first token), so that several
     deployments can share one NATS."""
+    partitions: AtLeastOne = 16
+    """How many parts the JetStream log is split into by player (subjects
+    ``<stream>.changes.<n>``, one durable consumer each), so that updaters share the work and
+    one player's changes stay in order. Fixed for the life of a stream: a stream made with
+    another count is refused at start."""
+    replicas: Annotated[
+        int, Strict(), Ge(0), Le(5), _int, _says("expected a non-negative int", "expected 0 to 5")
+    ] = 0
+    """Copies of the stream kept by a NATS cluster; 0: min(3, the cluster's size)."""
+    retention_s: AtLeastOne = 86_400
+    """How long the stream keeps each change, applied or not: how far back ``podium worker
+    --replay-since`` can reach on NATS, and what other subscribers may read again."""
 
 
 @table(frozen=True, config=_TABLE)

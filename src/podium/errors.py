@@ -14,6 +14,7 @@
     ├── Unavailable         503     a backend is unreachable; nothing was recorded, retry
     │   ├── StoreUnavailable
     │   ├── IndexUnavailable
+    │   ├── LogUnavailable          the change log (NATS JetStream) unreachable or electing
     │   └── Overloaded              too many matches in flight in this process
     └── InternalError       500     a bug: a backend refused what podium sent (an undefined
                                     column, a malformed statement or script); logged with
@@ -22,7 +23,7 @@
 Adapters translate their driver's errors at the boundary, each through one table: the
 transient ones (connection lost, timeouts, serialization failures, a server shutting down,
 SQLite busy) into ``Unavailable``, everything else into ``InternalError``, so nothing above
-them ever sees an asyncpg, sqlite3 or redis exception, and a bug never looks like an outage.
+them ever sees an asyncpg, sqlite3, redis or nats exception, and a bug never looks like an outage.
 """
 
 from __future__ import annotations
@@ -87,6 +88,10 @@ class StoreUnavailable(Unavailable):
 
 class IndexUnavailable(Unavailable):
     title = "Rank index unavailable"
+
+
+class LogUnavailable(Unavailable):
+    title = "Change log unavailable"
 
 
 class Overloaded(Unavailable):

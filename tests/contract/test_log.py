@@ -2,16 +2,18 @@
 backend of the log in ``BACKENDS``.
 
 Changes are committed the way the service commits them, through the store (a result, a
-profile), then relayed (nothing to move for the outbox). Leases run on a clock the test
-moves by hand, so the moments "just before" and "just after" a lease ends are exact. A
-"consumer" is one log object, as one updater holds one: several share the same log.
+profile), then relayed (nothing to move for the outbox). The outbox's leases run on a clock
+the test moves by hand, so the moments "just before" and "just after" a lease ends are
+exact. JetStream's leases run on the server's clock: there the same waits are real, scaled
+down (``REAL``), with a lease of ``LEASE_S * REAL`` seconds. A "consumer" is one log object,
+as one updater holds one: several share the same log.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -19,10 +21,19 @@ import pytest
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
+from podium.log.nats import NatsLog
 from podium.log.outbox import OutboxLog
 from podium.ports import ChangeLog, Clock, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
+from tests.nats_cluster import (
+    Cluster,
+    delete_stream,
+    need_nats,
+    settled,
+    started,
+    stream_name,
+)
 
 T0 = 1_792_800_000  # 2026-10-24T00:00:00Z: a day window starts here
 NOW = float(T0 + 86_400)
@@ -34,11 +45,15 @@ WINDOW = _DAY_WINDOW.id
 TARGETS = [(Target("day", WINDOW, _DAY_WINDOW.start), DAY)]
 
 # Every backend of the change log: (test id, the store whose outbox feeds it, the log). The
-# only place that knows them; NATS JetStream joins as ("nats", "postgres", "nats").
+# only place that knows them: the machine's NATS, and a 3-node cluster of the tests' own.
 BACKENDS = [
     ("outbox-sqlite", "sqlite", "outbox"),
     ("outbox-postgres", "postgres", "outbox"),
+    ("nats", "postgres", "nats"),
+    ("nats-cluster", "sqlite", "nats-cluster"),
 ]
+REAL = 0.25  # on JetStream, a second of the test's clock is this long for real
+PARTITIONS = 8
 
 
 class ManualClock:
@@ -55,10 +70,23 @@ def _store(kind: str, url: str) -> ScoreStore:
     return SqliteStore.from_url(url) if kind == "sqlite" else PostgresStore.from_url(url)
 
 
-def _consumers(kind: str, store: ScoreStore, clock: Clock) -> Callable[[], ChangeLog]:
+def _consumers(
+    kind: str, store: ScoreStore, clock: Clock, nats: tuple[list[str], str] | None
+) -> Callable[[], ChangeLog]:
     """A factory of consumers of one log, each as one updater would hold it."""
     if kind == "outbox":
         return lambda: OutboxLog(store, clock, lease_s=LEASE_S)
+    if nats is not None:
+        servers, stream = nats
+        return lambda: NatsLog(
+            servers,
+            stream,
+            clock,
+            partitions=PARTITIONS,
+            lease_s=LEASE_S * REAL,
+            outbox=store,
+            source="contract",
+        )
     raise AssertionError(f"unknown log {kind!r}")
 
 
@@ -96,6 +124,7 @@ class Kit:
     make: Callable[[], ChangeLog]
     consumers: list[ChangeLog] = field(default_factory=list)
     matches: int = 0
+    real: float = 0.0  # how long a second of ``clock`` lasts for real (leases on a server)
 
     def consumer(self) -> ChangeLog:
         c = self.make()
@@ -123,33 +152,64 @@ class Kit:
     async def wait(self, seconds: float) -> None:
         """Let time pass, as far as leases are concerned."""
         self.clock.t += seconds
+        if self.real:
+            await asyncio.sleep(seconds * self.real)
 
     async def wait_out_lease(self) -> None:
         await self.wait(LEASE_S + 1)
 
 
+Backend = tuple[str, str, str, list[str] | None]
+
+
+@pytest.fixture(scope="session")
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A 3-node JetStream cluster of the tests' own, for the whole session."""
+    c = started(tmp_path_factory.mktemp("nats-cluster"))
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
 @pytest.fixture(params=BACKENDS, ids=[b[0] for b in BACKENDS])
-def backend(request: pytest.FixtureRequest) -> tuple[str, str, str]:
-    """(store kind, url of a fresh empty database, log kind); a sync fixture, so that it asks
-    for the service fixtures (skipped or failed when absent) only when needed."""
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """(store kind, url of a fresh empty database, log kind, NATS servers); a sync fixture,
+    so that it asks for the service fixtures (skipped or failed when absent) only when
+    needed."""
     _, store_kind, log_kind = request.param
     url: str = request.getfixturevalue(f"{store_kind}_url")
-    return store_kind, url, log_kind
+    servers: list[str] | None = None
+    if log_kind == "nats":
+        servers = [need_nats()]
+    elif log_kind == "nats-cluster":
+        servers = request.getfixturevalue("nats_cluster").urls
+    return store_kind, url, log_kind, servers
 
 
 @pytest.fixture
-async def kit(backend: tuple[str, str, str]) -> AsyncIterator[Kit]:
-    store_kind, url, log_kind = backend
+async def kit(backend: Backend) -> AsyncIterator[Kit]:
+    store_kind, url, log_kind, servers = backend
     store = _store(store_kind, url)
     await store.migrate()
     clock = ManualClock(NOW)
-    k = Kit(store, clock, _consumers(log_kind, store, clock))
+    stream = stream_name()
+    nats = (servers, stream) if servers else None
+    k = Kit(store, clock, _consumers(log_kind, store, clock, nats), real=REAL if nats else 0.0)
     try:
+        if servers and log_kind == "nats-cluster":
+            # A cluster's new consumers elect their leaders again for a few seconds, and a
+            # new leader may deliver again what the old one had leased: at least once, but
+            # not what these bodies look at. They start once the leaders have settled.
+            assert await k.consumer().fetch(100) == []  # the stream and every consumer
+            await settled(servers, stream)
         yield k
     finally:
         for c in k.consumers:
             await c.close()
         await store.close()
+        if servers:
+            await delete_stream(servers, stream)
 
 
 async def drain(log: ChangeLog) -> list[Message]:

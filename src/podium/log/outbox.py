@@ -73,6 +73,18 @@ class OutboxLog:
         await self._store.lease_changes(ids, self._clock.now())
         self._forget(ids)
 
+    async def replay(self, since: float) -> OutboxLog:
+        # The outbox keeps no history: what was committed since then is re-read from the
+        # record instead, as fresh rows of every such player's current totals, each under
+        # the player's lock (requeue_player), so the order per player holds.
+        players = await self._store.players_since(since)
+        now = self._clock.now()
+        rows = 0
+        for player in players:
+            rows += await self._store.requeue_player(player, now)
+        log.info("replay since %.0f: %d rows for %d players", since, rows, len(players))
+        return OutboxLog(self._store, self._clock, self._lease_s)
+
     async def close(self) -> None:
         # Give back at once what this consumer still holds (a stopping updater's batch),
         # rather than keep it from the others until its lease runs out. Rows whose lease

@@ -35,8 +35,8 @@ without nak, thus sees each player's messages in commit order. The board updater
 **Partitions.** A log is split by player into ``partitions`` (numbered from 0): every
 message of one player is in the same partition, for good. ``fetch(limit, partition=p)``
 delivers messages of partition ``p`` only; ``partition=None`` delivers from all of them.
-A partition out of range is a ``ValueError``. The outbox is one partition; JetStream will
-have one subject range per partition, so that each updater can own some of them.
+A partition out of range is a ``ValueError``. The outbox is one partition; JetStream has one
+subject (and one durable consumer) per partition, so that each updater can own some of them.
 """
 
 from __future__ import annotations
@@ -77,6 +77,17 @@ class ChangeLog(Protocol):
 
     async def nak(self, messages: Sequence[Message]) -> None:
         """Not applied, given back: deliver them again at once, to any consumer."""
+        ...
+
+    async def replay(self, since: float) -> ChangeLog:
+        """Everything committed since ``since`` (epoch seconds), delivered once more: a log
+        of its own, for one consumer to drain (fetch, apply, ack, until a fetch returns
+        less than it asked for) and then close, beside this log's own deliveries. Applying
+        it again is harmless (absolute totals, ``GT`` and versioned writes); it mends a
+        board whose index lost writes (a Redis failover). JetStream: a consumer from that
+        time, up to what the stream held when the replay began. The outbox: fresh rows
+        with the current totals of every player with a result since then, in the outbox
+        itself (so the returned log is one more consumer of it)."""
         ...
 
     async def close(self) -> None:

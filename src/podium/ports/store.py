@@ -195,6 +195,11 @@ class Outbox(Protocol):
         """Write fresh outbox rows for every tally of a player (after an unban)."""
         ...
 
+    async def players_since(self, since: float) -> list[str]:
+        """The players with a result recorded at ``since`` or later, by id (what a replay
+        of the outbox by time sends again, through ``requeue_player``)."""
+        ...
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         """(rows not yet applied, age in seconds of the oldest)."""
         ...

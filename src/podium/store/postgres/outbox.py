@@ -80,6 +80,14 @@ class Outbox(Database):
 
         return await self._run(run)
 
+    async def players_since(self, since: float) -> list[str]:
+        # A scan of the results: a replay is rare, and the only reader of this.
+        rows = await self._fetch(
+            "SELECT DISTINCT player_id FROM results WHERE recorded_at >= $1 ORDER BY player_id",
+            float(since),
+        )
+        return [str(r["player_id"]) for r in rows]
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         [r] = await self._fetch("SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox")
         return int(r["n"]), (now - r["oldest"]) if r["oldest"] is not None else 0.0

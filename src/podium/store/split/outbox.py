@@ -54,6 +54,15 @@ class Outbox(Routed):
         await self.ready()
         return await self.of(player_id).requeue_player(player_id, now)
 
+    async def players_since(self, since: float) -> list[str]:
+        """Every database's players with a result since then, each counted only on the
+        database the map puts them on (a bucket's old copy after a move is not theirs)."""
+        await self.ready()
+        urls = self.urls()
+        parts = await gather_all(self.db(u).players_since(since) for u in urls)
+        found = {p for u, ps in zip(urls, parts, strict=True) for p in ps if self.owns(u, p)}
+        return sorted(found)
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         await self.ready()
         parts = await gather_all(self.db(u).outbox_backlog(now) for u in self.urls())

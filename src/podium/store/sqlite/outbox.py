@@ -75,6 +75,16 @@ class Outbox(Database):
 
         return await self._write(run)
 
+    async def players_since(self, since: float) -> list[str]:
+        # A scan of the results: a replay is rare, and the only reader of this.
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT DISTINCT player_id FROM results WHERE recorded_at >= ? ORDER BY player_id",
+                (since,),
+            ).fetchall()
+        )
+        return [str(r["player_id"]) for r in rows]
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         r = await self._read(
             lambda c: c.execute(

@@ -1,0 +1,71 @@
+"""``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up to
+the last message the stream held when the replay began; then nothing. Settled through the
+log that made it; deleted when closed (or by JetStream, once left idle)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from podium.domain.models import Message
+from podium.log.nats_pull import Pull
+
+if TYPE_CHECKING:
+    from podium.log.nats import NatsLog
+
+log = logging.getLogger("podium.log")
+
+
+class NatsReplay:
+    """``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up
+    to the last message the stream held when the replay began; then nothing."""
+
+    def __init__(self, log: NatsLog, pull: Pull, end: int) -> None:
+        self._log = log
+        self._pull = pull
+        self._end = end
+        self._done = end == 0
+
+    @property
+    def partitions(self) -> int:
+        return 1
+
+    async def relay(self, limit: int) -> int:
+        return 0
+
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        if partition not in (None, 0):
+            raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
+        # Less than ``limit`` only at the end: that is how the caller knows it is done.
+        out: list[Message] = []
+        while not self._done and len(out) < limit:
+            lease_ends = time.monotonic() + self._log._lease_s
+            msgs = await self._pull.next(limit - len(out))
+            mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
+            later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
+            if later or not msgs:
+                self._done = True  # past the end: the updaters' own consumers deliver those
+            if later:
+                await self._log._settle_replies(later, b"+ACK")
+            out += await self._log._decode(mine, lease_ends)
+        return out
+
+    async def ack(self, messages: Sequence[Message]) -> None:
+        await self._log.ack(messages)
+
+    async def in_progress(self, messages: Sequence[Message]) -> None:
+        await self._log.in_progress(messages)
+
+    async def nak(self, messages: Sequence[Message]) -> None:
+        await self._log.nak(messages)
+
+    async def replay(self, since: float) -> NatsReplay:
+        return await self._log.replay(since)
+
+    async def close(self) -> None:
+        try:
+            await self._pull.delete()
+        except Exception as e:  # an ephemeral consumer goes by itself when left idle
+            log.warning("deleting the replay consumer: %s", e)
