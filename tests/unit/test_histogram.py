@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from podium.domain.boards import in_board_order
-from podium.domain.bounds import BEYOND, LOWEST
 from podium.domain.codec import ScoreCodec
 from podium.domain.histogram import (
     MAX_BOUNDS,
@@ -26,7 +25,7 @@ from podium.domain.histogram import (
     plan_bounds,
     sample_ranks,
 )
-from podium.domain.lattice import coordinate, lattice, time_quantiles
+from podium.domain.lattice import BEYOND, LOWEST, coordinate, lattice, time_quantiles
 from podium.domain.sharding import shard_of
 
 Row = tuple[str, int]
@@ -338,3 +337,20 @@ def test_time_quantiles_follow_the_members_and_the_coordinate_follows_them() -> 
     assert coordinate((50 << 4) + 2, 4, 0, 25, times) == 2.125
     assert coordinate((51 << 4) + 2, 4, 0, 25, times) == 3.0  # off the lattice: next value
     assert coordinate((50 << 4) + 8, 4, 0, 25, None) == 2.5
+
+
+@pytest.mark.parametrize("descending", [True, False])
+def test_the_time_quantiles_are_the_whole_boards_not_the_samples(descending: bool) -> None:
+    """The samples crowd near the top of the board; one points value with time parts spread
+    evenly must still give a median time part near the middle, in both orders (on an
+    ascending board the top is whoever got there first)."""
+    codec = ScoreCodec(10, descending=descending)
+    rows = [(f"p_{i:05d}", codec.encode(7, (i * 389) % 1024)) for i in range(4000)]
+    bounds, hist = split_board(rows, 2, 10, descending, codec, 200)
+    assert isinstance(bounds, Bounds) and bounds.times is not None
+    assert 512 - 80 <= bounds.times[8] <= 512 + 80, bounds.times
+    truth = true_ranks(rows, descending)
+    for m, s in rows[::97]:
+        e = hist.estimate(s, codec)
+        assert e.low <= truth[m] <= e.high
+        assert abs(e.rank - truth[m]) <= 0.05 * truth[m] + 20
