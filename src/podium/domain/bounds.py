@@ -1,7 +1,7 @@
 """Where a split board's histogram puts its boundaries (the estimated ranks below the exact top).
 
-The aggregator asks every shard, about once a minute, for the scores at a few hundred of its
-own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
+The aggregator asks every shard, about once a minute, for the scores at up to a thousand of
+its own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
 (``plan_bounds``); every few seconds it counts each shard's members between them. The counts
 are exact, so the boundaries need not be: they only decide how fine the buckets are where.
 
@@ -124,10 +124,15 @@ def plan_bounds(
         # Spread evenly, as far as the samples can tell: their quantiles would only add noise.
         times = (times[0], times[-1])
     edges = (times[0], times[-1]) if times else (0, unit)
-    # Every shard's last member is sampled: these are the board's lowest and highest scores.
+    # Every shard's last member is sampled, so the board's last member is the lowest sample
+    # (descending) or the highest (ascending): both edges of the samples become boundaries,
+    # so the last bucket does not reach to a sentinel (the one past the highest sample stays
+    # in the same points value, or is the next value's floor, to keep to the lattice).
     high = max(sampled)
-    past = high + 1 if (high + 1) >> codec.time_bits == high >> codec.time_bits else None
-    extremes = (min(sampled), past or ((high >> codec.time_bits) + lat[1]) * unit)
+    past = high + 1
+    if past >> codec.time_bits != high >> codec.time_bits:
+        past = ((high >> codec.time_bits) + lat[1]) * unit
+    extremes = (min(sampled), past)
     budget = max(2, max_bounds - int(_RESERVE * max_bounds)) if max_bounds >= 20 else max_bounds
 
     # Start from the ratio that fills the budget, coarsen until the edges of crowded points
@@ -153,11 +158,13 @@ def plan_bounds(
         fine, coarse = coarse, 1 + (coarse - 1) * _RETRY
         best = attempt(coarse)
     else:
-        # A budget too small for even one bucket's edges: thin evenly, keeping the sentinels.
-        inner = best[1:-1]
-        keep = max_bounds - 2
-        thin = (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
-        return Bounds(thin, times)
+        if len(best) > max_bounds:
+            # A budget too small for even one bucket's edges: thin evenly, keeping both
+            # sentinels (any subset of boundaries still counts every member exactly).
+            inner = best[1:-1]
+            keep = max_bounds - 2
+            picked = {inner[i * len(inner) // keep] for i in range(keep)}
+            return Bounds((LOWEST, *sorted(picked), BEYOND), times)
     if coarse != fine:
         for _ in range(_REFINE):
             mid = (fine + coarse) / 2
