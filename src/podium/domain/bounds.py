@@ -45,8 +45,8 @@ _REFINE = 6
 # interpolation inside would be off (``curve.Misfit``).
 _RESERVE = 0.1
 # Time quantiles this close to an even spread (a share of the time parts' range) are taken
-# as even: the samples stand for a few thousand members, so their quantiles wander by ~1 %.
-_EVEN = 0.03
+# as even: the samples stand for a few thousand members, so their quantiles wander by a few %.
+_EVEN = 0.05
 
 
 def sample_ranks(
