@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from podium.domain.boards import in_board_order
-from podium.domain.bounds import BEYOND, LOWEST
 from podium.domain.codec import ScoreCodec
 from podium.domain.histogram import (
     MAX_BOUNDS,
@@ -26,7 +25,7 @@ from podium.domain.histogram import (
     plan_bounds,
     sample_ranks,
 )
-from podium.domain.lattice import coordinate, lattice, time_quantiles
+from podium.domain.lattice import BEYOND, LOWEST, coordinate, lattice, time_quantiles
 from podium.domain.sharding import shard_of
 
 Row = tuple[str, int]
@@ -314,11 +313,21 @@ def test_the_time_parts_seen_are_the_span_of_a_points_value() -> None:
 
 def test_plan_bounds_hands_the_time_parts_it_saw_to_the_histogram() -> None:
     codec = ScoreCodec(6, descending=False)
-    rows = [(f"p_{i:05d}", codec.encode(i % 40, 5 + i % 20)) for i in range(2000)]
-    bounds, hist = split_board(rows, 2, 10, False, codec, 60)
+    even = [(f"p_{i:05d}", codec.encode(i // 20 % 40, 5 + i % 20)) for i in range(2000)]
+    bounds, hist = split_board(even, 2, 10, False, codec, 60)
+    # Spread evenly over 5..24: one past the last time part ends them; when the samples
+    # cannot tell the spread from an even one, the range alone.
     assert isinstance(bounds, Bounds) and bounds.times is not None
-    assert bounds.times[0] == 5 and bounds.times[-1] == 25  # one past the last time part
-    assert list(bounds.times) == sorted(bounds.times) and len(bounds.times) == 17
+    times = bounds.times
+    assert times[0] == 5 and times[-1] == 25 and hist.times == times
+    k = len(times) - 1
+    assert all(abs((t - 5) / 20 - i / k) <= 0.15 for i, t in enumerate(times)), times
+    # Half the members on time part 5: the quantiles themselves.
+    bunched = [(m, s if i % 2 else codec.encode(i % 40, 5)) for i, (m, s) in enumerate(even)]
+    bounds, hist = split_board(bunched, 2, 10, False, codec, 60)
+    assert isinstance(bounds, Bounds) and bounds.times is not None
+    assert len(bounds.times) == 17 and bounds.times[0] == 5 and bounds.times[-1] == 25
+    assert list(bounds.times) == sorted(bounds.times) and bounds.times[7] == 5
     assert hist.times == bounds.times
     assert Histogram.decode(hist.encode()).times == bounds.times
 
@@ -338,3 +347,22 @@ def test_time_quantiles_follow_the_members_and_the_coordinate_follows_them() -> 
     assert coordinate((50 << 4) + 2, 4, 0, 25, times) == 2.125
     assert coordinate((51 << 4) + 2, 4, 0, 25, times) == 3.0  # off the lattice: next value
     assert coordinate((50 << 4) + 8, 4, 0, 25, None) == 2.5
+
+
+@pytest.mark.parametrize("descending", [True, False])
+def test_the_time_quantiles_are_the_whole_boards_not_the_samples(descending: bool) -> None:
+    """The samples crowd near the top of the board; one points value with time parts spread
+    evenly must still give a median time part near the middle, in both orders (on an
+    ascending board the top is whoever got there first)."""
+    codec = ScoreCodec(10, descending=descending)
+    rows = [(f"p_{i:05d}", codec.encode(7, (i * 389) % 1024)) for i in range(4000)]
+    bounds, hist = split_board(rows, 2, 10, descending, codec, 200)
+    assert isinstance(bounds, Bounds) and bounds.times is not None
+    times = bounds.times
+    middle = times[8] if len(times) > 2 else (times[0] + times[-1]) / 2  # even: the range
+    assert 512 - 80 <= middle <= 512 + 80, times
+    truth = true_ranks(rows, descending)
+    for m, s in rows[::97]:
+        e = hist.estimate(s, codec)
+        assert e.low <= truth[m] <= e.high
+        assert abs(e.rank - truth[m]) <= 0.05 * truth[m] + 20

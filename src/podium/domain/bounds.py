@@ -1,7 +1,7 @@
 """Where a split board's histogram puts its boundaries (the estimated ranks below the exact top).
 
-The aggregator asks every shard, about once a minute, for the scores at a few hundred of its
-own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
+The aggregator asks every shard, about once a minute, for the scores at up to a thousand of
+its own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
 (``plan_bounds``); every few seconds it counts each shard's members between them. The counts
 are exact, so the boundaries need not be: they only decide how fine the buckets are where.
 
@@ -16,25 +16,23 @@ Two rules shape them:
   score in steps (multiples of 25, say) leave most points values empty; every sampled points
   value lies on one lattice ``ref + k * step``, and the boundaries are put on that lattice, so
   the estimator (``Histogram``) reads the step back from them and interpolates over occupied
-  values, not over the empty ones between.
+  values, not over the empty ones between (``lattice``). A value's edges are tight around the
+  time parts seen, and the quantiles of those go with the boundaries (``Bounds.times``).
+* **Where the samples disagree.** A tenth of the budget goes to splitting the buckets where
+  the samples show the estimator's interpolation would be furthest off (``curve.Misfit``): a
+  long tail at the end of the board, a points value crowded at one end of its time parts.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from itertools import pairwise
 
-from podium.domain.codec import MAX_BITS, ScoreCodec
-from podium.domain.lattice import Bounds, coordinate, lattice, time_quantiles
+from podium.domain.codec import ScoreCodec
+from podium.domain.curve import Cumulative, Misfit, shard_knots, summed
+from podium.domain.lattice import BEYOND, LOWEST, Bounds, lattice, time_quantiles
 
 MAX_BOUNDS = 1000
-# Every score is strictly inside (-2**53, 2**53) (codec.encode refuses the rest), and both
-# sentinels are exact doubles, so a ZCOUNT on them means what it says.
-LOWEST = -(1 << MAX_BITS) + 1
-BEYOND = 1 << MAX_BITS
 
 # A boundary may move to the nearest edge of a points value when that changes the rank at it
 # by at most this share of the bucket's width; further than that, the value is split on time.
@@ -44,9 +42,11 @@ _RETRY = 1.15
 _RETRIES = 60
 _REFINE = 6
 # The share of the budget kept for splitting the buckets where the samples show that the
-# interpolation inside would be off, and the error (a share of the rank) worth a split.
+# interpolation inside would be off (``curve.Misfit``).
 _RESERVE = 0.1
-_GOOD = 0.0002
+# Time quantiles this close to an even spread (a share of the time parts' range) are taken
+# as even: the samples stand for a few thousand members, so their quantiles wander by a few %.
+_EVEN = 0.05
 
 
 def sample_ranks(
@@ -71,88 +71,6 @@ def sample_ranks(
     return sorted(ranks)
 
 
-class _Cumulative:
-    """The board's estimated count of members with a score below x, piecewise linear in x,
-    summed over shards from each shard's samples."""
-
-    def __init__(self, xs: list[int], cs: list[float]) -> None:
-        self.xs = xs
-        self.cs = cs
-
-    def at(self, x: int) -> float:
-        i = bisect_right(self.xs, x) - 1
-        if i < 0:
-            return 0.0
-        if i >= len(self.xs) - 1:
-            return self.cs[-1]
-        x0, x1, c0, c1 = self.xs[i], self.xs[i + 1], self.cs[i], self.cs[i + 1]
-        return c0 + (c1 - c0) * (x - x0) / (x1 - x0)
-
-    def score_at(self, c: float) -> int:
-        """The lowest score where the count below reaches c."""
-        i = bisect_left(self.cs, c)
-        if i <= 0:
-            return self.xs[0]
-        if i >= len(self.cs):
-            return self.xs[-1]
-        x0, x1, c0, c1 = self.xs[i - 1], self.xs[i], self.cs[i - 1], self.cs[i]
-        return x0 + math.ceil((x1 - x0) * (c - c0) / (c1 - c0))
-
-
-def _shard_knots(
-    ranks: Sequence[int], scores: Sequence[int | None], size: int, descending: bool
-) -> list[tuple[int, float]]:
-    """(score, members of this shard below it) from its samples; a score held at several
-    sampled ranks (ties) becomes a step: the lowest count at the score, the highest past it."""
-    lo: dict[int, int] = {}
-    hi: dict[int, int] = {}
-    for r, s in zip(ranks, scores, strict=False):
-        if s is None:
-            continue
-        below = size - 1 - r if descending else r
-        lo[s] = min(lo.get(s, below), below)
-        hi[s] = max(hi.get(s, below), below)
-    knots: list[tuple[int, float]] = [(LOWEST, 0.0)]
-    for s in sorted(lo):
-        knots.append((s, float(lo[s])))
-        knots.append((s + 1, float(hi[s] + 1)))
-    knots.append((BEYOND, float(size)))
-    # Samples of one call are consistent, but keep the curve monotone whatever it was fed.
-    out: list[tuple[int, float]] = []
-    top = 0.0
-    for x, c in knots:
-        top = max(top, min(c, float(size)))
-        if out and out[-1][0] == x:
-            out[-1] = (x, top)
-        else:
-            out.append((x, top))
-    return out
-
-
-def _summed(shards: list[list[tuple[int, float]]]) -> _Cumulative:
-    """The sum of the shards' piecewise-linear curves, in one sweep over all their knots: the
-    sum's slope changes only where one shard's does."""
-    events: dict[int, float] = {}
-    for knots in shards:
-        prev_slope = 0.0
-        for (x0, c0), (x1, c1) in pairwise(knots):
-            slope = (c1 - c0) / (x1 - x0)
-            events[x0] = events.get(x0, 0.0) + slope - prev_slope
-            prev_slope = slope
-        events[knots[-1][0]] = events.get(knots[-1][0], 0.0) - prev_slope
-    xs = sorted(events)
-    cs: list[float] = []
-    value, slope, prev = 0.0, 0.0, xs[0]
-    for x in xs:
-        value += slope * (x - prev)
-        cs.append(value)
-        slope += events[x]
-        prev = x
-    for i in range(1, len(cs)):  # float drift must not make the curve fall
-        cs[i] = max(cs[i], cs[i - 1])
-    return _Cumulative(xs, cs)
-
-
 def plan_bounds(
     samples: Sequence[Sequence[int | None]],
     shard_sizes: Sequence[int],
@@ -175,8 +93,9 @@ def plan_bounds(
     top = max(1, exact_top)
     knots = []
     sampled: list[int] = []
-    # Each sample counts once towards the time quantiles: weighting it by the members it
-    # stands for (up to 1 % of the rank) would be as unbiased over the board and far noisier.
+    # Each sample stands for the members of its shard from its rank to the next one asked:
+    # the samples crowd near the top, and the time quantiles must be the whole board's (on an
+    # ascending board the top is whoever got there first).
     weights: list[float] = []
     for j, (scores, size) in enumerate(zip(samples, shard_sizes, strict=True)):
         asked = (
@@ -188,24 +107,32 @@ def plan_bounds(
             raise ValueError(f"shard {j}: {len(scores)} scores for {len(asked)} sample ranks")
         if size <= 0 or all(s is None for s in scores):
             continue
-        knots.append(_shard_knots(asked, scores, size, descending))
-        for s in scores:
+        knots.append(shard_knots(asked, scores, size, descending))
+        for i, s in enumerate(scores):
             if s is not None:
                 sampled.append(s)
-                weights.append(1.0)
+                weights.append(float(asked[i + 1] - asked[i]) if i + 1 < len(scores) else 1.0)
     if not knots or total <= top:
         return Bounds((LOWEST, BEYOND))
-    curve = _summed(knots)
+    curve = summed(knots)
     lat = lattice(codec.points(s) for s in sampled)
     unit = codec.time_limit
     # The time parts seen: a window not yet over (or shorter than 2**T seconds) leaves the
     # rest of every points value empty, and members are not spread evenly over the rest.
     times = time_quantiles([s & (unit - 1) for s in sampled], weights) if unit > 1 else None
+    if times and _even(times):
+        # Spread evenly, as far as the samples can tell: their quantiles would only add noise.
+        times = (times[0], times[-1])
     edges = (times[0], times[-1]) if times else (0, unit)
-    # Every shard's last member is sampled: these are the board's lowest and highest scores.
+    # Every shard's last member is sampled, so the board's last member is the lowest sample
+    # (descending) or the highest (ascending): both edges of the samples become boundaries,
+    # so the last bucket does not reach to a sentinel (the one past the highest sample stays
+    # in the same points value, or is the next value's floor, to keep to the lattice).
     high = max(sampled)
-    past = high + 1 if (high + 1) >> codec.time_bits == high >> codec.time_bits else None
-    extremes = (min(sampled), past or ((high >> codec.time_bits) + lat[1]) * unit)
+    past = high + 1
+    if past >> codec.time_bits != high >> codec.time_bits:
+        past = ((high >> codec.time_bits) + lat[1]) * unit
+    extremes = (min(sampled), past)
     budget = max(2, max_bounds - int(_RESERVE * max_bounds)) if max_bounds >= 20 else max_bounds
 
     # Start from the ratio that fills the budget, coarsen until the edges of crowded points
@@ -231,11 +158,13 @@ def plan_bounds(
         fine, coarse = coarse, 1 + (coarse - 1) * _RETRY
         best = attempt(coarse)
     else:
-        # A budget too small for even one bucket's edges: thin evenly, keeping the sentinels.
-        inner = best[1:-1]
-        keep = max_bounds - 2
-        thin = (LOWEST, *(inner[i * len(inner) // keep] for i in range(keep)), BEYOND)
-        return Bounds(thin, times)
+        if len(best) > max_bounds:
+            # A budget too small for even one bucket's edges: thin evenly, keeping both
+            # sentinels (any subset of boundaries still counts every member exactly).
+            inner = best[1:-1]
+            keep = max_bounds - 2
+            picked = {inner[i * len(inner) // keep] for i in range(keep)}
+            return Bounds((LOWEST, *sorted(picked), BEYOND), times)
     if coarse != fine:
         for _ in range(_REFINE):
             mid = (fine + coarse) / 2
@@ -244,74 +173,19 @@ def plan_bounds(
                 best, coarse = tried, mid
             else:
                 fine = mid
-    model = _Model(curve, total, top, descending, codec.time_bits, lat, times)
+    model = Misfit(curve, total, top, descending, codec.time_bits, lat, times)
     return Bounds(model.split(best, max_bounds - len(best)), times)
 
 
-class _Model:
-    """How far the estimator's interpolation inside a bucket would be from the samples."""
-
-    def __init__(
-        self,
-        curve: _Cumulative,
-        total: int,
-        top: int,
-        descending: bool,
-        time_bits: int,
-        lat: tuple[int, int],
-        times: tuple[int, ...] | None,
-    ) -> None:
-        self.curve, self.total, self.top, self.descending = curve, total, top, descending
-        self.time_bits, self.lat, self.times = time_bits, lat, times
-
-    def coord(self, x: int) -> float:
-        return coordinate(x, self.time_bits, *self.lat, self.times)
-
-    def worst(self, lo: int, hi: int) -> tuple[float, int]:
-        """The largest error, as a share of the rank, of a uniform interpolation over
-        [lo, hi) at the samples inside, and the sampled score where it is (or (0, lo))."""
-        xs, cs = self.curve.xs, self.curve.cs
-        u0, u1 = self.coord(lo), self.coord(hi)
-        if u1 <= u0:
-            return 0.0, lo
-        c0, c1 = self.curve.at(lo), self.curve.at(hi)
-        ref, step = self.lat
-        found = (0.0, lo)
-        for m in range(bisect_right(xs, lo), bisect_left(xs, hi)):
-            x = xs[m]
-            if ((x >> self.time_bits) - ref) % step:
-                continue  # a boundary must stay on the lattice
-            below = cs[m]
-            rank = self.total - below if self.descending else below + 1
-            if rank < self.top:
-                continue  # the exact top: nobody reads these estimates
-            error = abs(below - c0 - (c1 - c0) * (self.coord(x) - u0) / (u1 - u0)) / rank
-            if error > found[0]:
-                found = (error, x)
-        return found
-
-    def split(self, bounds: tuple[int, ...], room: int) -> tuple[int, ...]:
-        """Split the worst buckets at their worst sample, while room lasts and it is worth it."""
-        heap = []
-        for lo, hi in pairwise(bounds):
-            error, x = self.worst(lo, hi)
-            heap.append((-error, x, lo, hi))
-        heapq.heapify(heap)
-        added: set[int] = set()
-        while room > 0 and heap:
-            neg, x, lo, hi = heapq.heappop(heap)
-            if -neg < _GOOD:
-                break
-            added.add(x)
-            room -= 1
-            for a, b in ((lo, x), (x, hi)):
-                error, y = self.worst(a, b)
-                heapq.heappush(heap, (-error, y, a, b))
-        return tuple(sorted({*bounds, *added}))
+def _even(times: tuple[int, ...]) -> bool:
+    """The quantiles lie within ``_EVEN`` of an even spread over their range."""
+    k = len(times) - 1
+    span = times[-1] - times[0]
+    return all(abs((t - times[0]) / span - i / k) <= _EVEN for i, t in enumerate(times))
 
 
 def _place(
-    curve: _Cumulative,
+    curve: Cumulative,
     total: int,
     top: int,
     ratio: float,

@@ -16,7 +16,13 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
+from podium.domain.codec import MAX_BITS
+
 TIME_QUANTILES = 16  # shares of the time parts kept: 17 integers in the snapshot
+# Every score is strictly inside (-2**53, 2**53) (codec.encode refuses the rest), and both
+# sentinels are exact doubles, so a ZCOUNT on them means what it says.
+LOWEST = -(1 << MAX_BITS) + 1
+BEYOND = 1 << MAX_BITS
 
 
 def lattice(points: Iterable[int]) -> tuple[int, int]:
