@@ -17,7 +17,7 @@ import pytest
 import podium.index.redis as redis_index
 from podium.domain.boards import in_board_order
 from podium.ports import BoardKey, Near, ShardIndex
-from tests.contract.conftest import INDEXES, Backend, backend_of
+from tests.contract.conftest import SINGLE_INDEXES, Backend, backend_of
 
 WEEK = BoardKey("week", "2026-W44")
 MISSING = BoardKey("week", "1999-W01")
@@ -28,7 +28,7 @@ ABSENT = ["", "a ", "ab", "é1", "zz", "😀😀", "A0", "Z", "~", "\x00", "a00"
 MAX = 2**53 - 1
 
 
-@pytest.fixture(params=INDEXES)
+@pytest.fixture(params=SINGLE_INDEXES)
 def backend(request: pytest.FixtureRequest) -> Backend:
     return backend_of(request, request.param)
 
