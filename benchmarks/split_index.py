@@ -42,6 +42,7 @@ import redis.asyncio as aioredis
 
 import _split_board as sb
 from _harness import code_line, install_sigterm, machine_line, quantile, run
+from podium import gcpolicy
 from podium.bootstrap import Backends, build
 from podium.config import Settings, parse
 from podium.domain.boards import BoardSpec, in_board_order, merge_in_board_order
@@ -374,6 +375,8 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
     try:
         await b1.start()
         await b16.start()
+        if args.gc == "serve":
+            gcpolicy.settle()  # what the app's start-up does in a serving process
         agg = await bench_cycles(b16, s16, args.cycles)
         if "reads" in phases:
             await bench_reads(b1, b16, s1, s16, agg, n, args)
@@ -390,11 +393,19 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=5, help="fresh aggregators (4 cycles each)")
     ap.add_argument("--readers", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--gc",
+        choices=["serve", "default"],
+        default="serve",
+        help="the collector's policy for the cycles and reads: podium serve's "
+        "(gcpolicy.settle) or CPython's default thresholds",
+    )
     ap.add_argument("--seconds", type=float, default=5.0, help="per read case per round")
     args = ap.parse_args()
     install_sigterm()
     print(machine_line())
-    print(code_line(), flush=True)
+    print(code_line())
+    print(f"garbage collector: {args.gc}", flush=True)
     with contextlib.ExitStack() as stack:
         run(main_async(args, stack))
     print(machine_line().replace("at start", "at the end"))
