@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import heapq
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -342,6 +343,7 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
     s1 = sb.private_redis(stack, "redis-one")
     s16 = sb.private_redis(stack, "redis-split")
     tmp = Path(tempfile.mkdtemp(prefix="podium-bench-split-"))
+    stack.callback(shutil.rmtree, tmp, True)
     now = int(time.time())
     spec, w = season(settings_for(s1.url, 1, tmp), now)
     key = BoardKey(spec.name, w.id)
