@@ -54,6 +54,10 @@ class Ranking:
         """One shard is the whole board: every rank exact, as on a single index."""
         return self.split.shard_count > 1
 
+    def forget(self) -> None:
+        """Read every snapshot again on its next use (after a ban, a rebuild)."""
+        self._held.clear()
+
     async def snapshot(self, key: BoardKey) -> Snapshot | None:
         """The board window's snapshot as this process last read it (at most ``HOLD_S``
         ago), or None when the aggregator has published none that is still live."""
@@ -95,6 +99,20 @@ class Ranking:
         if snap is None:
             return None
         return list(snap.top[start : stop + 1]), snap.as_of
+
+    async def inside(
+        self, key: BoardKey, player_id: str, neighbors: int
+    ) -> tuple[int, list[tuple[str, int]], float] | None:
+        """A player in the snapshot's top, with neighbors that stay inside it: their 0-based
+        rank, the rows around them and the snapshot's ``asOf``, exact as of then, without
+        asking any shard. None when the snapshot cannot answer it alone."""
+        snap = await self.snapshot(key) if self.active else None
+        if snap is None:
+            return None
+        i = snap.position(player_id)
+        if i is None or (i + neighbors >= len(snap.top) and not snap.whole):
+            return None
+        return i, list(snap.top[max(0, i - neighbors) : i + neighbors + 1]), snap.as_of
 
     async def estimated(self, spec: BoardSpec, key: BoardKey, player_id: str) -> Estimated | None:
         """The player's estimated rank when it falls below the snapshot's top of a board

@@ -175,6 +175,8 @@ class Reads:
     def clear_cache(self) -> None:
         self._pages.clear()
         self._refills.clear()
+        if self.ranking is not None:
+            self.ranking.forget()
 
     async def player_rank(
         self,
@@ -190,6 +192,15 @@ class Reads:
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
         if self.ranking is not None:
+            # In the exact top of a split board: its rank and neighbors, exact as of the
+            # aggregator's snapshot, with no shard asked (every shard would be: near()).
+            top = await self.ranking.inside(key, player_id, neighbors)
+            if top is not None:
+                at, rows, as_of = top
+                first = max(0, at - neighbors)
+                around = await self._entries(spec, key, rows, first)
+                mine = around[at - first]
+                return PlayerRank(board, w.id, mine.rank, True, mine.points, around, as_of=as_of)
             # Below the exact top of a split board: an estimate, labelled, without neighbors.
             est = await self.ranking.estimated(spec, key, player_id)
             if est is not None:

@@ -30,12 +30,21 @@ class Snapshot:
     last: int | None = None  # the score at the very end of the board (its last row)
     # (score, member) of the top, ascending: what a rank is counted against
     _ascending: list[tuple[int, str]] = field(init=False, repr=False, compare=False)
+    _positions: dict[str, int] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         rows = [(s, m) for m, s in self.top]
         if self.descending:
             rows.reverse()
         object.__setattr__(self, "_ascending", rows)
+        object.__setattr__(self, "_positions", None)
+
+    def position(self, member: str) -> int | None:
+        """The member's 0-based place in the top, or None when it is not in it."""
+        if self._positions is None:  # built on the first look-up: most snapshots get many
+            object.__setattr__(self, "_positions", {m: i for i, (m, _) in enumerate(self.top)})
+        assert self._positions is not None
+        return self._positions.get(member)
 
     @property
     def whole(self) -> bool:

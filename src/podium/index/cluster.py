@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -119,7 +118,7 @@ def client_for(url: str, *, read_from_replicas: bool = False) -> Any:
     no replica to read from."""
     if is_cluster_url(url):
         return cluster_client(url, read_from_replicas=read_from_replicas)
-    return aioredis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **TIMEOUTS)
+    return RedisIndex.client_from_url(url)
 
 
 def shard_indexes(client: Any, prefix: str, shards: int) -> list[RedisIndex]:

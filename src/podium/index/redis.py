@@ -41,6 +41,7 @@ PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (plac
 STAGING_TTL_S = 3600
 # The same timeouts for one Redis and for a cluster's nodes (cluster.py).
 TIMEOUTS: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 2}
+POOL_CONNECTIONS = 256  # per process, shared by every shard index of one Redis
 
 WRITE = Script("write")
 BAN = Script("ban")
@@ -87,9 +88,19 @@ class RedisIndex:
     @staticmethod
     def client_from_url(url: str) -> Any:
         """A client for one Redis, as every index of it (a shard each, or the one) shares."""
-        return aioredis.Redis.from_url(
-            url, decode_responses=True, health_check_interval=30, **TIMEOUTS
+        # A pool that makes a caller wait for a free connection rather than fail: a split
+        # board's read sends one command per shard at once, so a few dozen concurrent reads
+        # want more connections than redis-py's default pool (which raises when it runs out:
+        # 78 to 86 % of exact reads failed at 32 readers on 16 shards, BENCHMARKS.md).
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=POOL_CONNECTIONS,
+            timeout=TIMEOUTS["socket_timeout"],
+            decode_responses=True,
+            health_check_interval=30,
+            **TIMEOUTS,
         )
+        return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose closes it
 
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium", shard: int | None = None) -> RedisIndex:
