@@ -28,8 +28,8 @@ from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 PLAYERS = [f"p{i:03d}" for i in range(40)]
 BOARDS = ("all", "top")  # "top": an exact top of 5, so most of its ranks are estimates
-KILLS = (150, 300, 450)  # acknowledged matches before each kill: API, updater, aggregator
-MATCHES = 600
+KILLS = (100, 200, 300)  # acknowledged matches before each kill: API, updater, aggregator
+MATCHES = 450
 SENDERS = 6
 
 
@@ -80,6 +80,8 @@ def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) 
     return path
 
 
+# Marked like the other tests of real processes; CI's plain `pytest` runs it all the same.
+@pytest.mark.slow
 def test_a_fleet_survives_kill_9(
     tmp_path: Path,
     databases: list[str],
@@ -112,6 +114,12 @@ async def _scenario(fleet: Fleet, key: str, prefix: str) -> None:
 
 
 async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
+    t0 = time.monotonic()
+    marks: list[str] = []
+
+    def mark(what: str) -> None:
+        marks.append(f"{what} {time.monotonic() - t0:.1f}s")
+
     ports = {"api1": _free_port(), "api2": _free_port()}
     for name, port in ports.items():
         fleet.start(name, "serve", "--no-workers", port=port)
@@ -130,6 +138,7 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
     for name in ("updater1", "updater2", "relay", "freezer", "agg2"):
         await fleet.worker_ready(name)
 
+    mark("started")
     rng = random.Random(11)
     matches: dict[str, dict[str, Any]] = {}
     for i in range(MATCHES):
@@ -203,13 +212,16 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
             await asyncio.sleep(0.01)
 
     await when_acked(KILLS[0])
+    mark("kill api")
     fleet.kill9("api1")  # with requests in flight on it
     fleet.restart("api1")
     await when_acked(KILLS[1])
+    mark("kill updater")
     fleet.kill9("updater1")
     fleet.restart("updater1")
     await when_acked(KILLS[2])
     assert await r.get(lease) == first, "the first aggregator lost its lease before the kill"
+    mark("kill aggregator")
     fleet.kill9("agg1")
     killed_at = time.time()
     # The standby takes over: another token holds the lease, and it publishes afresh.
@@ -225,10 +237,12 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
             break
         await asyncio.sleep(0.2)
     assert as_of > killed_at, "no snapshot published after the active aggregator was killed"
+    mark("taken over")
     fleet.restart("agg1")  # now the standby: the lease stays with the second
     await sending
     await fleet.api_ready("api1")
     await fleet.worker_ready("agg1")
+    mark("all acknowledged")
     assert retries[0] > 0, "the API kill should have cost some requests a retry"
     assert acked == set(matches)
 
@@ -238,13 +252,16 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
             for b in BOARDS:
                 expected[(b, res["playerId"])] += res["points"]
     await _store_matches(fleet, expected)
+    mark("store checked")
     await _boards_match(urls, expected)
+    mark("boards checked")
     stop.set()
     await reading
     assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
     assert await r.get(lease) == second, "the restarted aggregator took the lease back"
     await _estimates_happen(urls[1], expected)
     print(f"fleet: {len(acked)} matches acknowledged, {retries[0]} retries, {read_ok[0]} reads")
+    print("fleet: " + ", ".join(marks))
 
 
 async def _estimates_happen(url: str, expected: dict[tuple[str, str], int]) -> None:
