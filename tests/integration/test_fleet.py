@@ -208,7 +208,9 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
 
     async def when_acked(n: int) -> None:
         while len(acked) < n:
-            assert not sending.done(), "the senders stopped early"
+            if sending.done():
+                sending.result()  # a sender's failure, as it was raised
+                raise AssertionError("the senders stopped early")
             await asyncio.sleep(0.01)
 
     await when_acked(KILLS[0])
