@@ -1,0 +1,316 @@
+"""A whole fleet on loopback: two API processes, two updaters, the relay, an aggregator and
+its standby, the freezer; the store on a home and two shard databases, the index in 16
+shards, the log on NATS. Results go in through both API processes while an API process, an
+updater and the active aggregator are killed with SIGKILL and started again; at the end
+every acknowledged result is counted exactly once, in the store and on every board."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import secrets
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+
+from podium import bootstrap, config
+from podium.domain.models import Target
+from tests.conftest import POSTGRES_URL, REDIS_URL, need
+from tests.integration.fleet import Fleet
+from tests.integration.test_crash import _free_port
+from tests.nats_cluster import delete_stream, need_nats, stream_name
+
+PLAYERS = [f"p{i:03d}" for i in range(40)]
+BOARDS = ("all", "top")  # "top": an exact top of 5, so most of its ranks are estimates
+KILLS = (100, 200, 300)  # acknowledged matches before each kill: API, updater, aggregator
+MATCHES = 450
+SENDERS = 6
+
+
+@pytest.fixture
+async def databases() -> AsyncIterator[list[str]]:
+    """Three fresh databases on the machine's Postgres (home and two shards), dropped after."""
+    need(POSTGRES_URL, "PostgreSQL")
+    import asyncpg
+
+    names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(3)]
+    admin = await asyncpg.connect(POSTGRES_URL)
+    try:
+        for name in names:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    u = urlparse(POSTGRES_URL)
+    yield [u._replace(path=f"/{n}").geturl() for n in names]
+    admin = await asyncpg.connect(POSTGRES_URL)
+    try:
+        for name in names:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def stream() -> AsyncIterator[tuple[str, str]]:
+    url = need_nats()
+    name = stream_name()
+    yield url, name
+    await delete_stream([url], name)
+
+
+def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) -> Path:
+    home, *shards = dbs
+    path = tmp / "podium.toml"
+    path.write_text(
+        f'[store]\nurl = "{home}"\nshards = {json.dumps(shards)}\n'
+        f'[index]\nurl = "{REDIS_URL}"\nprefix = "{prefix}"\nshards = 16\n'
+        f'[log]\nurl = "{nats_url}"\nstream = "{stream}"\npartitions = 4\n'
+        "[server]\nread_rate_per_s = 0\n"
+        # A killed updater's unacknowledged batch comes again this soon.
+        "[workers]\nlease_s = 2.0\n"
+        '[[boards]]\nname = "all"\nwindow = "all"\nranks_below_top = "exact"\n'
+        '[[boards]]\nname = "top"\nwindow = "all"\nexact_top = 5\n'
+    )
+    return path
+
+
+# Marked like the other tests of real processes; CI's plain `pytest` runs it all the same.
+@pytest.mark.slow
+def test_a_fleet_survives_kill_9(
+    tmp_path: Path,
+    databases: list[str],
+    redis_prefix: str,
+    stream: tuple[str, str],
+) -> None:
+    cfg = _config(tmp_path, databases, redis_prefix, *stream)
+    fleet = Fleet(cfg, tmp_path)
+    try:
+        fleet.podium("migrate")
+        out = fleet.podium("keys", "create", "--name", "gs", "--modes", "default")
+        key = out.strip().splitlines()[-1]
+        asyncio.run(_scenario(fleet, key, redis_prefix))
+    except BaseException:
+        fleet.stop_all()
+        fleet.dump()
+        raise
+    fleet.stop_all()
+
+
+async def _scenario(fleet: Fleet, key: str, prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    r = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    lease = f"{prefix}:{{agg}}:lease"
+    try:
+        await _run(fleet, key, r, lease, prefix)
+    finally:
+        await r.aclose()
+
+
+async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
+    t0 = time.monotonic()
+    marks: list[str] = []
+
+    def mark(what: str) -> None:
+        marks.append(f"{what} {time.monotonic() - t0:.1f}s")
+
+    ports = {"api1": _free_port(), "api2": _free_port()}
+    for name, port in ports.items():
+        fleet.start(name, "serve", "--no-workers", port=port)
+    for name in ("updater1", "updater2"):
+        fleet.start(name, "worker", "--roles", "updater")
+    fleet.start("relay", "worker", "--roles", "relay")
+    fleet.start("freezer", "worker", "--roles", "freezer")
+    # The first aggregator alone, until it holds the lease: so the holder's token is known
+    # to be its own, and that is the one killed later (the other is then the standby).
+    fleet.start("agg1", "worker", "--roles", "aggregator")
+    await fleet.worker_ready("agg1")
+    first = await _holder(r, lease, None)
+    fleet.start("agg2", "worker", "--roles", "aggregator")
+    for name in ("api1", "api2"):
+        await fleet.api_ready(name)
+    for name in ("updater1", "updater2", "relay", "freezer", "agg2"):
+        await fleet.worker_ready(name)
+
+    mark("started")
+    rng = random.Random(11)
+    matches: dict[str, dict[str, Any]] = {}
+    for i in range(MATCHES):
+        a, b = rng.sample(PLAYERS, 2)
+        matches[f"m{i}"] = {
+            "mode": "default",
+            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "durationSeconds": 60,
+            "results": [
+                {"playerId": a, "points": rng.randint(1, 100)},
+                {"playerId": b, "points": rng.randint(1, 100)},
+            ],
+        }
+    acked: set[str] = set()
+    retries = [0]
+    auth = {"Authorization": f"Bearer {key}"}
+    urls = [f"http://127.0.0.1:{p}" for p in ports.values()]
+
+    async def sender(n: int) -> None:
+        # Each attempt goes to the next API process, as through a load balancer; a failed
+        # one (no connection, 5xx) is sent again, same id and content, as a game server does.
+        async with httpx.AsyncClient(timeout=10) as c:
+            for i, mid in enumerate(list(matches)[n::SENDERS]):
+                attempt = i
+                while True:
+                    url = urls[attempt % 2]
+                    attempt += 1
+                    try:
+                        resp = await c.post(
+                            f"{url}/v1/matches/{mid}/results", json=matches[mid], headers=auth
+                        )
+                    except httpx.TransportError:
+                        retries[0] += 1
+                        await asyncio.sleep(0.05)
+                        continue
+                    if resp.status_code >= 500:
+                        retries[0] += 1
+                        await asyncio.sleep(0.05)
+                        continue
+                    assert resp.status_code == 200, resp.text
+                    acked.add(mid)
+                    break
+
+    read_ok = [0]
+    read_failed: list[str] = []
+
+    async def reader(stop: asyncio.Event) -> None:
+        # The API process that is never killed answers reads throughout.
+        async with httpx.AsyncClient(base_url=urls[1], timeout=5) as c:
+            while not stop.is_set():
+                for board in BOARDS:
+                    try:
+                        got = await c.get(f"/v1/boards/{board}", params={"limit": 10})
+                        ok = got.status_code == 200
+                        detail = f"{got.status_code} {got.text[:200]}"
+                    except httpx.TransportError as e:
+                        ok, detail = False, repr(e)
+                    if ok:
+                        read_ok[0] += 1
+                    else:
+                        read_failed.append(f"{board}: {detail}")
+                await asyncio.sleep(0.05)
+
+    stop = asyncio.Event()
+    reading = asyncio.create_task(reader(stop))
+    sending = asyncio.gather(*(sender(n) for n in range(SENDERS)))
+
+    async def when_acked(n: int) -> None:
+        while len(acked) < n:
+            if sending.done():
+                sending.result()  # a sender's failure, as it was raised
+                raise AssertionError("the senders stopped early")
+            await asyncio.sleep(0.01)
+
+    await when_acked(KILLS[0])
+    mark("kill api")
+    fleet.kill9("api1")  # with requests in flight on it
+    fleet.restart("api1")
+    await when_acked(KILLS[1])
+    mark("kill updater")
+    fleet.kill9("updater1")
+    fleet.restart("updater1")
+    await when_acked(KILLS[2])
+    assert await r.get(lease) == first, "the first aggregator lost its lease before the kill"
+    mark("kill aggregator")
+    fleet.kill9("agg1")
+    killed_at = time.time()
+    # The standby takes over: another token holds the lease, and it publishes afresh.
+    second = await _holder(r, lease, first)
+    assert second != first
+    snap = f"{prefix}:{{agg}}:snap:top:all"
+    deadline = time.monotonic() + 20
+    as_of = 0.0
+    while time.monotonic() < deadline:
+        data = await r.get(snap)
+        as_of = json.loads(data)["asOf"] if data else 0.0
+        if as_of > killed_at:
+            break
+        await asyncio.sleep(0.2)
+    assert as_of > killed_at, "no snapshot published after the active aggregator was killed"
+    mark("taken over")
+    fleet.restart("agg1")  # now the standby: the lease stays with the second
+    await sending
+    await fleet.api_ready("api1")
+    await fleet.worker_ready("agg1")
+    mark("all acknowledged")
+    assert retries[0] > 0, "the API kill should have cost some requests a retry"
+    assert acked == set(matches)
+
+    expected = {(b, p): 0 for b in BOARDS for p in PLAYERS}
+    for body in matches.values():
+        for res in body["results"]:
+            for b in BOARDS:
+                expected[(b, res["playerId"])] += res["points"]
+    await _store_matches(fleet, expected)
+    mark("store checked")
+    await _boards_match(urls, expected)
+    mark("boards checked")
+    stop.set()
+    await reading
+    assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
+    assert await r.get(lease) == second, "the restarted aggregator took the lease back"
+    await _estimates_happen(urls[1], expected)
+    print(f"fleet: {len(acked)} matches acknowledged, {retries[0]} retries, {read_ok[0]} reads")
+    print("fleet: " + ", ".join(marks))
+
+
+async def _estimates_happen(url: str, expected: dict[tuple[str, str], int]) -> None:
+    """Below the exact top of 5, "top" answers from the aggregator's histogram."""
+    last = min((p for b, p in expected if b == "top"), key=lambda p: expected[("top", p)])
+    async with httpx.AsyncClient(base_url=url, timeout=5) as c:
+        body = (await c.get(f"/v1/boards/top/players/{last}")).json()
+        exact = (await c.get(f"/v1/boards/all/players/{last}")).json()
+    assert body["exact"] is False and exact["exact"] is True, (body, exact)
+    assert body["rankLow"] <= exact["rank"] <= body["rankHigh"], (body, exact)
+
+
+async def _holder(r: Any, lease: str, other: str | None) -> str:
+    """The lease's holder, once there is one that is not ``other``."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        token = await r.get(lease)
+        if token is not None and token != other:
+            return str(token)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no aggregator other than {other} took the lease")
+
+
+async def _store_matches(fleet: Fleet, expected: dict[tuple[str, str], int]) -> None:
+    """Every result counted exactly once in the store's totals, on whichever database."""
+    backends = bootstrap.build(config.load(str(fleet.cfg)))
+    try:
+        targets = [Target(b, "all", 0) for b in BOARDS]
+        for p in PLAYERS:
+            totals = await backends.store.totals(p, targets)
+            got = {(b, p): totals.get(b, 0) for b in BOARDS}
+            assert got == {k: v for k, v in expected.items() if k[1] == p}
+    finally:
+        await backends.close()
+
+
+async def _boards_match(urls: list[str], expected: dict[tuple[str, str], int]) -> None:
+    """Every board equal to the store for every player, once the log has drained."""
+    got: dict[tuple[str, str], int] = {}
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient(timeout=5) as c:
+        while time.monotonic() < deadline:
+            for i, (b, p) in enumerate(expected):
+                resp = await c.get(f"{urls[i % 2]}/v1/boards/{b}/players/{p}")
+                got[(b, p)] = resp.json()["points"] if resp.status_code == 200 else -1
+            if got == expected:
+                return
+            await asyncio.sleep(0.5)
+    wrong = {k: (got.get(k), v) for k, v in expected.items() if got.get(k) != v}
+    raise AssertionError(f"boards differ from the store (got, expected): {wrong}")
