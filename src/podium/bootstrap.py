@@ -29,15 +29,15 @@ from podium.ports import (
 )
 from podium.ranking import Ranking
 from podium.service import Podium
-from podium.workers import aggregator
+from podium.workers import aggregator, reconciler
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
 from podium.workers.updater import BacklogMonitor, ProfileCopier, Updater
 
 log = logging.getLogger("podium")
 
-ROLES = ("relay", "updater", "aggregator", "freezer")
-PLANNED_ROLES = ("reconciler",)
+ROLES = ("relay", "updater", "aggregator", "freezer", "reconciler")
+PLANNED_ROLES: tuple[str, ...] = ()
 FREEZER_PERIOD_S = 5.0  # how often the freezer looks for windows that are due
 PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
 
@@ -201,6 +201,11 @@ class Backends:
             elif role == "freezer":
                 step = self.podium.lifecycle.freeze_due
                 self._runners.append(Runner("freezer", step, idle_sleep_s=FREEZER_PERIOD_S))
+            elif role == "reconciler":
+                rec = reconciler.Reconciler(self.settings, self.store, self.index, self.clock)
+                self._runners.append(
+                    Runner("reconciler", rec.step, idle_sleep_s=reconciler.PERIOD_S, full=1 << 30)
+                )
             elif role in PLANNED_ROLES:
                 raise ConfigError(f"role {role!r} is not built yet (available: {', '.join(ROLES)})")
             else:

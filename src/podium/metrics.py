@@ -126,6 +126,19 @@ SNAPSHOT_AGE_SECONDS = Gauge(
     registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+RECONCILER_CHECKED = Counter(
+    "podium_reconciler_checked",
+    "Players the reconciler compared between the store and the rank index",
+    registry=REGISTRY,
+)
+RECONCILER_MISMATCHES = Counter(
+    "podium_reconciler_mismatches",
+    "Index entries that differed from the store, still so after every change committed "
+    "before was applied, and repaired: missing, too_high or too_low (the packed score), "
+    "banned (a banned player on the board, removed)",
+    ["kind"],
+    registry=REGISTRY,
+)
 WORKER_HEARTBEAT = Gauge(
     "podium_worker_heartbeat_timestamp",
     "Last loop of each worker role",

@@ -1,1 +1,1 @@
-"""Background roles: relay and updater today; aggregator, freezer and reconciler later."""
+"""Background roles: relay, updater, aggregator, freezer (``lifecycle``) and reconciler."""

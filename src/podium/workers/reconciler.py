@@ -1,0 +1,255 @@
+"""The reconciler: walks the store's players, holds the rank index to what the store says,
+and repairs what differs (DESIGN invariant 1: the store is the record, the index a copy).
+
+What it samples: a keyset walk, by player id, over the tallies of every live board window
+(not frozen, its index key not yet expired), one page of ``BATCH`` players of one window per
+step, the windows taken in turn; at the end of a window's tallies its walk starts again. So
+every player is visited in turn, within (players / BATCH) steps of ``PERIOD_S``.
+
+Each page is read from the store first, then the players' scores from the index (one
+``ranks`` call per board window: one call per shard on a split board). A player whose score
+differs from ``BoardSpec.score`` of their tally, who is missing, or who is banned and still
+on the board, is only a *suspect*: the change that explains it may be in flight (committed,
+not yet applied by an updater). A suspect is looked at again once every outbox row older
+than the store read that saw it has been applied (``Outbox.outbox_backlog``), by reading
+the index first and the store after: if the store still holds the same tally version, no
+change of that player is on its way, and the index should hold exactly its score; only
+then is it a mismatch, and repaired. A result recorded meanwhile changes the version, and
+the suspect is dropped (the walk comes round to the player again), so a change in flight is
+never "repaired" backwards.
+
+How it repairs, always with the store's value read after the index:
+
+- banned and on the board: ``RankIndex.ban`` of that window, which removes the player and
+  refuses later writes (the ban is re-asserted, never lifted);
+- missing or too low (too high, on ascending boards): the updater's own idempotent write
+  (GT/LT, or the tally's version on boards whose totals can fall);
+- when that write lands nothing (GT cannot lower a score that is too high; a versioned
+  board refuses a wrong score that carries the right version): a per-player reset, a ban
+  and an unban of that one window (which clears the player's score and version there),
+  then the store read again and its value written, unless the player is banned by then, in
+  which case the ban is put back. A write of any change that lands during the reset was
+  committed before that read, so the value written includes it; later ones are newer
+  (GT/versions keep them). A real ban racing the reset is seen by that read, since the
+  service bans in the store before the index.
+
+Several reconcilers may run at once without a lease: every repair writes the store's
+current value through idempotent writes, so two doing it leave the same board; two resets
+of one player at once each end with the store's value or a ban. Each walks on its own, so
+running many costs reads, not correctness.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from podium import metrics
+from podium.config import Settings
+from podium.domain.boards import BoardSpec, Order
+from podium.domain.codec import EncodingError
+from podium.domain.models import Standing
+from podium.domain.windows import Window, WindowError, index_expiry, parse_window
+from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
+
+log = logging.getLogger("podium.reconciler")
+
+PERIOD_S = 5.0  # a page of one board window this often
+BATCH = 500  # players per page
+# The outbox's times come from the API processes' clocks: a margin for their skew, so that
+# a row committed just before a store read is not taken for one committed after it.
+SKEW_S = 1.0
+EXAMPLES = 5  # players named in a repair's warning
+
+
+class ReconcilerStore(Results, Outbox, Players, Windows, Protocol):
+    """What the reconciler reads of the store."""
+
+
+@dataclass
+class _Suspect:
+    key: BoardKey
+    player_id: str
+    version: int  # the tally version the store held when the difference was seen
+    seen_at: float  # just after that store read
+
+
+@dataclass
+class _Walk:
+    key: BoardKey
+    spec: BoardSpec
+    window: Window
+    pages: AsyncIterator[list[Standing]]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ReconcilerStore,
+        index: RankIndex,
+        clock: Clock,
+        *,
+        batch: int = BATCH,
+    ) -> None:
+        self._settings = settings
+        self._boards = {b.name: b for b in settings.boards}
+        self._store = store
+        self._index = index
+        self._clock = clock
+        self._batch = batch
+        self._walks: list[_Walk] = []
+        self._suspects: dict[tuple[BoardKey, str], _Suspect] = {}
+
+    async def step(self) -> int:
+        """Confirm and repair the suspects that are due, then check one more page; returns
+        how many players were checked."""
+        await self._confirm_due()
+        return await self._walk_one()
+
+    # -- the walk ----------------------------------------------------------------------
+
+    async def _live(self) -> list[_Walk]:
+        now = self._clock.now()
+        out: list[_Walk] = []
+        for spec in self._settings.boards:
+            frozen = await self._store.frozen(spec.name)
+            for wid in await self._store.windows(spec.name):
+                if wid in frozen:
+                    continue  # served from its final standings, not from the index
+                try:
+                    w = parse_window(spec.rule, wid)
+                except WindowError:
+                    continue  # a window of an older configuration of this board
+                exp = index_expiry(w)
+                if exp is None or exp > now:
+                    pages = self._store.standings(spec.name, wid, self._batch)
+                    out.append(_Walk(BoardKey(spec.name, wid), spec, w, pages))
+        return out
+
+    async def _walk_one(self) -> int:
+        if not self._walks:
+            self._walks = await self._live()
+            if not self._walks:
+                return 0
+        walk = self._walks.pop(0)
+        try:
+            page = await anext(walk.pages)
+        except StopAsyncIteration:
+            return 0  # this window's walk is done; the next round starts it again
+        self._walks.append(walk)
+        seen_at = self._clock.now()
+        checked = await self._check(walk.spec, walk.window, walk.key, page, seen_at)
+        metrics.RECONCILER_CHECKED.inc(checked)
+        return checked
+
+    async def _check(
+        self, spec: BoardSpec, w: Window, key: BoardKey, page: Sequence[Standing], seen_at: float
+    ) -> int:
+        players = [s.player_id for s in page]
+        banned = await self._store.banned(players)
+        placed = await self._index.ranks(key, players, descending=spec.order is Order.DESC)
+        for s, p in zip(page, placed, strict=True):
+            held = None if p is None else p.score
+            if _kind(spec, w, s, s.player_id in banned, held) is not None:
+                k = (key, s.player_id)
+                if k not in self._suspects:
+                    self._suspects[k] = _Suspect(key, s.player_id, s.tally.version, seen_at)
+        return len(page)
+
+    # -- confirming and repairing ------------------------------------------------------
+
+    async def _confirm_due(self) -> None:
+        if not self._suspects:
+            return
+        now = self._clock.now()
+        pending, age = await self._store.outbox_backlog(now)
+        applied_before = float("inf") if pending == 0 else now - age - SKEW_S
+        due = [s for s in self._suspects.values() if s.seen_at < applied_before]
+        repaired: list[str] = []
+        for s in due:
+            del self._suspects[(s.key, s.player_id)]
+            kind = await self._confirm(s)
+            if kind is not None:
+                repaired.append(f"{s.key.board}/{s.key.window}/{s.player_id} ({kind})")
+        if repaired:
+            log.warning(
+                "repaired %d index entries that differed from the store, e.g. %s",
+                len(repaired),
+                ", ".join(repaired[:EXAMPLES]),
+            )
+
+    async def _confirm(self, s: _Suspect) -> str | None:
+        spec = self._boards.get(s.key.board)
+        if spec is None:
+            return None
+        try:
+            w = parse_window(spec.rule, s.key.window)
+        except WindowError:
+            return None
+        desc = spec.order is Order.DESC
+        # The index first, the store after: the store's answer is then at least as new as
+        # anything the index held.
+        (placed,) = await self._index.ranks(s.key, [s.player_id], descending=desc)
+        standing, banned = await self._read(s.key, s.player_id)
+        if standing is None or standing.tally.version != s.version:
+            return None  # the player changed since: the walk will come round to them again
+        held = None if placed is None else placed.score
+        kind = _kind(spec, w, standing, banned, held)
+        if kind is None:
+            return None  # it was in flight after all
+        metrics.RECONCILER_MISMATCHES.labels(kind).inc()
+        if kind == "banned":
+            await self._index.ban([s.key], s.player_id)
+            return kind
+        if await self._write(spec, w, s.key, standing) == 0:
+            await self._reset(spec, w, s.key, s.player_id)
+        return kind
+
+    async def _read(self, key: BoardKey, player_id: str) -> tuple[Standing | None, bool]:
+        standings = await self._store.player_standings(player_id)
+        standing = next((x for x in standings if BoardKey(x.board, x.window) == key), None)
+        return standing, bool(await self._store.banned([player_id]))
+
+    async def _write(self, spec: BoardSpec, w: Window, key: BoardKey, s: Standing) -> int:
+        try:
+            score = spec.score(s.tally, w)
+        except EncodingError as e:  # the board's configuration changed under the tally
+            log.error("%s/%s: %s: cannot encode: %s", key.board, key.window, s.player_id, e)
+            return 1  # nothing a reset could fix
+        versioned = self._settings.versioned(spec)
+        return await self._index.write(
+            key,
+            [(s.player_id, score)],
+            descending=spec.order is Order.DESC,
+            expire_at=index_expiry(w),
+            versions=[s.tally.version] if versioned else None,
+        )
+
+    async def _reset(self, spec: BoardSpec, w: Window, key: BoardKey, player_id: str) -> None:
+        """Clear the player's score and version on this one window, then write the store's
+        value read after that (or ban again, if the player is banned by then)."""
+        await self._index.ban([key], player_id)
+        await self._index.unban([key], player_id)
+        standing, banned = await self._read(key, player_id)
+        if banned:
+            await self._index.ban([key], player_id)
+        elif standing is not None:
+            await self._write(spec, w, key, standing)
+
+
+def _kind(spec: BoardSpec, w: Window, s: Standing, banned: bool, held: int | None) -> str | None:
+    """How the index's score ``held`` differs from what the store says, or None."""
+    if banned:
+        return "banned" if held is not None else None
+    try:
+        want = spec.score(s.tally, w)
+    except EncodingError:
+        return None  # the updater drops such changes too; nothing to hold the index to
+    if held is None:
+        return "missing"
+    if held == want:
+        return None
+    return "too_high" if held > want else "too_low"
