@@ -59,7 +59,7 @@ def test_processes_share_the_port_and_the_board(
     assert _left_running(proc.pid) == []
     out = (tmp_path / "serve.log").read_text()
     assert out.count("Application startup complete") == processes, out  # the API processes
-    assert "worker running roles relay,updater,aggregator,freezer" in out, out
+    assert "worker running roles relay,updater,aggregator,freezer,reconciler" in out, out
 
 
 def _serve(cfg: Path, tmp_path: Path, port: int, processes: int) -> subprocess.Popen[bytes]:
