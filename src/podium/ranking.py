@@ -51,7 +51,8 @@ class Ranking:
 
     @property
     def active(self) -> bool:
-        """One shard is the whole board: every rank exact, as on a single index."""
+        """More than one shard (the read side uses a ``Ranking`` only then): one shard is
+        the whole board, every rank exact, as on a single index."""
         return self.split.shard_count > 1
 
     def forget(self) -> None:
@@ -95,7 +96,7 @@ class Ranking:
         self, key: BoardKey, start: int, stop: int
     ) -> tuple[list[tuple[str, int]], float] | None:
         """Rows ``start..stop`` of the snapshot's top, and its ``asOf``; None without one."""
-        snap = await self.snapshot(key) if self.active else None
+        snap = await self.snapshot(key)
         if snap is None:
             return None
         return list(snap.top[start : stop + 1]), snap.as_of
@@ -106,7 +107,7 @@ class Ranking:
         """A player in the snapshot's top, with neighbors that stay inside it: their 0-based
         rank, the rows around them and the snapshot's ``asOf``, exact as of then, without
         asking any shard. None when the snapshot cannot answer it alone."""
-        snap = await self.snapshot(key) if self.active else None
+        snap = await self.snapshot(key)
         if snap is None:
             return None
         i = snap.position(player_id)
@@ -118,7 +119,7 @@ class Ranking:
         """The player's estimated rank when it falls below the snapshot's top of a board
         that estimates there; else None (count it exactly). ``NotFound`` when the player is
         not on the board."""
-        if not self.active or spec.ranks_below_top is not Below.ESTIMATED:
+        if spec.ranks_below_top is not Below.ESTIMATED:
             return None
         snap = await self.snapshot(key)
         if snap is None or snap.histogram is None or snap.whole:
@@ -126,7 +127,9 @@ class Ranking:
         score = (await self.split.scores(key, [player_id]))[0]
         if score is None:
             raise NotFound(f"player {player_id} is not on board {key.board} ({key.window})")
-        return self.place(spec, snap, player_id, score)
+        if snap.ahead(player_id, score) is not None:
+            return None  # inside the top after all: counted exactly
+        return self.place(spec, snap, score)
 
     async def placed(
         self, spec: BoardSpec, key: BoardKey, player_ids: list[str]
@@ -134,7 +137,7 @@ class Ranking:
         """For the friends board: each player's score (from their own shard, one call per
         shard) and place by the snapshot: the exact 0-based rank inside the top (an int),
         an estimate below it, None when not on the board. None: count them exactly."""
-        if not self.active or spec.ranks_below_top is not Below.ESTIMATED:
+        if spec.ranks_below_top is not Below.ESTIMATED:
             return None
         snap = await self.snapshot(key)
         if snap is None or snap.histogram is None:
@@ -146,7 +149,7 @@ class Ranking:
                 places.append(None)
                 continue
             ahead = snap.ahead(p, s)
-            places.append(ahead if ahead is not None else self.place(spec, snap, p, s))
+            places.append(ahead if ahead is not None else self.place(spec, snap, s))
         return scores, places
 
     def at_least(self, spec: BoardSpec, snap: Snapshot, score: int) -> int:
@@ -156,8 +159,9 @@ class Ranking:
         inside = bool(top) and (top[-1][1] <= score if desc else top[-1][1] >= score)
         if inside or snap.whole or snap.histogram is None:
             if desc:
-                return sum(1 for _, s in top if s >= score)  # all of them are in the top
-            return snap.total - sum(1 for _, s in top if s < score)  # asc: the lowest first
+                return snap.top_at_least(score)  # all of them are in the top
+            # asc: the top holds the lowest scores, so those below it are all in the top
+            return snap.total - (len(top) - snap.top_at_least(score))
         h = snap.histogram
         if desc:  # ahead of a score just below it: every member at or above it
             n = h.estimate(score - 1, spec.codec).rank - 1
@@ -165,11 +169,9 @@ class Ranking:
             n = snap.total - (h.estimate(score, spec.codec).rank - 1)
         return max(0, min(snap.total, n))
 
-    def place(
-        self, spec: BoardSpec, snap: Snapshot, player_id: str, score: int
-    ) -> Estimated | None:
-        if snap.ahead(player_id, score) is not None or snap.histogram is None:
-            return None
+    def place(self, spec: BoardSpec, snap: Snapshot, score: int) -> Estimated:
+        """The estimate of a score below the snapshot's top (its caller checked that)."""
+        assert snap.histogram is not None
         est = snap.histogram.estimate(score, spec.codec)
         # Below the exact top by the snapshot's own count: never shown above it.
         floor = len(snap.top) + 1

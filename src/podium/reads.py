@@ -340,8 +340,7 @@ class Reads:
         ends += await self.index.page(key, 0, 0, descending=not desc)
         codec = spec.codec
         lo, hi = sorted(codec.points(s) for _, s in ends)
-        width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
-        edges = [*range(lo, hi + 1, width), hi + 1]
+        edges = _point_edges(lo, hi, buckets)
         counts = await self.index.count_between(key, [codec.floor(p) for p in edges])
         out = [Bucket(a, b - 1, c) for a, b, c in zip(edges, edges[1:], counts, strict=False)]
         return Distribution(board, w.id, self.clock.now(), n, out)
@@ -355,8 +354,7 @@ class Reads:
         assert self.ranking is not None and snap.last is not None and snap.top
         codec = spec.codec
         lo, hi = sorted((codec.points(snap.top[0][1]), codec.points(snap.last)))
-        width = max(1, -(-(hi - lo + 1) // buckets))
-        edges = [*range(lo, hi + 1, width), hi + 1]
+        edges = _point_edges(lo, hi, buckets)
         at_least = [self.ranking.at_least(spec, snap, codec.floor(p)) for p in edges]
         at_least[0], at_least[-1] = snap.total, 0  # every member is within [lo, hi]
         for i in range(1, len(at_least)):  # estimates never let a count go negative
@@ -366,3 +364,9 @@ class Reads:
             for i, (a, b) in enumerate(itertools.pairwise(edges))
         ]
         return Distribution(spec.name, window, snap.as_of, snap.total, out, exact=False)
+
+
+def _point_edges(lo: int, hi: int, buckets: int) -> list[int]:
+    """Edges of at most ``buckets`` equal-width point buckets covering ``lo..hi``."""
+    width = max(1, -(-(hi - lo + 1) // buckets))  # ceiling division
+    return [*range(lo, hi + 1, width), hi + 1]

@@ -200,6 +200,8 @@ async def test_snapshots_round_trip(descending: bool) -> None:
     assert again == snap and again.top == top
     for i, (m, s) in enumerate(top):
         assert again.ahead(m, s) == i
+    for score in range(-1, 9):
+        assert again.top_at_least(score) == sum(1 for _, s in top if s >= score)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -64,6 +64,10 @@ class Snapshot:
             return n
         return None
 
+    def top_at_least(self, score: int) -> int:
+        """How many rows of the top hold ``score`` or more (a bisection, not a scan)."""
+        return len(self._ascending) - bisect_left(self._ascending, (score, ""))
+
     def encode(self) -> bytes:
         body = {
             "v": VERSION,

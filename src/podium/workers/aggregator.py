@@ -27,7 +27,7 @@ import logging
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import islice
 
 from podium import metrics
@@ -67,7 +67,6 @@ class _Board:
     planned_at: float = float("-inf")
     histogram: Histogram | None = None
     histogram_at: float = 0.0
-    published: float = field(default=0.0)
     total: int = 0  # members at the last cycle
     planned_total: int = 0  # members when the boundaries were placed
 
@@ -175,7 +174,6 @@ class Aggregator:
         snap = Snapshot(as_of, total, top, desc, board.histogram, last)
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
-        board.published = now if kept else board.published
         return kept
 
     async def _read(
