@@ -64,6 +64,8 @@ async def delete_stream(urls: list[str], name: str) -> None:
         js = nc.jetstream()
         with suppress(nats.js.errors.NotFoundError):
             await js.delete_stream(name)
+        with suppress(nats.js.errors.NotFoundError):  # the relays' leases beside it
+            await js.delete_key_value(f"{name}-relays")
     finally:
         await nc.close()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from podium.api.ratelimit import Buckets, ReadLimiter
@@ -21,6 +21,7 @@ from podium.index.split import SplitIndex
 from podium.ports import (
     ChangeLog,
     Clock,
+    Outbox,
     ProfileCopy,
     RankIndex,
     ScoreStore,
@@ -126,9 +127,26 @@ def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
         from podium.log.events import source_of
         from podium.log.nats import NatsLog
 
-        # The relay of this process reads the one store database; a store split across
-        # databases gives each database's outbox a relay (a NatsLog) of its own, named by
-        # that database's URL.
+        databases: Callable[[], Awaitable[Mapping[str, Outbox]]]
+        if settings.store.shards:
+            from podium.store.split import SplitStore
+
+            assert isinstance(store, SplitStore)
+            split = store
+
+            # Each database's own outbox, relayed under a lease of its own; the list is
+            # asked for at every step, since a bucket can move to a database not yet seen.
+            async def every() -> Mapping[str, Outbox]:
+                return {source_of(u): o for u, o in (await split.outboxes()).items()}
+
+            databases = every
+        else:
+            one: Mapping[str, Outbox] = {source_of(settings.store.url): store}
+
+            async def just_one() -> Mapping[str, Outbox]:
+                return one
+
+            databases = just_one
         return NatsLog.from_url(
             settings.log.url,
             settings.log.stream,
@@ -137,8 +155,7 @@ def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
             lease_s=settings.workers.lease_s,
             replicas=settings.log.replicas,
             retention_s=float(settings.log.retention_s),
-            outbox=store,
-            source=source_of(settings.store.url),
+            databases=databases,
         )
     from podium.log.outbox import OutboxLog
 

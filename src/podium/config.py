@@ -238,7 +238,8 @@ class LogSettings:
         _says("expected a non-negative str", "1 to 32 of letters, digits, _ -"),
     ] = "podium"
     """The JetStream stream's name (and its subjects' first token), so that several
-    deployments can share one NATS."""
+    deployments can share one NATS. The relays' leases are kept beside it, in the
+    key-value bucket ``<stream>-relays``."""
     partitions: AtLeastOne = 16
     """How many parts the JetStream log is split into by player (subjects
     ``<stream>.changes.<n>``, one durable consumer each), so that updaters share the work and

@@ -6,9 +6,12 @@ and keep their order. The stream is made on first use if missing (file storage, 
 retention for ``[log] retention_s`` so that a replay by time can reach back, a duplicate
 window of ``DUPLICATE_WINDOW_S``); one made with another partition count is refused.
 
-**Relay.** ``relay`` moves committed rows of the one ``Outbox`` this log was given (one
-relay per store database: a store split across databases gives each its own) into the
-stream, with message ids that make a re-publish harmless (``nats_relay.py``).
+**Relay.** ``relay`` moves committed outbox rows into the stream, with message ids that
+make a re-publish harmless (``nats_relay.py``), from every store database this process
+holds the relay lease of (``nats_lease.py``): one relay at a time per database, so that a
+player's changes reach the stream in commit order, and any number of relay processes, the
+others standing by. The databases are asked for at every step (``databases``), so a
+database that a bucket moved to is relayed too.
 
 **Updaters.** One durable pull consumer per partition (``<stream>-changes-<p>``, so that a
 restart resumes where the fleet was), explicit acks with ``ack_wait = [workers] lease_s``:
@@ -31,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -57,6 +60,7 @@ from podium.log.events import (
     decode,
 )
 from podium.log.nats_errors import translated
+from podium.log.nats_lease import RelayLeases
 from podium.log.nats_pull import Pull
 from podium.log.nats_relay import Publisher
 from podium.log.nats_replay import NatsReplay
@@ -94,7 +98,12 @@ class NatsLog:
         retention_s: float = 86_400.0,
         outbox: Outbox | None = None,
         source: str = "",
+        databases: Callable[[], Awaitable[Mapping[str, Outbox]]] | None = None,
+        holder: str = "",
     ) -> None:
+        """``databases`` gives the outbox of every store database by its source name
+        (``events.source_of``); ``outbox`` and ``source`` name just one. Without either,
+        the log is a consumer only. ``holder`` names this process in its relay leases."""
         self._servers = list(servers)
         self._stream = stream
         self._clock = clock
@@ -102,8 +111,15 @@ class NatsLog:
         self._lease_s = lease_s
         self._replicas = replicas
         self._retention_s = retention_s
-        self._outbox = outbox
-        self._source = source
+        if databases is None and outbox is not None:
+            one = {source: outbox}
+
+            async def just_one() -> Mapping[str, Outbox]:
+                return one
+
+            databases = just_one
+        self._databases = databases
+        self._leases = RelayLeases(f"{stream}-relays", lease_s, replicas, holder)
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._connecting = asyncio.Lock()
@@ -144,6 +160,7 @@ class NatsLog:
                     await nc.close()
                     raise
                 self._nc, self._js = nc, js
+                self._leases.reset()
                 self._pulls = [self._pull(nc, js, p) for p in range(self._partitions)]
         assert self._nc is not None and self._js is not None
         return self._nc, self._js
@@ -175,7 +192,7 @@ class NatsLog:
             except nats.js.errors.NotFoundError:
                 info = None
         if info is None:
-            replicas = self._replicas or min(3, _cluster_size(nc))
+            replicas = self._replicas_for(nc)
             config = StreamConfig(
                 name=self._stream,
                 description=described,
@@ -215,12 +232,46 @@ class NatsLog:
 
     # -- relay -----------------------------------------------------------------------------
 
+    @property
+    def relay_leases(self) -> RelayLeases:
+        return self._leases
+
     async def relay(self, limit: int) -> int:
-        if self._outbox is None:
+        """Up to ``limit`` rows of each store database this process holds the lease of."""
+        if self._databases is None:
             return 0  # a consumer only: the relays are elsewhere
-        _, js = await self._ready()
-        publisher = Publisher(js, self._stream, self._partitions, self._source)
-        return await publisher.relay(self._outbox, limit, self._lease_s, self._clock.now())
+        nc, js = await self._ready()
+        outboxes = await self._databases()
+        self._leases.replicas = self._replicas_for(nc)
+        held = await self._leases.hold(js, sorted(outboxes))
+        if not held:
+            return 0  # standing by: every database has its relay
+        # A publish may take this long at most, and none starts later than this before the
+        # lease's end: what the stream stores, it stores while the lease is this process's.
+        margin = min(REQUEST_TIMEOUT_S, self._leases.ttl / 3)
+        publisher = Publisher(js, self._stream, self._partitions, margin)
+        now = self._clock.now()
+        moved = await asyncio.gather(
+            *(
+                publisher.relay(
+                    outboxes[source],
+                    source,
+                    limit,
+                    self._lease_s,
+                    now,
+                    deadline - margin,
+                )
+                for source, deadline in held.items()
+            ),
+            return_exceptions=True,
+        )
+        for m in moved:  # every database to its end, then the first failure raised
+            if isinstance(m, BaseException):
+                raise m
+        return sum(m for m in moved if isinstance(m, int))
+
+    def _replicas_for(self, nc: Client) -> int:
+        return self._replicas or min(3, _cluster_size(nc))
 
     # -- consumers -------------------------------------------------------------------------
 
@@ -337,6 +388,7 @@ class NatsLog:
         nc, self._nc, self._js = self._nc, None, None
         if nc is None or nc.is_closed:
             return
+        await self._leases.release()  # a standby relay takes over now, not after a lease
         try:
             if mine:
                 await asyncio.gather(

@@ -5,16 +5,23 @@ Rows are claimed from one ``Outbox`` (one store database), published each with a
 in the outbox only once the stream acked every publish. A crash in between publishes them
 again, and the stream's duplicate window drops what it stored already.
 
+The relay is the one reader of its database's outbox while it holds that database's lease
+(``nats_lease.py``), so it claims rows whatever claims they carry: a claim left by a holder
+that died must not hide a player's earlier row while their later one is published. It
+starts no publish after ``stop_by``, the end of its lease less a publish's timeout (at most
+a third of a lease); what it had not published by then goes back to the outbox for the next
+holder.
+
 A player's rows are published one after another: the first of every player at once, then
 every second, and so on, each wave awaited; a player's chain stops at its first failure and
 the rest of its rows go back to the outbox at once. So the stream never holds a player's
-later change before an earlier one, whatever fails. (Two relays on one database could still
-interleave a player's rows: run one per database.)
+later change before an earlier one, whatever fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from nats.js import JetStreamContext
 
@@ -25,15 +32,24 @@ from podium.ports import Outbox
 
 
 class Publisher:
-    def __init__(self, js: JetStreamContext, stream: str, partitions: int, source: str) -> None:
+    def __init__(self, js: JetStreamContext, stream: str, partitions: int, timeout: float) -> None:
         self._js = js
         self._stream = stream
         self._partitions = partitions
-        self._source = source
+        self._timeout = timeout  # of one publish
 
-    async def relay(self, outbox: Outbox, limit: int, lease_s: float, now: float) -> int:
-        """Move up to ``limit`` rows of ``outbox`` into the stream; how many moved."""
-        rows = await outbox.claim_changes(limit, lease_s, now)
+    async def relay(
+        self, outbox: Outbox, source: str, limit: int, lease_s: float, now: float, stop_by: float
+    ) -> int:
+        """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
+        stream, publishing nothing after ``stop_by`` (``time.monotonic()``); how many moved."""
+        if time.monotonic() >= stop_by:
+            return 0
+        # Only holders of this lease claim rows of this outbox, one step at a time, and
+        # each claim below ends a lease after it was made: claiming as of a lease from now,
+        # with no lease added, no row is hidden from this holder or the next, whoever made
+        # the last claim and however that step ended.
+        rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
         if not rows:
             return 0
         chains: dict[str, list[Message]] = {}
@@ -45,8 +61,11 @@ class Publisher:
         live = list(chains.values())
         wave = 0
         while live:
+            if time.monotonic() >= stop_by:  # the lease may end before these are stored
+                unsent += [row_of(m) for chain in live for m in chain[wave:]]
+                break
             heads = [chain[wave] for chain in live]
-            published = (self._publish(m) for m in heads)
+            published = (self._publish(m, source) for m in heads)
             outcomes = await asyncio.gather(*published, return_exceptions=True)
             still: list[list[Message]] = []
             for chain, outcome in zip(live, outcomes, strict=True):
@@ -68,13 +87,15 @@ class Publisher:
             raise error
         return len(sent)
 
-    async def _publish(self, m: Message) -> None:
+    async def _publish(self, m: Message, source: str) -> None:
         row = row_of(m)
-        payload = encode(m, self._source, row)
-        headers = {"Nats-Msg-Id": message_id(payload, self._source, row)}
+        payload = encode(m, source, row)
+        headers = {"Nats-Msg-Id": message_id(payload, source, row)}
         subject = f"{self._stream}.changes.{partition_of(m.player_id, self._partitions)}"
         with translated(f"publish to {subject}"):
-            await self._js.publish(subject, payload, stream=self._stream, headers=headers)
+            await self._js.publish(
+                subject, payload, timeout=self._timeout, stream=self._stream, headers=headers
+            )
 
 
 def row_of(m: Message) -> int:

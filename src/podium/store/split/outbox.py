@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from podium.domain.models import Change, ProfileChange
+from podium.store.postgres import PostgresStore
 from podium.store.split.routing import Routed, gather_all
 
 
@@ -62,6 +63,12 @@ class Outbox(Routed):
         parts = await gather_all(self.db(u).players_since(since) for u in urls)
         found = {p for u, ps in zip(urls, parts, strict=True) for p in ps if self.owns(u, p)}
         return sorted(found)
+
+    async def outboxes(self) -> dict[str, PostgresStore]:
+        """Every database that holds players, by URL, each its own outbox: what a relay
+        per database reads (the rows of one player are all on one of them)."""
+        await self.ready()
+        return {u: self.db(u) for u in self.urls()}
 
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         await self.ready()
