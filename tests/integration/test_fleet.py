@@ -1,12 +1,14 @@
-"""A whole fleet on loopback: two API processes, two updaters, the relay, an aggregator and
-its standby, the freezer; the store on a home and two shard databases, the index in 16
-shards, the log on NATS. Results go in through both API processes while an API process, an
-updater and the active aggregator are killed with SIGKILL and started again; at the end
-every acknowledged result is counted exactly once, in the store and on every board."""
+"""A whole fleet on loopback: two API processes, two updaters, a relay and its standby, an
+aggregator and its standby, the freezer; the store on a home and two shard databases, the
+index in 16 shards, the log on NATS. Results go in through both API processes while an API
+process, an updater, the active relay and the active aggregator are killed with SIGKILL and
+started again; at the end every acknowledged result is counted exactly once, in the store
+and on every board, and the stream holds each player's changes in commit order."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import secrets
@@ -28,7 +30,8 @@ from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 PLAYERS = [f"p{i:03d}" for i in range(40)]
 BOARDS = ("all", "top")  # "top": an exact top of 5, so most of its ranks are estimates
-KILLS = (100, 200, 300)  # acknowledged matches before each kill: API, updater, aggregator
+KILLS = (90, 170, 250, 330)  # acknowledged matches before each kill: API, updater, relay,
+# aggregator
 MATCHES = 450
 SENDERS = 6
 
@@ -94,7 +97,7 @@ def test_a_fleet_survives_kill_9(
         fleet.podium("migrate")
         out = fleet.podium("keys", "create", "--name", "gs", "--modes", "default")
         key = out.strip().splitlines()[-1]
-        asyncio.run(_scenario(fleet, key, redis_prefix))
+        asyncio.run(_scenario(fleet, key, redis_prefix, stream))
     except BaseException:
         fleet.stop_all()
         fleet.dump()
@@ -102,18 +105,78 @@ def test_a_fleet_survives_kill_9(
     fleet.stop_all()
 
 
-async def _scenario(fleet: Fleet, key: str, prefix: str) -> None:
+async def _scenario(fleet: Fleet, key: str, prefix: str, stream: tuple[str, str]) -> None:
     import redis.asyncio as aioredis
 
     r = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
     lease = f"{prefix}:{{agg}}:lease"
+    relays = Relays(*stream)
     try:
-        await _run(fleet, key, r, lease, prefix)
+        await _run(fleet, key, r, lease, prefix, relays)
     finally:
         await r.aclose()
+        await relays.close()
 
 
-async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
+class Relays:
+    """The relays' leases, as the key-value bucket beside the stream holds them."""
+
+    def __init__(self, url: str, stream: str) -> None:
+        self.url, self.stream = url, stream
+        self._nc: Any = None
+
+    async def holders(self) -> dict[str, str]:
+        """store database -> the holder's name ("host pid N token"), of the leases held."""
+        import nats
+        import nats.js.errors
+
+        if self._nc is None:
+            self._nc = await nats.connect(self.url)
+        js = self._nc.jetstream()
+        try:
+            kv = await js.key_value(f"{self.stream}-relays")
+            keys = await kv.keys()
+        except (nats.js.errors.NotFoundError, nats.js.errors.NoKeysError):
+            return {}
+        out: dict[str, str] = {}
+        for k in keys:
+            with contextlib.suppress(nats.js.errors.KeyNotFoundError):  # deleted or expired
+                out[k] = (await kv.get(k)).value.decode()
+        return out
+
+    async def held_by(self, pid: int, databases: int, timeout: float = 20) -> None:
+        """Until process ``pid`` holds the leases of all ``databases``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            held = await self.holders()
+            if len(held) == databases and all(f" pid {pid} " in h for h in held.values()):
+                return
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"process {pid} does not hold every relay lease: {held}")
+
+    async def in_commit_order(self) -> int:
+        """Every player's totals on each board only ever grow along the stream: the order
+        they were committed in (they are sums of positive points). How many were read."""
+        js = self._nc.jetstream()
+        info = await js.stream_info(self.stream)
+        last: dict[tuple[str, str], int] = {}
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            e = json.loads((await js.get_msg(self.stream, seq)).data)
+            if e["type"] != "total":
+                continue
+            k = (e["board"], e["playerId"])
+            assert e["total"] >= last.get(k, 0), f"{k}: {e['total']} after {last[k]}"
+            last[k] = e["total"]
+        return int(info.state.last_seq)
+
+    async def close(self) -> None:
+        if self._nc is not None:
+            await self._nc.close()
+
+
+async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: Relays) -> None:
     t0 = time.monotonic()
     marks: list[str] = []
 
@@ -125,7 +188,10 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
         fleet.start(name, "serve", "--no-workers", port=port)
     for name in ("updater1", "updater2"):
         fleet.start(name, "worker", "--roles", "updater")
-    fleet.start("relay", "worker", "--roles", "relay")
+    # The first relay alone, until it holds both databases' leases: the other stands by.
+    relay1 = fleet.start("relay1", "worker", "--roles", "relay")
+    await relays.held_by(relay1.popen.pid, databases=2)
+    relay2 = fleet.start("relay2", "worker", "--roles", "relay")
     fleet.start("freezer", "worker", "--roles", "freezer")
     # The first aggregator alone, until it holds the lease: so the holder's token is known
     # to be its own, and that is the one killed later (the other is then the standby).
@@ -135,7 +201,7 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
     fleet.start("agg2", "worker", "--roles", "aggregator")
     for name in ("api1", "api2"):
         await fleet.api_ready(name)
-    for name in ("updater1", "updater2", "relay", "freezer", "agg2"):
+    for name in ("updater1", "updater2", "relay1", "relay2", "freezer", "agg2"):
         await fleet.worker_ready(name)
 
     mark("started")
@@ -222,6 +288,12 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
     fleet.kill9("updater1")
     fleet.restart("updater1")
     await when_acked(KILLS[2])
+    mark("kill relay")
+    fleet.kill9("relay1")  # no lease given back: the standby waits it out
+    await relays.held_by(relay2.popen.pid, databases=2)
+    mark("relay taken over")
+    fleet.restart("relay1")  # now the standby
+    await when_acked(KILLS[3])
     assert await r.get(lease) == first, "the first aggregator lost its lease before the kill"
     mark("kill aggregator")
     fleet.kill9("agg1")
@@ -261,6 +333,12 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str) -> None:
     await reading
     assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
     assert await r.get(lease) == second, "the restarted aggregator took the lease back"
+    await relays.held_by(relay2.popen.pid, databases=2, timeout=0)  # still the standby's
+    published = await relays.in_commit_order()
+    # one change per player and board of each match, each once: a re-publish by the relay
+    # that took over was dropped by the stream's duplicate window
+    assert published == MATCHES * 2 * len(BOARDS)
+    mark(f"{published} changes in commit order")
     await _estimates_happen(urls[1], expected)
     print(f"fleet: {len(acked)} matches acknowledged, {retries[0]} retries, {read_ok[0]} reads")
     print("fleet: " + ", ".join(marks))
