@@ -135,7 +135,8 @@ RECONCILER_MISMATCHES = Counter(
     "podium_reconciler_mismatches",
     "Index entries that differed from the store, still so after every change committed "
     "before was applied, and repaired: missing, too_high or too_low (the packed score), "
-    "banned (a banned player on the board, removed)",
+    "banned (a banned player on the board, removed), extra (a member the store has no "
+    "tally of, removed)",
     ["kind"],
     registry=REGISTRY,
 )

@@ -190,6 +190,53 @@ async def test_page_of_an_empty_or_missing_board(index: RankIndex, descending: b
     assert await index.page(WEEK, 0, 99, descending=descending) == []
 
 
+async def test_page_after_is_a_keyset_page_in_board_order(
+    index: RankIndex, descending: bool
+) -> None:
+    # ties across members of every byte order, so a cursor inside a run of equal scores
+    entries = {m: (i * 7) % 4 for i, m in enumerate(TRICKY)}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    ordered = board_order(entries, descending)
+    for n in (1, 2, 5, 100):
+        assert await index.page_after(WEEK, None, n, descending=descending) == ordered[:n]
+        for i, row in enumerate(ordered):
+            got = await index.page_after(WEEK, row, n, descending=descending)
+            assert got == ordered[i + 1 : i + 1 + n], (row, n)
+    # a walk by the last row of each page lists the board once, in order
+    walked: list[tuple[str, int]] = []
+    cursor: tuple[str, int] | None = None
+    while page := await index.page_after(WEEK, cursor, 3, descending=descending):
+        walked += page
+        cursor = page[-1]
+    assert walked == ordered
+    assert await index.page_after(WEEK, None, 0, descending=descending) == []
+    with pytest.raises(ValueError):
+        await index.page_after(WEEK, None, -1, descending=descending)
+
+
+async def test_page_after_a_cursor_that_moved_or_left(index: RankIndex, descending: bool) -> None:
+    entries = {"a": 10, "b": 20, "c": 30, "d": 40}
+    await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
+    # "b" moved from 20 to 35 after the page that ended on it: the page goes on from where
+    # (b, 20) stood, b itself left out wherever it is now
+    await index.write(WEEK, [("b", 35)], descending=True, expire_at=None)
+    if not descending:
+        await index.ban([WEEK], "b")
+        await index.unban([WEEK], "b")
+        await index.write(WEEK, [("b", 35)], descending=False, expire_at=None)
+    behind = {"desc": [("a", 10)], "asc": [("c", 30), ("d", 40)]}
+    order = "desc" if descending else "asc"
+    assert await index.page_after(WEEK, ("b", 20), 5, descending=descending) == behind[order]
+    # a cursor whose member is gone, or was never there, places by its score and bytes
+    await index.ban([WEEK], "b")
+    assert await index.page_after(WEEK, ("b", 20), 5, descending=descending) == behind[order]
+    # "c0" sorts after "c" by bytes: ahead of (c, 30) on desc, behind it on asc
+    tie = {"desc": [("c", 30), ("a", 10)], "asc": [("d", 40)]}
+    assert await index.page_after(WEEK, ("c0", 30), 5, descending=descending) == tie[order]
+    assert await index.page_after(MISSING, ("a", 1), 5, descending=descending) == []
+    assert await index.page_after(MISSING, None, 5, descending=descending) == []
+
+
 # -- ranks ----------------------------------------------------------------------------------
 
 

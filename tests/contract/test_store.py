@@ -647,6 +647,22 @@ async def test_player_standings_windows_and_paged_standings(store: ScoreStore) -
     assert [b async for b in store.standings("day", "1999-01-01")] == []
 
 
+async def test_tallied_says_who_has_a_tally_in_one_window(store: ScoreStore) -> None:
+    players = [f"t{i}" for i in range(12)]  # enough to land on every database of a split
+    for p in players[:8]:
+        r = result("m1", 5, player=p)
+        await store.record(r, targets(r.ended_at), NOW, None)
+    r = result("m2", 1, T0 + 86_400 + 5, player="t9")  # the next day: not in the first's
+    await store.record(r, targets(r.ended_at), NOW, None)
+    asked = [*players, "t3", "nobody"]  # a duplicate, and a player the store never saw
+    assert await store.tallied("day", "2026-10-24", asked) == set(players[:8])
+    assert await store.tallied("day", "2026-10-25", asked) == {"t9"}
+    assert await store.tallied("week", "2026-W43", asked) == {*players[:8], "t9"}
+    assert await store.tallied("week", "1999-W01", asked) == set()
+    assert await store.tallied("season", "2026-10-24", asked) == set()
+    assert await store.tallied("day", "2026-10-24", []) == set()
+
+
 # -- the outbox -----------------------------------------------------------------------------
 
 

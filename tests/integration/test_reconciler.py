@@ -1,8 +1,9 @@
 """The reconciler against a rank index corrupted behind podium's back: members deleted, a
-score too high and one too low, a banned player put back. After its steps the board equals
-the store again; a result recorded while it runs is not undone; a banned player is never put
-back; two reconcilers at once agree. On the embedded store with the in-process index (one
-shard and four), and on Postgres with Redis."""
+score too high and one too low, a banned player put back, members the store has no tally
+of. After its steps the board equals the store again; a result recorded while it runs is
+not undone, nor a stray member removed whose first result is on its way; a banned player is
+never put back; two reconcilers at once agree. On the embedded store with the in-process
+index (one shard and four), and on Postgres with Redis."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from podium import bootstrap
+from podium import bootstrap, metrics
 from podium.bootstrap import Backends
 from podium.config import parse
 from podium.domain.models import PlayerResult
@@ -109,8 +110,9 @@ async def expected(b: Backends, name: str) -> dict[str, int]:
     return out
 
 
-async def run(*recs: Reconciler, steps: int = 8) -> None:
-    """Steps enough to walk every window and then confirm what was seen."""
+async def run(*recs: Reconciler, steps: int = 16) -> None:
+    """Steps enough to walk every window (its tallies and its members, in turn: two boards'
+    windows, two walks each, up to 3 pages a walk here) and then confirm what was seen."""
     for _ in range(steps):
         for r in recs:
             await r.step()
@@ -197,3 +199,82 @@ async def test_a_banned_player_is_never_put_back(backends: Backends) -> None:
     await run(rec)
     assert "x" not in await board(b, "week")
     assert await board(b, "week") == await expected(b, "week")
+
+
+def extra_repairs() -> float:
+    """Members removed for having no tally, so far (the counter is process-wide)."""
+    got = metrics.REGISTRY.get_sample_value("podium_reconciler_mismatches_total", {"kind": "extra"})
+    return got or 0.0
+
+
+async def stray(b: Backends, name: str, player: str, score: int) -> None:
+    """An index write for a player with no result, behind podium's back (with a version on
+    the versioned board, as a buggy updater would write one)."""
+    spec = b.podium.board(name)
+    w = spec.rule.window_at(int(NOW))
+    assert w is not None
+    versions = [7] if b.settings.versioned(spec) else None
+    await b.index.write(
+        key_of(b, name), [(player, score)], descending=True, expire_at=None, versions=versions
+    )
+
+
+async def test_members_the_store_does_not_have_are_removed(backends: Backends) -> None:
+    b = backends
+    ended = int(NOW) - 100
+    await record(b, "m1", {f"r{i}": 10 * i + 5 for i in range(12)}, ended)
+    await apply_all(b)
+    await b.podium.ban("h", "cheat")  # banned, and no result at all
+    real = {name: await board(b, name) for name in BOARDS}
+    for name in BOARDS:
+        assert real[name] == await expected(b, name)
+        await stray(b, name, "ghost", 10**6)  # the top of the board
+        await stray(b, name, "mid", 62)  # between r5 (55) and r6 (65)
+        await b.index.unban([key_of(b, name)], "h")  # the ban lost, and the player put in
+        await stray(b, name, "h", 1)
+        assert set(await board(b, name)) == {*real[name], "ghost", "mid", "h"}
+    before = extra_repairs()
+    rec = Reconciler(b.settings, b.store, b.index, b.clock, batch=5)
+    await run(rec)
+    for name in BOARDS:
+        assert await board(b, name) == real[name]  # the strays gone, every real player as was
+    assert extra_repairs() - before == 6
+    # the banned one's ban is back (a replayed write is refused); the others were not left
+    # banned: their first result goes on the board
+    await b.index.write(key_of(b, "week"), [("h", 10**9)], descending=True, expire_at=None)
+    assert "h" not in await board(b, "week")
+    await record(b, "m2", {"ghost": 7, "mid": 8}, ended + 1)
+    await apply_all(b)
+    for name in BOARDS:
+        assert await board(b, name) == await expected(b, name)
+        assert {"ghost", "mid"} <= set(await board(b, name))
+
+
+async def test_a_stray_member_whose_result_is_on_its_way_is_not_removed(
+    backends: Backends,
+) -> None:
+    b = backends
+    ended = int(NOW) - 100
+    await record(b, "m1", {"a": 10, "b": 20}, ended)
+    await apply_all(b)
+    # A change waiting in the outbox (the clock stands still): no suspect is due until it
+    # is applied, as in a running fleet, where a change lands between a page and its check.
+    await record(b, "m0", {"z": 1}, ended)
+    for name in BOARDS:
+        await stray(b, name, "g", 3)
+    before = extra_repairs()
+    rec = Reconciler(b.settings, b.store, b.index, b.clock, batch=5)
+    for _ in range(4):  # every walk's first page: "g" is a suspect on both boards
+        await rec.step()
+    # g's first result, committed, not yet applied: g is no stray any more
+    await record(b, "m2", {"g": 300}, ended + 1)
+    held = {name: await board(b, name) for name in BOARDS}
+    await run(rec)
+    for name in BOARDS:
+        assert await board(b, name) == held[name]  # nothing removed while the change waits
+    await apply_all(b)
+    await run(rec)  # now due: the store has g's tally, so g is left to the store's walk
+    for name in BOARDS:
+        assert await board(b, name) == await expected(b, name)
+        assert "g" in await board(b, name)
+    assert extra_repairs() == before  # g was never taken off, not even for a moment

@@ -166,6 +166,26 @@ class MemoryIndex:
         board = self._get(key)
         return [] if board is None else board.rows(start, stop, descending)
 
+    async def page_after(
+        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        if n < 0:
+            raise ValueError(f"page_after: n must not be negative, not {n}")
+        board = self._get(key)
+        if board is None or n == 0:
+            return []
+        if after is None:
+            return board.rows(0, n - 1, descending)
+        member, score = after
+        held = board.scores.get(member)
+        # the cursor's place among the board's own rows (as near): the member's row counts
+        # as ahead only where it stands ahead of the cursor
+        at = board.ahead(member, score, descending)
+        at += held is not None and (held > score if descending else held < score)
+        # one row more than asked, in case the member's own row is among them and left out
+        rows = board.rows(at, at + n, descending)
+        return [r for r in rows if r[0] != member][:n]
+
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         board = self._get(key)
         if board is None:

@@ -172,6 +172,21 @@ class RedisIndex:
             reply = await self._r.execute_command("ZRANGE", zkey, start, stop, *args)
         return _rows(reply)
 
+    async def page_after(
+        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        if n < 0:
+            raise ValueError(f"page_after: n must not be negative, not {n}")
+        if n == 0:
+            return []
+        if after is None:
+            return await self.page(key, 0, n - 1, descending=descending)
+        # near.lua's rows just behind the cursor: one script, at one instant, O(log N + n).
+        # It also reads the n rows ahead, unused here: a few kB a page, cheaper to carry
+        # than a second script that would have to place the cursor the same way.
+        member, score = after
+        return (await self.near(key, member, score, n, descending=descending)).below
+
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
     ) -> Around | None:

@@ -123,6 +123,22 @@ class SplitIndex:
         )
         return list(islice(merge_in_board_order(parts, descending), start, stop + 1))
 
+    async def page_after(
+        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        """Each shard's ``n`` rows just behind the cursor, merged, and the first ``n`` kept:
+        S * n rows whatever the depth, where ``page`` reads every shard down to ``stop``.
+        Board order is one total order on (score, member) on every shard, so the rows
+        behind the cursor on each shard are exactly the merged board's rows behind it."""
+        if n < 0:
+            raise ValueError(f"page_after: n must not be negative, not {n}")
+        if n == 0:
+            return []
+        parts = await asyncio.gather(
+            *(s.page_after(key, after, n, descending=descending) for s in self.shards)
+        )
+        return list(islice(merge_in_board_order(parts, descending), n))
+
     async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
         """Each player's score, read from their own shard (one call per shard holding any
         of them)."""

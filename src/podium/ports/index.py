@@ -65,6 +65,18 @@ class RankIndex(Protocol):
         """Members at ranks ``start..stop`` inclusive, in board order."""
         ...
 
+    async def page_after(
+        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        """Up to ``n`` members just behind ``after`` (a member and a score, as the last row
+        of the previous page) in board order, that member left out wherever it stands now;
+        from the top when ``after`` is None. A keyset page: its cost does not grow with its
+        depth (on a split board, n rows of each shard, where ``page`` reads every shard down
+        to ``stop``), so a walk of a whole board (the reconciler's) costs each page alike.
+        A member that moves past the cursor between two pages may be seen twice or not at
+        all in that walk."""
+        ...
+
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         """The player's place, or None when the player is not on the board."""
         ...

@@ -243,6 +243,11 @@ class Windows(Protocol):
         """Every stored tally of one board window, in batches (for rebuilds)."""
         ...
 
+    async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
+        """Which of these players have a stored tally in this board window (what the
+        reconciler asks of the index's members)."""
+        ...
+
     async def windows(self, board: str) -> list[str]:
         """The window ids of a board that have any tally."""
         ...

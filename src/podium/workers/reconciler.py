@@ -1,10 +1,19 @@
-"""The reconciler: walks the store's players, holds the rank index to what the store says,
-and repairs what differs (DESIGN invariant 1: the store is the record, the index a copy).
+"""The reconciler: walks the store's players and the index's members, holds the rank index
+to what the store says, and repairs what differs (DESIGN invariant 1: the store is the
+record, the index a copy).
 
-What it samples: a keyset walk, by player id, over the tallies of every live board window
-(not frozen, its index key not yet expired), one page of ``BATCH`` players of one window per
-step, the windows taken in turn; at the end of a window's tallies its walk starts again. So
-every player is visited in turn, within (players / BATCH) steps of ``PERIOD_S``.
+What it samples: two walks of every live board window (not frozen, its index key not yet
+expired). One is a keyset walk, by player id, over the store's tallies of the window; the
+other a keyset walk, in board order, over the index's members of it (``RankIndex.page_after``,
+the last row of a page the cursor of the next), which finds what the first cannot see: a
+member the store has no tally of (a write for a player whose results were deleted, a stray
+member after a restore, an index written by a bug). Each step checks one page of ``BATCH``
+of one walk, the walks taken in turn; at the end of a walk it starts again the next round.
+So every player and every member is visited in turn, within ((players + members) / BATCH)
+steps of ``PERIOD_S``. One page a step, whichever walk, keeps the reconciler's load flat and
+small beside the updaters': a page of the index costs ``BATCH`` rows whatever its depth
+(``BATCH`` of each shard on a split board), where a page by rank would read every shard down
+to it, and its store read is one query by key (one per database of a split store).
 
 Each page is read from the store first, then the players' scores from the index (one
 ``ranks`` call per board window: one call per shard on a split board). A player whose score
@@ -18,10 +27,23 @@ then is it a mismatch, and repaired. A result recorded meanwhile changes the ver
 the suspect is dropped (the walk comes round to the player again), so a change in flight is
 never "repaired" backwards.
 
+A member of the index's walk is checked against ``Windows.tallied`` (which of a page's
+members have a tally in the window), read after the index's page: a member an updater wrote
+was committed before, so the store read sees its tally, and one without is a suspect
+("extra"). It is confirmed the same way: once the backlog passed that read, the index read
+first and the store after; if it is still on the board and the store still has no tally of
+it there, no change of it is on its way (a result recorded since gives it a tally, and the
+suspect is dropped for the store's walk to hold it to). A member whose score moves past the
+cursor during a walk is skipped or seen twice by it; the next round sees it. Not seen at
+all: a window the store has no tally of (its key only in the index), since the live windows
+are the store's (``Windows.windows``) and the index lists no keys.
+
 How it repairs, always with the store's value read after the index:
 
-- banned and on the board: ``RankIndex.ban`` of that window, which removes the player and
-  refuses later writes (the ban is re-asserted, never lifted);
+- banned and on the board (with a tally or without one): ``RankIndex.ban`` of that window,
+  which removes the player and refuses later writes (the ban is re-asserted, never lifted);
+- on the board without a tally (``extra``): the per-player reset below, which ends with the
+  store's value, none here, so the member ends absent;
 - missing or too low (too high, on ascending boards): the updater's own idempotent write
   (GT/LT, or the tally's version on boards whose totals can fall);
 - when that write lands nothing (GT cannot lower a score that is too high; a versioned
@@ -72,16 +94,31 @@ class ReconcilerStore(Results, Outbox, Players, Windows, Protocol):
 class _Suspect:
     key: BoardKey
     player_id: str
-    version: int  # the tally version the store held when the difference was seen
+    # the tally version the store held when the difference was seen; None: it held no
+    # tally (a member of the index's window that the store does not have, "extra")
+    version: int | None
     seen_at: float  # just after that store read
 
 
 @dataclass
 class _Walk:
+    """The walk of the store's tallies of one window, by player id."""
+
     key: BoardKey
     spec: BoardSpec
     window: Window
     pages: AsyncIterator[list[Standing]]
+
+
+@dataclass
+class _IndexWalk:
+    """The walk of the index's members of one window, in board order, by keyset: the last
+    row of the page before is the cursor (``RankIndex.page_after``)."""
+
+    key: BoardKey
+    spec: BoardSpec
+    window: Window
+    after: tuple[str, int] | None = None
 
 
 class Reconciler:
@@ -100,7 +137,7 @@ class Reconciler:
         self._index = index
         self._clock = clock
         self._batch = batch
-        self._walks: list[_Walk] = []
+        self._walks: list[_Walk | _IndexWalk] = []
         self._suspects: dict[tuple[BoardKey, str], _Suspect] = {}
 
     async def step(self) -> int:
@@ -111,9 +148,9 @@ class Reconciler:
 
     # -- the walk ----------------------------------------------------------------------
 
-    async def _live(self) -> list[_Walk]:
+    async def _live(self) -> list[_Walk | _IndexWalk]:
         now = self._clock.now()
-        out: list[_Walk] = []
+        out: list[_Walk | _IndexWalk] = []
         for spec in self._settings.boards:
             frozen = await self._store.frozen(spec.name)
             for wid in await self._store.windows(spec.name):
@@ -125,8 +162,9 @@ class Reconciler:
                     continue  # a window of an older configuration of this board
                 exp = index_expiry(w)
                 if exp is None or exp > now:
+                    key = BoardKey(spec.name, wid)
                     pages = self._store.standings(spec.name, wid, self._batch)
-                    out.append(_Walk(BoardKey(spec.name, wid), spec, w, pages))
+                    out += (_Walk(key, spec, w, pages), _IndexWalk(key, spec, w))
         return out
 
     async def _walk_one(self) -> int:
@@ -135,13 +173,18 @@ class Reconciler:
             if not self._walks:
                 return 0
         walk = self._walks.pop(0)
-        try:
-            page = await anext(walk.pages)
-        except StopAsyncIteration:
-            return 0  # this window's walk is done; the next round starts it again
+        if isinstance(walk, _IndexWalk):
+            checked = await self._check_members(walk)
+            if checked == 0:
+                return 0  # this window's members are done; the next round starts again
+        else:
+            try:
+                page = await anext(walk.pages)
+            except StopAsyncIteration:
+                return 0  # this window's walk is done; the next round starts it again
+            seen_at = self._clock.now()
+            checked = await self._check(walk.spec, walk.window, walk.key, page, seen_at)
         self._walks.append(walk)
-        seen_at = self._clock.now()
-        checked = await self._check(walk.spec, walk.window, walk.key, page, seen_at)
         metrics.RECONCILER_CHECKED.inc(checked)
         return checked
 
@@ -157,6 +200,28 @@ class Reconciler:
                 k = (key, s.player_id)
                 if k not in self._suspects:
                     self._suspects[k] = _Suspect(key, s.player_id, s.tally.version, seen_at)
+        return len(page)
+
+    async def _check_members(self, walk: _IndexWalk) -> int:
+        """One page of the index's members of a window, and which of them the store has a
+        tally of there: those it has not are suspects ("extra"). The index first, the store
+        after: a member the updater wrote was committed before it was written, so the store
+        read sees its tally; only a member the store never had, or no longer has, is left.
+
+        Bounded like the store's walk: one keyset page of ``batch`` members (``batch``
+        rows of each shard on a split board, however deep the page) and one store read of
+        those players by key, per step."""
+        desc = walk.spec.order is Order.DESC
+        page = await self._index.page_after(walk.key, walk.after, self._batch, descending=desc)
+        if not page:
+            return 0
+        walk.after = page[-1]
+        members = [m for m, _ in page]
+        held = await self._store.tallied(walk.key.board, walk.key.window, members)
+        seen_at = self._clock.now()
+        for m in members:
+            if m not in held:
+                self._suspects.setdefault((walk.key, m), _Suspect(walk.key, m, None, seen_at))
         return len(page)
 
     # -- confirming and repairing ------------------------------------------------------
@@ -189,6 +254,8 @@ class Reconciler:
             w = parse_window(spec.rule, s.key.window)
         except WindowError:
             return None
+        if s.version is None:
+            return await self._confirm_extra(s, spec, w)
         desc = spec.order is Order.DESC
         # The index first, the store after: the store's answer is then at least as new as
         # anything the index held.
@@ -207,6 +274,28 @@ class Reconciler:
         if await self._write(spec, w, s.key, standing) == 0:
             await self._reset(spec, w, s.key, s.player_id)
         return kind
+
+    async def _confirm_extra(self, s: _Suspect, spec: BoardSpec, w: Window) -> str | None:
+        """A member the store had no tally of: still on the index, and the store (read
+        after the index) still without one, once every change committed before the walk
+        saw it was applied? Then nothing on its way explains it: take it off the board."""
+        desc = spec.order is Order.DESC
+        (placed,) = await self._index.ranks(s.key, [s.player_id], descending=desc)
+        if placed is None:
+            return None  # gone meanwhile (a change that removed it, applied)
+        if await self._store.tallied(s.key.board, s.key.window, [s.player_id]):
+            return None  # a result recorded since: the store's walk comes round to it
+        metrics.RECONCILER_MISMATCHES.labels("extra").inc()
+        if await self._store.banned([s.player_id]):
+            # banned in the store, and on the board anyway: the ban re-asserted (removing
+            # the member), never the reset, which would lift it for a moment
+            await self._index.ban([s.key], s.player_id)
+        else:
+            # The per-player reset ends with the store's value read after it: none here, so
+            # the member ends absent, unless a result landed meanwhile (then its value) or
+            # a ban (then the ban again).
+            await self._reset(spec, w, s.key, s.player_id)
+        return "extra"
 
     async def _read(self, key: BoardKey, player_id: str) -> tuple[Standing | None, bool]:
         standings = await self._store.player_standings(player_id)

@@ -10,7 +10,7 @@ takes it before it knows the player's group.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -50,6 +50,19 @@ class Windows(Database):
             )
 
         return standings_by_player(page)
+
+    async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
+        ids = list(set(player_ids))
+        if not ids:
+            return set()
+        rows = await self._fetch(
+            "SELECT player_id FROM tallies WHERE board = $1 AND window_id = $2 "
+            "AND player_id = ANY($3::text[])",
+            board,
+            window,
+            ids,
+        )
+        return {r["player_id"] for r in rows}
 
     async def windows(self, board: str) -> list[str]:
         rows = await self._fetch(

@@ -19,7 +19,7 @@ Final standings and what is frozen live on the home database.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 from podium.domain.boards import BoardSpec, Tally
@@ -70,6 +70,16 @@ class Windows(Routed):
         ):
             yield rows
             after = rows[-1].player_id
+
+    async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
+        """Each player asked of the database the map puts them on (as ``banned``): a
+        bucket being copied is read from its source until the map names the target."""
+        await self.ready()
+        groups = self.by_db(dict.fromkeys(player_ids))
+        parts = await gather_all(
+            self.db(u).tallied(board, window, ids) for u, ids in groups.items()
+        )
+        return set().union(*parts)
 
     async def windows(self, board: str) -> list[str]:
         await self.ready()

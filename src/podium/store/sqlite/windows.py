@@ -7,7 +7,7 @@ first decides, and ``record`` checks ``frozen_windows`` inside its own transacti
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
@@ -39,6 +39,20 @@ class Windows(Database):
             )
 
         return standings_by_player(page)
+
+    async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
+        ids = list(set(player_ids))
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT player_id FROM tallies WHERE board = ? AND window_id = ? "
+                f"AND player_id IN ({marks})",
+                (board, window, *ids),
+            ).fetchall()
+        )
+        return {r["player_id"] for r in rows}
 
     async def windows(self, board: str) -> list[str]:
         rows = await self._read(
