@@ -338,24 +338,44 @@ app.add_typer(store_app, name="store")
 @store_app.command("move-bucket")
 def store_move_bucket(
     bucket: Annotated[int, typer.Option(min=0, max=4095, help="The bucket, 0..4095.")],
-    to: Annotated[str, typer.Option(help="The URL of the database it moves to.")],
+    to: Annotated[str | None, typer.Option(help="The URL of the database it moves to.")] = None,
     grace: Annotated[
         float, typer.Option(min=0, help="Seconds before the old copy is deleted.")
     ] = 10.0,
+    drain_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0, help="Seconds to wait for the bucket's outbox rows before the move is undone."
+        ),
+    ] = 30.0,
+    abort: Annotated[
+        bool,
+        typer.Option("--abort", help="Undo a move that stopped before the map named its target."),
+    ] = False,
     config_file: ConfigOpt = None,
 ) -> None:
     """Move one bucket of players to another database, while results keep arriving
     (store.shards set): README, "Store split by player"."""
+    if (to is None) == (not abort):
+        raise typer.BadParameter("give --to URL, or --abort")
 
     async def run(b: Backends) -> bool:
         move = getattr(b.store, "move_bucket", None)
         if move is None:
             raise ConfigError("store.shards: the store is not split across databases")
-        moved: bool = await move(bucket, to, grace_s=grace)
+        if abort:
+            undone: bool = await b.store.abort_move(bucket)  # type: ignore[attr-defined]
+            return undone
+        moved: bool = await move(bucket, to, grace_s=grace, drain_timeout_s=drain_timeout)
         return moved
 
     _logging()
-    if _run(_settings(config_file), run):
+    done = _run(_settings(config_file), run)
+    if abort:
+        typer.echo(
+            f"the move of bucket {bucket} was undone" if done else f"bucket {bucket} is not moving"
+        )
+    elif done:
         typer.echo(f"bucket {bucket} moved to {to}")
     else:
         typer.echo(f"bucket {bucket} is on {to} already")

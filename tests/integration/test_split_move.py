@@ -181,3 +181,74 @@ async def test_the_command_line_moves_a_bucket(
         assert again.exit_code == 0 and "already" in again.output
     finally:
         await store.close()
+
+
+async def test_a_move_that_cannot_drain_is_undone(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+) -> None:
+    home, other, new = await postgres_databases(3)
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    p = in_bucket(7, 1)[0]
+    source = store.url_of(p)
+    # no updater runs: the bucket's outbox row never drains
+    await store.set_profile(Profile(p, "seven"), NOW)
+    try:
+        with pytest.raises(StoreUnavailable, match="did not move.*did not drain"):
+            await move_bucket(store, 7, new, grace_s=0, drain_timeout_s=0.3)
+        await store.refresh_map()
+        assert store.url_of(p) == source  # the map still names the source
+        # and the source takes the bucket's writes again, at once
+        out = await store.record(
+            ResultRecord(p, "m-after", "k", "ranked", T0 + 100, 60, 5), TARGETS, NOW, None
+        )
+        assert isinstance(out, RecordOutcome) and out.totals == {"week": 5}
+        moving = await store.home.run(
+            lambda c: c.fetchval("SELECT moving_to FROM bucket_map WHERE bucket = 7"), tx=False
+        )
+        assert moving is None
+    finally:
+        await store.close()
+
+
+async def test_a_move_killed_halfway_is_undone_by_abort(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    home, other, new = await postgres_databases(3)
+    conf = tmp_path / "podium.toml"
+    conf.write_text(f'[store]\nurl = "{home}"\nshards = ["{home}", "{other}"]\n')
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    p = in_bucket(7, 1)[0]
+    record = ResultRecord(p, "m1", "k", "ranked", T0 + 100, 60, 5)
+    # a mover killed while it waited for the outbox to drain: the bucket fenced, marked
+    await store.set_profile(Profile(p, "seven"), NOW)
+    mover = asyncio.create_task(move_bucket(store, 7, new, grace_s=0, drain_timeout_s=60))
+
+    async def fenced() -> bool:
+        return bool(
+            await store.db(store.url_of(p)).run(
+                lambda c: c.fetchval("SELECT count(*) FROM bucket_fences"), tx=False
+            )
+        )
+
+    try:
+        for _ in range(500):
+            if await fenced():
+                break
+            await asyncio.sleep(0.01)
+        mover.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await mover
+        with pytest.raises(StoreUnavailable):  # refused, as a half-done move leaves it
+            await store.record(record, TARGETS, NOW, None)
+        args = ["store", "move-bucket", "--bucket", "7", "--abort", "--config", str(conf)]
+        done = await asyncio.to_thread(CliRunner().invoke, app, args)
+        assert done.exit_code == 0 and "undone" in done.output, done.output
+        again = await asyncio.to_thread(CliRunner().invoke, app, args)
+        assert again.exit_code == 0 and "not moving" in again.output, again.output
+        out = await store.record(record, TARGETS, NOW, None)
+        assert isinstance(out, RecordOutcome) and out.totals == {"week": 5}
+    finally:
+        await store.close()

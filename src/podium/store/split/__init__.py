@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podium.store.split.move import move_bucket
+from podium.store.split.move import abort_move, move_bucket
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
 from podium.store.split.results import Results
@@ -41,6 +41,12 @@ class SplitStore(Credentials, Results, Outbox, Players, Windows):
         """Does not connect: each database's pools open on first use."""
         return cls(home, shards, pool_size=pool_size, read_pool_size=read_pool_size)
 
-    async def move_bucket(self, bucket: int, to: str, *, grace_s: float = 10.0) -> bool:
+    async def move_bucket(
+        self, bucket: int, to: str, *, grace_s: float = 10.0, drain_timeout_s: float = 30.0
+    ) -> bool:
         """Move one bucket of players to the database at ``to`` (``move.move_bucket``)."""
-        return await move_bucket(self, bucket, to, grace_s=grace_s)
+        return await move_bucket(self, bucket, to, grace_s=grace_s, drain_timeout_s=drain_timeout_s)
+
+    async def abort_move(self, bucket: int) -> bool:
+        """Undo a move of ``bucket`` that stopped before the map named its target."""
+        return await abort_move(self, bucket)

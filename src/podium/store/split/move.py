@@ -9,8 +9,9 @@ The steps (``move_bucket``), each safe to run again if the mover stops:
    again and retries, for about a second, then answers 503); then the mover waits until
    every transaction that began before the fence has ended, so no write of the bucket can
    commit there any more. Reads go on from the source all along.
-3. The source's outbox rows of those players are left to drain (the updaters apply them),
-   so a player's changes reach the index in order: their next ones come from the target.
+3. The source's outbox rows of those players are left to drain (the updaters apply them,
+   or the source's relay publishes them), so a player's changes reach the index and the
+   stream in order: their next ones come from the target.
 4. On the target, in one transaction: the windows the source has frozen or fenced are
    fenced, and the bucket's rows (results, tallies, profiles, friends, bans, and the claims
    of the bucket's match ids and of its players' matches) are copied, replacing whatever
@@ -25,6 +26,12 @@ The steps (``move_bucket``), each safe to run again if the mover stops:
 A read of every database counts a row only where the map puts its player, so the two copies
 are never counted twice; a process whose map is older reads the source, whose copy has not
 changed since step 2.
+
+A move that cannot go on before step 5 (a transaction older than the fence that does not
+end, outbox rows that do not drain: no updater or relay running) is undone (``abort_move``):
+the fence lifted, the mark cleared, the bucket's writes accepted on the source again, and an
+error says why. A mover that was killed before step 5 leaves the bucket's writes refused: run
+the move again (it starts over from the fence) or undo it with ``abort_move``.
 """
 
 from __future__ import annotations
@@ -79,9 +86,17 @@ async def move_bucket(
     if source_url is None:
         return False
     source = store.db(source_url)
-    await _fence(source, bucket, to, fence_timeout_s)
-    players = await _players(source, bucket)
-    await _drain(source, players, drain_timeout_s)
+    try:
+        await _fence(source, bucket, to, fence_timeout_s)
+        players = await _players(source, bucket)
+        await _drain(source, players, drain_timeout_s)
+    except StoreUnavailable as e:
+        # Nothing is copied yet and the map still names the source: undo, so that the
+        # bucket's players can play on while whatever stopped the move is looked at.
+        await abort_move(store, bucket)
+        raise StoreUnavailable(
+            f"bucket {bucket} did not move, and was left where it was: {e}"
+        ) from e
     await target.run(lambda c: _copy(c, source, bucket, players))
     await store.home.run(
         lambda c: c.execute(
@@ -95,6 +110,42 @@ async def move_bucket(
     claims = await _claims(source, bucket, [])
     await target.run(lambda c: _insert_claims(c, claims))
     await source.run(lambda c: _delete(c, bucket, players))
+    return True
+
+
+async def abort_move(store: Routed, bucket: int) -> bool:
+    """Undo a move that stopped before the map named its target: the source accepts the
+    bucket's writes again. False if no move of the bucket is under way. Whatever an earlier
+    attempt copied to the target is never read there (the map names the source), and the
+    next move to it replaces it."""
+    if not 0 <= bucket < BUCKETS:
+        raise InvalidInput(f"bucket {bucket} is outside 0..{BUCKETS - 1}")
+    await store.ready()
+    row = await store.home.run(
+        lambda c: c.fetchrow("SELECT db, moving_to FROM bucket_map WHERE bucket = $1", bucket),
+        tx=False,
+    )
+    if row is None or row["moving_to"] is None:
+        return False
+    source = store.db(row["db"])
+    await source.run(
+        lambda c: c.execute(
+            "DELETE FROM bucket_fences WHERE bucket = $1 AND moved_to = $2",
+            bucket,
+            row["moving_to"],
+        ),
+        tx=False,
+    )
+    await store.home.run(
+        lambda c: c.execute(
+            "UPDATE bucket_map SET moving_to = NULL WHERE bucket = $1 AND moving_to = $2",
+            bucket,
+            row["moving_to"],
+        ),
+        tx=False,
+    )
+    await store.refresh_map()
+    log.warning("the move of bucket %d to %s was undone", bucket, row["moving_to"])
     return True
 
 
@@ -138,8 +189,11 @@ async def _drain(source: PostgresStore, players: list[str], timeout_s: float) ->
         tx=False,
     ):
         if time.monotonic() > deadline:
-            log.warning("the bucket's outbox rows did not drain: moving on (order may slip)")
-            return
+            # Going on would let the target's later changes of a player overtake these.
+            raise StoreUnavailable(
+                f"the bucket's outbox rows on its database did not drain in {timeout_s:.0f}s: "
+                "is an updater (or, on NATS, a relay) running?"
+            )
         await asyncio.sleep(0.02)
 
 
