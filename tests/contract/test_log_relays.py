@@ -15,6 +15,7 @@ from podium import bootstrap
 from podium.config import parse
 from podium.log.events import source_of
 from podium.log.nats import NatsLog
+from podium.ports import ChangeLog
 from podium.store.sqlite import SqliteStore
 from tests.contract.test_log_nats import raw_messages, record, store, stream
 
@@ -41,7 +42,7 @@ def relay(url: str, name: str, outbox: Any, holder: str, source: str = "db1") ->
     )
 
 
-async def relay_all(log: NatsLog) -> int:
+async def relay_all(log: ChangeLog) -> int:
     moved = 0
     while n := await log.relay(100):
         moved += n
@@ -192,6 +193,54 @@ async def test_each_database_of_a_split_store_has_its_own_relay(
         await second.close()
         if not closed:
             await first.close()
+
+
+async def test_databases_spread_over_the_relays(stream: tuple[str, str], tmp_path: Any) -> None:
+    url, name = stream
+    stores = [SqliteStore.from_url(f"sqlite:///{tmp_path}/{i}.db") for i in range(4)]
+    for st in stores:
+        await st.migrate()
+    every = {f"db{i}": st for i, st in enumerate(stores)}
+
+    async def databases() -> dict[str, Any]:
+        return every
+
+    def make(holder: str) -> NatsLog:
+        return NatsLog(
+            [url],
+            name,
+            WallClock(),
+            partitions=4,
+            lease_s=LEASE_S,
+            databases=databases,
+            holder=holder,
+        )
+
+    a, b = make("a"), make("b")
+    try:
+        await a.relay(100)
+        assert len(a.relay_leases.held()) == 4  # alone: every database
+
+        async def spread() -> bool:
+            await a.relay(100)
+            await b.relay(100)
+            return len(a.relay_leases.held()) == len(b.relay_leases.held()) == 2
+
+        await until(spread, timeout=10)  # b joined: a gave two back, b took them
+        held = a.relay_leases.held() | b.relay_leases.held()
+        assert held == set(every)
+        await a.close()  # b alone again: it takes a's two at once
+
+        async def b_has_all() -> bool:
+            await b.relay(100)
+            return len(b.relay_leases.held()) == 4
+
+        assert await until(b_has_all, timeout=10) < LEASE_S
+    finally:
+        await a.close()
+        await b.close()
+        for st in stores:
+            await st.close()
 
 
 def test_the_lease_bucket_is_named_by_the_stream() -> None:

@@ -1,7 +1,7 @@
-"""A whole fleet on loopback: two API processes, two updaters, a relay and its standby, an
-aggregator and its standby, the freezer; the store on a home and two shard databases, the
+"""A whole fleet on loopback: two API processes, two updaters, two relays (one database
+each), an aggregator and its standby, the freezer; the store on a home and two shard databases, the
 index in 16 shards, the log on NATS. Results go in through both API processes while an API
-process, an updater, the active relay and the active aggregator are killed with SIGKILL and
+process, an updater, a relay and the active aggregator are killed with SIGKILL and
 started again; at the end every acknowledged result is counted exactly once, in the store
 and on every board, and the stream holds each player's changes in commit order."""
 
@@ -139,22 +139,23 @@ class Relays:
         except (nats.js.errors.NotFoundError, nats.js.errors.NoKeysError):
             return {}
         out: dict[str, str] = {}
-        for k in keys:
+        for k in (k for k in keys if k.startswith("relay.")):  # not the relays' own keys
             with contextlib.suppress(nats.js.errors.KeyNotFoundError):  # deleted or expired
                 out[k] = (await kv.get(k)).value.decode()
         return out
 
-    async def held_by(self, pid: int, databases: int, timeout: float = 20) -> None:
-        """Until process ``pid`` holds the leases of all ``databases``."""
+    async def held_by(self, pids: dict[int, int], timeout: float = 20) -> None:
+        """Until each process in ``pids`` holds that many leases, and nobody else any."""
         deadline = time.monotonic() + timeout
         while True:
             held = await self.holders()
-            if len(held) == databases and all(f" pid {pid} " in h for h in held.values()):
+            count = {pid: sum(f" pid {pid} " in h for h in held.values()) for pid in pids}
+            if count == pids and len(held) == sum(pids.values()):
                 return
             if time.monotonic() >= deadline:
                 break
             await asyncio.sleep(0.1)
-        raise AssertionError(f"process {pid} does not hold every relay lease: {held}")
+        raise AssertionError(f"the relay leases are not held as {pids}: {held}")
 
     async def in_commit_order(self) -> int:
         """Every player's totals on each board only ever grow along the stream: the order
@@ -188,9 +189,10 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
         fleet.start(name, "serve", "--no-workers", port=port)
     for name in ("updater1", "updater2"):
         fleet.start(name, "worker", "--roles", "updater")
-    # The first relay alone, until it holds both databases' leases: the other stands by.
+    # The first relay alone, until it holds both databases' leases; then the second, and
+    # the first gives it one of them.
     relay1 = fleet.start("relay1", "worker", "--roles", "relay")
-    await relays.held_by(relay1.popen.pid, databases=2)
+    await relays.held_by({relay1.popen.pid: 2})
     relay2 = fleet.start("relay2", "worker", "--roles", "relay")
     fleet.start("freezer", "worker", "--roles", "freezer")
     # The first aggregator alone, until it holds the lease: so the holder's token is known
@@ -204,6 +206,7 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     for name in ("updater1", "updater2", "relay1", "relay2", "freezer", "agg2"):
         await fleet.worker_ready(name)
 
+    await relays.held_by({relay1.popen.pid: 1, relay2.popen.pid: 1})
     mark("started")
     rng = random.Random(11)
     matches: dict[str, dict[str, Any]] = {}
@@ -289,10 +292,10 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     fleet.restart("updater1")
     await when_acked(KILLS[2])
     mark("kill relay")
-    fleet.kill9("relay1")  # no lease given back: the standby waits it out
-    await relays.held_by(relay2.popen.pid, databases=2)
+    fleet.kill9("relay1")  # no lease given back: the other relay waits it out
+    await relays.held_by({relay2.popen.pid: 2})
     mark("relay taken over")
-    fleet.restart("relay1")  # now the standby
+    relay1 = fleet.restart("relay1")
     await when_acked(KILLS[3])
     assert await r.get(lease) == first, "the first aggregator lost its lease before the kill"
     mark("kill aggregator")
@@ -333,7 +336,7 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     await reading
     assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
     assert await r.get(lease) == second, "the restarted aggregator took the lease back"
-    await relays.held_by(relay2.popen.pid, databases=2, timeout=0)  # still the standby's
+    await relays.held_by({relay1.popen.pid: 1, relay2.popen.pid: 1})  # shared out again
     published = await relays.in_commit_order()
     # one change per player and board of each match, each once: a re-publish by the relay
     # that took over was dropped by the stream's duplicate window

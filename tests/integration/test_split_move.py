@@ -194,7 +194,7 @@ async def test_a_move_that_cannot_drain_is_undone(
     # no updater runs: the bucket's outbox row never drains
     await store.set_profile(Profile(p, "seven"), NOW)
     try:
-        with pytest.raises(StoreUnavailable, match="did not move.*did not drain"):
+        with pytest.raises(StoreUnavailable, match=r"did not move.*did not drain"):
             await move_bucket(store, 7, new, grace_s=0, drain_timeout_s=0.3)
         await store.refresh_map()
         assert store.url_of(p) == source  # the map still names the source

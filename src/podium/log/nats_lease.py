@@ -8,6 +8,12 @@ key per database (``relay.<source>``, ``events.source_of``), its value the holde
 Several relay processes can then run at once: each database has one active relay, and the
 others stand by and take a database over when its holder stops renewing.
 
+**Shared out.** Each relay process also keeps a key of its own (``member.<token>``) alive in
+the bucket, and holds at most its share of the databases: as many as there are, divided by
+the live relay processes, rounded up. One that holds more (another relay started) gives the
+extra back, and the newcomer takes them; so the databases spread over the relays, and one
+relay's publishing rate (measured in BENCHMARKS.md) is not the fleet's.
+
 - **Taken** with ``create`` (written only if the key is absent), at most every quarter of a
   lease per process, so that standbys cost a request now and then, not one per loop.
 - **Renewed** with ``update`` against the revision this holder wrote last: a holder whose
@@ -29,6 +35,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import random
 import re
 import secrets
 import socket
@@ -56,17 +63,14 @@ class _Held:
     deadline: float  # time.monotonic(): the earliest the server may give the key away
 
 
-def holder_name() -> str:
-    """This process, as its leases name it: host, pid and a token for this start."""
-    return f"{socket.gethostname()} pid {os.getpid()} {secrets.token_hex(3)}"
-
-
 class RelayLeases:
     def __init__(self, bucket: str, lease_s: float, replicas: int, holder: str = "") -> None:
         self._bucket = bucket
         self._lease_s = lease_s
         self.replicas = replicas  # the stream's, once connected
-        self.holder = holder or holder_name()
+        self._token = secrets.token_hex(4)  # this start of this process
+        # The name its leases carry: host and pid, for whoever looks at the bucket.
+        self.holder = holder or f"{socket.gethostname()} pid {os.getpid()} {self._token}"
         self._kv: KeyValue | None = None
         self._ttl = lease_s  # the bucket's own, once known: it is what the server enforces
         self._held: dict[str, _Held] = {}
@@ -80,6 +84,11 @@ class RelayLeases:
     def ttl(self) -> float:
         """A lease, as the bucket keeps it (seconds)."""
         return self._ttl
+
+    def held(self) -> set[str]:
+        """The databases this process holds now."""
+        now = time.monotonic()
+        return {s for s, h in self._held.items() if h.deadline > now}
 
     def reset(self) -> None:
         """The connection was made again: the bucket is looked up again on next use. What
@@ -95,13 +104,34 @@ class RelayLeases:
             await self._give_back(kv, gone)
         now = time.monotonic()
         due = [s for s, h in self._held.items() if h.renew_at <= now]
-        free: list[str] = []
+        await asyncio.gather(*(self._renew(kv, s) for s in due))
         if now >= self._next_try:
             self._next_try = now + self._ttl * TRY_EVERY
-            free = [s for s in sources if s not in self._held]
-        await asyncio.gather(*(self._renew(kv, s) for s in due), *(self._take(kv, s) for s in free))
+            await self._share_out(kv, sources)
         now = time.monotonic()
         return {s: h.deadline for s, h in self._held.items() if h.deadline > now}
+
+    async def _share_out(self, kv: KeyValue, sources: Sequence[str]) -> None:
+        """Keep this relay's key alive, then hold its share of the databases: give back
+        what is over it, try to take free ones (in a random order, so that relays trying
+        at once do not all ask for the same one first) until it is reached."""
+        with translated("count the relays"):
+            await kv.put(f"member.{self._token}", self.holder.encode())
+            try:
+                keys = await kv.keys()
+            except nats.js.errors.NoKeysError:
+                keys = []
+        relays = max(1, sum(1 for k in keys if k.startswith("member.")))
+        share = -(-len(sources) // relays)
+        for source in sorted(self._held)[share:]:
+            await self._give_back(kv, source)
+            log.info("relay: gave store database %s to another relay (%d relays)", source, relays)
+        free = [s for s in sources if s not in self._held]
+        random.shuffle(free)
+        for source in free:
+            if len(self._held) >= share:
+                break
+            await self._take(kv, source)
 
     async def release(self) -> None:
         """Give back every lease at once (a clean stop): a standby need not wait them out."""
@@ -111,6 +141,10 @@ class RelayLeases:
             return
         for source in held:
             await self._give_back(kv, source)
+        try:
+            await kv.delete(f"member.{self._token}")
+        except (nats.errors.Error, TimeoutError) as e:  # it runs out by itself
+            log.warning("relay: leaving the relays: %s", e)
 
     async def _bucket_of(self, js: JetStreamContext) -> KeyValue:
         if self._kv is not None:
