@@ -1,9 +1,10 @@
 """A whole fleet on loopback: two API processes, two updaters, two relays (one database
-each), an aggregator and its standby, the freezer; the store on a home and two shard databases, the
-index in 16 shards, the log on NATS. Results go in through both API processes while an API
-process, an updater, a relay and the active aggregator are killed with SIGKILL and
-started again; at the end every acknowledged result is counted exactly once, in the store
-and on every board, and the stream holds each player's changes in commit order."""
+each), an aggregator and its standby, the freezer; the store on a home and two shard
+databases, the index in 16 shards, the log on NATS. Results go in through both API
+processes while an API process, an updater, a relay and the active aggregator are killed
+with SIGKILL and started again; at the end every acknowledged result is counted exactly
+once, in the store and on every board, and the stream holds each player's changes in commit
+order."""
 
 from __future__ import annotations
 
