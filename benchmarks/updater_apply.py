@@ -1,0 +1,458 @@
+"""The board updater's full apply rate (fetch from the log, ban check, index write, ack),
+through NATS JetStream and through the outbox, beside the floors of its parts.
+
+``--messages`` changes (absolute totals of ``--players`` players on two boards, a day and a
+week board, as a record of one result writes them: one change a board, each player's totals
+rising) are preloaded, outside the timing, into
+
+- a JetStream stream of their own, published directly as the relay would (the encoded event
+  of ``podium.log.events.encode``, the player's partition subject, the message id), and
+- the outbox of a Postgres database of their own (``COPY`` of the same rows, then a
+  ``VACUUM`` so that every repeat starts alike),
+
+and drained by the real ``podium.workers.updater.Updater``, built as bootstrap builds it
+(Postgres store, Redis index on the machine's Redis under a key prefix of its own), its
+``step`` called back to back until every change is applied. In the same repeat, over the
+same messages and entries:
+
+- bare nats-py: one durable pull consumer on the whole stream, ``fetch`` of the updater's
+  batch, an ``ack_sync`` per message, all of a batch at once (the log's floor);
+- ``NatsLog`` fetch + ack with no index write (what the log costs podium, on a second
+  stream of the same messages);
+- raw redis-py: the same (member, score) entries, a pipeline of ``ZADD GT`` per batch (one
+  command per board in the batch), one round trip each (the index write's floor);
+- with ``--updaters 1,2``, two updaters side by side (two asyncio tasks of one process,
+  each with its own log: its own NATS connection on the same durable consumers, or its own
+  claims on the same outbox), sharing the store and the index as one process's roles do.
+
+The board keys are emptied before each drain, so that every drain inserts the same members.
+Everything is printed as median [min-max] over ``--repeat`` repeats, in messages/s, with
+ratios of medians. Streams, the database and the keys are removed afterwards.
+
+    python benchmarks/updater_apply.py [--messages 20000] [--players 5000] [--repeat 3]
+        [--updaters 1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import asyncpg
+import nats
+import redis.asyncio as aioredis
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from _harness import PG_ADMIN_URL, REDIS_URL, num_spread
+from podium import bootstrap
+from podium.config import Settings, parse
+from podium.domain.boards import Tally
+from podium.domain.models import Change
+from podium.index.keys import Keys
+from podium.log.events import encode, message_id, partition_of, source_of
+from podium.log.nats import NatsLog
+from podium.log.outbox import OutboxLog
+from podium.ports import BoardKey, ChangeLog
+from podium.workers.updater import Updater
+
+NATS_URL = os.environ.get("PODIUM_BENCH_NATS", "nats://127.0.0.1:4222")
+# What a record writes into an outbox row (store/sql: podium_write_record).
+OUTBOX_COLUMNS = [
+    "board",
+    "window_id",
+    "player_id",
+    "total",
+    "reached_at",
+    "version",
+    "committed_at",
+]
+STALL_S = 20.0  # a drain that applies nothing for this long has lost messages: give up
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every measurement of one run shares."""
+
+    settings: Settings
+    backends: bootstrap.Backends
+    changes: list[Change]
+    entries: list[tuple[str, str, int]]  # (board key, member, score), one per change
+    players_per_board: dict[str, int]  # board key -> distinct players
+    source: str
+    redis: aioredis.Redis
+    db_url: str
+
+
+# -- the logs: built in one place ---------------------------------------------------------
+
+
+def make_log(bench: Bench, kind: str, stream: str = "") -> ChangeLog:
+    """One updater's change log, as bootstrap builds it: ``nats`` on ``stream`` (the relay's
+    keywords, ``outbox=`` and ``source=``, though nothing is relayed here) or ``outbox``."""
+    s, store = bench.settings, bench.backends.store
+    if kind == "nats":
+        return NatsLog.from_url(
+            NATS_URL,
+            stream,
+            bench.backends.clock,
+            partitions=s.log.partitions,
+            lease_s=s.workers.lease_s,
+            replicas=s.log.replicas,
+            retention_s=float(s.log.retention_s),
+            outbox=store,
+            source=bench.source,
+        )
+    return OutboxLog(store, bench.backends.clock, lease_s=s.workers.lease_s)
+
+
+def make_updater(bench: Bench, changes: ChangeLog) -> Updater:
+    b = bench.backends
+    return Updater(b.settings, b.store, b.index, b.copy, changes, b.clock)
+
+
+# -- the changes --------------------------------------------------------------------------
+
+
+def make_changes(settings: Settings, n: int, players: int, now: float) -> list[Change]:
+    """``n`` changes in commit order: results of random players, one change per board each,
+    every player's total and version rising with each of their results."""
+    rng = random.Random(12)
+    windows = []
+    for spec in settings.boards:
+        w = spec.rule.window_at(int(now))
+        assert w is not None
+        windows.append((spec.name, w.id))
+    totals: dict[str, int] = defaultdict(int)
+    versions: dict[str, int] = defaultdict(int)
+    out: list[Change] = []
+    while len(out) < n:
+        player = f"player-{rng.randrange(players):06d}"
+        totals[player] += rng.randint(1, 50)
+        versions[player] += 1
+        tally = Tally(totals[player], int(now), versions[player])
+        out += [Change(b, w, player, tally, now) for b, w in windows]
+    return out[:n]
+
+
+def index_entries(settings: Settings, changes: Sequence[Change]) -> list[tuple[str, str, int]]:
+    """Each change as the index stores it: its board's key, the member, the packed score."""
+    specs = {s.name: s for s in settings.boards}
+    keys = Keys(settings.index.prefix)
+    out = []
+    for c in changes:
+        spec = specs[c.board]
+        w = spec.rule.window_at(c.tally.reached_at)
+        assert w is not None and w.id == c.window
+        out.append((keys.board(BoardKey(c.board, c.window)), c.player_id, spec.score(c.tally, w)))
+    return out
+
+
+# -- preloading ---------------------------------------------------------------------------
+
+
+async def publish(bench: Bench, stream: str) -> None:
+    """The changes into ``stream`` as the relay publishes them (event, subject, message id),
+    acks awaited in windows of one batch."""
+    partitions, batch = bench.settings.log.partitions, bench.settings.workers.batch
+    nc = await nats.connect(NATS_URL)
+    try:
+        js = nc.jetstream()
+        for first in range(0, len(bench.changes), batch):
+            acks = []
+            for row, c in enumerate(bench.changes[first : first + batch], start=first + 1):
+                payload = encode(c, bench.source, row)
+                subject = f"{stream}.changes.{partition_of(c.player_id, partitions)}"
+                headers = {"Nats-Msg-Id": message_id(payload, bench.source, row)}
+                acks.append(await js.publish_async(subject, payload, headers=headers))
+            await asyncio.gather(*acks)
+    finally:
+        await nc.close()
+
+
+async def fill_outbox(bench: Bench) -> None:
+    """The same changes as outbox rows, as a record writes them, then a vacuum of the rows
+    the last drain deleted (outside the timing, so that every repeat starts alike)."""
+    conn = await asyncpg.connect(bench.db_url)
+    try:
+        n = await conn.fetchval("SELECT count(*) FROM outbox")
+        assert n == 0, f"{n} rows left in the outbox"
+        rows = [
+            (c.board, c.window, c.player_id, t.total, t.reached_at, t.version, c.committed_at)
+            for c, t in ((c, c.tally) for c in bench.changes)
+        ]
+        await conn.copy_records_to_table("outbox", records=rows, columns=OUTBOX_COLUMNS)
+        await conn.execute("VACUUM ANALYZE outbox")
+    finally:
+        await conn.close()
+
+
+async def clear_keys(r: aioredis.Redis, prefix: str) -> int:
+    n = 0
+    batch: list[bytes] = []
+    async for key in r.scan_iter(match=f"{prefix}:*", count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            n += int(await r.delete(*batch))
+            batch = []
+    if batch:
+        n += int(await r.delete(*batch))
+    return n
+
+
+async def check_boards(bench: Bench) -> None:
+    """Every player reached each board: the drain wrote what it was given."""
+    for key, want in bench.players_per_board.items():
+        got = int(await bench.redis.zcard(key))
+        assert got == want, f"{key}: {got} members, expected {want}"
+
+
+# -- the measurements ---------------------------------------------------------------------
+
+
+async def drain(steps: Sequence[Callable[[], Awaitable[int]]], n: int) -> float:
+    """Call every ``step`` back to back, side by side, until ``n`` messages are done between
+    them; returns messages/s."""
+    done = 0
+
+    async def run(step: Callable[[], Awaitable[int]]) -> None:
+        nonlocal done
+        last = time.perf_counter()
+        while done < n:
+            k = await step()
+            done += k
+            if k:
+                last = time.perf_counter()
+            elif time.perf_counter() - last > STALL_S:
+                raise RuntimeError(f"stalled at {done} of {n}")
+            else:
+                await asyncio.sleep(0.001)  # the others hold the rest
+
+    start = time.perf_counter()
+    await asyncio.gather(*(run(s) for s in steps))
+    elapsed = time.perf_counter() - start
+    assert done == n, (done, n)
+    return n / elapsed
+
+
+async def updaters_via(bench: Bench, kind: str, count: int, stream: str = "") -> float:
+    logs = [make_log(bench, kind, stream) for _ in range(count)]
+    try:
+        if kind == "nats":
+            await bench.redis.ping()
+            for log in logs:  # the connection, the stream and its consumers, untimed
+                assert not await log.fetch(1, partition=0)
+            await publish(bench, stream)
+        else:
+            await fill_outbox(bench)
+        await clear_keys(bench.redis, bench.settings.index.prefix)
+        rate = await drain([make_updater(bench, log).step for log in logs], len(bench.changes))
+    finally:
+        for log in logs:
+            await log.close()
+    await check_boards(bench)
+    return rate
+
+
+async def log_alone(bench: Bench, stream: str) -> float:
+    """``NatsLog`` fetch + ack of the updater's batches, with no index write."""
+    log = make_log(bench, "nats", stream)
+    batch = bench.settings.workers.batch
+    try:
+        assert not await log.fetch(1, partition=0)
+        await publish(bench, stream)
+
+        async def step() -> int:
+            got = await log.fetch(batch)
+            await log.ack(got)
+            return len(got)
+
+        return await drain([step], len(bench.changes))
+    finally:
+        await log.close()
+
+
+async def bare_pull(bench: Bench, stream: str) -> float:
+    """Bare nats-py over the same stream: a durable pull consumer of its own, one fetch of a
+    batch at a time, every message of it acked (``ack_sync``) at once."""
+    n, batch = len(bench.changes), bench.settings.workers.batch
+    nc = await nats.connect(NATS_URL)
+    try:
+        js = nc.jetstream()
+        config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, max_ack_pending=20_000)
+        sub = await js.pull_subscribe(
+            f"{stream}.changes.>", durable="bare", stream=stream, config=config
+        )
+        start = time.perf_counter()
+        got = 0
+        while got < n:
+            msgs = await sub.fetch(min(batch, n - got), timeout=2)
+            await asyncio.gather(*(m.ack_sync() for m in msgs))
+            got += len(msgs)
+        return got / (time.perf_counter() - start)
+    finally:
+        await nc.close()
+
+
+async def raw_zadd(bench: Bench) -> float:
+    """The same entries written with redis-py: per batch, one pipeline (one round trip) of a
+    ``ZADD GT`` per board the batch touches."""
+    await clear_keys(bench.redis, bench.settings.index.prefix)
+    batch = bench.settings.workers.batch
+    start = time.perf_counter()
+    for first in range(0, len(bench.entries), batch):
+        groups: dict[str, dict[str, int]] = defaultdict(dict)
+        for key, member, score in bench.entries[first : first + batch]:
+            groups[key][member] = max(score, groups[key].get(member, score))
+        pipe = bench.redis.pipeline(transaction=False)
+        for key, mapping in groups.items():
+            pipe.zadd(key, mapping, gt=True)
+        await pipe.execute()
+    rate = len(bench.entries) / (time.perf_counter() - start)
+    await check_boards(bench)
+    return rate
+
+
+async def delete_stream(name: str) -> None:
+    nc = await nats.connect(NATS_URL)
+    try:
+        await nc.jetstream().delete_stream(name)
+    except nats.js.errors.NotFoundError:
+        pass
+    finally:
+        await nc.close()
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+def settings_for(db_url: str, prefix: str) -> Settings:
+    return parse(
+        {
+            "store": {"url": db_url},
+            "index": {"url": REDIS_URL, "prefix": prefix},
+            "log": {"url": NATS_URL},
+            "boards": [
+                {"name": "day", "window": "day"},
+                {"name": "week", "window": "week"},
+            ],
+        }
+    )
+
+
+def loadavg() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
+    db_url = urlparse(PG_ADMIN_URL)._replace(path=f"/{db}").geturl()
+    prefix = f"podium-bench-{secrets.token_hex(4)}"
+    settings = settings_for(db_url, prefix)
+    backends = bootstrap.build(settings)
+    redis = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        await backends.start()  # the migrations
+        changes = make_changes(settings, args.messages, args.players, time.time())
+        entries = index_entries(settings, changes)
+        per_board: dict[str, set[str]] = defaultdict(set)
+        for key, member, _ in entries:
+            per_board[key].add(member)
+        bench = Bench(
+            settings,
+            backends,
+            changes,
+            entries,
+            {k: len(v) for k, v in per_board.items()},
+            source_of(db_url),
+            redis,
+            db_url,
+        )
+        counts = [int(x) for x in args.updaters.split(",")]
+        results: dict[str, list[float]] = defaultdict(list)
+
+        def stream() -> str:
+            streams.append(f"podium-bench-{secrets.token_hex(3)}")
+            return streams[-1]
+
+        print(
+            f"{len(changes)} changes of {args.players} players on 2 boards "
+            f"({', '.join(f'{v} players' for v in bench.players_per_board.values())}); "
+            f"batch {settings.workers.batch}, {settings.log.partitions} partitions; "
+            f"load average before: {loadavg()}"
+        )
+        for r in range(args.repeat):
+            for k in counts:
+                results[f"updater x{k} via NatsLog"].append(
+                    await updaters_via(bench, "nats", k, stream())
+                )
+            s = streams[-1]  # the same messages, already in the stream
+            results["bare nats-py pull + ack_sync"].append(await bare_pull(bench, s))
+            results["NatsLog fetch + ack, no index"].append(await log_alone(bench, stream()))
+            for k in counts:
+                results[f"updater x{k} via outbox"].append(await updaters_via(bench, "outbox", k))
+            results["raw redis-py ZADD GT pipelined"].append(await raw_zadd(bench))
+            for name in streams:  # done with: keep the server's disk small
+                await delete_stream(name)
+            print(f"  repeat {r + 1}: load average {loadavg()}", flush=True)
+        print("messages/s, median [min-max]:")
+        for label, rates in results.items():
+            print(f"  {label:34} {num_spread(rates):>24}")
+        med = {label: statistics.median(v) for label, v in results.items()}
+        print("ratios of medians:")
+        one_nats, one_outbox = med["updater x1 via NatsLog"], med["updater x1 via outbox"]
+        for label, ref in (
+            ("updater via NatsLog / bare pull + ack", med["bare nats-py pull + ack_sync"]),
+            ("updater via NatsLog / NatsLog alone", med["NatsLog fetch + ack, no index"]),
+            ("updater via NatsLog / raw ZADD GT", med["raw redis-py ZADD GT pipelined"]),
+            ("updater via NatsLog / via outbox", one_outbox),
+        ):
+            print(f"  {label:40} {one_nats / ref:6.2f}")
+        outbox_floor = one_outbox / med["raw redis-py ZADD GT pipelined"]
+        print(f"  {'updater via outbox / raw ZADD GT':40} {outbox_floor:6.2f}")
+        for k in counts[1:]:
+            for kind, one in (("NatsLog", one_nats), ("outbox", one_outbox)):
+                label = f"{k} updaters / 1 via {kind}"
+                print(f"  {label:40} {med[f'updater x{k} via {kind}'] / one:6.2f}")
+        print(f"load average after: {loadavg()}")
+    finally:
+        n = await clear_keys(redis, prefix)
+        print(f"[cleanup] deleted {n} redis keys under {prefix}:", file=sys.stderr)
+        await redis.aclose()
+        await backends.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=20_000)
+    ap.add_argument("--players", type=int, default=5_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--updaters", default="1,2", help="updater counts, the first 1")
+    args = ap.parse_args()
+    if args.updaters.split(",")[0] != "1":
+        ap.error("--updaters must start with 1")
+    db = f"podium_bench_{secrets.token_hex(4)}"
+    streams: list[str] = []
+    admin: Any = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await admin.execute(f'CREATE DATABASE "{db}"')
+        await run(args, db, streams)
+    finally:
+        for name in streams:
+            await delete_stream(name)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        await admin.close()
+        print(f"[cleanup] dropped database {db}, {len(streams)} streams", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
