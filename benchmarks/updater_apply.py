@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import random
 import secrets
@@ -58,7 +59,7 @@ from _harness import PG_ADMIN_URL, REDIS_URL, num_spread
 from podium import bootstrap
 from podium.config import Settings, parse
 from podium.domain.boards import Tally
-from podium.domain.models import Change
+from podium.domain.models import Change, Message
 from podium.index.keys import Keys
 from podium.log.events import encode, message_id, partition_of, source_of
 from podium.log.nats import NatsLog
@@ -97,28 +98,76 @@ class Bench:
 # -- the logs: built in one place ---------------------------------------------------------
 
 
-def make_log(bench: Bench, kind: str, stream: str = "") -> ChangeLog:
+def make_log(
+    settings: Settings, backends: bootstrap.Backends, source: str, kind: str, stream: str = ""
+) -> ChangeLog:
     """One updater's change log, as bootstrap builds it: ``nats`` on ``stream`` (the relay's
     keywords, ``outbox=`` and ``source=``, though nothing is relayed here) or ``outbox``."""
-    s, store = bench.settings, bench.backends.store
+    s, store, clock = settings, backends.store, backends.clock
     if kind == "nats":
         return NatsLog.from_url(
             NATS_URL,
             stream,
-            bench.backends.clock,
+            clock,
             partitions=s.log.partitions,
             lease_s=s.workers.lease_s,
             replicas=s.log.replicas,
             retention_s=float(s.log.retention_s),
             outbox=store,
-            source=bench.source,
+            source=source,
         )
-    return OutboxLog(store, bench.backends.clock, lease_s=s.workers.lease_s)
+    return OutboxLog(store, clock, lease_s=s.workers.lease_s)
 
 
-def make_updater(bench: Bench, changes: ChangeLog) -> Updater:
-    b = bench.backends
+def make_updater(backends: bootstrap.Backends, changes: ChangeLog) -> Updater:
+    b = backends
     return Updater(b.settings, b.store, b.index, b.copy, changes, b.clock)
+
+
+class TimedLog:
+    """A change log that adds up the time spent in its fetches and in its settling, so that
+    a drain's time splits into the log's part and the rest (ban check, index write)."""
+
+    def __init__(self, inner: ChangeLog) -> None:
+        self.inner = inner
+        self.fetch_s = 0.0
+        self.settle_s = 0.0
+
+    @property
+    def partitions(self) -> int:
+        return self.inner.partitions
+
+    async def relay(self, limit: int) -> int:
+        return await self.inner.relay(limit)
+
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        t = time.perf_counter()
+        try:
+            return await self.inner.fetch(limit, partition)
+        finally:
+            self.fetch_s += time.perf_counter() - t
+
+    async def _settle(self, settle: Callable[[], Awaitable[None]]) -> None:
+        t = time.perf_counter()
+        try:
+            await settle()
+        finally:
+            self.settle_s += time.perf_counter() - t
+
+    async def ack(self, messages: Sequence[Message]) -> None:
+        await self._settle(lambda: self.inner.ack(messages))
+
+    async def in_progress(self, messages: Sequence[Message]) -> None:
+        await self._settle(lambda: self.inner.in_progress(messages))
+
+    async def nak(self, messages: Sequence[Message]) -> None:
+        await self._settle(lambda: self.inner.nak(messages))
+
+    async def replay(self, since: float) -> ChangeLog:
+        return await self.inner.replay(since)
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 # -- the changes --------------------------------------------------------------------------
@@ -245,31 +294,138 @@ async def drain(steps: Sequence[Callable[[], Awaitable[int]]], n: int) -> float:
     return n / elapsed
 
 
-async def updaters_via(bench: Bench, kind: str, count: int, stream: str = "") -> float:
-    logs = [make_log(bench, kind, stream) for _ in range(count)]
+async def preload(bench: Bench, kind: str, stream: str) -> None:
+    """The changes into the log, and the board keys emptied, outside the timing."""
+    if kind == "nats":
+        await publish(bench, stream)
+    else:
+        await fill_outbox(bench)
+    await clear_keys(bench.redis, bench.settings.index.prefix)
+
+
+def new_log(bench: Bench, kind: str, stream: str) -> ChangeLog:
+    return make_log(bench.settings, bench.backends, bench.source, kind, stream)
+
+
+async def warm(log: ChangeLog, kind: str, backends: bootstrap.Backends) -> None:
+    """The connections (and on NATS the stream and its consumers) made before the timing;
+    on NATS before the changes are published, or this first fetch would take one."""
+    if kind == "nats":
+        assert not await log.fetch(1, partition=0)
+    await backends.store.outbox_backlog(time.time())
+    await backends.copy.profiles_complete()
+
+
+@dataclass
+class Split:
+    """Where a drain's time went: fractions of the drain, over its updaters."""
+
+    fetch: float
+    settle: float
+
+
+async def updaters_in_tasks(
+    bench: Bench, kind: str, count: int, stream: str
+) -> tuple[float, Split]:
+    """``count`` updaters as tasks of this process, each with its own log, sharing the
+    store and the index (as one process's roles do)."""
+    logs = [TimedLog(new_log(bench, kind, stream)) for _ in range(count)]
     try:
-        if kind == "nats":
-            await bench.redis.ping()
-            for log in logs:  # the connection, the stream and its consumers, untimed
-                assert not await log.fetch(1, partition=0)
-            await publish(bench, stream)
-        else:
-            await fill_outbox(bench)
-        await clear_keys(bench.redis, bench.settings.index.prefix)
-        rate = await drain([make_updater(bench, log).step for log in logs], len(bench.changes))
+        for log in logs:
+            await warm(log, kind, bench.backends)
+        await preload(bench, kind, stream)
+        ups = [make_updater(bench.backends, log) for log in logs]
+        t = time.perf_counter()
+        rate = await drain([u.step for u in ups], len(bench.changes))
+        wall = count * (time.perf_counter() - t)
     finally:
         for log in logs:
             await log.close()
     await check_boards(bench)
-    return rate
+    split = Split(sum(x.fetch_s for x in logs) / wall, sum(x.settle_s for x in logs) / wall)
+    return rate, split
+
+
+async def updaters_in_processes(bench: Bench, kind: str, count: int, stream: str) -> float:
+    """``count`` updaters, each in a process of its own with its own store pool, index client
+    and log, as ``podium worker --roles updater`` runs them. Timed from the signal to start
+    until the process that applied the last change had it acked."""
+    mp = multiprocessing.get_context("spawn")
+    ready, go = mp.Semaphore(0), mp.Event()
+    done = mp.Value("q", 0)
+    ends = mp.Array("d", count)
+    n = len(bench.changes)
+    args = (bench.db_url, bench.settings.index.prefix, kind, stream, n, ready, go, done, ends)
+    procs = [mp.Process(target=child, args=(*args, i), daemon=True) for i in range(count)]
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            if not await asyncio.to_thread(ready.acquire, True, 60):
+                raise RuntimeError("an updater process did not start")
+        await preload(bench, kind, stream)
+        start = time.perf_counter()
+        go.set()
+        for proc in procs:
+            await asyncio.to_thread(proc.join, STALL_S + 60)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+    bad = [proc.exitcode for proc in procs if proc.exitcode != 0]
+    if bad or done.value != n:
+        raise RuntimeError(f"updater processes exited {bad}, applied {done.value} of {n}")
+    await check_boards(bench)
+    return n / (float(max(ends[i] for i in range(count))) - start)
+
+
+def child(
+    db_url: str,
+    prefix: str,
+    kind: str,
+    stream: str,
+    n: int,
+    ready: Any,
+    go: Any,
+    done: Any,
+    ends: Any,
+    i: int,
+) -> None:
+    """One updater process: built, warmed, then drained until ``n`` are done between all."""
+
+    async def main() -> None:
+        settings = settings_for(db_url, prefix)
+        backends = bootstrap.build(settings)
+        log = make_log(settings, backends, source_of(db_url), kind, stream)
+        try:
+            await warm(log, kind, backends)
+            ready.release()
+            await asyncio.to_thread(go.wait)
+            up = make_updater(backends, log)
+            last = time.perf_counter()
+            while done.value < n:
+                k = await up.step()
+                if k:
+                    with done.get_lock():
+                        done.value += k
+                    last = ends[i] = time.perf_counter()
+                elif time.perf_counter() - last > STALL_S:
+                    raise RuntimeError(f"stalled at {done.value} of {n}")
+                else:
+                    await asyncio.sleep(0.001)  # the others hold the rest
+        finally:
+            await log.close()
+            await backends.close()
+
+    asyncio.run(main())
 
 
 async def log_alone(bench: Bench, stream: str) -> float:
     """``NatsLog`` fetch + ack of the updater's batches, with no index write."""
-    log = make_log(bench, "nats", stream)
+    log = new_log(bench, "nats", stream)
     batch = bench.settings.workers.batch
     try:
-        assert not await log.fetch(1, partition=0)
+        await warm(log, "nats", bench.backends)
         await publish(bench, stream)
 
         async def step() -> int:
@@ -350,6 +506,16 @@ def settings_for(db_url: str, prefix: str) -> Settings:
     )
 
 
+BARE = "bare nats-py pull + ack_sync"
+ALONE = "NatsLog fetch + ack, no index write"
+ZADD = "raw redis-py ZADD GT, pipelined"
+
+
+def label(k: int, kind: str, processes: bool = False) -> str:
+    where = " (own processes)" if processes else ""
+    return f"{k} updater{'s' if k > 1 else ''} via {kind}{where}"
+
+
 def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -390,39 +556,57 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
             f"batch {settings.workers.batch}, {settings.log.partitions} partitions; "
             f"load average before: {loadavg()}"
         )
+        splits: dict[str, list[Split]] = defaultdict(list)
         for r in range(args.repeat):
             for k in counts:
-                results[f"updater x{k} via NatsLog"].append(
-                    await updaters_via(bench, "nats", k, stream())
-                )
+                rate, split = await updaters_in_tasks(bench, "nats", k, stream())
+                results[label(k, "NatsLog")].append(rate)
+                splits[label(k, "NatsLog")].append(split)
             s = streams[-1]  # the same messages, already in the stream
-            results["bare nats-py pull + ack_sync"].append(await bare_pull(bench, s))
-            results["NatsLog fetch + ack, no index"].append(await log_alone(bench, stream()))
+            results[BARE].append(await bare_pull(bench, s))
+            results[ALONE].append(await log_alone(bench, stream()))
             for k in counts:
-                results[f"updater x{k} via outbox"].append(await updaters_via(bench, "outbox", k))
-            results["raw redis-py ZADD GT pipelined"].append(await raw_zadd(bench))
+                rate, split = await updaters_in_tasks(bench, "outbox", k, "")
+                results[label(k, "outbox")].append(rate)
+                splits[label(k, "outbox")].append(split)
+            results[ZADD].append(await raw_zadd(bench))
+            if args.processes:
+                for k in counts:
+                    rate = await updaters_in_processes(bench, "nats", k, stream())
+                    results[label(k, "NatsLog", True)].append(rate)
+                    rate = await updaters_in_processes(bench, "outbox", k, "")
+                    results[label(k, "outbox", True)].append(rate)
             for name in streams:  # done with: keep the server's disk small
                 await delete_stream(name)
             print(f"  repeat {r + 1}: load average {loadavg()}", flush=True)
         print("messages/s, median [min-max]:")
-        for label, rates in results.items():
-            print(f"  {label:34} {num_spread(rates):>24}")
-        med = {label: statistics.median(v) for label, v in results.items()}
+        for name, rates in results.items():
+            print(f"  {name:38} {num_spread(rates):>24}")
+        med = {name: statistics.median(v) for name, v in results.items()}
+        print("one updater's time (a task of this process), median share of the drain:")
+        for name in (label(1, "NatsLog"), label(1, "outbox")):
+            fetch = statistics.median(x.fetch for x in splits[name])
+            settle = statistics.median(x.settle for x in splits[name])
+            print(
+                f"  {name:38} fetch and decode {fetch:4.0%}, ack {settle:4.0%}, "
+                f"the rest (ban check, index write) {1 - fetch - settle:4.0%}"
+            )
         print("ratios of medians:")
-        one_nats, one_outbox = med["updater x1 via NatsLog"], med["updater x1 via outbox"]
-        for label, ref in (
-            ("updater via NatsLog / bare pull + ack", med["bare nats-py pull + ack_sync"]),
-            ("updater via NatsLog / NatsLog alone", med["NatsLog fetch + ack, no index"]),
-            ("updater via NatsLog / raw ZADD GT", med["raw redis-py ZADD GT pipelined"]),
-            ("updater via NatsLog / via outbox", one_outbox),
+        one_nats, one_outbox = med[label(1, "NatsLog")], med[label(1, "outbox")]
+        for name, ratio in (
+            ("updater via NatsLog / bare pull + ack", one_nats / med[BARE]),
+            ("updater via NatsLog / NatsLog alone", one_nats / med[ALONE]),
+            ("updater via NatsLog / raw ZADD GT", one_nats / med[ZADD]),
+            ("updater via NatsLog / via outbox", one_nats / one_outbox),
+            ("updater via outbox / raw ZADD GT", one_outbox / med[ZADD]),
         ):
-            print(f"  {label:40} {one_nats / ref:6.2f}")
-        outbox_floor = one_outbox / med["raw redis-py ZADD GT pipelined"]
-        print(f"  {'updater via outbox / raw ZADD GT':40} {outbox_floor:6.2f}")
-        for k in counts[1:]:
-            for kind, one in (("NatsLog", one_nats), ("outbox", one_outbox)):
-                label = f"{k} updaters / 1 via {kind}"
-                print(f"  {label:40} {med[f'updater x{k} via {kind}'] / one:6.2f}")
+            print(f"  {name:44} {ratio:6.2f}")
+        for processes in (False, True) if args.processes else (False,):
+            for kind in ("NatsLog", "outbox"):
+                one = med[label(1, kind, processes)]
+                for k in counts[1:]:
+                    name = f"{label(k, kind, processes)} / 1"
+                    print(f"  {name:44} {med[label(k, kind, processes)] / one:6.2f}")
         print(f"load average after: {loadavg()}")
     finally:
         n = await clear_keys(redis, prefix)
@@ -437,6 +621,12 @@ async def main() -> None:
     ap.add_argument("--players", type=int, default=5_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--updaters", default="1,2", help="updater counts, the first 1")
+    ap.add_argument(
+        "--processes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also each updater in a process of its own",
+    )
     args = ap.parse_args()
     if args.updaters.split(",")[0] != "1":
         ap.error("--updaters must start with 1")
