@@ -21,16 +21,22 @@ same messages and entries:
   stream of the same messages);
 - raw redis-py: the same (member, score) entries, a pipeline of ``ZADD GT`` per batch (one
   command per board in the batch), one round trip each (the index write's floor);
-- with ``--updaters 1,2``, two updaters side by side (two asyncio tasks of one process,
-  each with its own log: its own NATS connection on the same durable consumers, or its own
-  claims on the same outbox), sharing the store and the index as one process's roles do.
+- with ``--updaters 1,2``, two updaters side by side: as two asyncio tasks of one process,
+  each with its own log (its own NATS connection on the same durable consumers, or its own
+  claims on the same outbox), sharing the store and the index as one process's roles do;
+  and (``--processes``, the default) as processes of their own, each built by bootstrap
+  like ``podium worker --roles updater``, timed from the signal to start until the last
+  change was acked.
+
+One updater's drain is also split by time: in the log's ``fetch`` (which decodes), in its
+``ack``, and the rest (the ban check in the store, the index write).
 
 The board keys are emptied before each drain, so that every drain inserts the same members.
 Everything is printed as median [min-max] over ``--repeat`` repeats, in messages/s, with
 ratios of medians. Streams, the database and the keys are removed afterwards.
 
     python benchmarks/updater_apply.py [--messages 20000] [--players 5000] [--repeat 3]
-        [--updaters 1,2]
+        [--updaters 1,2] [--no-processes]
 """
 
 from __future__ import annotations
