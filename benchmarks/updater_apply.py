@@ -33,10 +33,13 @@ One updater's drain is also split by time: in the log's ``fetch`` (which decodes
 
 The board keys are emptied before each drain, so that every drain inserts the same members.
 Everything is printed as median [min-max] over ``--repeat`` repeats, in messages/s, with
-ratios of medians. Streams, the database and the keys are removed afterwards.
+ratios: of the medians, and the median of each repeat's own ratio (steadier on a machine
+whose load changes from one repeat to the next; ``--quiet F`` waits before each repeat for a
+second in which the machine is less than F busy). Streams, the database and the keys are
+removed afterwards.
 
     python benchmarks/updater_apply.py [--messages 20000] [--players 5000] [--repeat 3]
-        [--updaters 1,2] [--no-processes]
+        [--updaters 1,2] [--no-processes] [--quiet 0.5]
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ import nats
 import redis.asyncio as aioredis
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from _harness import PG_ADMIN_URL, REDIS_URL, num_spread
+from _harness import PG_ADMIN_URL, REDIS_URL, num_spread, wait_quiet
 from podium import bootstrap
 from podium.config import Settings, parse
 from podium.domain.boards import Tally
@@ -564,6 +567,9 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
         )
         splits: dict[str, list[Split]] = defaultdict(list)
         for r in range(args.repeat):
+            busy = await wait_quiet(args.quiet, 60.0)
+            if busy == busy:
+                print(f"  repeat {r + 1}: machine {busy:.0%} busy at the start", flush=True)
             for k in counts:
                 rate, split = await updaters_in_tasks(bench, "nats", k, stream())
                 results[label(k, "NatsLog")].append(rate)
@@ -597,22 +603,24 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
                 f"  {name:38} fetch and decode {fetch:4.0%}, ack {settle:4.0%}, "
                 f"the rest (ban check, index write) {1 - fetch - settle:4.0%}"
             )
-        print("ratios of medians:")
-        one_nats, one_outbox = med[label(1, "NatsLog")], med[label(1, "outbox")]
-        for name, ratio in (
-            ("updater via NatsLog / bare pull + ack", one_nats / med[BARE]),
-            ("updater via NatsLog / NatsLog alone", one_nats / med[ALONE]),
-            ("updater via NatsLog / raw ZADD GT", one_nats / med[ZADD]),
-            ("updater via NatsLog / via outbox", one_nats / one_outbox),
-            ("updater via outbox / raw ZADD GT", one_outbox / med[ZADD]),
-        ):
-            print(f"  {name:44} {ratio:6.2f}")
+        print("ratios: of the medians; the median [min-max] of each repeat's own ratio")
+
+        def ratio(name: str, a: str, b: str) -> None:
+            own = [x / y for x, y in zip(results[a], results[b], strict=True)]
+            spread = num_spread(own, "{:.2f}")
+            print(f"  {name:44} {med[a] / med[b]:6.2f}   {spread}")
+
+        nats1, outbox1 = label(1, "NatsLog"), label(1, "outbox")
+        ratio("updater via NatsLog / bare pull + ack", nats1, BARE)
+        ratio("updater via NatsLog / NatsLog alone", nats1, ALONE)
+        ratio("updater via NatsLog / raw ZADD GT", nats1, ZADD)
+        ratio("updater via NatsLog / via outbox", nats1, outbox1)
+        ratio("updater via outbox / raw ZADD GT", outbox1, ZADD)
         for processes in (False, True) if args.processes else (False,):
             for kind in ("NatsLog", "outbox"):
-                one = med[label(1, kind, processes)]
                 for k in counts[1:]:
-                    name = f"{label(k, kind, processes)} / 1"
-                    print(f"  {name:44} {med[label(k, kind, processes)] / one:6.2f}")
+                    many, one = label(k, kind, processes), label(1, kind, processes)
+                    ratio(f"{many} / 1", many, one)
         print(f"load average after: {loadavg()}")
     finally:
         n = await clear_keys(redis, prefix)
@@ -632,6 +640,12 @@ async def main() -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="also each updater in a process of its own",
+    )
+    ap.add_argument(
+        "--quiet",
+        type=float,
+        default=0.0,
+        help="before each repeat, wait (up to 60 s) for a second the machine is less busy",
     )
     args = ap.parse_args()
     if args.updaters.split(",")[0] != "1":
