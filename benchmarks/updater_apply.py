@@ -447,7 +447,7 @@ async def log_alone(bench: Bench, stream: str) -> float:
         await log.close()
 
 
-async def bare_pull(bench: Bench, stream: str) -> float:
+async def bare_pull(bench: Bench, stream: str) -> tuple[float, Split]:
     """Bare nats-py over the same stream: a durable pull consumer of its own, one fetch of a
     batch at a time, every message of it acked (``ack_sync``) at once."""
     n, batch = len(bench.changes), bench.settings.workers.batch
@@ -459,12 +459,16 @@ async def bare_pull(bench: Bench, stream: str) -> float:
             f"{stream}.changes.>", durable="bare", stream=stream, config=config
         )
         start = time.perf_counter()
-        got = 0
+        got, fetch_s, ack_s = 0, 0.0, 0.0
         while got < n:
+            t0 = time.perf_counter()
             msgs = await sub.fetch(min(batch, n - got), timeout=2)
+            t1 = time.perf_counter()
             await asyncio.gather(*(m.ack_sync() for m in msgs))
+            fetch_s, ack_s = fetch_s + t1 - t0, ack_s + time.perf_counter() - t1
             got += len(msgs)
-        return got / (time.perf_counter() - start)
+        wall = time.perf_counter() - start
+        return got / wall, Split(fetch_s / wall, ack_s / wall)
     finally:
         await nc.close()
 
@@ -575,7 +579,9 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
                 results[label(k, "NatsLog")].append(rate)
                 splits[label(k, "NatsLog")].append(split)
             s = streams[-1]  # the same messages, already in the stream
-            results[BARE].append(await bare_pull(bench, s))
+            rate, split = await bare_pull(bench, s)
+            results[BARE].append(rate)
+            splits[BARE].append(split)
             results[ALONE].append(await log_alone(bench, stream()))
             for k in counts:
                 rate, split = await updaters_in_tasks(bench, "outbox", k, "")
@@ -595,14 +601,18 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
         for name, rates in results.items():
             print(f"  {name:38} {num_spread(rates):>24}")
         med = {name: statistics.median(v) for name, v in results.items()}
-        print("one updater's time (a task of this process), median share of the drain:")
-        for name in (label(1, "NatsLog"), label(1, "outbox")):
+        print("one drain's time (a task of this process), median share:")
+        for name in (label(1, "NatsLog"), label(1, "outbox"), BARE):
             fetch = statistics.median(x.fetch for x in splits[name])
             settle = statistics.median(x.settle for x in splits[name])
-            print(
-                f"  {name:38} fetch and decode {fetch:4.0%}, ack {settle:4.0%}, "
-                f"the rest (ban check, index write) {1 - fetch - settle:4.0%}"
-            )
+            rest = 1 - fetch - settle
+            if name == BARE:
+                print(f"  {name:38} fetch {fetch:4.0%}, ack {settle:4.0%}, the rest {rest:4.0%}")
+            else:
+                print(
+                    f"  {name:38} fetch and decode {fetch:4.0%}, ack {settle:4.0%}, "
+                    f"the rest (ban check, index write) {rest:4.0%}"
+                )
         print("ratios: of the medians; the median [min-max] of each repeat's own ratio")
 
         def ratio(name: str, a: str, b: str) -> None:
