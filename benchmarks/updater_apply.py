@@ -29,7 +29,9 @@ same messages and entries:
   change was acked.
 
 One updater's drain is also split by time: in the log's ``fetch`` (which decodes), in its
-``ack``, and the rest (the ban check in the store, the index write).
+``ack``, and the rest (the ban check in the store, the index write); and the cores used
+meanwhile by this process, our Postgres backends, Redis and everything else (``CpuMeter``,
+read from /proc in clock ticks: coarse for a drain shorter than a second).
 
 The board keys are emptied before each drain, so that every drain inserts the same members.
 Everything is printed as median [min-max] over ``--repeat`` repeats, in messages/s, with
@@ -55,7 +57,7 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
@@ -64,7 +66,7 @@ import nats
 import redis.asyncio as aioredis
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from _harness import PG_ADMIN_URL, REDIS_URL, num_spread, wait_quiet
+from _harness import PG_ADMIN_URL, REDIS_URL, CpuMeter, num_spread, wait_quiet
 from podium import bootstrap
 from podium.config import Settings, parse
 from podium.domain.boards import Tally
@@ -327,10 +329,18 @@ async def warm(log: ChangeLog, kind: str, backends: bootstrap.Backends) -> None:
 
 @dataclass
 class Split:
-    """Where a drain's time went: fractions of the drain, over its updaters."""
+    """Where a drain's time went: fractions of the drain, over its updaters, and the cores
+    each party used meanwhile (``CpuMeter``: "generator" is this process)."""
 
     fetch: float
     settle: float
+    cores: dict[str, float] = field(default_factory=dict)
+
+
+def meter(bench: Bench) -> CpuMeter:
+    m = CpuMeter({}, pg_db=urlparse(bench.db_url).path.lstrip("/"))
+    m.begin()
+    return m
 
 
 async def updaters_in_tasks(
@@ -344,15 +354,17 @@ async def updaters_in_tasks(
             await warm(log, kind, bench.backends)
         await preload(bench, kind, stream)
         ups = [make_updater(bench.backends, log) for log in logs]
+        cpu = meter(bench)
         t = time.perf_counter()
         rate = await drain([u.step for u in ups], len(bench.changes))
         wall = count * (time.perf_counter() - t)
+        cores = cpu.end()
     finally:
         for log in logs:
             await log.close()
     await check_boards(bench)
-    split = Split(sum(x.fetch_s for x in logs) / wall, sum(x.settle_s for x in logs) / wall)
-    return rate, split
+    fetch, settle = sum(x.fetch_s for x in logs) / wall, sum(x.settle_s for x in logs) / wall
+    return rate, Split(fetch, settle, cores)
 
 
 async def updaters_in_processes(bench: Bench, kind: str, count: int, stream: str) -> float:
@@ -458,6 +470,7 @@ async def bare_pull(bench: Bench, stream: str) -> tuple[float, Split]:
         sub = await js.pull_subscribe(
             f"{stream}.changes.>", durable="bare", stream=stream, config=config
         )
+        cpu = meter(bench)
         start = time.perf_counter()
         got, fetch_s, ack_s = 0, 0.0, 0.0
         while got < n:
@@ -468,7 +481,7 @@ async def bare_pull(bench: Bench, stream: str) -> tuple[float, Split]:
             fetch_s, ack_s = fetch_s + t1 - t0, ack_s + time.perf_counter() - t1
             got += len(msgs)
         wall = time.perf_counter() - start
-        return got / wall, Split(fetch_s / wall, ack_s / wall)
+        return got / wall, Split(fetch_s / wall, ack_s / wall, cpu.end())
     finally:
         await nc.close()
 
@@ -613,6 +626,14 @@ async def run(args: argparse.Namespace, db: str, streams: list[str]) -> None:
                     f"  {name:38} fetch and decode {fetch:4.0%}, ack {settle:4.0%}, "
                     f"the rest (ban check, index write) {rest:4.0%}"
                 )
+        print("cores used meanwhile, medians (others: nats-server and everyone else):")
+        for name in (label(1, "NatsLog"), label(1, "outbox"), BARE):
+            parts = [("this process", "generator"), ("postgres, ours", "pg ours")]
+            parts += [("redis", "redis"), ("others", "others")]
+            used = [(k, statistics.median(x.cores[c] for x in splits[name])) for k, c in parts]
+            busy = statistics.median(x.cores["machine_busy"] for x in splits[name])
+            line = ", ".join(f"{k} {v:.2f}" for k, v in used)
+            print(f"  {name:38} {line}; machine {busy:.0%} busy")
         print("ratios: of the medians; the median [min-max] of each repeat's own ratio")
 
         def ratio(name: str, a: str, b: str) -> None:
