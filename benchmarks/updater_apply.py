@@ -240,6 +240,12 @@ async def publish(bench: Bench, stream: str) -> None:
         await nc.close()
 
 
+def outbox_row(c: Change) -> tuple[object, ...]:
+    """A change as its outbox row, in ``OUTBOX_COLUMNS``."""
+    t = c.tally
+    return (c.board, c.window, c.player_id, t.total, t.reached_at, t.version, c.committed_at)
+
+
 async def fill_outbox(bench: Bench) -> None:
     """The same changes as outbox rows, as a record writes them, then a vacuum of the rows
     the last drain deleted (outside the timing, so that every repeat starts alike)."""
@@ -247,10 +253,7 @@ async def fill_outbox(bench: Bench) -> None:
     try:
         n = await conn.fetchval("SELECT count(*) FROM outbox")
         assert n == 0, f"{n} rows left in the outbox"
-        rows = [
-            (c.board, c.window, c.player_id, t.total, t.reached_at, t.version, c.committed_at)
-            for c, t in ((c, c.tally) for c in bench.changes)
-        ]
+        rows = [outbox_row(c) for c in bench.changes]
         await conn.copy_records_to_table("outbox", records=rows, columns=OUTBOX_COLUMNS)
         await conn.execute("VACUUM ANALYZE outbox")
     finally:
