@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import secrets
 import statistics
@@ -69,9 +70,11 @@ class Timed:
 async def delete_stream(name: str) -> None:
     nc = await nats.connect(NATS_URL)
     try:
-        await nc.jetstream().delete_stream(name)
-    except nats.js.errors.NotFoundError:
-        pass
+        js = nc.jetstream()
+        # the relays' leases beside the stream, made by the relay measured here
+        for delete in (js.delete_stream(name), js.delete_key_value(f"{name}-relays")):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await delete
     finally:
         await nc.close()
 
