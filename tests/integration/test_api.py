@@ -12,7 +12,9 @@ import pytest
 from podium.domain.models import Scope
 from podium.errors import ConfigError
 from tests.conftest import stored_results
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 pytestmark = pytest.mark.asyncio
 
@@ -240,6 +242,7 @@ async def test_ban_removes_and_replay_does_not_restore(api: Api) -> None:
     assert (
         await api.client.post("/v1/admin/players/cheat/ban", json={"reason": "aimbot"}, headers=h)
     ).status_code == 204
+    await api.fresh()  # on a split board: once the aggregator's snapshot has caught up
     assert await on_board(api, "cheat") is None
     # a new result is recorded (totals stay in the store for appeals) but never shown
     assert (await api.submit("m2", [("cheat", 5)])).json()["players"][0]["totals"]["week"] == 905

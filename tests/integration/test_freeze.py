@@ -15,7 +15,9 @@ from podium import archive, bootstrap
 from podium.config import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
 from tests.conftest import stored_results
-from tests.integration.conftest import Api, settings_for
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api, Backends, settings_for
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 DAY = 86_400
 
@@ -36,15 +38,14 @@ BOARDS = [
 
 
 @pytest.fixture
-def life_settings(
-    config_kind: str, backend_urls: tuple[str | None, str | None], tmp_path: Path
-) -> Settings:
-    pg, prefix = backend_urls
+def life_settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settings:
+    pg, prefix, shards = backend_urls
     return settings_for(
         config_kind,
         f"sqlite:///{tmp_path}/life.db",
         pg,
         prefix,
+        shards=shards,
         boards=BOARDS,
         archive={"dir": str(tmp_path / "standings")},
         server={"page_cache_s": 0},

@@ -11,7 +11,9 @@ import pytest
 from podium.config import parse
 from podium.errors import ConfigError
 from tests.conftest import stored_results
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,7 +16,9 @@ from podium import bootstrap
 from podium.domain.models import Profile
 from podium.errors import StoreUnavailable
 from tests.conftest import REDIS_URL
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 
 @pytest.fixture(autouse=True)
