@@ -12,7 +12,7 @@ import pytest
 from podium.domain.models import Scope
 from podium.errors import ConfigError
 from tests.conftest import stored_results
-from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.integration.conftest import KINDS, KINDS_WITH_SPLIT, Api
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
 
@@ -87,6 +87,8 @@ async def test_mode_scope(make_api: Any) -> None:
     problem(await api.submit("m2", [("a", 11)], key=only_ranked, mode="ranked"), 422)
 
 
+# Refused before the store is asked: nothing the split store could do otherwise.
+@pytest.mark.parametrize("config_kind", KINDS)
 @pytest.mark.parametrize(
     ("results", "extra", "needle"),
     [
@@ -109,6 +111,7 @@ async def test_invalid_results_change_nothing(
     assert await stored_results(api.podium.store, "m1", ["a"]) == {}
 
 
+@pytest.mark.parametrize("config_kind", KINDS)  # refused before the store, as above
 async def test_malformed_bodies(api: Api) -> None:
     url = "/v1/matches/m1/results"
     h = api.auth()

@@ -7,7 +7,9 @@ import time
 from typing import Any
 
 from podium.ports import BoardKey
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 BOARDS = [
     {"name": "nations", "window": "week", "group_by": "country"},
