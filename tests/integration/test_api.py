@@ -1,4 +1,4 @@
-"""The HTTP API of DESIGN §3.2, end to end, on both configurations."""
+"""The HTTP API of DESIGN §3.2, end to end, on every configuration (the split store too)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The life of a window on both configurations: freeze on time and on demand, exactly
+"""The life of a window on every configuration: freeze on time and on demand, exactly
 once across restarts, late results after the freeze, final standings, the archive file."""
 
 from __future__ import annotations

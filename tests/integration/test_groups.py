@@ -1,4 +1,4 @@
-"""Boards split by country (``group_by = "country"``), on both configurations: one board per
+"""Boards split by country (``group_by = "country"``), on every configuration: one board per
 country, and a player who moves is counted once, in the new country, never back in the old."""
 
 from __future__ import annotations

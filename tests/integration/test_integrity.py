@@ -1,4 +1,4 @@
-"""Nothing half-written (DESIGN invariants 2 and 7), end to end on both configurations: a
+"""Nothing half-written (DESIGN invariants 2 and 7), end to end on every configuration: a
 refused match writes nothing and claims nothing, and a match is a unit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Names on the boards come from the index's copy of profiles, over both configurations:
+"""Names on the boards come from the index's copy of profiles, over every configuration:
 the copy is fed by the outbox (and at once by the process that saved the profile), is
 filled from the store at start, and when it is lost, reads take names from the store until
 an updater has filled it again."""
