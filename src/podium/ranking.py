@@ -48,6 +48,7 @@ class Ranking:
         self.clock = clock
         self._held: dict[BoardKey, tuple[float, Snapshot | None]] = {}
         self._refills: dict[BoardKey, asyncio.Future[Snapshot | None]] = {}
+        self._not_before = float("-inf")  # snapshots older than this are passed over
 
     @property
     def active(self) -> bool:
@@ -55,23 +56,32 @@ class Ranking:
         the whole board, every rank exact, as on a single index."""
         return self.split.shard_count > 1
 
-    def forget(self) -> None:
-        """Read every snapshot again on its next use (after a ban, a rebuild)."""
+    def forget(self, changed_at: float | None = None) -> None:
+        """Read every snapshot again on its next use. With ``changed_at`` (a ban, a rebuild:
+        the shards changed then), also pass over every snapshot made before it, which the
+        aggregator counted before the change (a banned player still in its top): until it
+        publishes a newer one, this process's reads count on the shards."""
         self._held.clear()
+        if changed_at is not None:
+            self._not_before = max(self._not_before, changed_at)
 
     async def snapshot(self, key: BoardKey) -> Snapshot | None:
         """The board window's snapshot as this process last read it (at most ``HOLD_S``
-        ago), or None when the aggregator has published none that is still live."""
+        ago), or None when the aggregator has published none that is still live (or none
+        since the last change ``forget`` was told of)."""
         now = self.clock.now()
         hit = self._held.get(key)
         if hit is not None and hit[0] > now:
-            return hit[1]
+            return self._current(hit[1])
         refill = self._refills.get(key)
         if refill is None:
             refill = asyncio.ensure_future(self._read(key))
             self._refills[key] = refill
             refill.add_done_callback(lambda _: self._refills.pop(key, None))
-        return await asyncio.shield(refill)
+        return self._current(await asyncio.shield(refill))
+
+    def _current(self, snap: Snapshot | None) -> Snapshot | None:
+        return snap if snap is not None and snap.as_of >= self._not_before else None
 
     async def _read(self, key: BoardKey) -> Snapshot | None:
         data = await self.snapshots.read(key)

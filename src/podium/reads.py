@@ -172,11 +172,13 @@ class Reads:
             self._pages.clear()
         self._pages[cache_key] = (now + self.settings.server.page_cache_s, page)
 
-    def clear_cache(self) -> None:
+    def clear_cache(self, changed_at: float | None = None) -> None:
+        """Read everything again; ``changed_at``: the index changed then (a ban, a rebuild),
+        so a split board's snapshots made before it are passed over too (``Ranking.forget``)."""
         self._pages.clear()
         self._refills.clear()
         if self.ranking is not None:
-            self.ranking.forget()
+            self.ranking.forget(changed_at)
 
     async def player_rank(
         self,

@@ -472,7 +472,9 @@ class Podium:
         self._check_player(player_id)
         await self.store.ban(player_id, reason, self.clock.now())
         await self.index.ban(await self._ban_keys(player_id), player_id)
-        self.reads.clear_cache()
+        # On a split board, gone from this process's reads at once, not at the aggregator's
+        # next cycle: its snapshot from before still has them in its top.
+        self.reads.clear_cache(changed_at=self.clock.now())
 
     async def unban(self, player_id: str) -> None:
         self._check_player(player_id)
@@ -502,7 +504,7 @@ class Podium:
             expire_at=index_expiry(w),
             versions=versions if self.settings.versioned(spec) else None,
         )
-        self.reads.clear_cache()
+        self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
         return len(entries)
 
     async def copy_profiles(self, page: int = 1000) -> int | None:

@@ -14,6 +14,7 @@ import jsonschema
 import nats
 import pytest
 
+import podium.log.nats
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
@@ -288,7 +289,9 @@ async def test_replay_delivers_again_what_was_committed_since(
         await log.close()
 
 
-async def test_an_unreachable_nats_is_unavailable() -> None:
+async def test_an_unreachable_nats_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first connection's bound, shortened from 5 s: nothing answers on the port anyway
+    monkeypatch.setattr(podium.log.nats, "CONNECT_TIMEOUT_S", 0.5)
     [port] = _free_ports(1)
     log = NatsLog([f"nats://127.0.0.1:{port}"], "nowhere", Clock(), partitions=2)
     with pytest.raises(LogUnavailable):

@@ -1,4 +1,4 @@
-"""The HTTP API of DESIGN §3.2, end to end, on both configurations."""
+"""The HTTP API of DESIGN §3.2, end to end, on every configuration (the split store too)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from podium.domain.models import Scope
 from podium.errors import ConfigError
 from tests.conftest import stored_results
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS, KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 pytestmark = pytest.mark.asyncio
 
@@ -85,6 +87,8 @@ async def test_mode_scope(make_api: Any) -> None:
     problem(await api.submit("m2", [("a", 11)], key=only_ranked, mode="ranked"), 422)
 
 
+# Refused before the store is asked: nothing the split store could do otherwise.
+@pytest.mark.parametrize("config_kind", KINDS)
 @pytest.mark.parametrize(
     ("results", "extra", "needle"),
     [
@@ -107,6 +111,7 @@ async def test_invalid_results_change_nothing(
     assert await stored_results(api.podium.store, "m1", ["a"]) == {}
 
 
+@pytest.mark.parametrize("config_kind", KINDS)  # refused before the store, as above
 async def test_malformed_bodies(api: Api) -> None:
     url = "/v1/matches/m1/results"
     h = api.auth()
@@ -240,7 +245,9 @@ async def test_ban_removes_and_replay_does_not_restore(api: Api) -> None:
     assert (
         await api.client.post("/v1/admin/players/cheat/ban", json={"reason": "aimbot"}, headers=h)
     ).status_code == 204
+    # at once, on a split board too (where the aggregator's last snapshot still has them)
     assert await on_board(api, "cheat") is None
+    assert [e["playerId"] for e in (await api.page("week"))["entries"]] == ["fair"]
     # a new result is recorded (totals stay in the store for appeals) but never shown
     assert (await api.submit("m2", [("cheat", 5)])).json()["players"][0]["totals"]["week"] == 905
     # replay every change of the cheater, as a redelivery after the ban would

@@ -1,4 +1,4 @@
-"""The life of a window on both configurations: freeze on time and on demand, exactly
+"""The life of a window on every configuration: freeze on time and on demand, exactly
 once across restarts, late results after the freeze, final standings, the archive file."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from podium import archive, bootstrap
 from podium.config import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
 from tests.conftest import stored_results
-from tests.integration.conftest import Api, settings_for
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api, Backends, settings_for
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 DAY = 86_400
 
@@ -36,15 +38,14 @@ BOARDS = [
 
 
 @pytest.fixture
-def life_settings(
-    config_kind: str, backend_urls: tuple[str | None, str | None], tmp_path: Path
-) -> Settings:
-    pg, prefix = backend_urls
+def life_settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settings:
+    pg, prefix, shards = backend_urls
     return settings_for(
         config_kind,
         f"sqlite:///{tmp_path}/life.db",
         pg,
         prefix,
+        shards=shards,
         boards=BOARDS,
         archive={"dir": str(tmp_path / "standings")},
         server={"page_cache_s": 0},

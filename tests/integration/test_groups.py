@@ -1,4 +1,4 @@
-"""Boards split by country (``group_by = "country"``), on both configurations: one board per
+"""Boards split by country (``group_by = "country"``), on every configuration: one board per
 country, and a player who moves is counted once, in the new country, never back in the old."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import time
 from typing import Any
 
 from podium.ports import BoardKey
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 BOARDS = [
     {"name": "nations", "window": "week", "group_by": "country"},

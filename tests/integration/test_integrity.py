@@ -1,4 +1,4 @@
-"""Nothing half-written (DESIGN invariants 2 and 7), end to end on both configurations: a
+"""Nothing half-written (DESIGN invariants 2 and 7), end to end on every configuration: a
 refused match writes nothing and claims nothing, and a match is a unit."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import pytest
 from podium.config import parse
 from podium.errors import ConfigError
 from tests.conftest import stored_results
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 pytestmark = pytest.mark.asyncio
 

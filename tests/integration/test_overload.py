@@ -10,7 +10,9 @@ import pytest
 
 from podium.config import parse
 from podium.errors import ConfigError
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 
 async def test_a_match_past_the_cap_is_refused_and_its_retry_lands(make_api: Any) -> None:

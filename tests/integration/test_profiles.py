@@ -1,4 +1,4 @@
-"""Names on the boards come from the index's copy of profiles, over both configurations:
+"""Names on the boards come from the index's copy of profiles, over every configuration:
 the copy is fed by the outbox (and at once by the process that saved the profile), is
 filled from the store at start, and when it is lost, reads take names from the store until
 an updater has filled it again."""
@@ -16,7 +16,9 @@ from podium import bootstrap
 from podium.domain.models import Profile
 from podium.errors import StoreUnavailable
 from tests.conftest import REDIS_URL
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,8 @@
 server a retry is safe (the store's error table, ``store/*/errors.py``).
 
 Each test breaks the store the way a bug would (a column the code names that the schema does
-not have, a malformed statement), on both configurations, and reads the answer and the log.
+not have, a malformed statement), on every configuration (the split store too), and reads the
+answer and the log.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ import asyncpg
 import pytest
 
 from podium.errors import InternalError
-from tests.integration.conftest import Api
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
 
 
 async def _alter(api: Api, sql: str) -> None:
-    """Run DDL on the store's database behind the service's back."""
-    url = api.podium.settings.store.url
+    """Run DDL on the store's databases behind the service's back: the one database, or on
+    a store split by player every database that holds players."""
+    store = api.podium.settings.store
+    url = store.url
     if url.startswith("sqlite:///"):
         conn = sqlite3.connect(urlparse(url).path)
         try:
@@ -28,7 +33,8 @@ async def _alter(api: Api, sql: str) -> None:
             conn.commit()
         finally:
             conn.close()
-    else:
+        return
+    for url in store.shards or (store.url,):
         pg = await asyncpg.connect(url)
         try:
             await pg.execute(sql)

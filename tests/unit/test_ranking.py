@@ -1,0 +1,65 @@
+"""The read side's hold on a split board's snapshot (``ranking.py``): after a change the
+aggregator has not counted yet (a ban, a rebuild), this process passes over every snapshot
+made before it, until a newer one is published."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from podium.domain.snapshot import Snapshot
+from podium.index.memory_snapshots import MemorySnapshots
+from podium.ports import BoardKey
+from podium.ranking import Ranking
+
+KEY = BoardKey("week", "2026-W49")
+T = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T
+
+    def now(self) -> float:
+        return self.t
+
+
+class Split:
+    shard_count = 2
+
+    async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
+        return [None for _ in player_ids]
+
+
+async def _publish(snaps: MemorySnapshots, as_of: float, top: list[tuple[str, int]]) -> None:
+    fence = await snaps.lead("agg", as_of, 5.0)
+    assert fence is not None
+    snap = Snapshot(as_of, len(top), tuple(top), True)
+    assert await snaps.publish(KEY, snap.encode(), fence, 15.0)
+
+
+async def test_a_change_passes_over_the_snapshots_made_before_it() -> None:
+    clock = Clock()
+    snaps = MemorySnapshots(clock.now)
+    ranking = Ranking(Split(), snaps, clock)
+    await _publish(snaps, T, [("cheat", 900), ("fair", 100)])
+    assert await ranking.page(KEY, 0, 9) == ([("cheat", 900), ("fair", 100)], T)
+
+    clock.t = T + 0.5
+    ranking.forget(changed_at=clock.now())  # a ban: the shards no longer hold "cheat"
+    assert await ranking.page(KEY, 0, 9) is None  # read the shards instead
+    ranking.forget()  # a later plain forget keeps passing over it
+    assert await ranking.page(KEY, 0, 9) is None
+
+    await _publish(snaps, T + 0.6, [("fair", 100)])  # the aggregator's next cycle
+    ranking.forget()  # (or HOLD_S later)
+    assert await ranking.page(KEY, 0, 9) == ([("fair", 100)], T + 0.6)
+
+
+async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
+    clock = Clock()
+    snaps = MemorySnapshots(clock.now)
+    ranking = Ranking(Split(), snaps, clock)
+    await _publish(snaps, T, [("a", 1)])
+    assert await ranking.page(KEY, 0, 0) == ([("a", 1)], T)
+    ranking.forget()
+    assert await ranking.page(KEY, 0, 0) == ([("a", 1)], T)
