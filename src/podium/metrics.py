@@ -105,6 +105,13 @@ AGGREGATOR_ACTIVE = Gauge(
     registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+RELAY_DATABASES = Gauge(
+    "podium_relay_databases",
+    "Store databases whose outbox this process relays to NATS now, by its leases (0: a "
+    "standby, or the outbox is the log)",
+    registry=REGISTRY,
+    multiprocess_mode="livesum",
+)
 AGGREGATOR_CYCLE_SECONDS = Histogram(
     "podium_aggregator_cycle_seconds",
     "Wall time of one aggregator cycle of a board window (every shard's top and counts, "

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from podium import bootstrap
+from podium import bootstrap, metrics
 from podium.config import parse
 from podium.log.events import source_of
 from podium.log.nats import NatsLog
@@ -227,6 +227,7 @@ async def test_databases_spread_over_the_relays(stream: tuple[str, str], tmp_pat
             return len(a.relay_leases.held()) == len(b.relay_leases.held()) == 2
 
         await until(spread, timeout=10)  # b joined: a gave two back, b took them
+        assert metrics.RELAY_DATABASES._value.get() == 2  # b's, the last to relay
         held = a.relay_leases.held() | b.relay_leases.held()
         assert held == set(every)
         await a.close()  # b alone again: it takes a's two at once

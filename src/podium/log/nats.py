@@ -52,6 +52,7 @@ from nats.js.api import (
     StreamConfig,
 )
 
+from podium import metrics
 from podium.domain.models import Message
 from podium.errors import ConfigError
 from podium.log.events import (
@@ -244,6 +245,7 @@ class NatsLog:
         outboxes = await self._databases()
         self._leases.replicas = self._replicas_for(nc)
         held = await self._leases.hold(js, sorted(outboxes))
+        metrics.RELAY_DATABASES.set(len(held))
         if not held:
             return 0  # standing by: every database has its relay
         # A publish may take this long at most, and none starts later than this before the
