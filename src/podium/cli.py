@@ -11,7 +11,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, config, gcpolicy
+from podium import bootstrap, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -205,6 +205,17 @@ def worker(
             "later (60s, 15m, 2h): mends a board after a Redis failover dropped writes."
         ),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535,
+            help="Serve this process's /metrics on this port (for Prometheus; no key).",
+        ),
+    ] = None,
+    metrics_host: Annotated[
+        str, typer.Option(help="The address --metrics-port binds (a private one).")
+    ] = "127.0.0.1",
 ) -> None:
     """Background roles only, for a fleet (needs a shared index)."""
     settings = _settings(config_file)
@@ -214,6 +225,8 @@ def worker(
         raise typer.Exit(2)
     names = [r.strip() for r in roles.split(",") if r.strip()]
     _logging()
+    if metrics_port is not None:
+        metrics.serve(metrics_host, metrics_port)
 
     async def main(b: Backends) -> None:
         gcpolicy.settle()  # the process ends here, so there is nothing to release

@@ -18,6 +18,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
     multiprocess,
+    start_http_server,
 )
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -193,3 +194,9 @@ def readable() -> CollectorRegistry:
 
 def exposition() -> bytes:
     return generate_latest(readable())
+
+
+def serve(host: str, port: int) -> None:
+    """``/metrics`` of a worker process, which has no API of its own to serve it from: on a
+    thread of prometheus_client's, without a key (bind it where only Prometheus reaches)."""
+    start_http_server(port, addr=host, registry=readable())

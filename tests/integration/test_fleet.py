@@ -192,9 +192,10 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
         fleet.start(name, "worker", "--roles", "updater")
     # The first relay alone, until it holds both databases' leases; then the second, and
     # the first gives it one of them.
-    relay1 = fleet.start("relay1", "worker", "--roles", "relay")
+    scrape = {"relay1": _free_port(), "relay2": _free_port()}  # the relays' /metrics
+    relay1 = fleet.start("relay1", "worker", "--roles", "relay", *_metrics(scrape["relay1"]))
     await relays.held_by({relay1.popen.pid: 2})
-    relay2 = fleet.start("relay2", "worker", "--roles", "relay")
+    relay2 = fleet.start("relay2", "worker", "--roles", "relay", *_metrics(scrape["relay2"]))
     fleet.start("freezer", "worker", "--roles", "freezer")
     # The first aggregator alone, until it holds the lease: so the holder's token is known
     # to be its own, and that is the one killed later (the other is then the standby).
@@ -338,6 +339,8 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
     assert await r.get(lease) == second, "the restarted aggregator took the lease back"
     await relays.held_by({relay1.popen.pid: 1, relay2.popen.pid: 1})  # shared out again
+    # and each relay says so on its /metrics
+    assert [await _gauge(scrape[n], "podium_relay_databases") for n in scrape] == [1.0, 1.0]
     published = await relays.in_commit_order()
     # one change per player and board of each match, each once: a re-publish by the relay
     # that took over was dropped by the stream's duplicate window
@@ -346,6 +349,24 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     await _estimates_happen(urls[1], expected)
     print(f"fleet: {len(acked)} matches acknowledged, {retries[0]} retries, {read_ok[0]} reads")
     print("fleet: " + ", ".join(marks))
+
+
+def _metrics(port: int) -> tuple[str, ...]:
+    return ("--metrics-port", str(port))
+
+
+async def _gauge(port: int, name: str) -> float:
+    """A gauge's value on a worker's /metrics, once the relay has set it."""
+    deadline = time.monotonic() + 10
+    async with httpx.AsyncClient(timeout=2) as c:
+        while True:
+            text = (await c.get(f"http://127.0.0.1:{port}/metrics")).text
+            values = [
+                float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")
+            ]
+            if values and (values[0] > 0 or time.monotonic() > deadline):
+                return values[0]
+            await asyncio.sleep(0.2)
 
 
 async def _estimates_happen(url: str, expected: dict[tuple[str, str], int]) -> None:
