@@ -42,6 +42,7 @@ PG_ADMIN_URL = os.environ.get(
     "PODIUM_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_URL = os.environ.get("PODIUM_BENCH_REDIS", "redis://127.0.0.1:6379/0")
+NATS_URL = os.environ.get("PODIUM_BENCH_NATS", "nats://127.0.0.1:4222")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CONFIGS = ("embedded", "production")
 PG_DB: dict[str, str | None] = {"name": None}  # our database, once make_env created it
@@ -271,6 +272,22 @@ async def _pg_admin(sql: str) -> None:
         await conn.execute(sql)
     finally:
         await conn.close()
+
+
+async def delete_stream(name: str) -> None:
+    """A benchmark's JetStream stream, and the relays' lease bucket beside it if a relay
+    made one."""
+    import nats
+    import nats.js.errors
+
+    nc = await nats.connect(NATS_URL)
+    try:
+        js = nc.jetstream()
+        for delete in (js.delete_stream(name), js.delete_key_value(f"{name}-relays")):
+            with contextlib.suppress(nats.js.errors.NotFoundError):
+                await delete
+    finally:
+        await nc.close()
 
 
 def drop_database(db: str) -> None:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import secrets
 import statistics
 import sys
@@ -32,6 +30,7 @@ from typing import Any
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig
 
+from _harness import NATS_URL, delete_stream
 from podium import bootstrap
 from podium.config import parse
 from podium.domain.boards import Tally
@@ -40,7 +39,6 @@ from podium.log.events import encode
 from podium.log.nats import NatsLog
 from podium.store.sqlite import SqliteStore
 
-NATS_URL = os.environ.get("PODIUM_BENCH_NATS", "nats://127.0.0.1:4222")
 BATCH = 500
 
 
@@ -65,18 +63,6 @@ class Timed:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-
-async def delete_stream(name: str) -> None:
-    nc = await nats.connect(NATS_URL)
-    try:
-        js = nc.jetstream()
-        # the relays' leases beside the stream, made by the relay measured here
-        for delete in (js.delete_stream(name), js.delete_key_value(f"{name}-relays")):
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await delete
-    finally:
-        await nc.close()
 
 
 def pct(values: list[float], p: float) -> float:

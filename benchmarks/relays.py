@@ -4,7 +4,7 @@ bare nats-py publishers in one and in two processes.
     python benchmarks/relays.py [--databases 2] [--rows 40000] [--repeat 3]
 
 Each run makes ``--databases`` Postgres databases of its own on this machine's Postgres
-(``PODIUM_BENCH_PG``), and a stream of its own on this machine's NATS (``PODIUM_BENCH_NATS``);
+(``PODIUM_BENCH_POSTGRES``), and a stream of its own on this machine's NATS (``PODIUM_BENCH_NATS``);
 both are deleted afterwards. The relay processes (``--child relay``) are started first and
 left to share the databases' leases out (``log/nats_lease.py``) while the outboxes are
 empty; then ``--rows`` outbox rows per database are committed at once (one ``INSERT`` each,
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import secrets
@@ -36,8 +35,8 @@ import asyncpg
 import nats
 import nats.js.errors
 
-NATS_URL = os.environ.get("PODIUM_BENCH_NATS", "nats://127.0.0.1:4222")
-PG_URL = os.environ.get("PODIUM_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+from _harness import NATS_URL, PG_ADMIN_URL, _pg_admin, delete_stream
+
 BATCH = 500
 LEASE_S = 2.0
 PLAYERS = 2000
@@ -49,7 +48,7 @@ class WallClock:
 
 
 def db_url(name: str) -> str:
-    return urlparse(PG_URL)._replace(path=f"/{name}").geturl()
+    return urlparse(PG_ADMIN_URL)._replace(path=f"/{name}").geturl()
 
 
 # -- the children ----------------------------------------------------------------------------
@@ -137,17 +136,6 @@ async def make_stream(stream: str) -> None:
         await log.fetch(1)  # the stream and its consumers
     finally:
         await log.close()
-
-
-async def delete_stream(stream: str) -> None:
-    nc = await nats.connect(NATS_URL)
-    try:
-        js = nc.jetstream()
-        for delete in (js.delete_stream(stream), js.delete_key_value(f"{stream}-relays")):
-            with contextlib.suppress(nats.js.errors.NotFoundError):
-                await delete
-    finally:
-        await nc.close()
 
 
 async def leases_spread(stream: str, relays: int, databases: int) -> None:
@@ -317,12 +305,8 @@ async def main(args: argparse.Namespace) -> None:
     from podium.store.postgres import PostgresStore
 
     names = [f"podium_bench_relays_{secrets.token_hex(3)}" for _ in range(args.databases)]
-    admin = await asyncpg.connect(PG_URL)
-    try:
-        for n in names:
-            await admin.execute(f'CREATE DATABASE "{n}"')
-    finally:
-        await admin.close()
+    for n in names:
+        await _pg_admin(f'CREATE DATABASE "{n}"')
     urls = [db_url(n) for n in names]
     try:
         for u in urls:
@@ -365,12 +349,8 @@ async def main(args: argparse.Namespace) -> None:
         )
         print(f"  load average at the end: {os.getloadavg()[0]:.1f}")
     finally:
-        admin = await asyncpg.connect(PG_URL)
-        try:
-            for n in names:
-                await admin.execute(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        for n in names:
+            await _pg_admin(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)')
 
 
 def cli() -> None:

@@ -66,7 +66,15 @@ import nats
 import redis.asyncio as aioredis
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from _harness import PG_ADMIN_URL, REDIS_URL, CpuMeter, num_spread, wait_quiet
+from _harness import (
+    NATS_URL,
+    PG_ADMIN_URL,
+    REDIS_URL,
+    CpuMeter,
+    delete_stream,
+    num_spread,
+    wait_quiet,
+)
 from podium import bootstrap
 from podium.config import Settings, parse
 from podium.domain.boards import Tally
@@ -78,7 +86,6 @@ from podium.log.outbox import OutboxLog
 from podium.ports import BoardKey, ChangeLog
 from podium.workers.updater import Updater
 
-NATS_URL = os.environ.get("PODIUM_BENCH_NATS", "nats://127.0.0.1:4222")
 # What a record writes into an outbox row (store/sql: podium_write_record).
 OUTBOX_COLUMNS = [
     "board",
@@ -506,16 +513,6 @@ async def raw_zadd(bench: Bench) -> float:
     rate = len(bench.entries) / (time.perf_counter() - start)
     await check_boards(bench)
     return rate
-
-
-async def delete_stream(name: str) -> None:
-    nc = await nats.connect(NATS_URL)
-    try:
-        await nc.jetstream().delete_stream(name)
-    except nats.js.errors.NotFoundError:
-        pass
-    finally:
-        await nc.close()
 
 
 # -- the run ------------------------------------------------------------------------------

@@ -30,14 +30,24 @@ class WallClock:
 
 
 def relay(url: str, name: str, outbox: Any, holder: str, source: str = "db1") -> NatsLog:
+    """A relay of one database's outbox."""
+    one = {source: outbox}
+
+    async def databases() -> dict[str, Any]:
+        return one
+
+    return relay_of(url, name, databases, holder)
+
+
+def relay_of(url: str, name: str, databases: Any, holder: str) -> NatsLog:
+    """A relay of every database ``databases()`` names."""
     return NatsLog(
         [url],
         name,
         WallClock(),
         partitions=4,
         lease_s=LEASE_S,
-        outbox=outbox,
-        source=source,
+        databases=databases,
         holder=holder,
     )
 
@@ -205,18 +215,7 @@ async def test_databases_spread_over_the_relays(stream: tuple[str, str], tmp_pat
     async def databases() -> dict[str, Any]:
         return every
 
-    def make(holder: str) -> NatsLog:
-        return NatsLog(
-            [url],
-            name,
-            WallClock(),
-            partitions=4,
-            lease_s=LEASE_S,
-            databases=databases,
-            holder=holder,
-        )
-
-    a, b = make("a"), make("b")
+    a, b = relay_of(url, name, databases, "a"), relay_of(url, name, databases, "b")
     try:
         await a.relay(100)
         assert len(a.relay_leases.held()) == 4  # alone: every database

@@ -156,15 +156,25 @@ async def test_a_bucket_moves_while_results_keep_arriving(
             await s.close()
 
 
-async def test_the_command_line_moves_a_bucket(
+async def split_with_config(
     postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
     tmp_path: Path,
-) -> None:
+) -> tuple[SplitStore, Path, str]:
+    """A store split over a home and one more database, its settings file for the command
+    line, and a third database to move a bucket to."""
     home, other, new = await postgres_databases(3)
     conf = tmp_path / "podium.toml"
     conf.write_text(f'[store]\nurl = "{home}"\nshards = ["{home}", "{other}"]\n')
     store = SplitStore.from_urls(home, [home, other])
     await store.migrate()
+    return store, conf, new
+
+
+async def test_the_command_line_moves_a_bucket(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    store, conf, new = await split_with_config(postgres_databases, tmp_path)
     p = in_bucket(7, 1)[0]
     await store.set_profile(Profile(p, "seven"), NOW)
     # applied, as the fleet's updaters would (the move waits for the bucket's outbox rows)
@@ -215,11 +225,7 @@ async def test_a_move_killed_halfway_is_undone_by_abort(
     postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    home, other, new = await postgres_databases(3)
-    conf = tmp_path / "podium.toml"
-    conf.write_text(f'[store]\nurl = "{home}"\nshards = ["{home}", "{other}"]\n')
-    store = SplitStore.from_urls(home, [home, other])
-    await store.migrate()
+    store, conf, new = await split_with_config(postgres_databases, tmp_path)
     p = in_bucket(7, 1)[0]
     record = ResultRecord(p, "m1", "k", "ranked", T0 + 100, 60, 5)
     # a mover killed while it waited for the outbox to drain: the bucket fenced, marked
