@@ -25,7 +25,7 @@ class Outbox(Database):
         # The picked ids as an array, matched by the primary key: as a join (UPDATE ... FROM
         # a CTE) the prepared statement's generic plan, made while the outbox was analyzed
         # as empty (its usual state), scanned the whole outbox once per row picked, so a
-        # backlog of 10,000 rows took 2.2 s to claim in batches of 500 instead of 0.09 s
+        # backlog of 40,000 rows took 26 s to claim in batches of 500 instead of 0.37 s
         # (BENCHMARKS.md, "Relays as a fleet"): slowest exactly when a backlog has built up.
         rows = await self._fetch(
             "UPDATE outbox SET claimed_until = $3 WHERE id = ANY(ARRAY("
