@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -77,7 +78,10 @@ def read(directory: str | Path, name: str) -> list[FinalEntry]:
 
 def _atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    # A temporary name of this writer's own: two processes completing one freeze at once
+    # (two API processes, a freezer) both write the file, the same bytes; with one shared
+    # name, the second rename found the first had taken it, and its freeze answered 500.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()

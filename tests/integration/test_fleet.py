@@ -2,9 +2,10 @@
 each), an aggregator and its standby, the freezer; the store on a home and two shard
 databases, the index in 16 shards, the log on NATS. Results go in through both API
 processes while an API process, an updater, a relay and the active aggregator are killed
-with SIGKILL and started again; at the end every acknowledged result is counted exactly
-once, in the store and on every board, and the stream holds each player's changes in commit
-order."""
+with SIGKILL and started again, and an admin freezes today's window of a day board through
+both API processes at once; at the end every acknowledged result is counted exactly once, in
+the store and on every board, the frozen window's standings are the store's (results kept
+arriving after the freeze), and the stream holds each player's changes in commit order."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import random
 import secrets
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,8 @@ def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) 
         "[workers]\nlease_s = 2.0\n"
         '[[boards]]\nname = "all"\nwindow = "all"\nranks_below_top = "exact"\n'
         '[[boards]]\nname = "top"\nwindow = "all"\nexact_top = 5\n'
+        # frozen by an admin mid-run, through both API processes at once
+        '[[boards]]\nname = "day"\nwindow = "day"\n'
     )
     return path
 
@@ -98,7 +102,9 @@ def test_a_fleet_survives_kill_9(
         fleet.podium("migrate")
         out = fleet.podium("keys", "create", "--name", "gs", "--modes", "default")
         key = out.strip().splitlines()[-1]
-        asyncio.run(_scenario(fleet, key, redis_prefix, stream))
+        out = fleet.podium("keys", "create", "--name", "ops", "--admin")
+        admin = out.strip().splitlines()[-1]
+        asyncio.run(_scenario(fleet, key, admin, redis_prefix, stream))
     except BaseException:
         fleet.stop_all()
         fleet.dump()
@@ -106,14 +112,16 @@ def test_a_fleet_survives_kill_9(
     fleet.stop_all()
 
 
-async def _scenario(fleet: Fleet, key: str, prefix: str, stream: tuple[str, str]) -> None:
+async def _scenario(
+    fleet: Fleet, key: str, admin: str, prefix: str, stream: tuple[str, str]
+) -> None:
     import redis.asyncio as aioredis
 
     r = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
     lease = f"{prefix}:{{agg}}:lease"
     relays = Relays(*stream)
     try:
-        await _run(fleet, key, r, lease, prefix, relays)
+        await _run(fleet, key, admin, r, lease, prefix, relays)
     finally:
         await r.aclose()
         await relays.close()
@@ -158,12 +166,13 @@ class Relays:
             await asyncio.sleep(0.1)
         raise AssertionError(f"the relay leases are not held as {pids}: {held}")
 
-    async def in_commit_order(self) -> int:
+    async def in_commit_order(self) -> Counter[str]:
         """Every player's totals on each board only ever grow along the stream: the order
-        they were committed in (they are sums of positive points). How many were read."""
+        they were committed in (they are sums of positive points). How many each board had."""
         js = self._nc.jetstream()
         info = await js.stream_info(self.stream)
         last: dict[tuple[str, str], int] = {}
+        boards: Counter[str] = Counter()
         for seq in range(info.state.first_seq, info.state.last_seq + 1):
             e = json.loads((await js.get_msg(self.stream, seq)).data)
             if e["type"] != "total":
@@ -171,14 +180,17 @@ class Relays:
             k = (e["board"], e["playerId"])
             assert e["total"] >= last.get(k, 0), f"{k}: {e['total']} after {last[k]}"
             last[k] = e["total"]
-        return int(info.state.last_seq)
+            boards[e["board"]] += 1
+        return boards
 
     async def close(self) -> None:
         if self._nc is not None:
             await self._nc.close()
 
 
-async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: Relays) -> None:
+async def _run(
+    fleet: Fleet, key: str, admin: str, r: Any, lease: str, prefix: str, relays: Relays
+) -> None:
     t0 = time.monotonic()
     marks: list[str] = []
 
@@ -292,6 +304,12 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     mark("kill updater")
     fleet.kill9("updater1")
     fleet.restart("updater1")
+    # An admin freezes today's window of "day" through both API processes at once, while
+    # results for it keep arriving on both store databases: it freezes exactly once.
+    await fleet.api_ready("api1")  # started again after its kill
+    frozen = await _freeze_twice_at_once(urls, admin)
+    mark("day frozen")
+    assert len(acked) < MATCHES - 50, "the results ran out before the freeze"
     await when_acked(KILLS[2])
     mark("kill relay")
     fleet.kill9("relay1")  # no lease given back: the other relay waits it out
@@ -334,6 +352,8 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     mark("store checked")
     await _boards_match(urls, expected)
     mark("boards checked")
+    await _frozen_matches(fleet, urls, admin, frozen)
+    mark("frozen window checked")
     stop.set()
     await reading
     assert read_failed == [] and read_ok[0] > 0, read_failed[:5]
@@ -344,11 +364,64 @@ async def _run(fleet: Fleet, key: str, r: Any, lease: str, prefix: str, relays: 
     published = await relays.in_commit_order()
     # one change per player and board of each match, each once: a re-publish by the relay
     # that took over was dropped by the stream's duplicate window
-    assert published == MATCHES * 2 * len(BOARDS)
+    assert [published[b] for b in BOARDS] == [MATCHES * 2] * len(BOARDS)
+    assert 0 < published["day"] < MATCHES * 2  # "day" took results until its freeze only
     mark(f"{published} changes in commit order")
     await _estimates_happen(urls[1], expected)
     print(f"fleet: {len(acked)} matches acknowledged, {retries[0]} retries, {read_ok[0]} reads")
     print("fleet: " + ", ".join(marks))
+
+
+async def _freeze_twice_at_once(urls: list[str], admin: str) -> dict[str, Any]:
+    """Today's "day" window frozen through both API processes at once: one of them froze it.
+    Returns what the one that froze it said."""
+    auth = {"Authorization": f"Bearer {admin}"}
+    async with httpx.AsyncClient(timeout=30) as c:
+        window = (await c.get(f"{urls[1]}/v1/boards/day")).json()["window"]
+        path = f"/v1/admin/boards/day/windows/{window}/freeze"
+        got = await asyncio.gather(*(c.post(u + path, headers=auth) for u in urls))
+    assert [g.status_code for g in got] == [200, 200], [g.text for g in got]
+    bodies = [g.json() for g in got]
+    assert sorted(b["frozenNow"] for b in bodies) == [False, True], bodies
+    assert len({(b["players"], b["sha256"]) for b in bodies}) == 1, bodies
+    return next(b for b in bodies if b["frozenNow"])
+
+
+async def _frozen_matches(
+    fleet: Fleet, urls: list[str], admin: str, frozen: dict[str, Any]
+) -> None:
+    """The frozen window's final standings are the store's tallies of that window, on
+    whichever database each player is, and stayed so while results kept arriving; freezing
+    it again changes nothing."""
+    settings = config.load(str(fleet.cfg))
+    day = settings.board("day")
+    assert day is not None
+    w = day.rule.window_at(int(frozen_at(frozen)) - 1)  # frozen while it was today
+    assert w is not None and w.id == frozen["window"]
+    backends = bootstrap.build(settings)
+    try:
+        target = Target("day", w.id, w.start)
+        tallies = {p: (await backends.store.totals(p, [target])).get("day", 0) for p in PLAYERS}
+    finally:
+        await backends.close()
+    async with httpx.AsyncClient(timeout=10) as c:
+        page = (
+            await c.get(f"{urls[0]}/v1/boards/day", params={"window": w.id, "limit": 100})
+        ).json()
+        again = await c.post(
+            f"{urls[1]}/v1/admin/boards/day/windows/{w.id}/freeze",
+            headers={"Authorization": f"Bearer {admin}"},
+        )
+    standings = {e["playerId"]: e["points"] for e in page["entries"]}
+    assert standings == {p: t for p, t in tallies.items() if t}, (standings, tallies)
+    assert len(standings) == frozen["players"] > 0
+    assert again.json()["frozenNow"] is False and again.json()["sha256"] == frozen["sha256"]
+
+
+def frozen_at(body: dict[str, Any]) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(body["frozenAt"].replace("Z", "+00:00")).timestamp()
 
 
 def _metrics(port: int) -> tuple[str, ...]:
