@@ -11,7 +11,9 @@ index's ``GT``/versioned writes make true (DESIGN invariant 3).
 
 **Settling.** Each message is settled through the log that delivered it, by its ``handle``:
 
-- ``ack``: done; never delivered again, even after its lease.
+- ``ack``: done; never delivered again, even after its lease (a log may send acks without
+  waiting for each to be confirmed: one lost in a crash of the log's server before it was
+  applied is delivered again after its lease, which at least once allows).
 - ``in_progress``: not done yet, still mine; the lease starts again, so a consumer that keeps
   a batch it could not apply yet (an outage) keeps it from everyone else while it retries.
 - ``nak``: not done, and not mine any more; delivered again at once, to anyone.
