@@ -264,7 +264,8 @@ class WorkerSettings:
     sets how many a second a steady trickle of results costs; it adds as much to
     commit-to-board latency, whose target is a second."""
     lease_s: Amount = 10.0
-    """How long a claimed outbox row is held before another updater may retry it."""
+    """How long a claimed outbox row is held before another updater may retry it; on NATS,
+    a delivery's lease (the consumers' ack wait) and a relay's lease on a store database."""
 
 
 @table(frozen=True, config=_TABLE)
