@@ -248,8 +248,10 @@ class NatsLog:
         nc, js = await self._ready()
         outboxes = await self._databases()
         self._leases.replicas = self._replicas_for(nc)
-        held = await self._leases.hold(js, sorted(outboxes))
-        metrics.RELAY_DATABASES.set(len(held))
+        try:
+            held = await self._leases.hold(js, sorted(outboxes))
+        finally:  # through an outage too: what is held runs out, and the gauge with it
+            metrics.RELAY_DATABASES.set(len(self._leases.held()))
         if not held:
             return 0  # standing by: every database has its relay
         # A publish may take this long at most, and none starts later than this before the
