@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
-from podium.domain.boards import BoardSpec
+from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window
@@ -114,23 +114,13 @@ class Windows(Database):
 async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: float) -> bool:
     """Inside the caller's transaction, under the window's exclusive lock: execute
     ``plan_freeze``. False when the window was frozen already (exactly once)."""
-    await c.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        locks.WINDOW_NS,
-        locks.window_key(spec.name, window.id),
-    )
+    await lock_window(c, spec.name, window.id)
     done = await c.fetchval(
         "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2", spec.name, window.id
     )
     if done:
         return False
-    rows = await c.fetch(
-        "SELECT player_id, total, reached_at, version FROM tallies "
-        "WHERE board = $1 AND window_id = $2",
-        spec.name,
-        window.id,
-    )
-    plan = plan_freeze(spec, window, [(r["player_id"], tally_of(r)) for r in rows], keep)
+    plan = plan_freeze(spec, window, await window_tallies(c, spec.name, window.id), keep)
     await c.execute(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players) VALUES ($1, $2, $3, $4)",
         spec.name,
@@ -138,16 +128,43 @@ async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: floa
         float(now),
         plan.players,
     )
+    await write_final_standings(c, spec.name, window.id, plan.final)
+    return True
+
+
+# The freeze's steps on one database, shared with the split store's (store/split/windows.py).
+
+
+async def lock_window(c: Conn, board: str, window_id: str) -> None:
+    """The window's exclusive lock, to the end of the caller's transaction."""
+    await c.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)", locks.WINDOW_NS, locks.window_key(board, window_id)
+    )
+
+
+async def window_tallies(c: Conn, board: str, window_id: str) -> list[tuple[str, Tally]]:
+    """Every player's tally in one window, as ``plan_freeze`` takes them."""
+    rows = await c.fetch(
+        "SELECT player_id, total, reached_at, version FROM tallies "
+        "WHERE board = $1 AND window_id = $2",
+        board,
+        window_id,
+    )
+    return [(r["player_id"], tally_of(r)) for r in rows]
+
+
+async def write_final_standings(
+    c: Conn, board: str, window_id: str, final: Sequence[FinalEntry]
+) -> None:
     await c.execute(
         f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
         "SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], "
         "$7::bigint[])",
-        spec.name,
-        window.id,
-        [e.position for e in plan.final],
-        [e.rank for e in plan.final],
-        [e.player_id for e in plan.final],
-        [e.points for e in plan.final],
-        [e.reached_at for e in plan.final],
+        board,
+        window_id,
+        [e.position for e in final],
+        [e.rank for e in final],
+        [e.player_id for e in final],
+        [e.points for e in final],
+        [e.reached_at for e in final],
     )
-    return True

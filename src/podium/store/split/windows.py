@@ -27,8 +27,8 @@ from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import FreezePlan, plan_freeze
 from podium.domain.windows import Window
 from podium.errors import Unavailable
-from podium.store.common import FINAL_COLS, FROZEN_COLS, TALLY_COLS, frozen_of, standing_of
-from podium.store.postgres import locks
+from podium.store.common import FROZEN_COLS, TALLY_COLS, frozen_of, standing_of
+from podium.store.postgres.windows import lock_window, window_tallies, write_final_standings
 from podium.store.split.routing import Routed, gather_all, merged_pages
 
 if TYPE_CHECKING:
@@ -149,16 +149,10 @@ class Windows(Routed):
         await self.home.set_archive(board, window, archive, checksum)
 
 
-async def _lock(c: Conn, board: str, window: str) -> None:
-    await c.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)", locks.WINDOW_NS, locks.window_key(board, window)
-    )
-
-
 async def _fence(c: Conn, spec: BoardSpec, window: Window, now: float) -> list[tuple[str, Tally]]:
     """On one database, in one transaction: the fence (unless one is there, or this is the
     home database and the window is decided), then the window's tallies there."""
-    await _lock(c, spec.name, window.id)
+    await lock_window(c, spec.name, window.id)
     await c.execute(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players, fence) "
         "VALUES ($1, $2, $3, 0, true) ON CONFLICT (board, window_id) DO NOTHING",
@@ -166,19 +160,13 @@ async def _fence(c: Conn, spec: BoardSpec, window: Window, now: float) -> list[t
         window.id,
         float(now),
     )
-    rows = await c.fetch(
-        "SELECT player_id, total, reached_at, version FROM tallies "
-        "WHERE board = $1 AND window_id = $2",
-        spec.name,
-        window.id,
-    )
-    return [(r["player_id"], Tally(r["total"], r["reached_at"], r["version"])) for r in rows]
+    return await window_tallies(c, spec.name, window.id)
 
 
 async def _decide(c: Conn, spec: BoardSpec, window: Window, plan: FreezePlan, now: float) -> bool:
     """On the home database, in one transaction: the window frozen with its final
     standings, or False if another freezer decided first (exactly once)."""
-    await _lock(c, spec.name, window.id)
+    await lock_window(c, spec.name, window.id)
     decided = await c.fetchval(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players, fence) "
         "VALUES ($1, $2, $3, $4, false) ON CONFLICT (board, window_id) DO UPDATE SET "
@@ -191,16 +179,5 @@ async def _decide(c: Conn, spec: BoardSpec, window: Window, plan: FreezePlan, no
     )
     if decided is None:
         return False
-    await c.execute(
-        f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
-        "SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], "
-        "$7::bigint[])",
-        spec.name,
-        window.id,
-        [e.position for e in plan.final],
-        [e.rank for e in plan.final],
-        [e.player_id for e in plan.final],
-        [e.points for e in plan.final],
-        [e.reached_at for e in plan.final],
-    )
+    await write_final_standings(c, spec.name, window.id, plan.final)
     return True
