@@ -34,7 +34,12 @@ from podium.domain.models import (
     Target,
 )
 from podium.domain.suspicion import RECENT, flag_for
-from podium.domain.windows import GROUP_RE, Window, WindowError, index_expiry, parse_window
+from podium.domain.windows import (
+    GROUP_RE,
+    Window,
+    index_expiry,
+    indexed_window,
+)
 from podium.errors import (
     Conflict,
     Forbidden,
@@ -535,11 +540,6 @@ class Podium:
         total = 0
         for spec in self.settings.boards:
             for window_id in await self.store.windows(spec.name):
-                try:
-                    w = parse_window(spec.rule, window_id)
-                except WindowError:
-                    continue  # a window of an older configuration of this board
-                exp = index_expiry(w)
-                if exp is None or exp > now:
+                if indexed_window(spec.rule, window_id, now) is not None:
                     total += await self.rebuild(spec.name, window_id)
         return total

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from podium.domain import windows
 from podium.domain.windows import (
     ALL_TIME,
     DAY,
@@ -333,3 +334,16 @@ def test_day_week_month_ids_agree_with_the_calendar(d: date) -> None:
     assert at(UTC_DAY, t).id == d.isoformat()
     assert at(ISO_WEEK, t).id == f"{year}-W{week:02d}"
     assert at(MONTH, t).id == d.strftime("%Y-%m")
+
+
+def test_indexed_window_is_a_stored_window_whose_index_key_still_lives() -> None:
+    day = WindowRule(WindowKind.DAY)
+    w = day.window_at(1_790_000_000)
+    assert w is not None and w.end is not None
+    ttl = windows.INDEX_TTL_AFTER_CLOSE
+    assert windows.indexed_window(day, w.id, w.end + ttl - 1) == w
+    assert windows.indexed_window(day, w.id, w.end + ttl) is None  # its key has expired
+    assert windows.indexed_window(day, "2026-W05", w.start) is None  # another kind's id
+    ever = WindowRule(WindowKind.ALL)
+    a = ever.window_at(0)
+    assert a is not None and windows.indexed_window(ever, a.id, 4e9) == a  # never expires

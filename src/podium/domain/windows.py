@@ -50,6 +50,17 @@ def index_expiry(window: Window) -> int | None:
     return None if window.end is None else window.end + INDEX_TTL_AFTER_CLOSE
 
 
+def indexed_window(rule: WindowRule, window_id: str, now: float) -> Window | None:
+    """The window a stored id names, while its rank index key still exists; None for the
+    id of a window of an older configuration of the board, or one whose key has expired."""
+    try:
+        w = parse_window(rule, window_id)
+    except WindowError:
+        return None
+    exp = index_expiry(w)
+    return w if exp is None or exp > now else None
+
+
 @dataclass(frozen=True, slots=True)
 class WindowRule:
     """How one board cuts time into windows."""

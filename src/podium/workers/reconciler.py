@@ -73,7 +73,13 @@ from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.models import Standing
-from podium.domain.windows import Window, WindowError, index_expiry, parse_window
+from podium.domain.windows import (
+    Window,
+    WindowError,
+    index_expiry,
+    indexed_window,
+    parse_window,
+)
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
 
 log = logging.getLogger("podium.reconciler")
@@ -156,12 +162,8 @@ class Reconciler:
             for wid in await self._store.windows(spec.name):
                 if wid in frozen:
                     continue  # served from its final standings, not from the index
-                try:
-                    w = parse_window(spec.rule, wid)
-                except WindowError:
-                    continue  # a window of an older configuration of this board
-                exp = index_expiry(w)
-                if exp is None or exp > now:
+                w = indexed_window(spec.rule, wid, now)
+                if w is not None:
                     key = BoardKey(spec.name, wid)
                     pages = self._store.standings(spec.name, wid, self._batch)
                     out += (_Walk(key, spec, w, pages), _IndexWalk(key, spec, w))
