@@ -232,18 +232,29 @@ async def make_api(
         settings = settings_for(
             config_kind, sqlite_url, postgres_url, prefix, shards=shards, **extra
         )
-        app = create_app(settings)
-        ctx = app.router.lifespan_context(app)
-        await ctx.__aenter__()
-        stack.append(ctx)
-        podium: Podium = app.state.podium
-        _, game = await podium.create_key("gs", ["default"], False)
-        _, admin = await podium.create_key("admin", [], True)
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://podium")
-        stack.append(client)
-        return Api(client, podium, game, admin, aggregated=steps)
+        return await started_api(settings, stack, aggregated=steps)
 
     yield make
+    await close_all(stack)
+
+
+async def started_api(settings: Settings, stack: list[Any], **api: Any) -> Api:
+    """The app on these settings, started, with a game server's key and an admin's, and a
+    client of it; what it opened goes on ``stack``, for ``close_all``."""
+    app = create_app(settings)
+    ctx = app.router.lifespan_context(app)
+    await ctx.__aenter__()
+    stack.append(ctx)
+    podium: Podium = app.state.podium
+    _, game = await podium.create_key("gs", ["default"], False)
+    _, admin = await podium.create_key("admin", [], True)
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://podium")
+    stack.append(client)
+    return Api(client, podium, game, admin, **api)
+
+
+async def close_all(stack: list[Any]) -> None:
+    """What ``started_api`` opened, last first."""
     for item in reversed(stack):
         if isinstance(item, httpx.AsyncClient):
             await item.aclose()

@@ -15,10 +15,9 @@ import asyncpg
 import httpx
 import pytest
 
-from podium.api.app import create_app
 from podium.config import parse
 from podium.store.split import SplitStore
-from tests.integration.conftest import Api
+from tests.integration.conftest import Api, close_all, started_api
 from tests.pg_cluster import PgCluster
 
 
@@ -60,23 +59,10 @@ async def make_split(postgres_url: str, far_url: str) -> AsyncIterator[Callable[
                 **extra,
             }
         )
-        app = create_app(settings)
-        ctx = app.router.lifespan_context(app)
-        await ctx.__aenter__()
-        stack.append(ctx)
-        podium = app.state.podium
-        _, game = await podium.create_key("gs", ["default"], False)
-        _, admin = await podium.create_key("admin", [], True)
-        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://podium")
-        stack.append(client)
-        return Api(client, podium, game, admin)
+        return await started_api(settings, stack)
 
     yield make
-    for item in reversed(stack):
-        if isinstance(item, httpx.AsyncClient):
-            await item.aclose()
-        else:
-            await item.__aexit__(None, None, None)
+    await close_all(stack)
 
 
 def split_of(api: Api) -> SplitStore:
