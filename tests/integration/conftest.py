@@ -6,6 +6,7 @@ index in four shards, the outbox as the log)."""
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -236,6 +237,21 @@ async def make_api(
 
     yield make
     await close_all(stack)
+
+
+def two_player_match(rng: random.Random, players: Sequence[str]) -> dict[str, Any]:
+    """A match body of two players drawn from ``players``, ended now, as the tests of real
+    processes send them."""
+    a, b = rng.sample(list(players), 2)
+    return {
+        "mode": "default",
+        "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "durationSeconds": 60,
+        "results": [
+            {"playerId": a, "points": rng.randint(1, 100)},
+            {"playerId": b, "points": rng.randint(1, 100)},
+        ],
+    }
 
 
 async def started_api(settings: Settings, stack: list[Any], **api: Any) -> Api:

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import REDIS_URL
+from tests.integration.conftest import two_player_match
 
 PLAYERS = [f"p{i:03d}" for i in range(40)]
 
@@ -111,16 +112,7 @@ async def _scenario(cfg: Path, tmp: Path, key: str) -> None:
                 while True:
                     mid = f"m{n}-{i}"
                     i += 1
-                    a, b = rng.sample(PLAYERS, 2)
-                    matches[mid] = {
-                        "mode": "default",
-                        "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "durationSeconds": 60,
-                        "results": [
-                            {"playerId": a, "points": rng.randint(1, 100)},
-                            {"playerId": b, "points": rng.randint(1, 100)},
-                        ],
-                    }
+                    matches[mid] = two_player_match(rng, PLAYERS)
                     try:
                         r = await client.post(
                             f"/v1/matches/{mid}/results",

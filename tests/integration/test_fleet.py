@@ -27,6 +27,7 @@ import pytest
 from podium import bootstrap, config
 from podium.domain.models import Target
 from tests.conftest import POSTGRES_URL, REDIS_URL, need
+from tests.integration.conftest import two_player_match
 from tests.integration.fleet import Fleet
 from tests.integration.test_crash import _free_port
 from tests.nats_cluster import delete_stream, need_nats, stream_name
@@ -225,16 +226,7 @@ async def _run(
     rng = random.Random(11)
     matches: dict[str, dict[str, Any]] = {}
     for i in range(MATCHES):
-        a, b = rng.sample(PLAYERS, 2)
-        matches[f"m{i}"] = {
-            "mode": "default",
-            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "durationSeconds": 60,
-            "results": [
-                {"playerId": a, "points": rng.randint(1, 100)},
-                {"playerId": b, "points": rng.randint(1, 100)},
-            ],
-        }
+        matches[f"m{i}"] = two_player_match(rng, PLAYERS)
     acked: set[str] = set()
     retries = [0]
     auth = {"Authorization": f"Bearer {key}"}
