@@ -17,7 +17,7 @@ from podium.workers.runner import Needs, Runner
 log = logging.getLogger("podium")
 
 
-def _always(n: Needs) -> str | None:
+def _started_everywhere(n: Needs) -> str | None:
     return None
 
 
@@ -25,7 +25,7 @@ def _always(n: Needs) -> str | None:
 class Role:
     name: str
     runners: Callable[[Needs], list[Runner]]
-    not_needed: Callable[[Needs], str | None] = _always  # a reason to skip it, logged
+    not_needed: Callable[[Needs], str | None] = _started_everywhere  # a reason to skip it, logged
 
 
 REGISTRY: tuple[Role, ...] = (
