@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
-from podium.errors import ConfigError, Unavailable
+from podium.errors import ConfigError
 from podium.index.split import SplitIndex
 from podium.ports import (
     ChangeLog,
@@ -30,17 +30,12 @@ from podium.ports import (
 )
 from podium.ranking import Ranking
 from podium.service import Podium
-from podium.workers import aggregator, reconciler
-from podium.workers.relay import Relay
-from podium.workers.runner import Runner
-from podium.workers.updater import BacklogMonitor, ProfileCopier, Updater
+from podium.workers import roles, updater
+from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium")
 
-ROLES = ("relay", "updater", "aggregator", "freezer", "reconciler")
-PLANNED_ROLES: tuple[str, ...] = ()
-FREEZER_PERIOD_S = 5.0  # how often the freezer looks for windows that are due
-PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
+ROLES = roles.NAMES  # every background role, in the order `podium serve` starts them
 
 
 def _store(settings: Settings) -> ScoreStore:
@@ -188,71 +183,32 @@ class Backends:
             p = await self.podium.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
 
-    def start_roles(self, roles: Sequence[str]) -> None:
-        w = self.settings.workers
-        for role in roles:
-            if role == "relay":
-                self._runners.append(
-                    Runner("relay", Relay(self.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)
-                )
-            elif role == "updater":
-                up = Updater(self.settings, self.store, self.index, self.copy, self.log, self.clock)
-                mon = BacklogMonitor(self.store, self.clock)
-                self._runners.append(
-                    Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch)
-                )
-                self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
-                copier = ProfileCopier(self.podium.copy_profiles, self.copy)
-                self._runners.append(Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S))
-            elif role == "aggregator":
-                if self.split is None or self.split.shard_count == 1:
-                    # One shard is the whole board: its reads are exact without a merge.
-                    log.info("aggregator: the index is not split across shards; not started")
-                    continue
-                agg = aggregator.Aggregator(
-                    self.settings, self.split.shards, self.snapshots, self.clock
-                )
-                self._runners.append(
-                    Runner("aggregator", agg.step, idle_sleep_s=aggregator.PERIOD_S, full=1 << 30)
-                )
-            elif role == "freezer":
-                step = self.podium.lifecycle.freeze_due
-                self._runners.append(Runner("freezer", step, idle_sleep_s=FREEZER_PERIOD_S))
-            elif role == "reconciler":
-                rec = reconciler.Reconciler(self.settings, self.store, self.index, self.clock)
-                self._runners.append(
-                    Runner("reconciler", rec.step, idle_sleep_s=reconciler.PERIOD_S, full=1 << 30)
-                )
-            elif role in PLANNED_ROLES:
-                raise ConfigError(f"role {role!r} is not built yet (available: {', '.join(ROLES)})")
-            else:
-                raise ConfigError(f"unknown role {role!r} (available: {', '.join(ROLES)})")
-        self._tasks += [asyncio.create_task(r.run(), name=r.role) for r in self._runners]
+    def needs(self) -> Needs:
+        """What the roles are given (``workers/runner.py``): the ports, never the adapters."""
+        shards = () if self.split is None else self.split.shards
+        return Needs(
+            self.settings,
+            self.store,
+            self.index,
+            self.copy,
+            self.log,
+            self.clock,
+            self.snapshots,
+            shards,
+            self.podium.lifecycle,
+            self.podium.copy_profiles,
+        )
+
+    def start_roles(self, names: Sequence[str]) -> None:
+        """Start the roles named (``workers/roles.py``); an unknown name is a ConfigError."""
+        started = roles.runners(names, self.needs())
+        self._runners += started
+        self._tasks += [asyncio.create_task(r.run(), name=r.role) for r in started]
 
     async def replay(self, since_s: float) -> int:
-        """Apply once more everything the log committed in the last ``since_s`` seconds
-        (``podium worker --roles updater --replay-since``), before the roles start: what
-        mends a board whose index lost writes. Returns how many changes were applied."""
-        w = self.settings.workers
-        view = await self.log.replay(self.clock.now() - since_s)
-        up = Updater(self.settings, self.store, self.index, self.copy, view, self.clock)
-        applied, backoff = 0, 0.05
-        try:
-            while True:
-                try:
-                    done = await up.step()
-                except Unavailable as e:
-                    log.warning("replay: %s; retrying in %.2fs", e, backoff)
-                    await asyncio.sleep(backoff)
-                    backoff = min(5.0, backoff * 2)
-                    continue
-                applied += done
-                if done < max(1, w.batch):
-                    break
-        finally:
-            await view.close()
-        log.info("replayed %d changes of the last %.0fs", applied, since_s)
-        return applied
+        """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
+        more, before the roles start (``updater.replay``)."""
+        return await updater.replay(self.needs(), since_s)
 
     async def close(self) -> None:
         for r in self._runners:

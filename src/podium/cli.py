@@ -17,6 +17,7 @@ from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
 from podium.domain.windows import to_rfc3339
 from podium.errors import ConfigError, PodiumError
+from podium.workers import roles as registry
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games."
@@ -196,7 +197,9 @@ def _serve_processes(
 
 @app.command()
 def worker(
-    roles: Annotated[str, typer.Option(help="Comma-separated roles: relay,updater.")],
+    roles: Annotated[
+        str, typer.Option(help=f"Comma-separated roles, of {','.join(registry.NAMES)}.")
+    ],
     config_file: ConfigOpt = None,
     replay_since: Annotated[
         str | None,
@@ -224,6 +227,11 @@ def worker(
         typer.echo("podium: workers need a shared index (index.url = redis://...)", err=True)
         raise typer.Exit(2)
     names = [r.strip() for r in roles.split(",") if r.strip()]
+    try:
+        registry.chosen(names)  # refused before anything is built or connected
+    except ConfigError as e:
+        typer.echo(f"podium: configuration error: {e}", err=True)
+        raise typer.Exit(2) from None
     _logging()
     if metrics_port is not None:
         metrics.serve(metrics_host, metrics_port)

@@ -3,8 +3,9 @@ freezes into final standings (in the store, down to ``exact_top``) and an archiv
 player). Prizes are paid from those, never from the live board.
 
 Freezing is exactly once: the store's ``freeze`` refuses a second time, whoever asks (the
-freezer role on schedule, an admin early, a restarted process). Writing the archive is a
-separate, repeatable step, so a crash between the two is mended by the next run.
+freezer role on schedule, ``workers/freezer.py``; an admin early; a restarted process).
+Writing the archive is a separate, repeatable step, so a crash between the two is mended by
+the next run.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import logging
 from collections.abc import Sequence
 
 from podium.archive import Archive
+from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, rank_standings
 from podium.domain.models import FinalEntry, FrozenWindow
-from podium.domain.windows import Window, WindowError, WindowKind, parse_window
+from podium.domain.windows import Window, WindowKind
 from podium.errors import InvalidInput, NotFound
 from podium.ports import Clock, Windows
 from podium.profiles import ProfileCache
@@ -24,7 +26,6 @@ from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
 
 log = logging.getLogger("podium.freezer")
 
-LOOKBACK = 3  # closed windows per board the freezer looks at on each pass
 FROZEN_CACHE_S = 1.0  # how long a process trusts its list of frozen windows
 
 
@@ -42,26 +43,20 @@ class Lifecycle:
         self.clock = clock
         self.archive = archive
         self.profiles = profiles
-        self._frozen: dict[str, tuple[float, dict[str, FrozenWindow]]] = {}
-        self._swept = False
+        # Each board's frozen windows, by board. Only configured boards are asked about, so
+        # one entry per board is the whole bound: none is evicted while it is still fresh.
+        boards_held = max(1, len(settings.boards))
+        self._frozen: Cache[str, dict[str, FrozenWindow]] = Cache(
+            boards_held, FROZEN_CACHE_S, clock.now
+        )
 
     # -- what is frozen ---------------------------------------------------------------
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
-        now = self.clock.now()
-        hit = self._frozen.get(board)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        windows = await self.store.frozen(board)
-        self._frozen[board] = (now + FROZEN_CACHE_S, windows)
-        return windows
+        return await self._frozen.get_or_load(board, lambda: self.store.frozen(board))
 
     async def is_frozen(self, board: str, window_id: str) -> bool:
         return window_id in await self.frozen(board)
-
-    def due(self, spec: BoardSpec, window: Window, now: float) -> bool:
-        """Closed, and past the time late results are accepted."""
-        return window.end is not None and now >= window.end + spec.freeze_after_s
 
     # -- freezing ---------------------------------------------------------------------
 
@@ -76,7 +71,7 @@ class Lifecycle:
             # board and refuse every result that comes when it opens.
             raise InvalidInput(f"window {window.id} of {spec.name} has not started")
         froze = await self.store.freeze(spec, window, spec.exact_top, now)
-        self._frozen.pop(spec.name, None)
+        self._frozen.forget(spec.name)
         info = (await self.frozen(spec.name))[window.id]
         if info.archive is None:
             info = await self.write_archive(spec, window, info)
@@ -102,53 +97,8 @@ class Lifecycle:
         entries = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked]
         name, checksum = await self.archive.write(spec.name, window.id, entries, info.frozen_at)
         await self.store.set_archive(spec.name, window.id, name, checksum)
-        self._frozen.pop(spec.name, None)
+        self._frozen.forget(spec.name)
         return FrozenWindow(info.board, info.window, info.frozen_at, info.players, checksum, name)
-
-    async def freeze_due(self) -> int:
-        """One pass of the freezer role: freeze every window that is due, and write any
-        archive a crash left unwritten. Returns how many windows it froze."""
-        now = self.clock.now()
-        froze = 0
-        for spec in self.settings.boards:
-            if spec.rule.kind is WindowKind.ALL:
-                continue
-            frozen = await self.frozen(spec.name)
-            for window in await self._candidates(spec, now):
-                if window.id in frozen:
-                    if frozen[window.id].archive is None:
-                        await self.write_archive(spec, window, frozen[window.id])
-                elif self.due(spec, window, now):
-                    done, _ = await self.freeze(spec, window)
-                    froze += int(done)
-        self._swept = True
-        return froze
-
-    async def _candidates(self, spec: BoardSpec, now: float) -> list[Window]:
-        """The last few closed windows; on the first pass, every window the store knows, so
-        windows that closed while nothing was running are frozen too."""
-        out: dict[str, Window] = {}
-        w = spec.rule.window_at(int(now))
-        for _ in range(LOOKBACK):
-            if w is None:
-                break
-            w = spec.rule.window_at(w.start - 1)
-            if w is not None and await self._has_players(spec.name, w.id):
-                out[w.id] = w
-        # Grouped boards keep a window per group, which only the store can list.
-        if not self._swept or spec.group_by is not None:
-            for window_id in await self.store.windows(spec.name):
-                try:
-                    out.setdefault(window_id, parse_window(spec.rule, window_id))
-                except WindowError:
-                    continue  # a window of an older configuration of this board
-        return list(out.values())
-
-    async def _has_players(self, board: str, window_id: str) -> bool:
-        """Whether anyone has a tally there: an empty window has nothing to freeze."""
-        async for batch in self.store.standings(board, window_id, batch=1):
-            return bool(batch)
-        return False
 
     # -- reading final standings ------------------------------------------------------
 

@@ -14,6 +14,7 @@ import pytest
 from podium import archive, bootstrap
 from podium.config import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
+from podium.workers.freezer import Freezer
 from tests.conftest import stored_results
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api, Backends, settings_for
 
@@ -58,6 +59,11 @@ async def _started(s: Settings, clock: Clock) -> bootstrap.Backends:
     return b
 
 
+def _freezer(b: bootstrap.Backends) -> Freezer:
+    """The process's freezer role, a pass at a time (its first pass looks at every window)."""
+    return Freezer(b.settings, b.store, b.clock, b.podium.lifecycle)
+
+
 async def _drain(b: bootstrap.Backends) -> None:
     from podium.workers.updater import Updater
 
@@ -87,16 +93,17 @@ async def test_freeze_on_time_exactly_once_across_restarts(
             key, "late", "default", day + 7200, 60, [PlayerResult("d", 100)]
         )
         assert out["d"]["day"] == 110
-        assert await b.podium.lifecycle.freeze_due() == 0  # not due yet
+        freezer = _freezer(b)
+        assert await freezer.step() == 0  # not due yet
         clock.t = day + DAY + 601
-        assert await b.podium.lifecycle.freeze_due() == 2  # the day and the shared day board
+        assert await freezer.step() == 2  # the day and the shared day board
     finally:
         await b.close()
 
     # a restarted process (new caches, first pass over every window) freezes nothing again
     b = await _started(life_settings, clock)
     try:
-        assert await b.podium.lifecycle.freeze_due() == 0
+        assert await _freezer(b).step() == 0
         window = b.podium.board("day").rule.window_at(day)
         assert window is not None
         frozen = (await b.store.frozen("day"))[window.id]
@@ -156,7 +163,7 @@ async def test_a_crash_between_freeze_and_archive_is_mended(
         await b.close()
     b = await _started(life_settings, clock)
     try:
-        assert await b.podium.lifecycle.freeze_due() == 0  # nothing frozen twice
+        assert await _freezer(b).step() == 0  # nothing frozen twice
         info = (await b.store.frozen("day"))[window.id]
         assert info.archive is not None
         assert archive.read(tmp_path / "standings", info.archive)[0].player_id == "a"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from podium import bootstrap
 from podium.domain.models import Profile
 from podium.errors import StoreUnavailable
+from podium.workers import updater
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
 
@@ -23,7 +23,7 @@ CONFIG_KINDS = KINDS_WITH_SPLIT
 
 @pytest.fixture(autouse=True)
 def quick_copier(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bootstrap, "PROFILE_CHECK_S", 0.05)
+    monkeypatch.setattr(updater, "PROFILE_CHECK_S", 0.05)
 
 
 async def _board_of_three(api: Api) -> None:
@@ -77,7 +77,7 @@ async def test_the_updater_copies_a_profile_change(api: Api) -> None:
 async def test_a_new_process_fills_a_missing_copy(
     make_api: Callable[..., Any], config_kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bootstrap, "PROFILE_CHECK_S", 3600.0)  # the first one checks once
+    monkeypatch.setattr(updater, "PROFILE_CHECK_S", 3600.0)  # the first one checks once
     first: Api = await make_api()
     await _board_of_three(first)
     for i in range(3):
@@ -85,7 +85,7 @@ async def test_a_new_process_fills_a_missing_copy(
     await first.settle()
     if config_kind == "production":
         await _drop_copy(first)  # as if Redis had restarted empty (its boards aside)
-    monkeypatch.setattr(bootstrap, "PROFILE_CHECK_S", 0.05)
+    monkeypatch.setattr(updater, "PROFILE_CHECK_S", 0.05)
     # Embedded: the new process fills its own copy at start. Production: its updater
     # finds the shared copy missing and fills it (the first process no longer checks).
     second: Api = await make_api()

@@ -1,1 +1,2 @@
-"""Background roles: relay, updater, aggregator, freezer (``lifecycle``) and reconciler."""
+"""Background roles, one module each (relay, updater, aggregator, freezer, reconciler), the
+registry that lists them (``roles``) and the loop they share (``runner``)."""

@@ -38,6 +38,7 @@ from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
 from podium.ports import BoardKey, Clock, ShardIndex, Snapshots
+from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.aggregator")
 
@@ -218,3 +219,17 @@ class Aggregator:
         board.bounds = plan_bounds(
             samples, sizes, exact_top=spec.exact_top, descending=desc, codec=spec.codec
         )
+
+
+def not_needed(n: Needs) -> str | None:
+    """Why this process runs no aggregator (None: it does)."""
+    if len(n.shards) > 1:
+        return None
+    # One shard is the whole board: its reads are exact without a merge.
+    return "the index is not split across shards"
+
+
+def runners(n: Needs) -> list[Runner]:
+    agg = Aggregator(n.settings, n.shards, n.snapshots, n.clock)
+    # No step counts as a full batch: one a period, whatever it did.
+    return [Runner("aggregator", agg.step, idle_sleep_s=PERIOD_S, full=1 << 30)]

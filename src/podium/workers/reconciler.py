@@ -81,6 +81,7 @@ from podium.domain.windows import (
     parse_window,
 )
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
+from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.reconciler")
 
@@ -344,3 +345,9 @@ def _kind(spec: BoardSpec, w: Window, s: Standing, banned: bool, held: int | Non
     if held == want:
         return None
     return "too_high" if held > want else "too_low"
+
+
+def runners(n: Needs) -> list[Runner]:
+    rec = Reconciler(n.settings, n.store, n.index, n.clock)
+    # No step counts as a full batch: one a period, whatever it did.
+    return [Runner("reconciler", rec.step, idle_sleep_s=PERIOD_S, full=1 << 30)]

@@ -7,6 +7,7 @@ separate log (NATS JetStream) it publishes claimed rows, then deletes them.
 from __future__ import annotations
 
 from podium.ports import ChangeLog
+from podium.workers.runner import Needs, Runner
 
 
 class Relay:
@@ -16,3 +17,8 @@ class Relay:
 
     async def step(self) -> int:
         return await self._log.relay(self._batch)
+
+
+def runners(n: Needs) -> list[Runner]:
+    w = n.settings.workers
+    return [Runner("relay", Relay(n.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)]

@@ -1,4 +1,5 @@
-"""The loop every worker role shares: do a step, back off on outages, stop cleanly.
+"""The loop every worker role shares: do a step, back off on outages, stop cleanly; and
+``Needs``, what every role is given to make its runners (``roles.py`` holds the roles).
 
 A step returns how much work it did; a role that did a full batch loops at once, one that
 did less sleeps a little, so that under a steady trickle the work is taken in batches (one
@@ -15,10 +16,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from podium import metrics
+from podium.config import Settings
 from podium.errors import Unavailable
+from podium.lifecycle import Lifecycle
+from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
 
 log = logging.getLogger("podium.workers")
 
@@ -70,3 +75,19 @@ class Runner:
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a role may take to make its runners: ports, never adapters (bootstrap fills it)."""
+
+    settings: Settings
+    store: ScoreStore
+    index: RankIndex
+    copy: ProfileCopy
+    log: ChangeLog
+    clock: Clock
+    snapshots: Snapshots
+    shards: Sequence[ShardIndex]  # a split index's shards; empty when it is not split
+    lifecycle: Lifecycle  # the service's own, so a freeze is seen by its reads at once
+    fill_profiles: Callable[[], Awaitable[int | None]]  # the store's profiles into the copy

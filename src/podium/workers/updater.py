@@ -19,6 +19,7 @@ How a batch is settled with the log:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections import defaultdict
@@ -32,12 +33,15 @@ from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
+from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.updater")
 
 # A batch that keeps failing to apply is kept (and retried) for at most this many leases,
 # then given back to the log for any updater to take.
 HOLD_LEASES = 6
+BACKLOG_CHECK_S = 1.0  # how often an updater exports the outbox backlog
+PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
 
 
 class Updater:
@@ -209,3 +213,42 @@ class ProfileCopier:
         if n is not None:
             log.info("copied %d profiles from the store into the index", n)
         return 0  # nothing more to do at once: the runner sleeps until the next check
+
+
+def runners(n: Needs) -> list[Runner]:
+    """The updater, with the two checks that run beside each one: the outbox backlog
+    exported, and the index's copy of profiles kept complete."""
+    w = n.settings.workers
+    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock)
+    backlog = BacklogMonitor(n.store, n.clock)
+    copier = ProfileCopier(n.fill_profiles, n.copy)
+    return [
+        Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch),
+        Runner("backlog", backlog.step, idle_sleep_s=BACKLOG_CHECK_S),
+        Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S),
+    ]
+
+
+async def replay(n: Needs, since_s: float) -> int:
+    """Apply once more everything the log committed in the last ``since_s`` seconds
+    (``podium worker --roles updater --replay-since``), before the roles start: what
+    mends a board whose index lost writes. Returns how many changes were applied."""
+    view = await n.log.replay(n.clock.now() - since_s)
+    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock)
+    applied, backoff = 0, 0.05
+    try:
+        while True:
+            try:
+                done = await up.step()
+            except Unavailable as e:
+                log.warning("replay: %s; retrying in %.2fs", e, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(5.0, backoff * 2)
+                continue
+            applied += done
+            if done < max(1, n.settings.workers.batch):
+                break
+    finally:
+        await view.close()
+    log.info("replayed %d changes of the last %.0fs", applied, since_s)
+    return applied
