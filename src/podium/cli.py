@@ -107,6 +107,8 @@ def serve(
     if demo and settings.store.url == StoreSettings().url:
         # Simulated players stay out of the file a real deployment would use.
         settings = replace(settings, store=replace(settings.store, url=DEMO_STORE_URL))
+    # Asked before uvicorn starts, so that a configuration error is said as one, not as a
+    # failed start.
     in_process = _topology(settings).in_process_index
     if not workers and in_process:
         typer.echo(
@@ -116,9 +118,7 @@ def serve(
         )
         raise typer.Exit(2)
     if processes is not None:
-        _serve_processes(
-            settings, config_file, processes, workers=workers, demo=demo, shared=not in_process
-        )
+        _serve_processes(settings, config_file, processes, workers=workers, demo=demo)
         return
     if demo:
         # `podium keys create` writes to the configured store, not the demo's own: so the
@@ -144,13 +144,7 @@ def serve(
 
 
 def _serve_processes(
-    settings: Settings,
-    config_file: str | None,
-    processes: int,
-    *,
-    workers: bool,
-    demo: bool,
-    shared: bool,
+    settings: Settings, config_file: str | None, processes: int, *, workers: bool, demo: bool
 ) -> None:
     """``processes`` API processes on one port (uvicorn's supervisor restarts one that dies),
     plus, with ``workers``, one ``podium worker`` process for the background roles: the roles
@@ -166,7 +160,7 @@ def _serve_processes(
 
     from podium import orphans
 
-    if not shared:
+    if _topology(settings).in_process_index:
         typer.echo(
             "podium: --processes needs a shared index (index.url = redis://...): "
             "each process would hold a board of its own",

@@ -53,3 +53,14 @@ def test_a_process_for_reads_or_writes_only_needs_a_shared_index() -> None:
 def test_a_split_store_needs_a_postgres_home() -> None:
     with pytest.raises(ConfigError, match="postgresql"):
         topology(parse({"store": {"url": "sqlite:///x.db", "shards": [PG]}}))
+
+
+@pytest.mark.parametrize("args", [["serve"], ["keys", "list"]])
+def test_the_command_line_says_it_as_a_configuration_error(args: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from podium.cli import app
+
+    out = CliRunner().invoke(app, args, env={"PODIUM_SERVER_API": "read"})
+    assert out.exit_code == 2
+    assert "podium: configuration error: server.api: " in out.output
