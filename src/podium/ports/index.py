@@ -1,4 +1,4 @@
-"""The rank index ports (the copy that answers ranks)."""
+"""The rank index ports (the copy that answers ranks), and the rank source the reads use."""
 
 from __future__ import annotations
 
