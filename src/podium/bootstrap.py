@@ -12,10 +12,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
+from podium.counted import CountedRanks
 from podium.errors import ConfigError
 from podium.index.split import SplitIndex
 from podium.ports import (
@@ -24,32 +26,67 @@ from podium.ports import (
     Outbox,
     ProfileCopy,
     RankIndex,
+    RankSource,
     ScoreStore,
     Snapshots,
     SystemClock,
 )
-from podium.ranking import Ranking
+from podium.ranking import SnapshotRanks
 from podium.service import Podium
+from podium.topology import IndexKind, LogKind, StoreKind, Topology
 from podium.workers import roles, updater
 from podium.workers.runner import Needs, Runner
+
+if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
+    from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
 
 ROLES = roles.NAMES  # every background role, in the order `podium serve` starts them
 
 
-def _store(settings: Settings) -> ScoreStore:
-    url, pools = settings.store.url, settings.store
+def topology(settings: Settings) -> Topology:
+    """What the settings' URLs make of this deployment, decided here once: every other
+    module asks the value, never a URL (the settings checked each URL's scheme already)."""
+    store_url, index_url = settings.store.url, settings.index.url
+    store: StoreKind
     if settings.store.shards:
         # The home database (store.url) holds what is global; the shards hold the players.
-        if not url.startswith(("postgresql://", "postgres://")):
+        if not store_url.startswith(("postgresql://", "postgres://")):
             raise ConfigError("store.url: a store split by player needs a postgresql:// home")
-        from podium.store.split import SplitStore
+        store = "split"
+    else:
+        store = "sqlite" if store_url.startswith("sqlite:///") else "postgres"
+    index: IndexKind
+    if index_url.startswith("memory://"):
+        index = "memory"
+    else:
+        from podium.index.cluster import is_cluster_url
 
-        return SplitStore.from_urls(
-            url, settings.store.shards, pools.pool_size, pools.read_pool_size
+        index = "cluster" if is_cluster_url(index_url) else "redis"
+    log: LogKind = "nats" if settings.log.url.startswith("nats://") else "outbox"
+    topo = Topology(store, index, settings.index.shards, log)
+    if settings.server.api != "all" and topo.in_process_index:
+        raise ConfigError(
+            "server.api: a process for reads or writes only needs an index it shares with "
+            "the others (index.url = redis://...); the in-process index is this process's own"
         )
-    if url.startswith("sqlite:///"):
+    return topo
+
+
+def _split_store(settings: Settings) -> SplitStore:
+    from podium.store.split import SplitStore
+
+    pools = settings.store
+    return SplitStore.from_urls(pools.url, pools.shards, pools.pool_size, pools.read_pool_size)
+
+
+def _store(settings: Settings, topo: Topology | None = None) -> ScoreStore:
+    url, pools = settings.store.url, settings.store
+    kind = (topo or topology(settings)).store
+    if kind == "split":
+        return _split_store(settings)
+    if kind == "sqlite":
         from podium.store.sqlite import SqliteStore
 
         return SqliteStore.from_url(url)
@@ -71,9 +108,9 @@ class IndexParts:
     split: SplitIndex | None
 
 
-def _index(settings: Settings, clock: Clock) -> IndexParts:
-    url, n, prefix = settings.index.url, settings.index.shards, settings.index.prefix
-    if url.startswith("memory://"):
+def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
+    url, n, prefix = settings.index.url, topo.shards, settings.index.prefix
+    if topo.in_process_index:
         from podium.index.memory import MemoryIndex
         from podium.index.memory_snapshots import MemorySnapshots
 
@@ -84,12 +121,12 @@ def _index(settings: Settings, clock: Clock) -> IndexParts:
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
         return IndexParts(split, split.copy, MemorySnapshots(clock.now), split)
-    from podium.index.cluster import client_for, is_cluster_url, shard_indexes
+    from podium.index.cluster import client_for, shard_indexes
     from podium.index.keys import Keys
     from podium.index.redis import RedisIndex
     from podium.index.redis_snapshots import RedisSnapshots
 
-    if n == 1 and not is_cluster_url(url):  # one Redis, one shard: today's keys, untagged
+    if n == 1 and topo.index == "redis":  # one Redis, one shard: today's keys, untagged
         redis = RedisIndex.from_url(url, prefix=prefix)
         return IndexParts(redis, redis.copy, RedisSnapshots(redis.client, redis.keys), None)
     # A cluster is always split (one shard at least): a board and its copy of profiles
@@ -101,11 +138,11 @@ def _index(settings: Settings, clock: Clock) -> IndexParts:
     return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split)
 
 
-def read_limiter(settings: Settings) -> Buckets:
+def read_limiter(settings: Settings, topo: Topology) -> Buckets:
     """The read buckets (``server.read_limiter``): this process's, or the fleet's in the
     index's Redis. "auto" shares them wherever the index is a Redis."""
     server, url = settings.server, settings.index.url
-    redis = url.startswith(("redis://", "rediss://", "redis+cluster://", "rediss+cluster://"))
+    redis = not topo.in_process_index  # a Redis, or a Redis Cluster
     if server.read_limiter == "redis" and not redis:
         raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:
@@ -117,18 +154,15 @@ def read_limiter(settings: Settings) -> Buckets:
     )
 
 
-def _log(settings: Settings, store: ScoreStore, clock: Clock) -> ChangeLog:
-    if settings.log.url.startswith("nats://"):
+def _log(
+    settings: Settings, topo: Topology, store: ScoreStore, split: SplitStore | None, clock: Clock
+) -> ChangeLog:
+    if topo.log == "nats":
         from podium.log.events import source_of
         from podium.log.nats import NatsLog
 
         databases: Callable[[], Awaitable[Mapping[str, Outbox]]]
-        if settings.store.shards:
-            from podium.store.split import SplitStore
-
-            assert isinstance(store, SplitStore)
-            split = store
-
+        if split is not None:
             # Each database's own outbox, relayed under a lease of its own; the list is
             # asked for at every step, since a bucket can move to a database not yet seen.
             async def every() -> Mapping[str, Outbox]:
@@ -169,16 +203,15 @@ class Backends:
     read_limiter: Buckets
     snapshots: Snapshots
     split: SplitIndex | None
+    topology: Topology
+    # The store split by player, for what only it does (moving a bucket); None otherwise.
+    split_store: SplitStore | None
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    @property
-    def in_process_index(self) -> bool:
-        return self.settings.index.url.startswith("memory://")
-
     async def start(self) -> None:
         await self.store.migrate()
-        if self.in_process_index:
+        if self.topology.in_process_index:
             n = await self.podium.rebuild_live()
             p = await self.podium.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
@@ -227,13 +260,15 @@ class Backends:
 
 def build(settings: Settings, clock: Clock | None = None) -> Backends:
     clock = clock or SystemClock()
-    store = _store(settings)
-    parts = _index(settings, clock)
-    changes = _log(settings, store, clock)
+    topo = topology(settings)
+    split_store = _split_store(settings) if topo.split_store else None
+    store = split_store if split_store is not None else _store(settings, topo)
+    parts = _index(settings, topo, clock)
+    changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
-    ranking = None if parts.split is None else Ranking(parts.split, parts.snapshots, clock)
+    ranking = _rank_source(topo, parts, clock)
     podium = Podium(settings, store, parts.index, parts.copy, clock, archive, ranking)
-    limiter = read_limiter(settings)
+    limiter = read_limiter(settings, topo)
     return Backends(
         settings,
         store,
@@ -245,4 +280,16 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         limiter,
         parts.snapshots,
         parts.split,
+        topo,
+        split_store,
     )
+
+
+def _rank_source(topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
+    """How the reads rank: counted on the index, or, on boards split across more than one
+    shard, from the aggregator's snapshot with estimates below its exact top."""
+    counted = CountedRanks(parts.index, clock)
+    if not topo.aggregated:
+        return counted
+    assert parts.split is not None  # more than one shard: always a split index
+    return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock)

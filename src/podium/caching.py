@@ -11,6 +11,9 @@ others wait on it; a reader that goes away (its client hung up) does not cancel 
 others wait on. A failed load is not kept: every waiter gets the error and the next read tries
 again. A ``forget`` during a load keeps that load's answer out of the cache, since it may have
 been read before the change it was told of.
+
+A time to live of zero holds nothing, and still shares the loads: readers that miss at the
+same time wait on one (a page with ``server.page_cache_s = 0``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ V = TypeVar("V")
 
 class Cache(Generic[K, V]):
     def __init__(self, maxsize: int, ttl_s: float, timer: Callable[[], float]) -> None:
-        if maxsize < 1 or ttl_s <= 0:
-            raise ValueError("a cache holds at least one entry for a positive time")
+        if maxsize < 1 or ttl_s < 0:
+            raise ValueError("a cache holds at least one entry, for no negative time")
         self.maxsize = maxsize
         self.ttl_s = ttl_s
         self._held: TTLCache[K, V] = TTLCache(maxsize, ttl_s, timer=timer)

@@ -17,6 +17,7 @@ from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
 from podium.domain.windows import to_rfc3339
 from podium.errors import ConfigError, PodiumError
+from podium.topology import Topology
 from podium.workers import roles as registry
 
 app = typer.Typer(
@@ -35,6 +36,14 @@ ConfigOpt = Annotated[
 def _settings(path: str | None) -> Settings:
     try:
         return config.load(path)
+    except ConfigError as e:
+        typer.echo(f"podium: configuration error: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _topology(settings: Settings) -> Topology:
+    try:
+        return bootstrap.topology(settings)
     except ConfigError as e:
         typer.echo(f"podium: configuration error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -99,7 +108,10 @@ def serve(
     if demo and settings.store.url == StoreSettings().url:
         # Simulated players stay out of the file a real deployment would use.
         settings = replace(settings, store=replace(settings.store, url=DEMO_STORE_URL))
-    if not workers and settings.index.url.startswith("memory://"):
+    # Asked before uvicorn starts, so that a configuration error is said as one, not as a
+    # failed start.
+    in_process = _topology(settings).in_process_index
+    if not workers and in_process:
         typer.echo(
             "podium: --no-workers needs a shared index (index.url = redis://...): "
             "the in-process index is only fed by this process's own updater",
@@ -149,7 +161,7 @@ def _serve_processes(
 
     from podium import orphans
 
-    if settings.index.url.startswith("memory://"):
+    if _topology(settings).in_process_index:
         typer.echo(
             "podium: --processes needs a shared index (index.url = redis://...): "
             "each process would hold a board of its own",
@@ -223,7 +235,7 @@ def worker(
     """Background roles only, for a fleet (needs a shared index)."""
     settings = _settings(config_file)
     since_s = _duration(replay_since) if replay_since is not None else None
-    if settings.index.url.startswith("memory://"):
+    if _topology(settings).in_process_index:
         typer.echo("podium: workers need a shared index (index.url = redis://...)", err=True)
         raise typer.Exit(2)
     names = [r.strip() for r in roles.split(",") if r.strip()]
@@ -339,7 +351,7 @@ def rebuild(
 ) -> None:
     """Rebuild one board window of a shared index from the store."""
     settings = _settings(config_file)
-    if settings.index.url.startswith("memory://"):
+    if _topology(settings).in_process_index:
         typer.echo("podium: the in-process index is rebuilt by `podium serve` at start", err=True)
         raise typer.Exit(2)
 
@@ -381,14 +393,12 @@ def store_move_bucket(
         raise typer.BadParameter("give --to URL, or --abort")
 
     async def run(b: Backends) -> bool:
-        move = getattr(b.store, "move_bucket", None)
-        if move is None:
+        split = b.split_store
+        if split is None:
             raise ConfigError("store.shards: the store is not split across databases")
-        if abort:
-            undone: bool = await b.store.abort_move(bucket)  # type: ignore[attr-defined]
-            return undone
-        moved: bool = await move(bucket, to, grace_s=grace, drain_timeout_s=drain_timeout)
-        return moved
+        if to is None:  # --abort
+            return await split.abort_move(bucket)
+        return await split.move_bucket(bucket, to, grace_s=grace, drain_timeout_s=drain_timeout)
 
     _logging()
     done = _run(_settings(config_file), run)

@@ -466,11 +466,6 @@ class _File(BaseSettings):
                         f"board holds (|points| <= {limit - 1}: {MAX_BITS - codec.time_bits} "
                         f"bits, the other {codec.time_bits} hold the time)"
                     )
-        if self.server.api != "all" and self.index.url.startswith("memory://"):
-            raise ValueError(
-                "server.api: a process for reads or writes only needs an index it shares with "
-                "the others (index.url = redis://...); the in-process index is this process's own"
-            )
         return self
 
     def settings(self) -> Settings:

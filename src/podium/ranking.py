@@ -1,4 +1,4 @@
-"""The read side of a board split across index shards: the aggregator's snapshot, held.
+"""The reads' ranks on a board split across index shards: the aggregator's snapshot, held.
 
 On a split board (``index.shards > 1``) the top pages are slices of the snapshot that the
 rank aggregator publishes about once a second (``workers/aggregator.py``), and a rank below
@@ -7,54 +7,62 @@ shard for their score, the rest from memory. Each API process reads a board wind
 snapshot at most once per ``HOLD_S`` (one refill at a time, shared by every request that
 wants it), so a thousand reads a second cost the snapshot store one read a second.
 
-Everything that must be exact (a rank inside the top, with its neighbors; every rank of a
-board that chose ``ranks_below_top = "exact"``) is counted on the shards themselves by the
-split index (``index/split.py``), through the ``RankIndex`` port, as on one shard.
+Everything that must be exact (a rank inside the top whose neighbors reach past it; every
+rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
+snapshot cannot answer (none published yet, or none since the last change) is counted on the
+shards themselves (``counted.py`` over the split index, ``index/split.py``), as on one shard.
 """
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import logging
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from podium import metrics
-from podium.domain.boards import Below, BoardSpec
+from podium.caching import Cache
+from podium.counted import CountedRanks, point_edges
+from podium.domain.boards import Below, BoardSpec, Ties
 from podium.domain.histogram import Estimate
 from podium.domain.snapshot import Snapshot
-from podium.errors import NotFound
-from podium.ports import BoardKey, Clock, Snapshots, SplitBoards
+from podium.ports import (
+    Around,
+    BoardKey,
+    Clock,
+    Estimated,
+    Placed,
+    ProfileCopy,
+    Snapshots,
+    SplitBoards,
+    Spread,
+    Top,
+)
 
 log = logging.getLogger("podium.reads")
 
 HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it again
+# Board windows whose snapshot one process holds: one per board, open window and group (a
+# board split by country has up to ~250 groups), so 1,000 holds every live board window of
+# a deployment with a few grouped boards; past it the least recently read is read again.
+SNAPSHOTS_HELD = 1_000
 
 
-@dataclass(frozen=True, slots=True)
-class Estimated:
-    """A rank below the exact top, estimated (DESIGN invariant 6): the true rank as of
-    ``as_of`` lies in ``[estimate.low, estimate.high]``."""
-
-    estimate: Estimate
-    top_percent: float
-    score: int
-    as_of: float
-
-
-class Ranking:
-    def __init__(self, split: SplitBoards, snapshots: Snapshots, clock: Clock) -> None:
+class SnapshotRanks:
+    def __init__(
+        self,
+        counted: CountedRanks,
+        split: SplitBoards,
+        snapshots: Snapshots,
+        copy: ProfileCopy,
+        clock: Clock,
+    ) -> None:
+        self.counted = counted
         self.split = split
         self.snapshots = snapshots
+        self.copy = copy
         self.clock = clock
-        self._held: dict[BoardKey, tuple[float, Snapshot | None]] = {}
-        self._refills: dict[BoardKey, asyncio.Future[Snapshot | None]] = {}
+        self._held: Cache[BoardKey, Snapshot | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
-
-    @property
-    def active(self) -> bool:
-        """More than one shard (the read side uses a ``Ranking`` only then): one shard is
-        the whole board, every rank exact, as on a single index."""
-        return self.split.shard_count > 1
 
     def forget(self, changed_at: float | None = None) -> None:
         """Read every snapshot again on its next use. With ``changed_at`` (a ban, a rebuild:
@@ -69,18 +77,7 @@ class Ranking:
         """The board window's snapshot as this process last read it (at most ``HOLD_S``
         ago), or None when the aggregator has published none that is still live (or none
         since the last change ``forget`` was told of)."""
-        now = self.clock.now()
-        hit = self._held.get(key)
-        if hit is not None and hit[0] > now:
-            return self._current(hit[1])
-        refill = self._refills.get(key)
-        if refill is None:
-            refill = asyncio.ensure_future(self._read(key))
-            self._refills[key] = refill
-            refill.add_done_callback(lambda _: self._refills.pop(key, None))
-        return self._current(await asyncio.shield(refill))
-
-    def _current(self, snap: Snapshot | None) -> Snapshot | None:
+        snap = await self._held.get_or_load(key, lambda: self._read(key))
         return snap if snap is not None and snap.as_of >= self._not_before else None
 
     async def _read(self, key: BoardKey) -> Snapshot | None:
@@ -94,73 +91,91 @@ class Ranking:
                 log.warning(
                     "snapshot of %s/%s unreadable: reading the shards", key.board, key.window
                 )
-        if len(self._held) > 1000:  # bounded: one entry per board window asked for
-            self._held.clear()
-        now = self.clock.now()
-        self._held[key] = (now + HOLD_S, snap)
         if snap is not None:
-            metrics.SNAPSHOT_AGE_SECONDS.labels(key.board).set(max(0.0, now - snap.as_of))
+            age = self.clock.now() - snap.as_of
+            metrics.SNAPSHOT_AGE_SECONDS.labels(key.board).set(max(0.0, age))
         return snap
 
-    async def page(
-        self, key: BoardKey, start: int, stop: int
-    ) -> tuple[list[tuple[str, int]], float] | None:
-        """Rows ``start..stop`` of the snapshot's top, and its ``asOf``; None without one."""
+    async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
+        """A slice of the aggregator's merged top, as of its ``asOf``."""
         snap = await self.snapshot(key)
         if snap is None:
-            return None
-        return list(snap.top[start : stop + 1]), snap.as_of
+            return await self.counted.top(spec, key, start, stop)
+        return Top(list(snap.top[start : stop + 1]), snap.as_of)
 
-    async def inside(
-        self, key: BoardKey, player_id: str, neighbors: int
-    ) -> tuple[int, list[tuple[str, int]], float] | None:
-        """A player in the snapshot's top, with neighbors that stay inside it: their 0-based
-        rank, the rows around them and the snapshot's ``asOf``, exact as of then, without
-        asking any shard. None when the snapshot cannot answer it alone."""
+    async def around(
+        self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
+    ) -> Around | Estimated | None:
         snap = await self.snapshot(key)
-        if snap is None:
-            return None
-        i = snap.position(player_id)
-        if i is None or (i + neighbors >= len(snap.top) and not snap.whole):
-            return None
-        return i, list(snap.top[max(0, i - neighbors) : i + neighbors + 1]), snap.as_of
+        if snap is not None:
+            i = snap.position(player_id)
+            if i is not None and (i + neighbors < len(snap.top) or snap.whole):
+                # In the exact top, with neighbors that stay inside it: exact as of the
+                # snapshot, with no shard asked (every shard would be: near()).
+                first = max(0, i - neighbors)
+                rows = list(snap.top[first : i + neighbors + 1])
+                names = await self.copy.profiles([p for p, _ in rows])
+                return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
+            if _estimates(spec, snap):
+                score = (await self.split.scores(key, [player_id]))[0]
+                if score is None:
+                    return None  # not on the board
+                if snap.ahead(player_id, score) is None:
+                    # Below the exact top: an estimate, labelled, without neighbors.
+                    return self.place(spec, snap, score)
+                # Inside the top after all: counted exactly.
+        return await self.counted.around(spec, key, player_id, neighbors)
 
-    async def estimated(self, spec: BoardSpec, key: BoardKey, player_id: str) -> Estimated | None:
-        """The player's estimated rank when it falls below the snapshot's top of a board
-        that estimates there; else None (count it exactly). ``NotFound`` when the player is
-        not on the board."""
-        if spec.ranks_below_top is not Below.ESTIMATED:
-            return None
-        snap = await self.snapshot(key)
-        if snap is None or snap.histogram is None or snap.whole:
-            return None
-        score = (await self.split.scores(key, [player_id]))[0]
+    async def places(
+        self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]
+    ) -> list[Placed | None]:
+        """Each player's score from their own shard (one call per shard) and place by the
+        snapshot: exact inside its top, estimated below it. Shared ranks are counted on the
+        shards (``shared_ranks``), so with shared ties the places are counted there too."""
+        if spec.ties is Ties.FIRST and spec.ranks_below_top is Below.ESTIMATED:
+            snap = await self.snapshot(key)
+            if snap is not None and snap.histogram is not None:
+                scores = await self.split.scores(key, player_ids)
+                return [
+                    self._placed(spec, snap, p, s) for p, s in zip(player_ids, scores, strict=True)
+                ]
+        return await self.counted.places(spec, key, player_ids)
+
+    def _placed(
+        self, spec: BoardSpec, snap: Snapshot, player: str, score: int | None
+    ) -> Placed | None:
         if score is None:
-            raise NotFound(f"player {player_id} is not on board {key.board} ({key.window})")
-        if snap.ahead(player_id, score) is not None:
-            return None  # inside the top after all: counted exactly
-        return self.place(spec, snap, score)
+            return None
+        ahead = snap.ahead(player, score)
+        if ahead is not None:
+            return Placed(ahead, score, True)
+        return Placed(self.place(spec, snap, score).estimate.rank - 1, score, False)
 
-    async def placed(
-        self, spec: BoardSpec, key: BoardKey, player_ids: list[str]
-    ) -> tuple[list[int | None], list[Estimated | int | None]] | None:
-        """For the friends board: each player's score (from their own shard, one call per
-        shard) and place by the snapshot: the exact 0-based rank inside the top (an int),
-        an estimate below it, None when not on the board. None: count them exactly."""
-        if spec.ranks_below_top is not Below.ESTIMATED:
-            return None
-        snap = await self.snapshot(key)
-        if snap is None or snap.histogram is None:
-            return None
-        scores = await self.split.scores(key, player_ids)
-        places: list[Estimated | int | None] = []
-        for p, s in zip(player_ids, scores, strict=True):
-            if s is None:
-                places.append(None)
-                continue
-            ahead = snap.ahead(p, s)
-            places.append(ahead if ahead is not None else self.place(spec, snap, s))
-        return scores, places
+    async def shared_ranks(
+        self, spec: BoardSpec, key: BoardKey, scores: Sequence[int]
+    ) -> dict[int, int]:
+        return await self.counted.shared_ranks(spec, key, scores)
+
+    async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
+        """The buckets from the aggregator's snapshot, without asking the shards: counted in
+        its exact top, estimated from its histogram below it (so not exact), as of its
+        ``asOf``; counted on the shards where the board does not estimate."""
+        snap = await self.snapshot(key) if spec.ranks_below_top is Below.ESTIMATED else None
+        if snap is None or not _estimates(spec, snap):
+            return await self.counted.spread(spec, key, buckets)
+        assert snap.last is not None and snap.top  # members below the top: both are known
+        codec = spec.codec
+        lo, hi = sorted((codec.points(snap.top[0][1]), codec.points(snap.last)))
+        edges = point_edges(lo, hi, buckets)
+        at_least = [self.at_least(spec, snap, codec.floor(p)) for p in edges]
+        at_least[0], at_least[-1] = snap.total, 0  # every member is within [lo, hi]
+        for i in range(1, len(at_least)):  # estimates never let a count go negative
+            at_least[i] = min(at_least[i], at_least[i - 1])
+        out = [
+            (a, b - 1, at_least[i] - at_least[i + 1])
+            for i, (a, b) in enumerate(itertools.pairwise(edges))
+        ]
+        return Spread(snap.total, out, snap.as_of, False)
 
     def at_least(self, spec: BoardSpec, snap: Snapshot, score: int) -> int:
         """About how many members hold ``score`` or more, as of the snapshot: counted in its
@@ -187,3 +202,9 @@ class Ranking:
         floor = len(snap.top) + 1
         est = Estimate(max(est.rank, floor), max(est.low, floor), max(est.high, floor))
         return Estimated(est, snap.histogram.top_percent(est.rank), score, snap.as_of)
+
+
+def _estimates(spec: BoardSpec, snap: Snapshot) -> bool:
+    """The snapshot answers ranks below its top by estimate: the board estimates there, the
+    snapshot has a histogram, and there are members below its top."""
+    return spec.ranks_below_top is Below.ESTIMATED and snap.histogram is not None and not snap.whole

@@ -51,9 +51,17 @@ from podium.errors import (
     WindowClosed,
 )
 from podium.lifecycle import Lifecycle
-from podium.ports import BoardKey, Clock, MatchFacts, MatchRead, ProfileCopy, RankIndex, ScoreStore
+from podium.ports import (
+    BoardKey,
+    Clock,
+    MatchFacts,
+    MatchRead,
+    ProfileCopy,
+    RankIndex,
+    RankSource,
+    ScoreStore,
+)
 from podium.profiles import ProfileCache
-from podium.ranking import Ranking
 from podium.reads import Reads
 from podium.recording import HOUR, check_cap, check_replay
 from podium.views import Distribution, Entry, Page, PlayerRank
@@ -102,7 +110,7 @@ class Podium:
         copy: ProfileCopy,
         clock: Clock,
         archive: Archive,
-        ranking: Ranking | None = None,
+        ranking: RankSource,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -111,9 +119,7 @@ class Podium:
         self.clock = clock
         self.profiles = ProfileCache(store, clock)
         self.lifecycle = Lifecycle(settings, store, clock, archive, self.profiles)
-        self.reads = Reads(
-            settings, store, index, copy, clock, self.lifecycle, self.profiles, ranking
-        )
+        self.reads = Reads(settings, store, ranking, copy, clock, self.lifecycle, self.profiles)
         self._keys: dict[str, tuple[float, ApiKey]] = {}
 
     # -- reads (reads.py) -------------------------------------------------------------

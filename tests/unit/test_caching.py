@@ -58,6 +58,25 @@ async def test_one_load_for_many_readers_and_failures_not_kept() -> None:
     assert await c.get_or_load("x", load) == 7
 
 
+async def test_a_time_to_live_of_zero_holds_nothing_but_shares_the_load() -> None:
+    c: Cache[str, int] = Cache(10, 0.0, Clock())
+    calls = 0
+    gate = asyncio.Event()
+
+    async def load() -> int:
+        nonlocal calls
+        calls += 1
+        await gate.wait()
+        return calls
+
+    readers = [asyncio.create_task(c.get_or_load("k", load)) for _ in range(3)]
+    await asyncio.sleep(0)
+    gate.set()
+    assert await asyncio.gather(*readers) == [1] * 3
+    assert "k" not in c  # the clock has not moved, and still nothing is held
+    assert await c.get_or_load("k", load) == 2
+
+
 async def test_a_forget_during_a_load_keeps_its_answer_out() -> None:
     c: Cache[str, int] = Cache(10, 60.0, Clock())
     gate = asyncio.Event()

@@ -1,17 +1,21 @@
 """The read side's hold on a split board's snapshot (``ranking.py``): after a change the
 aggregator has not counted yet (a ban, a rebuild), this process passes over every snapshot
-made before it, until a newer one is published."""
+made before it, and counts on the shards, until a newer one is published."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from podium.config import parse
+from podium.counted import CountedRanks
 from podium.domain.snapshot import Snapshot
+from podium.index.memory import MemoryIndex
 from podium.index.memory_snapshots import MemorySnapshots
-from podium.ports import BoardKey
-from podium.ranking import Ranking
+from podium.ports import BoardKey, Top
+from podium.ranking import SnapshotRanks
 
 KEY = BoardKey("week", "2026-W49")
+SPEC = next(b for b in parse({}).boards if b.name == "week")
 T = 1_800_000_000.0
 
 
@@ -37,29 +41,37 @@ async def _publish(snaps: MemorySnapshots, as_of: float, top: list[tuple[str, in
     assert await snaps.publish(KEY, snap.encode(), fence, 15.0)
 
 
+async def _ranks(clock: Clock) -> tuple[SnapshotRanks, MemorySnapshots]:
+    """Ranks on a snapshot store, over shards that hold only "fair" (the cheat is banned)."""
+    shards = MemoryIndex(clock.now)
+    await shards.write(KEY, [("fair", 100)], descending=True, expire_at=None)
+    snaps = MemorySnapshots(clock.now)
+    counted = CountedRanks(shards, clock)
+    return SnapshotRanks(counted, Split(), snaps, shards.copy, clock), snaps
+
+
 async def test_a_change_passes_over_the_snapshots_made_before_it() -> None:
     clock = Clock()
-    snaps = MemorySnapshots(clock.now)
-    ranking = Ranking(Split(), snaps, clock)
+    ranking, snaps = await _ranks(clock)
     await _publish(snaps, T, [("cheat", 900), ("fair", 100)])
-    assert await ranking.page(KEY, 0, 9) == ([("cheat", 900), ("fair", 100)], T)
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("cheat", 900), ("fair", 100)], T)
 
     clock.t = T + 0.5
     ranking.forget(changed_at=clock.now())  # a ban: the shards no longer hold "cheat"
-    assert await ranking.page(KEY, 0, 9) is None  # read the shards instead
+    assert await ranking.snapshot(KEY) is None
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 0.5)  # the shards
     ranking.forget()  # a later plain forget keeps passing over it
-    assert await ranking.page(KEY, 0, 9) is None
+    assert await ranking.snapshot(KEY) is None
 
     await _publish(snaps, T + 0.6, [("fair", 100)])  # the aggregator's next cycle
     ranking.forget()  # (or HOLD_S later)
-    assert await ranking.page(KEY, 0, 9) == ([("fair", 100)], T + 0.6)
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 0.6)
 
 
 async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
     clock = Clock()
-    snaps = MemorySnapshots(clock.now)
-    ranking = Ranking(Split(), snaps, clock)
+    ranking, snaps = await _ranks(clock)
     await _publish(snaps, T, [("a", 1)])
-    assert await ranking.page(KEY, 0, 0) == ([("a", 1)], T)
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
     ranking.forget()
-    assert await ranking.page(KEY, 0, 0) == ([("a", 1)], T)
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)

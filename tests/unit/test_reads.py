@@ -11,6 +11,7 @@ import pytest
 
 from podium.archive import Archive
 from podium.config import parse
+from podium.counted import CountedRanks
 from podium.domain.models import FrozenWindow, Profile
 from podium.errors import NotFound
 from podium.index.memory import MemoryIndex
@@ -76,15 +77,22 @@ async def reads() -> Reads:
             expire_at=None,
         )
     index.calls.clear()
-    return Reads(settings, store, index, index.copy, clock, lifecycle, profiles)
+    return Reads(
+        settings, store, CountedRanks(index, clock), index.copy, clock, lifecycle, profiles
+    )
 
 
 def rows(r: Any) -> list[tuple[int, str, int]]:
     return [(e.rank, e.player_id, e.points) for e in r.neighbors]
 
 
+def index_of(reads: Reads) -> CountingIndex:
+    """The index the reads count on (their rank source here: ``CountedRanks``)."""
+    return cast(CountingIndex, cast(CountedRanks, reads.ranks).index)
+
+
 def calls(reads: Reads) -> list[str]:
-    return cast(CountingIndex, reads.index).calls
+    return index_of(reads).calls
 
 
 async def test_rank_with_neighbours_is_one_index_read(reads: Reads) -> None:
@@ -130,7 +138,7 @@ async def test_absent_player_is_not_found(reads: Reads) -> None:
 
 
 async def test_concurrent_misses_of_a_page_share_one_refill(reads: Reads) -> None:
-    index = cast(CountingIndex, reads.index)
+    index = index_of(reads)
     pages = await asyncio.gather(*(reads.page("first", None, 0, 3) for _ in range(20)))
     assert index.calls.count("page") == 1
     assert all(p is pages[0] for p in pages)
@@ -146,7 +154,7 @@ async def test_concurrent_misses_of_a_page_share_one_refill(reads: Reads) -> Non
 async def test_a_failed_refill_fails_its_waiters_and_the_next_read_tries_again(
     reads: Reads,
 ) -> None:
-    index = cast(CountingIndex, reads.index)
+    index = index_of(reads)
     real = index.page
     failing = True
 
@@ -187,9 +195,16 @@ class EstimatingIndex(CountingIndex):
 
 def estimating(reads: Reads) -> Reads:
     index = EstimatingIndex()
-    index._boards = reads.index._boards  # type: ignore[attr-defined]
+    index._boards = index_of(reads)._boards
+    ranks = CountedRanks(index, reads.clock)
     return Reads(
-        reads.settings, reads.store, index, index.copy, reads.clock, reads.lifecycle, reads.profiles
+        reads.settings,
+        reads.players,
+        ranks,
+        index.copy,
+        reads.clock,
+        reads.lifecycle,
+        reads.profiles,
     )
 
 

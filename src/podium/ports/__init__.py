@@ -3,7 +3,8 @@
 One module per side, each a few small ``typing.Protocol`` classes by scope:
 
 - ``ports.store``: the record (credentials, results, the outbox, players, windows);
-- ``ports.index``: the rank index and the index's copy of profiles;
+- ``ports.index``: the rank index, the index's copy of profiles, and the rank source the
+  reads rank through;
 - ``ports.log``: the change log between the outbox and the board updaters;
 - ``ports.clock``: the time.
 
@@ -18,13 +19,17 @@ from podium.ports.clock import Clock, SystemClock
 from podium.ports.index import (
     Around,
     BoardKey,
+    Estimated,
     Near,
     Placed,
     ProfileCopy,
     RankIndex,
+    RankSource,
     ShardIndex,
     Snapshots,
     SplitBoards,
+    Spread,
+    Top,
 )
 from podium.ports.log import ChangeLog
 from podium.ports.store import (
@@ -46,6 +51,7 @@ __all__ = [
     "ChangeLog",
     "Clock",
     "Credentials",
+    "Estimated",
     "Lifetime",
     "MatchFacts",
     "MatchRead",
@@ -55,12 +61,15 @@ __all__ = [
     "Players",
     "ProfileCopy",
     "RankIndex",
+    "RankSource",
     "RecordHandle",
     "Results",
     "ScoreStore",
     "ShardIndex",
     "Snapshots",
     "SplitBoards",
+    "Spread",
     "SystemClock",
+    "Top",
     "Windows",
 ]

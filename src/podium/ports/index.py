@@ -1,4 +1,4 @@
-"""The rank index ports (the copy that answers ranks)."""
+"""The rank index ports (the copy that answers ranks), and the rank source the reads use."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from podium.domain.models import (
-    Profile,
-)
+from podium.domain.boards import BoardSpec
+from podium.domain.histogram import Estimate
+from podium.domain.models import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,10 +265,89 @@ class Around:
     0-based rank and score, the rows at ranks ``max(0, rank - neighbors)`` to
     ``rank + neighbors`` in board order, and, when the index's copy of profiles is complete,
     the profiles of those rows' players read in the same step (None otherwise). ``exact``
-    (keyword only) says whether the rank is exact (False: an estimate, DESIGN invariant 6)."""
+    (keyword only) says whether the rank is exact (False: an estimate, DESIGN invariant 6);
+    ``as_of``, when the rows are not the index's now but an older reading of it (the
+    aggregator's snapshot, ``RankSource.around``)."""
 
     rank: int
     score: int
     rows: list[tuple[str, int]]
     profiles: dict[str, Profile] | None
     exact: bool = field(kw_only=True)
+    as_of: float | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimated:
+    """A rank below the exact top, estimated (DESIGN invariant 6): the true rank as of
+    ``as_of`` lies in ``[estimate.low, estimate.high]`` (1-based, as shown)."""
+
+    estimate: Estimate
+    top_percent: float
+    score: int
+    as_of: float
+
+
+class Top(NamedTuple):
+    """Rows of a board's exact top in board order (``RankSource.top``), and the time they
+    stand as of."""
+
+    rows: list[tuple[str, int]]
+    as_of: float
+
+
+class Spread(NamedTuple):
+    """How many players hold how many points (``RankSource.spread``): ``players`` on the
+    board, and ``buckets`` of (lowest points, highest points, players), each inclusive,
+    as of ``as_of``; ``exact`` False where the counts are estimated."""
+
+    players: int
+    buckets: list[tuple[int, int, int]]
+    as_of: float
+    exact: bool
+
+
+class RankSource(Protocol):
+    """How the read side ranks a live board window, whatever the index is made of.
+
+    Two implementations, of which bootstrap picks one: counted on the rank index
+    (``counted.py``; one sorted set, or a board split across shards counted exactly on
+    every shard), and the aggregator's snapshot of a board split across shards, with ranks
+    below its exact top estimated from its histogram (``ranking.py``), which counts on the
+    index whatever its snapshot cannot answer. Ranks are 0-based, as the index's."""
+
+    async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
+        """Rows ``start..stop`` inclusive, inside the board's exact top."""
+        ...
+
+    async def around(
+        self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
+    ) -> Around | Estimated | None:
+        """The player's rank and the rows around it (as ``RankIndex.around``), or, below
+        the exact top of a board that estimates there, an estimate without neighbors; None
+        when the player is not on the board."""
+        ...
+
+    async def places(
+        self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]
+    ) -> list[Placed | None]:
+        """Each player's place on the whole board, exact or estimated as each says, in the
+        order asked (None: not on the board); the friends board's read."""
+        ...
+
+    async def shared_ranks(
+        self, spec: BoardSpec, key: BoardKey, scores: Sequence[int]
+    ) -> dict[int, int]:
+        """The 1-based shared rank of each score: one plus how many members are strictly
+        ahead of it, counted at one instant."""
+        ...
+
+    async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
+        """At most ``buckets`` equal-width point buckets from the lowest total on the board
+        to the highest, and how many players hold each."""
+        ...
+
+    def forget(self, changed_at: float | None = None) -> None:
+        """Drop what is held; ``changed_at``: the index changed then (a ban, a rebuild), so
+        nothing read before it may answer again."""
+        ...
