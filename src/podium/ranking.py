@@ -32,8 +32,8 @@ HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it agai
 
 @dataclass(frozen=True, slots=True)
 class Estimated:
-    """A rank below the exact top, estimated (DESIGN invariant 6): the true rank as of
-    ``as_of`` lies in ``[estimate.low, estimate.high]``."""
+    """A rank below the exact top, estimated (invariant 6 of docs/architecture.md): the true
+    rank as of ``as_of`` lies in ``[estimate.low, estimate.high]``."""
 
     estimate: Estimate
     top_percent: float
