@@ -106,7 +106,7 @@ Text = Annotated[
     str, StringConstraints(strict=True, min_length=1), _says(_STRING, "must not be empty")
 ]
 Texts = Annotated[tuple[StrictStr, ...], _csv, _says(_STRINGS)]
-Flag = Annotated[bool, _says(_FLAG)]  # true/false; from the environment also 1/0, yes/no
+Flag = Annotated[bool, _says(_FLAG)]  # as text (the environment) also 1/0, yes/no, on/off
 AtLeastOne = Annotated[int, Strict(), Ge(1), _int, _says(_WHOLE, "must be at least 1")]
 Port = Annotated[int, Strict(), Ge(1), Le(65535), _int, _says(_WHOLE, "expected 1 to 65535")]
 
@@ -402,7 +402,7 @@ class _File(BaseModel):
         extra="forbid",
         frozen=True,
         use_attribute_docstrings=True,
-        validate_default=True,
+        validate_default=True,  # the defaults pass the checks a file's values do
     )
 
     # Defaults by factory: the schema then leaves tables' defaults to their own settings.

@@ -334,13 +334,12 @@ def _settings() -> Iterator[tuple[str, Document, Any]]:
 
     for name, info in config._File.model_fields.items():
         table = info.annotation
+        yield name, section_of(name), table
         if dataclasses.is_dataclass(table):
-            yield name, section_of(name), table
-            rows, key_of = table, in_section
+            rows, at, key_of = table, f"{name}.", in_section
         else:
             assert get_origin(table) is tuple, f"{name}: neither a section nor rows"
-            yield name, section_of(name), table
-            rows, key_of = get_args(table)[0], in_row
+            rows, at, key_of = get_args(table)[0], f"{name}[0].", in_row
             required = {
                 f.name
                 for f in dataclasses.fields(rows)
@@ -350,8 +349,7 @@ def _settings() -> Iterator[tuple[str, Document, Any]]:
         assert isinstance(rows, type) and dataclasses.is_dataclass(rows)
         hints = get_type_hints(rows, include_extras=True)
         for f in dataclasses.fields(rows):
-            where = f"{name}.{f.name}" if key_of is in_section else f"{name}[0].{f.name}"
-            yield where, key_of(name, f.name), hints[f.name]
+            yield at + f.name, key_of(name, f.name), hints[f.name]
 
 
 SETTINGS = list(_settings())
