@@ -1,8 +1,9 @@
 """The one place that picks adapters by URL and wires them together.
 
 ``build(settings)`` creates the objects without touching the network; ``Backends.start``
-migrates the store and, for the in-process index, rebuilds it from the store (invariant 1:
-the index is a copy). Everything else in podium receives ports, never adapters.
+migrates the store and, for the in-process index, rebuilds it from the store (invariant 1
+of docs/architecture.md: the index is a copy). Everything else in podium receives ports,
+never adapters.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Settings: one TOML file plus ``PODIUM_<SECTION>_<KEY>`` environment overrides.
 
-pydantic models read both, once, at start: the sections are frozen pydantic dataclasses, and
-the file's modes and boards become the domain's ``Mode`` and ``BoardSpec``. A bad value is a
-``ConfigError`` that names the field (``boards[1].window: ...``). ``schema()`` is the JSON
-Schema of the file, for editors. Nothing here creates a connection or a client: that is
-``bootstrap.py``'s job.
+pydantic models read both, once, at start: the environment is laid over the file's document
+setting by setting, then the sections (frozen pydantic dataclasses) check every value, and the
+file's modes and boards become the domain's ``Mode`` and ``BoardSpec``. A bad value is a
+``ConfigError`` that names the field and what it expects, in the file's words rather than
+Python's (``store.url: expected a string, got 5``). ``schema()`` is the JSON Schema of the file,
+for editors. Nothing here creates a connection or a client: that is ``bootstrap.py``'s job.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from annotated_types import Ge, Le, MinLen
 from pydantic import (
     AfterValidator,
     AwareDatetime,
+    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -41,14 +43,6 @@ from pydantic import (
 from pydantic.dataclasses import dataclass as table
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    InitSettingsSource,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
 
 from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
 from podium.domain.codec import MAX_BITS
@@ -61,13 +55,28 @@ DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up wi
 
 # --- how values are checked, and what is said of a bad one ---------------------------------
 
-# A value that has the right type but breaks one of these gets a field's ``rule`` message.
-_RULES = {"greater_than_equal", "less_than_equal", "string_too_short", "string_pattern_mismatch"}
+# A value of the right kind that breaks one of these (a bound, a length, a pattern) is told
+# the field's rule; any other failure, the kind of value the field expects.
+_RULES = {
+    "greater_than_equal",
+    "less_than_equal",
+    "string_too_short",
+    "string_pattern_mismatch",
+    "too_short",
+}
+
+# The kinds of value, in the file's words rather than Python's (a TOML file has no "int").
+_WHOLE = "expected a whole number"
+_NUMBER = "expected a number"
+_STRING = "expected a string"
+_STRINGS = "expected a list of strings"
+_FLAG = "expected true or false"
 
 
 def _says(expected: str, rule: str | None = None) -> WrapValidator:
-    """Whatever pydantic finds wrong with a value, say ``<expected>, got <value>``: the
-    messages stay ours, whatever pydantic's own wording."""
+    """Whatever pydantic finds wrong with a value, say ``<expected>, got <value>`` (or, for a
+    value of the right kind out of bounds, ``<rule>, got <value>``): the messages stay ours,
+    whatever pydantic's own wording."""
 
     def check(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         try:
@@ -91,25 +100,15 @@ _csv = BeforeValidator(
     lambda v: [s.strip() for s in v.split(",") if s.strip()] if isinstance(v, str) else v
 )
 
-Count = Annotated[int, Strict(), Ge(0), _int, _says("expected a non-negative int")]
-Amount = Annotated[float, Strict(), Ge(0), _float, _says("expected a non-negative float")]
+Count = Annotated[int, Strict(), Ge(0), _int, _says(_WHOLE, "expected 0 or more")]
+Amount = Annotated[float, Strict(), Ge(0), _float, _says(_NUMBER, "expected 0 or more")]
 Text = Annotated[
-    str, StringConstraints(strict=True, min_length=1), _says("expected a non-negative str")
+    str, StringConstraints(strict=True, min_length=1), _says(_STRING, "must not be empty")
 ]
-Texts = Annotated[
-    tuple[StrictStr, ...], NoDecode, _csv, _says("expected a non-negative list of strings")
-]
-AtLeastOne = Annotated[
-    int, Strict(), Ge(1), _int, _says("expected a non-negative int", "must be at least 1")
-]
-Port = Annotated[
-    int,
-    Strict(),
-    Ge(1),
-    Le(65535),
-    _int,
-    _says("expected a non-negative int", "expected 1 to 65535"),
-]
+Texts = Annotated[tuple[StrictStr, ...], _csv, _says(_STRINGS)]
+Flag = Annotated[bool, _says(_FLAG)]  # as text (the environment) also 1/0, yes/no, on/off
+AtLeastOne = Annotated[int, Strict(), Ge(1), _int, _says(_WHOLE, "must be at least 1")]
+Port = Annotated[int, Strict(), Ge(1), Le(65535), _int, _says(_WHOLE, "expected 1 to 65535")]
 
 
 def _networks(v: tuple[str, ...]) -> tuple[str, ...]:
@@ -120,7 +119,6 @@ def _networks(v: tuple[str, ...]) -> tuple[str, ...]:
 
 Networks = Annotated[
     tuple[StrictStr, ...],
-    NoDecode,
     _csv,
     AfterValidator(_networks),
     _says("expected a list of addresses or networks, e.g. 10.0.0.0/8"),
@@ -130,25 +128,25 @@ Networks = Annotated[
 StoreUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(sqlite:///|postgres(ql)?://)"),
-    _says("expected a non-negative str", "expected sqlite:///PATH or postgresql://..."),
+    _says(_STRING, "expected sqlite:///PATH or postgresql://..."),
 ]
 IndexUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(memory://|redis(\+cluster)?://|rediss://)"),
-    _says("expected a non-negative str", "expected memory://, redis://... or redis+cluster://..."),
+    _says(_STRING, "expected memory://, redis://... or redis+cluster://..."),
 ]
 LogUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(outbox://|nats://)"),
-    _says("expected a non-negative str", "expected outbox:// or nats://..."),
+    _says(_STRING, "expected outbox:// or nats://..."),
 ]
 
 # The file's modes and boards take numbers from TOML only: no strings.
-Integer = Annotated[int, Strict(), _says("expected an integer")]
+Integer = Annotated[int, Strict(), _says(_WHOLE)]
 Name = Annotated[
     str,
     StringConstraints(strict=True, pattern=NAME_RE.pattern),
-    _says(f"must match {NAME_RE.pattern}"),
+    _says(_STRING, f"must match {NAME_RE.pattern}"),
 ]
 
 _TABLE = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -221,10 +219,10 @@ class IndexSettings:
     prefix: Annotated[
         str,
         StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_.-]{1,32}$"),
-        _says("expected a non-negative str", "1 to 32 of letters, digits, _ . -"),
+        _says(_STRING, "expected 1 to 32 of letters, digits, _ . -"),
     ] = "podium"
     """Every Redis key starts with this."""
-    read_from_replicas: bool = False
+    read_from_replicas: Flag = False
     """Rank reads from the replicas of a Redis Cluster, writes to its primaries: a replica
     may lag its primary by a few milliseconds, which a rank read can afford."""
 
@@ -235,7 +233,7 @@ class LogSettings:
     stream: Annotated[
         str,
         StringConstraints(strict=True, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
-        _says("expected a non-negative str", "1 to 32 of letters, digits, _ -"),
+        _says(_STRING, "expected 1 to 32 of letters, digits, _ -"),
     ] = "podium"
     """The JetStream stream's name (and its subjects' first token), so that several
     deployments can share one NATS. The relays' leases are kept beside it, in the
@@ -245,9 +243,7 @@ class LogSettings:
     ``<stream>.changes.<n>``, one durable consumer each), so that updaters share the work and
     one player's changes stay in order. Fixed for the life of a stream: a stream made with
     another count is refused at start."""
-    replicas: Annotated[
-        int, Strict(), Ge(0), Le(5), _int, _says("expected a non-negative int", "expected 0 to 5")
-    ] = 0
+    replicas: Annotated[int, Strict(), Ge(0), Le(5), _int, _says(_WHOLE, "expected 0 to 5")] = 0
     """Copies of the stream kept by a NATS cluster; 0: min(3, the cluster's size)."""
     retention_s: AtLeastOne = 86_400
     """How long the stream keeps each change, applied or not: how far back ``podium worker
@@ -316,7 +312,7 @@ class _ModeTable:
     min_duration_s: Integer = _MODE.min_duration_s
     max_duration_s: Integer = _MODE.max_duration_s
     max_results_per_player_per_hour: Annotated[
-        Annotated[int, Strict(), Ge(1)] | None, _says("expected a positive integer")
+        Annotated[int, Strict(), Ge(1)] | None, _says(_WHOLE, "must be at least 1")
     ] = None
     """Results one player may have recorded in this mode in an hour; no cap by default."""
 
@@ -340,20 +336,20 @@ class _BoardTable:
     order: Annotated[Order, _one_of(Order)] = _BOARD.order
     ties: Annotated[Ties, _one_of(Ties)] = _BOARD.ties
     exact_top: Annotated[
-        int, Strict(), Ge(1), Le(1_000_000), _says("expected an integer from 1 to 1000000")
+        int, Strict(), Ge(1), Le(1_000_000), _says(_WHOLE, "expected 1 to 1000000")
     ] = _BOARD.exact_top
     """Pages reach this deep; final standings keep this many."""
     ranks_below_top: Annotated[Below, _one_of(Below)] = _BOARD.ranks_below_top
     """On a board split across index shards, how ranks below the exact top are answered:
     "estimated" (from the aggregator's histogram, labelled ``exact: false`` with the interval
     the true rank lies in) or "exact" (one count per shard, sent at once)."""
-    freeze_after_s: Annotated[int, Strict(), Ge(0), _says("expected a non-negative integer")] = (
+    freeze_after_s: Annotated[int, Strict(), Ge(0), _says(_WHOLE, "expected 0 or more")] = (
         _BOARD.freeze_after_s
     )
     """A closed window accepts late results this long, then freezes."""
     modes: Annotated[
         Annotated[tuple[StrictStr, ...], MinLen(1)] | None,
-        _says("expected a non-empty list of mode names"),
+        _says("expected a list of mode names", "must name at least one mode"),
     ] = None
     """The modes that count for this board; default: every mode."""
     season_start: Annotated[
@@ -363,11 +359,11 @@ class _BoardTable:
         _says("expected an RFC 3339 UTC time"),
     ] = datetime.fromisoformat(DEFAULT_SEASON_START)
     """Season boards: when the first season starts."""
-    season_weeks: Annotated[
-        int, Strict(), Ge(1), Le(52), _says("expected an integer from 1 to 52")
-    ] = _BOARD.rule.season_weeks
+    season_weeks: Annotated[int, Strict(), Ge(1), Le(52), _says(_WHOLE, "expected 1 to 52")] = (
+        _BOARD.rule.season_weeks
+    )
     """Season boards: how long a season lasts."""
-    group_by: Annotated[Literal["country"] | None, _says('expected "country"')] = None
+    group_by: Annotated[Literal["country"] | None, _says("expected country")] = None
     """One board per country, from the player's profile."""
 
     @field_validator("group_by")
@@ -398,17 +394,15 @@ def _default_boards() -> tuple[_BoardTable, ...]:
     return tuple(_BoardTable(kind.value, kind) for kind in kinds)
 
 
-class _File(BaseSettings):
+class _File(BaseModel):
     """podium's settings file (podium.toml)."""
 
-    model_config = SettingsConfigDict(
+    model_config = ConfigDict(
         title="podium.toml",
         extra="forbid",
         frozen=True,
         use_attribute_docstrings=True,
-        env_prefix="PODIUM_",
-        env_nested_delimiter="_",
-        env_nested_max_split=1,  # PODIUM_SERVER_READ_RATE_PER_S: server.read_rate_per_s
+        validate_default=True,  # the defaults pass the checks a file's values do
     )
 
     # Defaults by factory: the schema then leaves tables' defaults to their own settings.
@@ -427,17 +421,6 @@ class _File(BaseSettings):
         tuple[_BoardTable, ...], BeforeValidator(lambda v: v or _default_boards())
     ] = Field(default_factory=_default_boards)
     """Default (and with none given): summed points on boards named season, week and day."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)  # never os.environ by itself: parse() says which environment
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -490,22 +473,36 @@ _SECTIONS = {
     "archive": ArchiveSettings,
 }
 _TABLES: dict[str, type[Any]] = {**_SECTIONS, "modes": _ModeTable, "boards": _BoardTable}
+# ``podium_server_read_rate_per_s``: ("server", "read_rate_per_s"), for every setting there is.
 _ENV_NAMES = {
-    f"podium_{name}_{f.name}" for name, cls in _SECTIONS.items() for f in dataclasses.fields(cls)
+    f"podium_{name}_{f.name}": (name, f.name)
+    for name, cls in _SECTIONS.items()
+    for f in dataclasses.fields(cls)
 }
 
 
-class _Environment(EnvSettingsSource):
-    """``PODIUM_<SECTION>_<KEY>`` from ``env`` rather than ``os.environ``, and only for the
-    settings there are: the rest of the environment (``PODIUM_CONFIG``, a stray
-    ``PODIUM_SERVER``) is not ours to refuse."""
+def _environment(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The settings ``env`` overrides, as the file would hold them but every value a string:
+    ``PODIUM_SERVER_PORT=9000`` is ``{"server": {"port": "9000"}}``, the sections' validators
+    then read the number (or the flag, or the list: ``PODIUM_STORE_SHARDS=a,b``). Names are
+    read in any case, and only those of the settings there are: the rest of the environment
+    (``PODIUM_CONFIG``, a stray ``PODIUM_SERVER``) is not ours to refuse."""
+    out: dict[str, dict[str, str]] = {}
+    for name, value in env.items():
+        if setting := _ENV_NAMES.get(name.lower()):
+            section, key = setting
+            out.setdefault(section, {})[key] = value
+    return out
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self._given = env
-        super().__init__(_File)
 
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {k.lower(): v for k, v in self._given.items() if k.lower() in _ENV_NAMES}
+def _overlay(raw: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """The file's document with the environment on top, setting by setting: a section the
+    environment touches keeps the file's other settings."""
+    merged = dict(raw)
+    for section, values in _environment(env).items():
+        given = raw.get(section)
+        merged[section] = {**given, **values} if isinstance(given, Mapping) else values
+    return merged
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -516,8 +513,7 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -
     env = os.environ if env is None else env
     path = path or env.get("PODIUM_CONFIG") or None
     raw: dict[str, Any] = {}
-    # Not pydantic-settings' TomlConfigSettingsSource: it passes over a missing file in
-    # silence, and a start with a mistyped path must stop and say so.
+    # A start with a mistyped path must stop and say so, not run on the defaults.
     if path:
         try:
             raw = tomllib.loads(Path(path).read_text())
@@ -533,10 +529,8 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None) -
 def parse(raw: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Settings:
     """Settings from a TOML document already read and the environment ``env`` (none by
     default)."""
-    sources = (_Environment(env or {}), InitSettingsSource(_File, dict(raw)))  # first wins
     try:
-        # mypy sees the fields' __init__ only, not BaseSettings' own with its sources.
-        return _File(_build_sources=(sources, {})).settings()  # type: ignore[call-arg]
+        return _File.model_validate(_overlay(raw, env or {})).settings()
     except ValidationError as e:
         raise ConfigError("\n".join(_describe(err) for err in e.errors())) from None
 
@@ -552,9 +546,9 @@ def _describe(error: ErrorDetails) -> str:
         known = [f.name for f in dataclasses.fields(_TABLES[str(loc[0])])]
         return f"{where}: unknown setting (known: {', '.join(known)})"
     if kind in ("dataclass_type", "model_type"):
-        return f"{where}: must be a table"
+        return f"{where}: expected a table, got {error['input']!r}"
     if kind == "tuple_type":
-        return f"{where}: must be an array of tables"
+        return f"{where}: expected an array of tables, got {error['input']!r}"
     if kind in ("missing", "missing_argument"):
         return f"{where}: required"
     if kind == "value_error":

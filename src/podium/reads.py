@@ -179,7 +179,8 @@ class Reads:
         around = await self._entries(spec, key, found.rows, first, names)
         mine = around[found.rank - first]  # the player's own row: their rank and points
         # The rank source says whether the rank is exact: below the exact top of a board
-        # split across shards it may be an estimate, and then says so (DESIGN invariant 6).
+        # split across shards it may be an estimate, and then says so (invariant 6 of
+        # docs/architecture.md).
         return PlayerRank(
             board, w.id, mine.rank, found.exact, mine.points, around, as_of=found.as_of
         )

@@ -3,8 +3,9 @@
 Every adapter (memory, one Redis, a shard of a split board on Redis and on Redis Cluster,
 ``tests/contract/conftest.py``) must answer exactly alike, down to Redis's own order for
 equal scores: ``ZREVRANGE`` returns equal scores in reverse byte order of the member,
-``ZRANGE`` in byte order (DESIGN invariant 4). Ranks are 0-based. The expiry tests are per
-adapter, because memory and Redis show an expiry differently (a clock versus a TTL).
+``ZRANGE`` in byte order (invariant 4 of docs/architecture.md). Ranks are 0-based. The expiry
+tests are per adapter, because memory and Redis show an expiry differently (a clock versus a
+TTL).
 """
 
 from __future__ import annotations
@@ -340,7 +341,7 @@ async def test_around_of_someone_absent(index: RankIndex, descending: bool) -> N
 
 async def test_every_place_on_one_sorted_set_is_exact(index: RankIndex, descending: bool) -> None:
     """Both adapters hold a board in one sorted set, so every rank they give is exact
-    (DESIGN invariant 6: an estimate would say exact=False)."""
+    (invariant 6 of docs/architecture.md: an estimate would say exact=False)."""
     entries = {m: (i * 7) % 5 for i, m in enumerate(TRICKY)}
     await index.write(WEEK, list(entries.items()), descending=descending, expire_at=None)
     for member in TRICKY:

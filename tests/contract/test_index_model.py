@@ -1,4 +1,4 @@
-"""Every rank index adapter against a plain Python model of a board (DESIGN §5).
+"""Every rank index adapter against a plain Python model of a board (docs/architecture.md §5).
 
 Random sequences of writes (few members, so they collide; few scores, so they tie; random
 batch splits; replays of earlier batches, reversed), bans and unbans over two board keys,

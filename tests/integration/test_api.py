@@ -1,4 +1,5 @@
-"""The HTTP API of DESIGN §3.2, end to end, on every configuration (the split store too)."""
+"""The HTTP API of docs/architecture.md §3.2, end to end, on every configuration (the split
+store too)."""
 
 from __future__ import annotations
 

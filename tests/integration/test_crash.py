@@ -1,5 +1,5 @@
 """kill -9 a running server mid-stream: after a restart, every acknowledged result is on
-the board exactly once (DESIGN invariant 2), on both configurations."""
+the board exactly once (invariant 2 of docs/architecture.md), on both configurations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Nothing half-written (DESIGN invariants 2 and 7), end to end on every configuration: a
-refused match writes nothing and claims nothing, and a match is a unit."""
+"""Nothing half-written (invariants 2 and 7 of docs/architecture.md), end to end on every
+configuration: a refused match writes nothing and claims nothing, and a match is a unit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Both configurations held against a plain Python model of a board (DESIGN §5).
+"""Both configurations held against a plain Python model of a board (docs/architecture.md §5).
 
 Hypothesis draws random matches, retries, conflicting retries, bans and unbans; the change
 log is made hostile (shuffled, split at random, with old changes replayed, also after a
@@ -141,9 +141,9 @@ class Model:
         desc = board["order"] == "desc"
         first = board["ties"] == "first"
 
-        # DESIGN invariant 4: points; then who got there first (unless ranks are shared);
-        # then Redis member order: the one order (``in_board_order``) of a score that packs
-        # the points and the time the plain way (DESIGN §2), with room to spare.
+        # Invariant 4 of docs/architecture.md: points; then who got there first (unless ranks
+        # are shared); then Redis member order: the one order (``in_board_order``) of a score
+        # that packs the points and the time the plain way (§2 there), with room to spare.
         def score(pts: int, t: int) -> int:
             if not first:
                 return pts

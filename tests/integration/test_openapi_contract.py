@@ -28,9 +28,10 @@ EXAMPLES = 60  # per operation, for each of the positive and negative phases
 MIN_REQUESTS = 1000
 
 # What positive_data_acceptance expects of a valid request, beyond its defaults: 422 is the
-# documented answer to what no schema can say (DESIGN 3.2): an unknown mode, points or a
-# duration impossible for the mode, an endedAt in the future or before every open window, an
-# offset past the board's exact_top, a window the board has not opened or a kind it has not.
+# documented answer to what no schema can say (docs/architecture.md §3.2): an unknown mode,
+# points or a duration impossible for the mode, an endedAt in the future or before every open
+# window, an offset past the board's exact_top, a window the board has not opened or a kind it
+# has not.
 CONFIG = """
 [generation]
 max-examples = {examples}

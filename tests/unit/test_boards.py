@@ -275,7 +275,7 @@ def test_can_fall_truth_table(
     assert can_fall(board(aggregate, order), min_points) is falls
 
 
-# --- the one order (DESIGN invariant 4) -----------------------------------------------------
+# --- the one order (invariant 4 of docs/architecture.md) -----------------------------------
 
 # Byte order of UTF-8: "0" < "A" < "B" < "_x" < "a" < "a1" < "b" < "z" < "é" < U+FFFF < "😀".
 # (UTF-16, as JavaScript compares, would put "😀" before U+FFFF; code points do not.)

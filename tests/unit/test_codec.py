@@ -1,4 +1,5 @@
-"""Score packing (DESIGN §2): exact layout, round trips, loud refusals and the order it keeps."""
+"""Score packing (docs/architecture.md §2): exact layout, round trips, loud refusals and the
+order it keeps."""
 
 from __future__ import annotations
 

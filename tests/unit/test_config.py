@@ -1,12 +1,20 @@
-"""Settings (DESIGN §3.1): defaults, the TOML file, environment overrides, and clear errors."""
+"""Settings (docs/architecture.md §3.1): defaults, the TOML file, environment overrides, and
+clear errors."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import pytest
+from pydantic import AwareDatetime
 
+from podium import config
 from podium.config import DEFAULT_SEASON_START, Settings, load, parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import Mode
@@ -225,6 +233,19 @@ def test_bad_environment_value_names_the_setting() -> None:
     assert "server.port" in message and "eighty" in message
 
 
+def test_environment_names_in_any_case_flags_and_a_file_that_is_not_a_table() -> None:
+    s = parse(
+        {"index": {"prefix": "pfx"}},
+        {"podium_server_port": "9001", "PODIUM_INDEX_READ_FROM_REPLICAS": "true"},
+    )
+    assert s.server.port == 9001
+    assert s.index.read_from_replicas is True and s.index.prefix == "pfx"
+    for no in ("false", "0", "no"):
+        assert not parse({}, {"PODIUM_INDEX_READ_FROM_REPLICAS": no}).index.read_from_replicas
+    # The environment's section stands in for a file's value that is not a table at all.
+    assert parse({"server": "x"}, {"PODIUM_SERVER_PORT": "9000"}).server.port == 9000
+
+
 # --- errors that name the field ------------------------------------------------------------
 
 
@@ -255,6 +276,123 @@ def test_unknown_key_in_a_section() -> None:
 )
 def test_wrong_type_names_the_field(raw: dict[str, Any], field: str) -> None:
     assert errors(raw).startswith(f"{field}:")
+
+
+# --- every setting, given a value of the wrong kind ------------------------------------------
+
+
+def _kind(hint: Any) -> Any:
+    """The type a setting holds, without its ``Annotated`` checks and its ``None``."""
+    while True:
+        if get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        elif get_origin(hint) in (Union, UnionType):
+            hint = next(a for a in get_args(hint) if a is not type(None))
+        else:
+            return hint
+
+
+def _wrong(hint: Any) -> tuple[Any, str]:
+    """A value of the wrong kind for a setting of type ``hint``, and what its message must
+    say is expected, in the file's words rather than Python's."""
+    kind = _kind(hint)
+    if kind is bool:
+        return "maybe", "expected true or false"
+    if kind is int:
+        return "many", "expected a whole number"
+    if kind is float:
+        return "lots", "expected a number"
+    if kind is str:
+        return 5, "expected a string"
+    if kind in (datetime, AwareDatetime):
+        return 5, "expected an RFC 3339 UTC time"
+    if get_origin(kind) is tuple:
+        return 5, "expected a list of"
+    if get_origin(kind) is Literal:
+        return 5, "expected " + " | ".join(get_args(kind))
+    if isinstance(kind, type) and issubclass(kind, StrEnum):
+        return 5, "expected " + " | ".join(kind)
+    raise AssertionError(f"{hint!r}: a kind of setting this test does not know yet")
+
+
+Document = Callable[[Any], dict[str, Any]]
+
+
+def _settings() -> Iterator[tuple[str, Document, Any]]:
+    """Every setting of the file, read from the model that reads it (so a new one is walked
+    too): its name as a message says it, the document that gives it a value, and its type.
+    A section or an array of tables is itself a setting, whose wrong value is a number."""
+
+    def section_of(name: str) -> Document:
+        return lambda v: {name: v}
+
+    def in_section(name: str, key: str) -> Document:
+        return lambda v: {name: {key: v}}
+
+    def in_row(name: str, key: str) -> Document:
+        return lambda v: {name: [{"name": "t", key: v}]}  # a row needs its name
+
+    for name, info in config._File.model_fields.items():
+        table = info.annotation
+        yield name, section_of(name), table
+        if dataclasses.is_dataclass(table):
+            rows, at, key_of = table, f"{name}.", in_section
+        else:
+            assert get_origin(table) is tuple, f"{name}: neither a section nor rows"
+            rows, at, key_of = get_args(table)[0], f"{name}[0].", in_row
+            required = {
+                f.name
+                for f in dataclasses.fields(rows)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            }
+            assert required == {"name"}, f"{name}: rows need {required}; fill them in in_row"
+        assert isinstance(rows, type) and dataclasses.is_dataclass(rows)
+        hints = get_type_hints(rows, include_extras=True)
+        for f in dataclasses.fields(rows):
+            yield at + f.name, key_of(name, f.name), hints[f.name]
+
+
+SETTINGS = list(_settings())
+
+
+@pytest.mark.parametrize(("where", "document", "hint"), SETTINGS, ids=[w for w, _, _ in SETTINGS])
+def test_every_setting_of_the_wrong_kind_says_what_it_expects(
+    where: str, document: Document, hint: Any
+) -> None:
+    if dataclasses.is_dataclass(hint):
+        value, expected = 5, "expected a table"
+    elif get_origin(hint) is tuple and dataclasses.is_dataclass(get_args(hint)[0]):
+        value, expected = 5, "expected an array of tables"
+    else:
+        value, expected = _wrong(hint)
+    message = errors(document(value))
+    assert message.startswith(f"{where}: {expected}"), message
+    assert message.endswith(f", got {value!r}"), message
+    assert "\n" not in message, message  # that one mistake, said once
+
+
+def test_the_walk_sees_every_section_and_table() -> None:
+    walked = {w for w, _, _ in SETTINGS}
+    assert {"store.url", "index.read_from_replicas", "server.trusted_proxies"} <= walked
+    assert {"modes[0].max_points", "boards[0].season_start", "boards[0].group_by"} <= walked
+    sections = {f.name for f in dataclasses.fields(Settings)}
+    assert sections <= walked
+
+
+SECTION_NUMBERS = [
+    (w, h) for w, _, h in SETTINGS if "." in w and "[" not in w and _kind(h) in (int, float, bool)
+]
+
+
+@pytest.mark.parametrize(("where", "hint"), SECTION_NUMBERS, ids=[w for w, _ in SECTION_NUMBERS])
+def test_a_number_or_flag_the_environment_gives_wrongly_says_the_same(
+    where: str, hint: Any
+) -> None:
+    """Every value from the environment is a string: one that is not a number (or a flag)
+    for a setting that wants one gets the file's message, under the setting's name."""
+    value, expected = _wrong(hint)
+    env = {"PODIUM_" + where.replace(".", "_").upper(): value}
+    assert errors({}, env) == f"{where}: {expected}, got {value!r}"
 
 
 def test_bad_board_window_kind() -> None:

@@ -1,4 +1,4 @@
-"""Which way imports run (CONTRIBUTING.md, "Layout"), checked on the source itself.
+"""Which way imports run (docs/architecture.md §4), checked on the source itself.
 
 - ``domain/`` imports nothing else of podium;
 - ``store/``, ``index/`` and ``log/`` never import each other;
@@ -72,3 +72,62 @@ def test_the_exception_tree_is_drawn_whole() -> None:
         if issubclass(cls, Exception) and cls.__module__ == errors.__name__
     }
     assert drawn | {"PodiumError"} == defined
+
+
+# --- docs/architecture.md §4 lists every module, and only modules there are -----------------
+
+ARCHITECTURE = SRC.parents[1] / "docs" / "architecture.md"
+
+
+def _layout() -> dict[str, str]:
+    """The paths the layout block names (from ``src/podium/``), each with its line: the first
+    ``text`` block under "## 4. Layout", one ``<path>  <what it holds>`` a line."""
+    doc = ARCHITECTURE.read_text()
+    assert "\n## 4. Layout\n" in doc, 'docs/architecture.md has no section "## 4. Layout"'
+    section = doc.split("\n## 4. Layout\n", 1)[1].split("\n## ", 1)[0]
+    assert "```text\n" in section, "docs/architecture.md §4 has no ```text block"
+    block = section.split("```text\n", 1)[1].split("```", 1)[0]
+    listed: dict[str, str] = {}
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        path, sep, what = line.partition("  ")
+        assert sep and path and not path[0].isspace() and what.strip(), (
+            f"docs/architecture.md §4: {line!r} is not '<path>  <what it holds>' "
+            "(the path from src/podium/, two spaces or more, then what the module holds)"
+        )
+        assert path not in listed, f"docs/architecture.md §4 lists {path} twice"
+        listed[path] = line
+    return listed
+
+
+def _suggested(path: str, column: int) -> str:
+    """The line to add for a module: its path, then its docstring's first line."""
+    doc = ast.get_docstring(ast.parse((SRC / path).read_text())) or ""
+    what = doc.split("\n\n", 1)[0].replace("\n", " ").strip() or "<what it holds>"
+    return f"{path:<{column}}{what}"
+
+
+def test_the_layout_lists_every_module() -> None:
+    listed = _layout()
+    modules = sorted(str(p.relative_to(SRC)) for p in SRC.rglob("*.py"))
+    missing = [m for m in modules if m not in listed]
+    column = max(len(p) for p in listed) + 2
+    assert not missing, (
+        "docs/architecture.md §4 (Layout) does not list these modules; add a line for each "
+        "to its block, in its place by path, saying in a few words what the module holds "
+        "(its docstring's first line is below, to shorten):\n"
+        + "\n".join(_suggested(m, column) for m in missing)
+    )
+
+
+def test_the_layout_names_nothing_that_is_gone() -> None:
+    gone = [
+        line
+        for path, line in _layout().items()
+        if not ((SRC / path).is_dir() if path.endswith("/") else (SRC / path).is_file())
+    ]
+    assert not gone, (
+        "docs/architecture.md §4 (Layout) lists what is not under src/podium any more; "
+        "remove or rename these lines:\n" + "\n".join(gone)
+    )

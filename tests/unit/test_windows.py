@@ -1,4 +1,5 @@
-"""Windows (DESIGN §3.1): which window a second belongs to, and the ids used in URLs and keys."""
+"""Windows (docs/architecture.md §3.1): which window a second belongs to, and the ids used in
+URLs and keys."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The HTTP API (DESIGN §3.2): FastAPI app, routes, schemas, auth, problem+json."""
+"""The HTTP API (docs/architecture.md §3.2): FastAPI app, routes, schemas, auth, problem+json."""

@@ -1,6 +1,6 @@
-"""Credentials on requests, one scope each (invariant 5): game servers submit results in
-their modes, admins manage players, bans, freezes and keys, ops keys read the ops figures
-and ``/metrics``. No scope includes another; players need none."""
+"""Credentials on requests, one scope each (invariant 5 of docs/architecture.md): game
+servers submit results in their modes, admins manage players, bans, freezes and keys, ops
+keys read the ops figures and ``/metrics``. No scope includes another; players need none."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Board rules: how results fold into a total, and how totals become ordered scores.
 
 Everything that decides who is above whom lives here, so that every backend, merge and
-page applies one order (DESIGN invariant 4): ``board_key``, and ``in_board_order`` and
-``merge_in_board_order`` on top of it.
+page applies one order (invariant 4 of docs/architecture.md): ``board_key``, and
+``in_board_order`` and ``merge_in_board_order`` on top of it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Ties(StrEnum):
 
 
 class Below(StrEnum):
-    """How ranks below a split board's exact top are answered (DESIGN invariant 6)."""
+    """How a split board answers ranks below its exact top (docs/architecture.md, invariant 6)."""
 
     ESTIMATED = "estimated"  # from the aggregator's histogram: one read of the player's shard
     EXACT = "exact"  # counted on every shard: one count per shard, sent at once
@@ -139,10 +139,10 @@ def can_fall(board: BoardSpec, min_points: int) -> bool:
 
 
 def board_key(member: str, score: int) -> tuple[int, bytes]:
-    """The one order of every board (DESIGN invariant 4), as a sort key: the packed score
-    (points, then the time they were reached), then on equal scores the member's UTF-8
-    bytes, as a Redis sorted set orders its members. Ascending boards list rows by this key
-    ascending; descending boards are the exact reverse (``ZREVRANGE``).
+    """The one order of every board (invariant 4 of docs/architecture.md), as a sort key: the
+    packed score (points, then the time they were reached), then on equal scores the
+    member's UTF-8 bytes, as a Redis sorted set orders its members. Ascending boards list
+    rows by this key ascending; descending boards are the exact reverse (``ZREVRANGE``).
 
     UTF-8 keeps the order of code points, and Python compares ``str`` by code point, so
     ``(score, member)`` sorts exactly as this key does, without encoding a member for every

@@ -1,4 +1,5 @@
-"""Score packing (DESIGN §2): points and the time they were reached in one 53-bit integer.
+"""Score packing (docs/architecture.md §2): points and the time they were reached in one
+53-bit integer.
 
 A Redis score is a double, exact for integers up to 2**53. We pack ``points`` into the high
 bits and the second the points were reached into the low ``T`` bits. On descending boards the

@@ -91,7 +91,7 @@ Message = Change | ProfileChange  # what the change log carries
 
 
 class Scope(StrEnum):
-    """What a credential may do; the scopes do not overlap (invariant 5)."""
+    """What a credential may do; the scopes do not overlap (invariant 5 of docs/architecture.md)."""
 
     GAME = "game"  # submit results, in its modes only
     ADMIN = "admin"  # players, friends, bans, freezes, review, keys; never results

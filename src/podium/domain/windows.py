@@ -1,8 +1,9 @@
 """Windows: which period a result counts for, and the ids used in URLs and keys.
 
-Ids (DESIGN §3.1): a season ``S1``, ``S2``, ... counted from ``season_start``; a month
-``2026-11``; an ISO week ``2026-W44``; a UTC day ``2026-10-28``; all-time ``all``. Every
-function here works in whole UTC seconds since the epoch so that every backend agrees.
+Ids (docs/architecture.md §3.1): a season ``S1``, ``S2``, ... counted from
+``season_start``; a month ``2026-11``; an ISO week ``2026-W44``; a UTC day ``2026-10-28``;
+all-time ``all``. Every function here works in whole UTC seconds since the epoch so that
+every backend agrees.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The Redis rank index: one sorted set per board window, written by server-side scripts.
 
-Scores are integers below 2**53 (DESIGN §2), which a Redis double holds exactly; we send
-them as decimal strings and read them back through ``int(float(...))``, or ``int(...)`` of
-the double a RESP3 reply already holds.
+Scores are integers below 2**53 (docs/architecture.md §2), which a Redis double holds
+exactly; we send them as decimal strings and read them back through ``int(float(...))``, or
+``int(...)`` of the double a RESP3 reply already holds.
 
 Reads that need more than one command run as one script rather than a MULTI: the same one
 instant, and much less client work per call than queueing and parsing a transaction.

@@ -3,8 +3,8 @@
 Each player lives on one shard (``domain.sharding.shard_of``), so a write touches only the
 writer's shard, and a read that needs the whole board asks every shard at once (one call
 each, concurrently: a read waits for the slowest shard, not for the sum) and merges the
-answers in the one board order (DESIGN invariant 4), so that a merged page lists exactly what
-one sorted set holding every shard's members would.
+answers in the one board order (invariant 4 of docs/architecture.md), so that a merged page
+lists exactly what one sorted set holding every shard's members would.
 
 Every answer here is exact: a rank is the number of members strictly ahead of the player,
 counted on every shard. The cheaper answers of a split board (slices of the aggregator's

@@ -20,14 +20,15 @@ class BoardKey:
 
 
 class RankIndex(Protocol):
-    """The copy that answers ranks (DESIGN invariant 1: rebuildable from the store).
+    """The copy that answers ranks (invariant 1 of docs/architecture.md: rebuildable from the
+    store).
 
-    Order (DESIGN invariant 4, ``domain.boards.board_key``): on a descending board, higher
-    score first, and on equal scores the member that sorts later by bytes first (as
-    ``ZREVRANGE`` returns them); on an ascending board the reverse of both. Ranks here are
-    0-based; the API adds one. Every rank says whether it is exact (DESIGN invariant 6): an
-    index that holds a board in one sorted set always knows; one split across shards may
-    estimate ranks below the exact top, and says so.
+    Order (invariant 4, ``domain.boards.board_key``): on a descending board, higher score
+    first, and on equal scores the member that sorts later by bytes first (as ``ZREVRANGE``
+    returns them); on an ascending board the reverse of both. Ranks here are 0-based; the API
+    adds one. Every rank says whether it is exact (invariant 6): an index that holds a board in
+    one sorted set always knows; one split across shards may estimate ranks below the exact
+    top, and says so.
     """
 
     async def ping(self) -> None: ...
@@ -248,7 +249,8 @@ class ProfileCopy(Protocol):
 
 class Placed(NamedTuple):
     """A player's place on a board (``RankIndex.rank``, ``RankIndex.ranks``): the 0-based
-    rank, the score, and whether the rank is exact (False: an estimate, DESIGN invariant 6).
+    rank, the score, and whether the rank is exact (False: an estimate, invariant 6 of
+    docs/architecture.md).
 
     A named tuple rather than a frozen dataclass: as immutable, and the friends board makes
     one per friend (up to a thousand a read), where a frozen dataclass cost 0.4 us more each.
@@ -265,9 +267,9 @@ class Around:
     0-based rank and score, the rows at ranks ``max(0, rank - neighbors)`` to
     ``rank + neighbors`` in board order, and, when the index's copy of profiles is complete,
     the profiles of those rows' players read in the same step (None otherwise). ``exact``
-    (keyword only) says whether the rank is exact (False: an estimate, DESIGN invariant 6);
-    ``as_of``, when the rows are not the index's now but an older reading of it (the
-    aggregator's snapshot, ``RankSource.around``)."""
+    (keyword only) says whether the rank is exact (False: an estimate, invariant 6 of
+    docs/architecture.md); ``as_of``, when the rows are not the index's now but an older
+    reading of it (the aggregator's snapshot, ``RankSource.around``)."""
 
     rank: int
     score: int
@@ -279,8 +281,8 @@ class Around:
 
 @dataclass(frozen=True, slots=True)
 class Estimated:
-    """A rank below the exact top, estimated (DESIGN invariant 6): the true rank as of
-    ``as_of`` lies in ``[estimate.low, estimate.high]`` (1-based, as shown)."""
+    """A rank below the exact top, estimated (invariant 6 of docs/architecture.md): the true
+    rank as of ``as_of`` lies in ``[estimate.low, estimate.high]`` (1-based, as shown)."""
 
     estimate: Estimate
     top_percent: float

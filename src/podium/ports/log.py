@@ -7,7 +7,7 @@ message is leased to the consumer that fetched it: nobody else gets it while the
 holds. If the lease runs out (the consumer crashed, or is too slow) it is delivered again,
 to whoever fetches next. So a message may arrive more than once, also after a newer one of
 the same player: consumers must apply messages idempotently, which absolute totals and the
-index's ``GT``/versioned writes make true (DESIGN invariant 3).
+index's ``GT``/versioned writes make true (invariant 3 of docs/architecture.md).
 
 **Settling.** Each message is settled through the log that delivered it, by its ``handle``:
 

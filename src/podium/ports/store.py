@@ -1,4 +1,4 @@
-"""The score store ports: the record (DESIGN invariant 1), by scope.
+"""The score store ports: the record (invariant 1 of docs/architecture.md), by scope.
 
 One store adapter implements all of them (``ScoreStore``), and each consumer takes only the
 ports it uses: the updaters ``Players`` for bans, the outbox log ``Outbox``, the life of

@@ -1,6 +1,6 @@
 """The reconciler: walks the store's players and the index's members, holds the rank index
-to what the store says, and repairs what differs (DESIGN invariant 1: the store is the
-record, the index a copy).
+to what the store says, and repairs what differs (invariant 1 of docs/architecture.md: the
+store is the record, the index a copy).
 
 What it samples: two walks of every live board window (not frozen, its index key not yet
 expired). One is a keyset walk, by player id, over the store's tallies of the window; the

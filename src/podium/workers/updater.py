@@ -1,9 +1,10 @@
 """The board updater: applies changes from the log to the rank index, at least once.
 
 Changes carry absolute totals, and the index writes them with ``GT``/``LT``, so a change
-applied twice, late or out of order leaves the board as it should be (DESIGN invariant 3).
-The ban list is checked in the store before every batch, and the index refuses banned
-players atomically inside the write itself, which closes the race with a ban in flight.
+applied twice, late or out of order leaves the board as it should be (invariant 3 of
+docs/architecture.md). The ban list is checked in the store before every batch, and the
+index refuses banned players atomically inside the write itself, which closes the race with
+a ban in flight.
 
 How a batch is settled with the log:
 

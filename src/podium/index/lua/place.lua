@@ -1,7 +1,7 @@
 -- Where a (member, score) stands on one shard's part of a board (included by ahead.lua and
--- near.lua). Board order (DESIGN invariant 4): on 'desc', higher score first and, on equal
--- scores, the member whose bytes sort later first (as ZREVRANGE returns them); on 'asc', the
--- reverse of both.
+-- near.lua). Board order (invariant 4 of docs/architecture.md): on 'desc', higher score first
+-- and, on equal scores, the member whose bytes sort later first (as ZREVRANGE returns them);
+-- on 'asc', the reverse of both.
 
 -- Whether member a sorts before member b by bytes, as Redis orders equal scores. Not Lua's
 -- a < b: that compares with strcoll, under the locale Redis was started in.
