@@ -162,18 +162,24 @@ class Windows(Database):
 
         return await self._run(run)
 
+    # These two run on the writes' pool, with the freeze's other statements: a process that
+    # only freezes and records opens no pool of reads on the home for them.
+
     async def decided(self, board: str, window_id: str) -> bool:
         """Whether the window is frozen here, not only fenced."""
-        found = await self._fetch(
-            "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2 AND NOT fence",
-            board,
-            window_id,
+        found = await self._run(
+            lambda c: c.fetchval(
+                "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2 AND NOT fence",
+                board,
+                window_id,
+            ),
+            tx=False,
         )
-        return bool(found)
+        return found is not None
 
     async def decided_windows(self, board: str) -> dict[str, FrozenWindow]:
         """``frozen`` without the fences: the windows frozen here, by window id."""
-        rows = await self._fetch(f"{FROZEN} AND NOT fence", board)
+        rows = await self._run(lambda c: c.fetch(f"{FROZEN} AND NOT fence", board), tx=False)
         return {r["window_id"]: frozen_of(r) for r in rows}
 
 
