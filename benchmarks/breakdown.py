@@ -86,7 +86,7 @@ async def step(
 
 async def in_process(env: Env, args: argparse.Namespace) -> None:
     from podium import bootstrap, config
-    from podium.domain.models import PlayerResult
+    from podium.domain.models import MatchQuery, PlayerResult
     from podium.ports import BoardKey
 
     settings = config.load(env.config_path)
@@ -142,14 +142,16 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
 
         async def open_match() -> Any:
             return await b.store.open_match(
-                f"bd-open-{next(count)}",
-                api_key.id,
-                time.time(),
-                [pid(), pid()],
-                "default",
-                20,
-                time.time() - 3600,
-                targets,
+                MatchQuery(
+                    f"bd-open-{next(count)}",
+                    api_key.id,
+                    time.time(),
+                    [pid(), pid()],
+                    "default",
+                    20,
+                    time.time() - 3600,
+                    targets,
+                )
             )
 
         await step("store.open_match (1 statement: claim, then the checks' read)", open_match, n)

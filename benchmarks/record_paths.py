@@ -28,7 +28,7 @@ import asyncpg
 
 import _harness as h
 from podium.domain.boards import BoardSpec
-from podium.domain.models import ResultRecord, Target
+from podium.domain.models import MatchQuery, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.store.postgres import PostgresStore
 
@@ -78,7 +78,7 @@ async def one_set(
             pid = f"p_{random.randint(1, players)}"
             r = ResultRecord(pid, f"{tag}-{i}", "k", "default", ENDED, 60, 5)
             read = await store.open_match(
-                r.match_id, "k", 2e9, [pid], "default", 5, None, t if seen else ()
+                MatchQuery(r.match_id, "k", 2e9, [pid], "default", 5, None, t if seen else ())
             )
             out = await store.record(r, t, 2e9, None, read.handle(pid) if seen else None)
             return out.reread

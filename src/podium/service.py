@@ -25,6 +25,7 @@ from podium.domain.models import (
     ApiKey,
     Flagged,
     FrozenWindow,
+    MatchQuery,
     Mode,
     PlayerResult,
     Profile,
@@ -276,16 +277,18 @@ class Podium:
         # write after: flags are advisory (a look before prizes), so they are worked out from
         # this read; a retry keeps the flag of the first record.
         read = await self.store.open_match(
-            match_id,
-            key.id,
-            now,
-            ids,
-            mode.name,
-            RECENT,
-            None if cap is None else now - HOUR,
-            targets,
-            ended_at=ended_at,
-            duration_s=duration_s,
+            MatchQuery(
+                match_id,
+                key.id,
+                now,
+                ids,
+                mode.name,
+                RECENT,
+                None if cap is None else now - HOUR,
+                targets,
+                ended_at=ended_at,
+                duration_s=duration_s,
+            )
         )
         if read.owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")

@@ -16,6 +16,7 @@ from podium.domain.boards import Aggregate, BoardSpec, Tally
 from podium.domain.models import (
     ApiKey,
     Change,
+    MatchQuery,
     Profile,
     ProfileChange,
     RecordOutcome,
@@ -69,7 +70,7 @@ def tally_of(standings: Sequence[Standing], board: str) -> Tally:
 
 async def claim(store: ScoreStore, match_id: str, key_id: str, now: float) -> str:
     """Claim a match (an ``open_match`` of no players): the owner's key id."""
-    return (await store.open_match(match_id, key_id, now, [], "ranked", 0, None)).owner
+    return (await store.open_match(MatchQuery(match_id, key_id, now, [], "ranked", 0, None))).owner
 
 
 async def read(
@@ -82,7 +83,9 @@ async def read(
     t: Sequence[tuple[Target, BoardSpec]] = (),
 ) -> MatchRead:
     """The checks' read (``open_match``) under the key the results here are recorded with."""
-    return await store.open_match(match_id, "k1", NOW, player_ids, mode, recent, since, t)
+    return await store.open_match(
+        MatchQuery(match_id, "k1", NOW, player_ids, mode, recent, since, t)
+    )
 
 
 def make(kind: str, url: str) -> ScoreStore:
@@ -200,21 +203,30 @@ async def test_open_match_claims_and_reads_in_one_call(store: ScoreStore) -> Non
     t = targets(T0 + 100)
     await store.record(result("m1", 10, player="a"), t, NOW - 100, None)
     await store.record(result("m0", 7, player="a"), t, NOW - 50, None)
-    prior = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, NOW - 3600, t)
+    prior = await store.open_match(
+        MatchQuery("m1", "k1", NOW, ["a", "b"], "ranked", 5, NOW - 3600, t)
+    )
     assert prior.owner == "k1"
     assert prior == await read(store, "m1", ["a", "b"], "ranked", 5, NOW - 3600, t)
     assert prior.existing == {"a": result("m1", 10, player="a")}
     assert prior.counts == {"a": (2, NOW - 100)}
     # the first key keeps the match; another key reads who has it
-    assert (await store.open_match("m1", "k2", NOW, ["a"], "ranked", 5, None)).owner == "k1"
-    assert (await store.open_match("m2", "k2", NOW, [], "ranked", 5, None)).owner == "k2"
+    assert (
+        await store.open_match(MatchQuery("m1", "k2", NOW, ["a"], "ranked", 5, None))
+    ).owner == "k1"
+    assert (
+        await store.open_match(MatchQuery("m2", "k2", NOW, [], "ranked", 5, None))
+    ).owner == "k2"
     assert await claim(store, "m2", "k1", NOW) == "k2"
 
 
 async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStore) -> None:
     for m in range(10):
         opened = await asyncio.gather(
-            *(store.open_match(f"m{m}", f"k{i}", NOW, ["p1"], "ranked", 5, None) for i in range(8))
+            *(
+                store.open_match(MatchQuery(f"m{m}", f"k{i}", NOW, ["p1"], "ranked", 5, None))
+                for i in range(8)
+            )
         )
         owners = {o.owner for o in opened}
         assert len(owners) == 1 and owners <= {f"k{i}" for i in range(8)}
@@ -222,23 +234,23 @@ async def test_concurrent_opens_of_one_match_agree_on_the_owner(store: ScoreStor
 
 async def test_a_claim_fixes_the_facts_of_the_match(store: ScoreStore) -> None:
     first = await store.open_match(
-        "m1", "k1", NOW, ["a"], "ranked", 5, None, ended_at=T0 + 100, duration_s=300
+        MatchQuery("m1", "k1", NOW, ["a"], "ranked", 5, None, ended_at=T0 + 100, duration_s=300)
     )
     assert first.claimed and first.facts == MatchFacts("ranked", T0 + 100, 300)
     # a later open, of any key, players or facts, reads the facts of the claim and claims
     # nothing
     for key, ended in (("k1", T0 + 101), ("k2", T0 + 100)):
         again = await store.open_match(
-            "m1", key, NOW + 1, ["b"], "casual", 5, None, ended_at=ended, duration_s=9
+            MatchQuery("m1", key, NOW + 1, ["b"], "casual", 5, None, ended_at=ended, duration_s=9)
         )
         assert (again.owner, again.claimed) == ("k1", False)
         assert again.facts == MatchFacts("ranked", T0 + 100, 300)
-    nothing = await store.open_match("m2", "k1", NOW, [], "ranked", 5, None)
+    nothing = await store.open_match(MatchQuery("m2", "k1", NOW, [], "ranked", 5, None))
     assert nothing.claimed and nothing.facts is None
 
 
 async def test_released_claim_frees_the_match_id(store: ScoreStore) -> None:
-    opened = await store.open_match("m1", "k1", NOW, ["a"], "ranked", 5, None)
+    opened = await store.open_match(MatchQuery("m1", "k1", NOW, ["a"], "ranked", 5, None))
     assert opened.claimed
     # only this call's claim: another key's, or another time's, is left alone
     assert not await store.release_match("m1", "k2", NOW)
@@ -250,7 +262,7 @@ async def test_released_claim_frees_the_match_id(store: ScoreStore) -> None:
 
 async def test_a_claim_with_results_is_never_released(store: ScoreStore) -> None:
     t = targets(T0 + 100)
-    opened = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t)
+    opened = await store.open_match(MatchQuery("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t))
     await store.record(result("m1", 10, player="b"), t, NOW, None, opened.handle("b"))
     assert not await store.release_match("m1", "k1", NOW)
     assert await claim(store, "m1", "k2", NOW + 1) == "k1"
@@ -260,11 +272,11 @@ async def test_a_record_claims_its_match_if_the_claim_is_gone(store: ScoreStore)
     # The same key's concurrent rejection released the claim between this record's read and
     # its write: the record claims the match again, so no result is ever without its owner.
     t = targets(T0 + 100)
-    opened = await store.open_match("m1", "k1", NOW, ["a"], "ranked", 5, None, t)
+    opened = await store.open_match(MatchQuery("m1", "k1", NOW, ["a"], "ranked", 5, None, t))
     assert await store.release_match("m1", "k1", NOW)
     await store.record(result("m1", 10, player="a"), t, NOW, None, opened.handle("a"))
     assert await claim(store, "m1", "k2", NOW + 1) == "k1"
-    again = await store.open_match("m1", "k1", NOW + 1, ["b"], "ranked", 5, None)
+    again = await store.open_match(MatchQuery("m1", "k1", NOW + 1, ["b"], "ranked", 5, None))
     assert again.facts == MatchFacts("ranked", T0 + 100, 300)
 
 
@@ -273,7 +285,7 @@ async def test_handle_checks_the_fold_without_writing(store: ScoreStore) -> None
     limit = small.codec.points_limit
     t = targets(T0 + 100, small)
     await store.record(result("m0", limit - 1, player="a"), t, NOW, None)
-    opened = await store.open_match("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t)
+    opened = await store.open_match(MatchQuery("m1", "k1", NOW, ["a", "b"], "ranked", 5, None, t))
     handle_a, handle_b = opened.handle("a"), opened.handle("b")
     assert handle_a is not None and handle_b is not None
     handle_b.check(result("m1", 1, player="b"), t, NOW, None)

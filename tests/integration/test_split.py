@@ -148,7 +148,7 @@ async def test_a_database_down_is_503_and_the_retry_completes_the_rest_once(
 
     # The far database goes down after the match's read, as the parts are written: the home
     # part commits, the far one cannot, and the answer is a 503.
-    far = store.db(far_url)
+    far = store.router.db(far_url)
     record = far.record
 
     async def crash_then_record(*args: Any, **kwargs: Any) -> Any:

@@ -64,7 +64,7 @@ async def test_a_window_freezes_once_across_databases_with_results_racing(
     stores = [make(urls) for _ in range(3)]  # three processes
     await stores[0].migrate()
     players = [f"p{i}" for i in range(24)]
-    assert len({stores[0].url_of(p) for p in players}) == len(stores[0].urls())  # all used
+    assert len({stores[0].url_of(p) for p in players}) == len(stores[0].router.urls())  # all used
     t = targets(DAY, WEEK)
     rng = random.Random(7)
     outcomes: list[tuple[ResultRecord, RecordOutcome]] = []

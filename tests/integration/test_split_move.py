@@ -15,13 +15,12 @@ from typer.testing import CliRunner
 
 from podium.cli import app
 from podium.domain.boards import BoardSpec
-from podium.domain.models import Profile, RecordOutcome, ResultRecord, Target
+from podium.domain.models import MatchQuery, Profile, RecordOutcome, ResultRecord, Target
 from podium.domain.sharding import bucket_of
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import InvalidInput, StoreUnavailable
 from podium.store.postgres import PostgresStore
 from podium.store.split import SplitStore
-from podium.store.split.move import move_bucket
 from tests.contract.conftest import postgres_databases  # noqa: F401 (a fixture)
 
 T0 = 1_792_800_000
@@ -50,11 +49,38 @@ async def test_sql_bucket_is_the_domains(
         *(secrets.token_urlsafe(rng.randint(1, 40)) for _ in range(200)),
     ]
     try:
-        got = await store.home.run(
+        got = await store.router.home.run(
             lambda c: c.fetch("SELECT p, podium_bucket(p) AS b FROM unnest($1::text[]) AS p", ids),
             tx=False,
         )
         assert {r["p"]: r["b"] for r in got} == {p: bucket_of(p) for p in ids}
+    finally:
+        await store.close()
+
+
+async def test_a_move_copies_every_table_the_players_own(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+) -> None:
+    """The tables a move copies are read from the catalog (the ones the bucket fence
+    guards): every table with a player id but the outbox (delivered from where its rows were
+    written) and final standings (the home's). A table added for players without the fence
+    fails here."""
+    [home, other] = await postgres_databases(2)
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    try:
+        for url in (home, other):
+            db = store.router.db(url)
+            rows = await db.run(
+                lambda c: c.fetch(
+                    "SELECT table_name FROM information_schema.columns "
+                    "WHERE column_name = 'player_id' AND table_schema = current_schema()"
+                ),
+                tx=False,
+            )
+            owned = {r["table_name"] for r in rows} - {"outbox", "final_standings"}
+            assert set(await db.bucket_tables()) == owned
+            assert owned >= {"results", "tallies", "profiles", "friends", "bans"}
     finally:
         await store.close()
 
@@ -81,7 +107,9 @@ async def test_a_bucket_moves_while_results_keep_arriving(
         p = (moving + staying)[i % (len(moving) + len(staying))]
         r = ResultRecord(p, f"m{i}", "k1", "ranked", T0 + 100, 300, rng.randint(1, 9))
         if i % 3:  # as the service does: a read first, then the write from it
-            opened = await s.open_match(r.match_id, "k1", NOW, [p], "ranked", 0, None, TARGETS)
+            opened = await s.open_match(
+                MatchQuery(r.match_id, "k1", NOW, [p], "ranked", 0, None, TARGETS)
+            )
             out = await s.record(r, TARGETS, NOW, None, opened.handle(p))
         else:
             out = await s.record(r, TARGETS, NOW, None)
@@ -116,7 +144,7 @@ async def test_a_bucket_moves_while_results_keep_arriving(
     async def mover() -> bool:
         await asyncio.sleep(0.3)
         try:
-            return await move_bucket(stores[0], bucket, new, grace_s=0.3)
+            return await stores[0].move_bucket(bucket, new, grace_s=0.3)
         finally:
             await asyncio.sleep(0.3)
             stop.set()
@@ -137,7 +165,7 @@ async def test_a_bucket_moves_while_results_keep_arriving(
             profiles = await s.all_profiles("", 100)
             assert [p.player_id for p, _ in profiles] == sorted(moving)
         assert fresh.url_of(moving[0]) == new and fresh.url_of(staying[0]) != new
-        assert new in fresh.urls()
+        assert new in fresh.router.urls()
         await fresh.close()
         # The source holds none of them any more, and refuses a write of them by an old map.
         old = PostgresStore.from_url(source)
@@ -148,9 +176,9 @@ async def test_a_bucket_moves_while_results_keep_arriving(
                 await old.record(r, TARGETS, NOW, None)
         finally:
             await old.close()
-        assert not await move_bucket(stores[1], bucket, new)  # there already
+        assert not await stores[1].move_bucket(bucket, new)  # there already
         with pytest.raises(InvalidInput):
-            await move_bucket(stores[1], 4096, new)
+            await stores[1].move_bucket(4096, new)
     finally:
         for s in stores:
             await s.close()
@@ -184,7 +212,7 @@ async def test_the_command_line_moves_a_bucket(
         done = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--config", str(conf)])
         assert done.exit_code == 0, done.output
         assert f"bucket 7 moved to {new}" in done.output
-        await store.refresh_map()
+        await store.router.refresh_map()
         assert store.url_of(p) == new
         assert await store.profiles([p]) == {p: Profile(p, "seven")}
         again = await asyncio.to_thread(CliRunner().invoke, app, [*args, "--config", str(conf)])
@@ -205,15 +233,15 @@ async def test_a_move_that_cannot_drain_is_undone(
     await store.set_profile(Profile(p, "seven"), NOW)
     try:
         with pytest.raises(StoreUnavailable, match=r"did not move.*did not drain"):
-            await move_bucket(store, 7, new, grace_s=0, drain_timeout_s=0.3)
-        await store.refresh_map()
+            await store.move_bucket(7, new, grace_s=0, drain_timeout_s=0.3)
+        await store.router.refresh_map()
         assert store.url_of(p) == source  # the map still names the source
         # and the source takes the bucket's writes again, at once
         out = await store.record(
             ResultRecord(p, "m-after", "k", "ranked", T0 + 100, 60, 5), TARGETS, NOW, None
         )
         assert isinstance(out, RecordOutcome) and out.totals == {"week": 5}
-        moving = await store.home.run(
+        moving = await store.router.home.run(
             lambda c: c.fetchval("SELECT moving_to FROM bucket_map WHERE bucket = 7"), tx=False
         )
         assert moving is None
@@ -230,11 +258,11 @@ async def test_a_move_killed_halfway_is_undone_by_abort(
     record = ResultRecord(p, "m1", "k", "ranked", T0 + 100, 60, 5)
     # a mover killed while it waited for the outbox to drain: the bucket fenced, marked
     await store.set_profile(Profile(p, "seven"), NOW)
-    mover = asyncio.create_task(move_bucket(store, 7, new, grace_s=0, drain_timeout_s=60))
+    mover = asyncio.create_task(store.move_bucket(7, new, grace_s=0, drain_timeout_s=60))
 
     async def fenced() -> bool:
         return bool(
-            await store.db(store.url_of(p)).run(
+            await store.router.db(store.url_of(p)).run(
                 lambda c: c.fetchval("SELECT count(*) FROM bucket_fences"), tx=False
             )
         )

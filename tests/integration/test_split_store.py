@@ -11,7 +11,7 @@ import pytest
 from podium import bootstrap
 from podium.config import parse
 from podium.domain.boards import BoardSpec
-from podium.domain.models import Change, Profile, ResultRecord, Target
+from podium.domain.models import Change, MatchQuery, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import ConfigError
 from podium.store.postgres import PostgresStore
@@ -67,7 +67,7 @@ async def test_pages_of_every_player_count_a_copied_bucket_once(
         for p in players[::3]:
             copies.setdefault(home if store.url_of(p) == other else other, []).append(p)
         for url, ids in copies.items():
-            await store.db(url).run(
+            await store.router.db(url).run(
                 lambda c, ids=ids: c.execute(  # type: ignore[misc]
                     "INSERT INTO profiles (player_id, name, version) "
                     "SELECT p, 'stale', 9 FROM unnest($1::text[]) AS p",
@@ -75,7 +75,7 @@ async def test_pages_of_every_player_count_a_copied_bucket_once(
                 ),
                 tx=False,
             )
-            await store.db(url).run(
+            await store.router.db(url).run(
                 lambda c, ids=ids: c.execute(  # type: ignore[misc]
                     "INSERT INTO tallies (board, window_id, player_id, total, reached_at, "
                     "version) SELECT 'day', $2, p, 99, 0, 9 FROM unnest($1::text[]) AS p",
@@ -110,22 +110,28 @@ async def test_a_record_on_another_database_claims_its_match_if_the_claim_is_gon
         players = [f"p{i}" for i in range(100) if store.url_of(f"p{i}") == other]
         matches = [f"m{i}" for i in range(100) if store.url_of(f"m{i}") == home]
         for p, m in zip(players[:2], matches[:2], strict=True):
-            first = await store.open_match(m, "k1", NOW, [p], "ranked", 5, None, TARGETS)
-            second = await store.open_match(m, "k1", NOW + 1, [p], "ranked", 5, None, TARGETS)
+            first = await store.open_match(
+                MatchQuery(m, "k1", NOW, [p], "ranked", 5, None, TARGETS)
+            )
+            second = await store.open_match(
+                MatchQuery(m, "k1", NOW + 1, [p], "ranked", 5, None, TARGETS)
+            )
             assert first.claimed and not second.claimed
             assert await store.release_match(m, "k1", NOW)
             handle = first.handle(p) if m == matches[0] else second.handle(p)
             r = ResultRecord(p, m, "k1", "ranked", T0 + 100, 300, 4)
             await store.record(r, TARGETS, NOW, None, handle)
-            again = await store.open_match(m, "k2", NOW + 2, [], "ranked", 5, None)
+            again = await store.open_match(MatchQuery(m, "k2", NOW + 2, [], "ranked", 5, None))
             assert (again.owner, again.claimed) == ("k1", False)
         # and the claiming call's own record, with nothing released, writes no claim there
         # (it is there already): the match is still the first key's
         p, m = players[2], matches[2]
-        opened = await store.open_match(m, "k1", NOW, [p], "ranked", 5, None, TARGETS)
+        opened = await store.open_match(MatchQuery(m, "k1", NOW, [p], "ranked", 5, None, TARGETS))
         r = ResultRecord(p, m, "k1", "ranked", T0 + 100, 300, 4)
         await store.record(r, TARGETS, NOW, None, opened.handle(p))
-        assert (await store.open_match(m, "k2", NOW, [], "ranked", 5, None)).owner == "k1"
+        assert (
+            await store.open_match(MatchQuery(m, "k2", NOW, [], "ranked", 5, None))
+        ).owner == "k1"
     finally:
         await store.close()
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from podium.domain.boards import Tally
+from podium.domain.boards import BoardSpec, Tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,27 @@ class ResultRecord:
             other.duration_s,
             other.points,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class MatchQuery:
+    """The first step of recording a match (``Results.open_match``): the claim of
+    ``match_id`` for ``key_id`` at ``now`` (with ``ended_at`` and ``duration_s``, the facts
+    that fix the match, with ``mode``), and what the checks before its writes read of each
+    player: their result in the match, their last ``recent`` points in ``mode``, unless
+    ``since`` is None the count of their results in ``mode`` since then, and with
+    ``targets``, the state a record of those targets starts from (the store's handle)."""
+
+    match_id: str
+    key_id: str
+    now: float
+    player_ids: Sequence[str]
+    mode: str
+    recent: int = 0
+    since: float | None = None
+    targets: Sequence[tuple[Target, BoardSpec]] = ()
+    ended_at: int | None = None
+    duration_s: int | None = None
 
 
 PROFILE_CHANGE = ""  # the board column of an outbox row that carries a profile change

@@ -19,6 +19,7 @@ from podium.domain.models import (
     FinalEntry,
     Flagged,
     FrozenWindow,
+    MatchQuery,
     Profile,
     ProfileChange,
     RecordOutcome,
@@ -109,27 +110,15 @@ class Results(Protocol):
     """Results and the totals they fold into. Each ``record`` is one transaction on one
     player (the store is split by player)."""
 
-    async def open_match(
-        self,
-        match_id: str,
-        key_id: str,
-        now: float,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-        *,
-        ended_at: int | None = None,
-        duration_s: int | None = None,
-    ) -> MatchRead:
-        """Record that ``key_id`` owns ``match_id`` unless someone already does (that claim
-        is its own transaction, committed whatever follows; with ``ended_at`` and
+    async def open_match(self, query: MatchQuery) -> MatchRead:
+        """Record that ``query.key_id`` owns ``query.match_id`` unless someone already does
+        (that claim is its own transaction, committed whatever follows; with ``ended_at`` and
         ``duration_s`` it fixes the match's facts, with ``mode``), and read what the checks
-        need: who owns the match and its facts, the results stored for ``match_id``, the last
+        need: who owns the match and its facts, the results stored for the match, the last
         ``recent`` points of each player in ``mode`` (by endedAt), and unless ``since`` is
         None, the count of their results in ``mode`` since then. With ``targets``, also a
-        handle per player for ``record``."""
+        handle per player for ``record``, where the store has one (a store that writes a
+        record from what this read saw saves the record its own read)."""
         ...
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:

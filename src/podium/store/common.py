@@ -156,12 +156,12 @@ def tally_columns(r: Row) -> Tally:
 
 
 async def standings_by_player(
-    page: Callable[[str], Awaitable[Sequence[Row]]],
+    page: Callable[[str], Awaitable[Sequence[Standing]]],
 ) -> AsyncIterator[list[Standing]]:
-    """Every row of a tally query in keyset pages by player id: ``page(after)`` reads the
-    next page after that id (``""`` first), each page its own read, so that a slow consumer
-    holds nothing between them."""
+    """Every stored tally of a window in keyset pages by player id: ``page(after)`` reads
+    the next page after that id (``""`` first), each page its own read, so that a slow
+    consumer holds nothing between them."""
     after = ""
-    while rows := await page(after):
-        yield [standing_of(r) for r in rows]
-        after = rows[-1]["player_id"]
+    while rows := list(await page(after)):
+        yield rows
+        after = rows[-1].player_id

@@ -3,11 +3,15 @@
 ``pool.py`` holds the pools and the one way every port runs its statements, ``errors.py``
 the one table that sorts the driver's errors into outages and bugs, ``locks.py`` the
 advisory lock scheme; each port is a module of its own (``credentials``, ``record`` with
-its statements in ``record_sql``, ``outbox``, ``players``, ``windows``).
+its statements in ``record_sql``, ``outbox``, ``players``, ``windows``). ``buckets`` holds
+what a store split by player (``store/split``) asks of each of its databases beyond the ports:
+the bucket map and a bucket's move; the freeze's two steps and the claims across databases are
+in ``windows`` and ``record``.
 """
 
 from __future__ import annotations
 
+from podium.store.postgres.buckets import Buckets
 from podium.store.postgres.credentials import Credentials
 from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
@@ -17,7 +21,7 @@ from podium.store.postgres.windows import Windows
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(Credentials, Results, Outbox, Players, Windows):
+class PostgresStore(Credentials, Results, Outbox, Players, Windows, Buckets):
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
         """Does not connect: the pools open on first use, so a store can be built anywhere."""

@@ -23,6 +23,9 @@ MIGRATE = 0x706F6469756D  # b"podium"
 RECORD_NS = 0x7064_0001
 FRIENDS_NS = 0x7064_0002
 WINDOW_NS = 0x7064_0003
+# A match id's lock on its database, in a store split by player: the claim written again after
+# a record elsewhere and the release of a claim queue on it (``record.Results.reclaim_match``).
+MATCH_NS = 0x7064_0010
 
 
 def player_key(player_id: str) -> int:

@@ -93,6 +93,17 @@ class Outbox(Database):
         )
         return [str(r["player_id"]) for r in rows]
 
+    async def outbox_rows_of(self, player_ids: Sequence[str]) -> int:
+        """How many outbox rows of these players are here, not yet applied: what the move of
+        a bucket waits to see drain (``store/split/move.py``)."""
+        n = await self._run(
+            lambda c: c.fetchval(
+                "SELECT count(*) FROM outbox WHERE player_id = ANY($1::text[])", list(player_ids)
+            ),
+            tx=False,
+        )
+        return int(n)
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         [r] = await self._fetch("SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox")
         return int(r["n"]), (now - r["oldest"]) if r["oldest"] is not None else 0.0

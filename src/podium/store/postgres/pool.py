@@ -33,6 +33,20 @@ T = TypeVar("T")
 
 _ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
 
+# Where the applied migrations of a part are noted (create, the versions applied, note one):
+# the store's own, and the parts of a split store's (a column says which), which came later.
+_STORE_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY)",
+    "SELECT version FROM schema_migrations",
+    "INSERT INTO schema_migrations VALUES ($1)",
+)
+_SPLIT_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS split_migrations "
+    "(part text NOT NULL, version integer NOT NULL, PRIMARY KEY (part, version))",
+    "SELECT version FROM split_migrations WHERE part = $1",
+    "INSERT INTO split_migrations VALUES ($1, $2)",
+)
+
 
 def pairs(targets: Sequence[Target]) -> tuple[list[str], list[str]]:
     """Board windows as two parallel arrays (``unnest($2::text[], $3::text[])``)."""
@@ -164,23 +178,32 @@ class Database:
                 raise failure from e
 
     async def run(self, fn: Callable[[Conn], Awaitable[T]], *, tx: bool = True) -> T:
-        """``fn`` on a pooled connection, with this database's retries and error table: for
-        a store built over several of these (``store.split``), whose statements span them."""
+        """``fn`` on a pooled connection, with this database's retries and error table: a
+        look past the ports, for tests and scripts (podium itself, the split store included,
+        runs every statement through a named method)."""
         return await self._run(fn, tx=tx)
 
     async def migrate(self) -> None:
+        await self.migrate_part("postgres")
+
+    async def migrate_part(self, part: str) -> None:
+        """The migrations in ``sql/<part>/`` not applied yet, each noted in its part's
+        ledger: the store's own (``postgres``), or on a database of a store split by player,
+        the split's (``split`` on each of them, ``split_home`` on its home)."""
+        own = part == "postgres"
+        create, applied, note = _STORE_LEDGER if own else _SPLIT_LEDGER
+        key = () if own else (part,)
+
         async def run(c: Conn) -> None:
             # Taken before anything else: two migrators racing on an empty database would
-            # otherwise both try to create schema_migrations.
+            # otherwise both try to create the ledger.
             await c.execute("SELECT pg_advisory_xact_lock($1)", MIGRATE)
-            await c.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY)"
-            )
-            done = {r["version"] for r in await c.fetch("SELECT version FROM schema_migrations")}
-            for version, sql in migrations("postgres"):
+            await c.execute(create)
+            done = {r["version"] for r in await c.fetch(applied, *key)}
+            for version, sql in migrations(part):
                 if version not in done:
                     await c.execute(sql)  # no arguments: the simple protocol runs every statement
-                    await c.execute("INSERT INTO schema_migrations VALUES ($1)", version)
+                    await c.execute(note, *key, version)
 
         await self._run(run)
 

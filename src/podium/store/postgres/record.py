@@ -12,13 +12,20 @@ through ``recording.plan_record``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import asyncpg
 
 from podium.domain.boards import BoardSpec, Tally
-from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
+from podium.domain.models import (
+    Flagged,
+    MatchQuery,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
 from podium.domain.windows import GROUP_SEP
 from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.recording import (
@@ -43,9 +50,11 @@ from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
+    HAS_RESULTS,
     OPEN_MATCH,
     PAIRS,
     PRIOR,
+    RECLAIM,
     RECORD_READ,
     RECORD_SEEN,
     RECORD_WRITE,
@@ -57,64 +66,78 @@ if TYPE_CHECKING:
 
 
 class Results(Database):
-    async def open_match(
-        self,
-        match_id: str,
-        key_id: str,
-        now: float,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-        *,
-        ended_at: int | None = None,
-        duration_s: int | None = None,
-    ) -> MatchRead:
-        facts = (ended_at, duration_s)
-        if not player_ids:  # the read has a row per player, and so nowhere to put the owner
+    async def open_match(self, query: MatchQuery) -> MatchRead:
+        q = query
+        facts = (q.ended_at, q.duration_s)
+        if not q.player_ids:  # the read has a row per player, and so nowhere to put the owner
 
             async def claim(c: Conn) -> Claim:
-                row = await c.fetchrow(CLAIM, match_id, key_id, float(now), mode, *facts)
+                row = await c.fetchrow(CLAIM, q.match_id, q.key_id, float(q.now), q.mode, *facts)
                 assert row is not None
-                return await _claim(c, match_id, row)
+                return await _claim(c, q.match_id, row)
 
             got = await self._run(claim, tx=False)
             return MatchRead(got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts)
-        args = _prior_args(player_ids, match_id, mode, recent, since, targets)
 
         async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
-            rows = await c.fetch(OPEN_MATCH, *args, key_id, float(now), *facts)
-            return await _claim(c, match_id, rows[0]), rows
+            rows = await c.fetch(OPEN_MATCH, *_prior_args(q), q.key_id, float(q.now), *facts)
+            return await _claim(c, q.match_id, rows[0]), rows
 
         # One autocommitted statement: the claim commits with it, as it would on its own.
         # On the writes' pool: it is the first step of a match's writes, and comes in bursts
         # with them, which the board reads should not queue behind.
         got, rows = await self._run(run, tx=False)
-        return _match_read(rows, match_id, targets, got.owner, got.claimed, got.facts)
+        return _match_read(rows, q, got.owner, got.claimed, got.facts)
 
-    async def read_players(
-        self,
-        match_id: str,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-    ) -> MatchRead:
-        """``open_match``'s read of these players, claiming nothing (its owner is ""): for a
-        store split across databases, whose match claims live on another database."""
-        if not player_ids:
+    async def read_players(self, query: MatchQuery) -> MatchRead:
+        """``open_match``'s read of the query's players, claiming nothing (its owner is ""):
+        for a store split across databases, whose match claims live on another database."""
+        if not query.player_ids:
             return MatchRead("", {}, {}, {})
-        args = _prior_args(player_ids, match_id, mode, recent, since, targets)
-        rows = await self._run(lambda c: c.fetch(PRIOR, *args), tx=False)
-        return _match_read(rows, match_id, targets, "", False, None)
+        rows = await self._run(lambda c: c.fetch(PRIOR, *_prior_args(query)), tx=False)
+        return _match_read(rows, query, "", False, None)
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
         status = await self._run(
             lambda c: c.execute(RELEASE, match_id, key_id, float(claimed_at)), tx=False
         )
         return bool(status == "DELETE 1")
+
+    # -- what a store split by player asks of the database a match id maps to --------------
+
+    async def release_match_unless(
+        self,
+        match_id: str,
+        key_id: str,
+        claimed_at: float,
+        recorded_elsewhere: Callable[[], Awaitable[bool]],
+    ) -> bool:
+        """``release_match`` under the match's lock (the one ``reclaim_match`` takes),
+        unless ``recorded_elsewhere``, asked while the lock is held, finds a result of the
+        match on another database."""
+
+        async def run(c: Conn) -> bool:
+            await c.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)", locks.MATCH_NS, locks.player_key(match_id)
+            )
+            if await recorded_elsewhere():
+                return False
+            status = await c.execute(RELEASE, match_id, key_id, float(claimed_at))
+            return bool(status == "DELETE 1")
+
+        return await self._run(run)
+
+    async def reclaim_match(self, result: ResultRecord, now: float) -> None:
+        """The claim of ``result``'s match for its key, unless the match has one, under the
+        match's lock: written after the record committed on the player's database."""
+        r = result
+        key = locks.player_key(r.match_id)
+        args = (r.match_id, r.key_id, float(now), r.mode, r.ended_at, r.duration_s)
+        await self._run(lambda c: c.execute(RECLAIM, locks.MATCH_NS, key, *args), tx=False)
+
+    async def has_results(self, match_id: str) -> bool:
+        """Whether this database holds a result of the match."""
+        return bool(await self._run(lambda c: c.fetchval(HAS_RESULTS, match_id), tx=False))
 
     async def record(
         self,
@@ -178,36 +201,29 @@ class Results(Database):
         return [flagged_of(r) for r in rows]
 
 
-def _prior_args(
-    player_ids: Sequence[str],
-    match_id: str,
-    mode: str,
-    recent: int,
-    since: float | None,
-    targets: Sequence[tuple[Target, BoardSpec]],
-) -> list[object]:
+def _prior_args(q: MatchQuery) -> list[object]:
     """The parameters $1-$10 of ``PRIOR`` (and of ``OPEN_MATCH``, before its claim's)."""
-    boards, windows = pairs([t for t, _ in targets])
-    grouped = [spec.group_by is not None for _, spec in targets]
-    ids = list(player_ids)
-    return [ids, match_id, mode, recent, since, boards, windows, grouped, GROUP_SEP, UNKNOWN_GROUP]
+    boards, windows = pairs([t for t, _ in q.targets])
+    grouped = [spec.group_by is not None for _, spec in q.targets]
+    ids = list(q.player_ids)
+    return [ids, q.match_id, q.mode, q.recent, q.since, boards, windows, grouped, GROUP_SEP,
+            UNKNOWN_GROUP]  # fmt: skip
 
 
 def _match_read(
     rows: Sequence[Row],
-    match_id: str,
-    targets: Sequence[tuple[Target, BoardSpec]],
+    q: MatchQuery,
     owner: str,
     claimed: bool,
     facts: MatchFacts | None,
 ) -> MatchRead:
     """The rows of ``PRIOR`` or ``OPEN_MATCH`` (one per player) as the read the checks need."""
-    existing = {r["p"]: _result(r, match_id) for r in rows if r["key_id"] is not None}
+    existing = {r["p"]: _result(r, q.match_id) for r in rows if r["key_id"] is not None}
     handles: dict[str, RecordHandle] = {}
-    if targets:
+    if q.targets:
         for r in rows:
             if r["p"] not in existing:
-                placed = place_in_groups(targets, r["country"])
+                placed = place_in_groups(q.targets, r["country"])
                 frozen, tallies = _target_state(placed, r)
                 n, oldest = r["n"], r["oldest"]
                 handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)

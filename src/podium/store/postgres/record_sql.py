@@ -82,6 +82,18 @@ RELEASE = (
     "AND NOT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
 )
 
+# The claim written again, in a store split by player, on the match id's database after the
+# record committed on the player's: under the match's lock ($1, $2), so that a release
+# either saw the record's result or ran wholly before (and is undone here).
+RECLAIM = (
+    "INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, duration_s) "
+    "SELECT $3, $4, $5, $6, $7, $8 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS l "
+    "ON CONFLICT (match_id) DO NOTHING"
+)
+# Whether any database of a split store holds a result of a match (what a release asks of
+# the databases apart from the claim's).
+HAS_RESULTS = "SELECT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
+
 # The checks before a match's writes, for every player (p) in one statement: the result this
 # match already has (key_id ... points), the last $4 points in the mode (recent), the count
 # and oldest of results since $5 (n, oldest), the country, and with targets ($6-$8, grouped

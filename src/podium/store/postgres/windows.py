@@ -10,14 +10,12 @@ takes it before it knows the player's group.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
-
-import asyncpg
 
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
-from podium.domain.plans import plan_freeze
+from podium.domain.plans import FreezePlan, plan_freeze
 from podium.domain.windows import Window
 from podium.store.common import (
     FINAL_COLS,
@@ -25,6 +23,7 @@ from podium.store.common import (
     TALLY_COLS,
     final_of,
     frozen_of,
+    standing_of,
     standings_by_player,
     tally_of,
 )
@@ -35,21 +34,31 @@ if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
 
+# A board's frozen windows (on a database of a split store, its fences too: ``NOT fence``
+# leaves them out).
+FROZEN = f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1"
+
+
 class Windows(Database):
     def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
-        def page(after: str) -> Awaitable[list[asyncpg.Record]]:
-            return self._fetch(
-                f"SELECT {TALLY_COLS} FROM tallies WHERE board = $1 AND window_id = $2 "
-                "AND player_id > $3 ORDER BY player_id LIMIT $4",
-                board,
-                window,
-                after,
-                batch,
-            )
+        return standings_by_player(lambda after: self.standings_page(board, window, after, batch))
 
-        return standings_by_player(page)
+    async def standings_page(
+        self, board: str, window: str, after: str, limit: int
+    ) -> list[Standing]:
+        """Up to ``limit`` stored tallies of one board window, by player id, from the first
+        id after ``after``: a page of ``standings``."""
+        rows = await self._fetch(
+            f"SELECT {TALLY_COLS} FROM tallies WHERE board = $1 AND window_id = $2 "
+            "AND player_id > $3 ORDER BY player_id LIMIT $4",
+            board,
+            window,
+            after,
+            limit,
+        )
+        return [standing_of(r) for r in rows]
 
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         ids = list(set(player_ids))
@@ -74,10 +83,7 @@ class Windows(Database):
         return await self._run(lambda c: _freeze(c, board, window, keep, now))
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
-        rows = await self._fetch(
-            f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1", board
-        )
-        return {r["window_id"]: frozen_of(r) for r in rows}
+        return {r["window_id"]: frozen_of(r) for r in await self._fetch(FROZEN, board)}
 
     async def final_page(self, board: str, window: str, first: int, last: int) -> list[FinalEntry]:
         rows = await self._fetch(
@@ -110,6 +116,72 @@ class Windows(Database):
             checksum,
         )
 
+    # -- a freeze in two steps, on the databases of a store split by player -----------------
+    # (``store/split/windows.py``: every database fences the window, then the home decides;
+    # ``sql/split/001_fence.sql`` adds the fence column.)
+
+    async def fence_window(self, board: str, window_id: str, now: float) -> list[tuple[str, Tally]]:
+        """In one transaction under the window's lock: a fence row for the window (unless
+        one is there, or the window is decided here), which every record here refuses to
+        fold into; then the window's tallies here, final from now on."""
+
+        async def run(c: Conn) -> list[tuple[str, Tally]]:
+            await lock_window(c, board, window_id)
+            await c.execute(
+                "INSERT INTO frozen_windows (board, window_id, frozen_at, players, fence) "
+                "VALUES ($1, $2, $3, 0, true) ON CONFLICT (board, window_id) DO NOTHING",
+                board,
+                window_id,
+                float(now),
+            )
+            return await window_tallies(c, board, window_id)
+
+        return await self._run(run)
+
+    async def decide_freeze(self, board: str, window_id: str, plan: FreezePlan, now: float) -> bool:
+        """On the home database, in one transaction under the window's lock: the window
+        frozen with the plan's final standings, or False if another freezer decided first
+        (exactly once)."""
+
+        async def run(c: Conn) -> bool:
+            await lock_window(c, board, window_id)
+            decided = await c.fetchval(
+                "INSERT INTO frozen_windows (board, window_id, frozen_at, players, fence) "
+                "VALUES ($1, $2, $3, $4, false) ON CONFLICT (board, window_id) DO UPDATE SET "
+                "frozen_at = excluded.frozen_at, players = excluded.players, fence = false "
+                "WHERE frozen_windows.fence RETURNING 1",
+                board,
+                window_id,
+                float(now),
+                plan.players,
+            )
+            if decided is None:
+                return False
+            await write_final_standings(c, board, window_id, plan.final)
+            return True
+
+        return await self._run(run)
+
+    # These two run on the writes' pool, with the freeze's other statements: a process that
+    # only freezes and records opens no pool of reads on the home for them.
+
+    async def decided(self, board: str, window_id: str) -> bool:
+        """Whether the window is frozen here, not only fenced."""
+        found = await self._run(
+            lambda c: c.fetchval(
+                "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2 AND NOT fence",
+                board,
+                window_id,
+            ),
+            tx=False,
+        )
+        return found is not None
+
+    async def decided_windows(self, board: str) -> dict[str, FrozenWindow]:
+        """``frozen`` without the fences: the windows frozen here, by window id."""
+        rows = await self._run(lambda c: c.fetch(f"{FROZEN} AND NOT fence", board), tx=False)
+        return {r["window_id"]: frozen_of(r) for r in rows}
+
 
 async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: float) -> bool:
     """Inside the caller's transaction, under the window's exclusive lock: execute
@@ -130,9 +202,6 @@ async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: floa
     )
     await write_final_standings(c, spec.name, window.id, plan.final)
     return True
-
-
-# The freeze's steps on one database, shared with the split store's (store/split/windows.py).
 
 
 async def lock_window(c: Conn, board: str, window_id: str) -> None:

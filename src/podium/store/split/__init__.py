@@ -17,23 +17,36 @@ Where things live:
 Every port either routes by player (or match id) or asks every database in parallel and
 merges: by player id for the whole copies (standings for rebuilds, profiles), newest first
 for review, in board order where a board is ranked (``plan_freeze``). A bucket moves to
-another database with ``move.move_bucket`` while results keep arriving.
+another database (``move.py``) while results keep arriving.
+
+This package only routes and merges: each port is a part (``results``, ``outbox``,
+``players``, ``windows``, ``move``) over the one ``routing.Router``, and every statement it
+runs on a database is a method of that database's ``PostgresStore`` (``store/postgres``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podium.store.split.move import abort_move, move_bucket
+from podium.store.split.move import Moves
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
 from podium.store.split.results import Results
+from podium.store.split.routing import Router
 from podium.store.split.windows import Windows
 
 __all__ = ["SplitStore"]
 
 
-class SplitStore(Credentials, Results, Outbox, Players, Windows):
+class SplitStore(Credentials, Results, Outbox, Players, Windows, Moves):
+    """Every port, each a part over one ``Router`` (``self.router``: the databases and the
+    bucket map), which the parts share and nothing else of theirs."""
+
+    def __init__(
+        self, home: str, shards: Sequence[str], *, pool_size: int = 10, read_pool_size: int = 10
+    ) -> None:
+        super().__init__(Router(home, shards, pool_size=pool_size, read_pool_size=read_pool_size))
+
     @classmethod
     def from_urls(
         cls, home: str, shards: Sequence[str], pool_size: int = 10, read_pool_size: int = 10
@@ -41,12 +54,16 @@ class SplitStore(Credentials, Results, Outbox, Players, Windows):
         """Does not connect: each database's pools open on first use."""
         return cls(home, shards, pool_size=pool_size, read_pool_size=read_pool_size)
 
-    async def move_bucket(
-        self, bucket: int, to: str, *, grace_s: float = 10.0, drain_timeout_s: float = 30.0
-    ) -> bool:
-        """Move one bucket of players to the database at ``to`` (``move.move_bucket``)."""
-        return await move_bucket(self, bucket, to, grace_s=grace_s, drain_timeout_s=drain_timeout_s)
+    async def migrate(self) -> None:
+        await self.router.migrate()
 
-    async def abort_move(self, bucket: int) -> bool:
-        """Undo a move of ``bucket`` that stopped before the map named its target."""
-        return await abort_move(self, bucket)
+    async def ping(self) -> None:
+        await self.router.ping()
+
+    async def close(self) -> None:
+        await self.router.close()
+
+    def url_of(self, key: str) -> str:
+        """The URL of the database a player id or a match id lives on (once the map is
+        read: after ``migrate`` or any other call)."""
+        return self.router.url_of(key)

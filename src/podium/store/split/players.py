@@ -13,75 +13,55 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from podium.domain.models import ApiKey, Profile
-from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of
-from podium.store.split.routing import Routed, gather_all, merged_pages
+from podium.store.common import ProfilesFromVersions
+from podium.store.split.routing import Part
 
 
-class Credentials(Routed):
+class Credentials(Part):
     async def add_key(self, key: ApiKey) -> None:
-        await self.home.add_key(key)
+        await self.router.home.add_key(key)
 
     async def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        return await self.home.key_by_hash(key_hash)
+        return await self.router.home.key_by_hash(key_hash)
 
     async def list_keys(self) -> list[ApiKey]:
-        return await self.home.list_keys()
+        return await self.router.home.list_keys()
 
     async def revoke_key(self, key_id: str, now: float) -> ApiKey | None:
-        return await self.home.revoke_key(key_id, now)
+        return await self.router.home.revoke_key(key_id, now)
 
 
-class Players(ProfilesFromVersions, Routed):
+class Players(ProfilesFromVersions, Part):
     async def set_profile(self, profile: Profile, now: float) -> int:
-        return await self.routed(profile.player_id, lambda db: db.set_profile(profile, now))
+        return await self.router.routed(profile.player_id, lambda db: db.set_profile(profile, now))
 
     async def versioned_profiles(self, player_ids: Sequence[str]) -> dict[str, tuple[Profile, int]]:
-        await self.ready()
-        groups = self.by_db(dict.fromkeys(player_ids))
-        parts = await gather_all(self.db(u).versioned_profiles(ids) for u, ids in groups.items())
+        parts = await self.router.by_player(player_ids, lambda db, ids: db.versioned_profiles(ids))
         return {p: v for part in parts for p, v in part.items()}
 
     async def all_profiles(self, after: str, limit: int) -> list[tuple[Profile, int]]:
-        await self.ready()
         if limit <= 0:
             return []
-
-        async def page(url: str, start: str) -> list[tuple[Profile, int]]:
-            rows = await self.db(url).run(
-                lambda c: c.fetch(
-                    f"SELECT {PROFILE_COLS} FROM profiles WHERE player_id > $1 "
-                    "ORDER BY player_id LIMIT $2",
-                    start,
-                    limit,
-                ),
-                tx=False,
-            )
-            return [profile_of(r) for r in rows]
-
-        return await merged_pages(
-            self.urls(),
-            page,
+        return await self.router.merged_pages(
+            lambda db, start: db.all_profiles(start, limit),
             lambda row: row[0].player_id,
-            lambda url, row: self.owns(url, row[0].player_id),
             limit,
             after,
         )
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
-        await self.routed(player_id, lambda db: db.set_friends(player_id, friends))
+        await self.router.routed(player_id, lambda db: db.set_friends(player_id, friends))
 
     async def friends(self, player_id: str) -> list[str]:
-        await self.ready()
-        return await self.of(player_id).friends(player_id)
+        await self.router.ready()
+        return await self.router.of(player_id).friends(player_id)
 
     async def ban(self, player_id: str, reason: str, now: float) -> None:
-        await self.routed(player_id, lambda db: db.ban(player_id, reason, now))
+        await self.router.routed(player_id, lambda db: db.ban(player_id, reason, now))
 
     async def unban(self, player_id: str) -> bool:
-        return await self.routed(player_id, lambda db: db.unban(player_id))
+        return await self.router.routed(player_id, lambda db: db.unban(player_id))
 
     async def banned(self, player_ids: Sequence[str]) -> set[str]:
-        await self.ready()
-        groups = self.by_db(dict.fromkeys(player_ids))
-        parts = await gather_all(self.db(u).banned(ids) for u, ids in groups.items())
+        parts = await self.router.by_player(player_ids, lambda db, ids: db.banned(ids))
         return set().union(*parts)

@@ -10,94 +10,69 @@ another database, the claim there is written again after the record commits, whi
 keeps a result from ever being stored without its owner once a concurrent rejection of the
 same key released the claim (``release_match`` and this re-claim take one lock on the match's
 database, and the release looks for results on every database while holding it). A record
-from the handle of an ``open_match`` that made the claim itself skips that (``ClaimedSeen``).
+from the handle of an ``open_match`` that made the claim itself skips that (``Claimed``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from podium.aio import gather_all
 from podium.domain.boards import BoardSpec
-from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
+from podium.domain.models import (
+    Flagged,
+    MatchQuery,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
 from podium.errors import PodiumError
 from podium.ports.store import MatchRead, RecordHandle
-from podium.store.common import Seen
-from podium.store.postgres import locks
-from podium.store.postgres.record_sql import RELEASE
-from podium.store.split.routing import Routed, gather_all
-
-if TYPE_CHECKING:
-    from podium.store.postgres.pool import Conn
+from podium.store.split.routing import Part, Router
 
 RELEASED_KEPT = 10_000  # the matches whose claim this store released, latest first kept
-MATCH_NS = 0x7064_0010  # the split's lock on a match id, on the match id's database
-
-# The claim again, after the record committed elsewhere: under the match's lock, so that a
-# release either saw this record's result or ran wholly before (and is undone here).
-RECLAIM = (
-    "INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, duration_s) "
-    "SELECT $3, $4, $5, $6, $7, $8 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS l "
-    "ON CONFLICT (match_id) DO NOTHING"
-)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class ClaimedSeen(Seen):
-    """A handle from an ``open_match`` that made the match's claim itself. No other request
-    can release that claim (a release names its claim's time, this call's), and this
-    request releases it only after its records, once no database holds a result of the
-    match: so a record from this handle need not write the claim again, which saves the
-    usual match its round trip to the claim's database, unless this store released a claim
-    of the match (``_released``: only the request that made it can). Equal to the same
-    ``Seen``."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Claimed(RecordHandle):
+    """The handle of a player's database (``inner``), from an ``open_match`` that made the
+    match's claim itself. No other request can release that claim (a release names its
+    claim's time, this call's), and this request releases it only after its records, once
+    no database holds a result of the match: so a record from this handle need not write
+    the claim again, which saves the usual match its round trip to the claim's database,
+    unless this store released a claim of the match (``_released``: only the request that
+    made it can)."""
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Seen):
-            return _fields(self) == _fields(other)
-        return NotImplemented
+    inner: RecordHandle
 
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _fields(h: Seen) -> tuple[object, ...]:
-    return (h.country, h.frozen, h.tallies, h.count, h.oldest)
-
-
-def _claimed(h: RecordHandle) -> RecordHandle:
-    if isinstance(h, Seen) and not isinstance(h, ClaimedSeen):
-        return ClaimedSeen(h.country, h.frozen, h.tallies, h.count, h.oldest)
-    return h
-
-
-class Results(Routed):
-    async def open_match(
+    def check(
         self,
-        match_id: str,
-        key_id: str,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
         now: float,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-        *,
-        ended_at: int | None = None,
-        duration_s: int | None = None,
-    ) -> MatchRead:
-        await self.ready()
-        claim_url = self.url_of(match_id)
-        groups = self.by_db(player_ids)
-        facts = {"ended_at": ended_at, "duration_s": duration_s}
+        hourly_cap: int | None,
+    ) -> None:
+        self.inner.check(result, targets, now, hourly_cap)
+
+
+class Results(Part):
+    def __init__(self, router: Router) -> None:
+        super().__init__(router)
+        self._released: dict[tuple[str, str], None] = {}  # (match, key): claims released here
+
+    async def open_match(self, query: MatchQuery) -> MatchRead:
+        r = self.router
+        await r.ready()
+        claim_url = r.url_of(query.match_id)
+        groups = r.by_db(query.player_ids)
         claim_ids = groups.pop(claim_url, [])
-        claim = self.db(claim_url).open_match(
-            match_id, key_id, now, claim_ids, mode, recent, since, targets, **facts
-        )
+        claim = r.db(claim_url).open_match(dataclasses.replace(query, player_ids=claim_ids))
         reads = [
-            self.db(u).read_players(match_id, ids, mode, recent, since, targets)
+            r.db(u).read_players(dataclasses.replace(query, player_ids=ids))
             for u, ids in groups.items()
         ]
         done = await asyncio.gather(claim, *reads, return_exceptions=True)
@@ -109,7 +84,7 @@ class Results(Routed):
             # key's, and the key's retry goes on with it).
             if isinstance(done[0], MatchRead) and done[0].claimed:
                 with contextlib.suppress(PodiumError):
-                    await self.release_match(match_id, key_id, now)
+                    await self.release_match(query.match_id, query.key_id, query.now)
             raise failures[0]
         parts = [d for d in done if isinstance(d, MatchRead)]
         head = parts[0]
@@ -121,32 +96,35 @@ class Results(Routed):
             counts.update(part.counts)
             handles.update(part.handles)
         if head.claimed:
-            handles = {p: _claimed(h) for p, h in handles.items()}
+            handles = {p: Claimed(h) for p, h in handles.items()}
         return MatchRead(
             head.owner, existing, recent_points, counts, handles, head.claimed, head.facts
         )
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
-        await self.ready()
-        claim_url = self.url_of(match_id)
-        others = [u for u in self.urls() if u != claim_url]
+        r = self.router
+        await r.ready()
+        claim_url = r.url_of(match_id)
+        others = [u for u in r.urls() if u != claim_url]
 
-        async def run(c: Conn) -> bool:
-            await c.execute(
-                "SELECT pg_advisory_xact_lock($1, $2)", MATCH_NS, locks.player_key(match_id)
+        async def recorded_elsewhere() -> bool:
+            return any(await gather_all(r.db(u).has_results(match_id) for u in others))
+
+        try:
+            released = await r.db(claim_url).release_match_unless(
+                match_id, key_id, claimed_at, recorded_elsewhere
             )
-            found = await gather_all(_has_results(self, u, match_id) for u in others)
-            if any(found):
-                return False
-            status = await c.execute(RELEASE, match_id, key_id, float(claimed_at))
-            if status != "DELETE 1":
-                return False
-            self._released[(match_id, key_id)] = None
-            while len(self._released) > RELEASED_KEPT:
-                del self._released[next(iter(self._released))]
-            return True
+        except BaseException:
+            self._remember_release(match_id, key_id)  # it may have committed: as if it did
+            raise
+        if released:
+            self._remember_release(match_id, key_id)
+        return released
 
-        return await self.db(claim_url).run(run)
+    def _remember_release(self, match_id: str, key_id: str) -> None:
+        self._released[(match_id, key_id)] = None
+        while len(self._released) > RELEASED_KEPT:
+            del self._released[next(iter(self._released))]
 
     async def record(
         self,
@@ -156,49 +134,33 @@ class Results(Routed):
         hourly_cap: int | None,
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
-        r = result
-        out = await self.routed(
-            r.player_id, lambda db: db.record(r, targets, now, hourly_cap, handle)
+        r, router = result, self.router
+        inner = handle.inner if isinstance(handle, Claimed) else handle
+        out = await router.routed(
+            r.player_id, lambda db: db.record(r, targets, now, hourly_cap, inner)
         )
-        mine = isinstance(handle, ClaimedSeen) and (r.match_id, r.key_id) not in self._released
-        if self.url_of(r.match_id) != self.url_of(r.player_id) and not mine:
+        mine = isinstance(handle, Claimed) and (r.match_id, r.key_id) not in self._released
+        if router.url_of(r.match_id) != router.url_of(r.player_id) and not mine:
             # On a replay too: the retry of a record whose re-claim failed completes it.
-            args = (r.match_id, r.key_id, float(now), r.mode, r.ended_at, r.duration_s)
-            key = locks.player_key(r.match_id)
-            await self.routed(
-                r.match_id,
-                lambda db: db.run(lambda c: c.execute(RECLAIM, MATCH_NS, key, *args), tx=False),
-            )
+            await router.routed(r.match_id, lambda db: db.reclaim_match(r, now))
         return out
 
     async def results_of(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
-        await self.ready()
-        parts = await gather_all(
-            self.db(u).results_of(match_id, ids) for u, ids in self.by_db(player_ids).items()
+        parts = await self.router.by_player(
+            player_ids, lambda db, ids: db.results_of(match_id, ids)
         )
         return {p: r for part in parts for p, r in part.items()}
 
     async def totals(self, player_id: str, targets: Sequence[Target]) -> dict[str, int]:
-        await self.ready()
-        return await self.of(player_id).totals(player_id, targets)
+        await self.router.ready()
+        return await self.router.of(player_id).totals(player_id, targets)
 
     async def player_standings(self, player_id: str) -> list[Standing]:
-        await self.ready()
-        return await self.of(player_id).player_standings(player_id)
+        await self.router.ready()
+        return await self.router.of(player_id).player_standings(player_id)
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
-        await self.ready()
-        urls = self.urls()
-        parts = await gather_all(self.db(u).flagged(modes, limit) for u in urls)
-        pairs = zip(urls, parts, strict=True)
-        rows = [f for u, part in pairs for f in part if self.owns(u, f.player_id)]
+        parts = await self.router.each(lambda db: db.flagged(modes, limit))
+        rows = [f for u, part in parts.items() for f in part if self.router.owns(u, f.player_id)]
         rows.sort(key=lambda f: f.recorded_at, reverse=True)
         return rows[:limit]
-
-
-async def _has_results(store: Routed, url: str, match_id: str) -> bool:
-    found = await store.db(url).run(
-        lambda c: c.fetchval("SELECT EXISTS (SELECT 1 FROM results WHERE match_id = $1)", match_id),
-        tx=False,
-    )
-    return bool(found)

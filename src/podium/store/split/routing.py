@@ -1,10 +1,11 @@
-"""Which database a player (or a match id) lives on, and the plumbing every port shares.
+"""Which database a player (or a match id) lives on: the ``Router`` every port of the split
+store shares, the one owner of the databases and the bucket map.
 
 The home database holds the bucket map (``bucket_map``: bucket -> database URL, 4,096 rows,
 ``domain.sharding.bucket_of``), read at start and cached; ``refresh_map`` reads it again
 (a move of a bucket says when). Every database is a ``PostgresStore`` of its own, with its
 own pools, retries and error table, so a driver error is already a ``podium.errors`` one
-when it gets here.
+when it gets here; everything the split runs on one is a method of it.
 """
 
 from __future__ import annotations
@@ -13,17 +14,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
+from podium.aio import gather_all
 from podium.domain.sharding import BUCKETS, bucket_of
 from podium.errors import ConfigError, StoreUnavailable, Unavailable
-from podium.store.common import migrations
 from podium.store.postgres import PostgresStore
 from podium.store.postgres.errors import MOVED
-from podium.store.postgres.locks import MIGRATE
-
-if TYPE_CHECKING:
-    from podium.store.postgres.pool import Conn
 
 log = logging.getLogger("podium.store")
 
@@ -43,21 +40,9 @@ def moved(e: BaseException) -> bool:
     return isinstance(e, StoreUnavailable) and getattr(e.__cause__, "sqlstate", None) == MOVED
 
 
-# An outbox row's handle here is (database index << 48) | its row id on that database.
+# An outbox row's handle here is (database index << 48) | its row id on that database
+# (``outbox.py``), so a process has at most 2**15 databases.
 HANDLE_BITS = 48
-_ROW = (1 << HANDLE_BITS) - 1
-
-
-async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
-    """Every awaitable to its end, then the first failure raised (so nothing is left
-    running behind a raised error), else the results in order."""
-    done = await asyncio.gather(*aws, return_exceptions=True)
-    out: list[T] = []
-    for d in done:
-        if isinstance(d, BaseException):
-            raise d
-        out.append(d)
-    return out
 
 
 def initial_map(shards: Sequence[str]) -> list[str]:
@@ -65,7 +50,7 @@ def initial_map(shards: Sequence[str]) -> list[str]:
     return [shards[b % len(shards)] for b in range(BUCKETS)]
 
 
-class Routed:
+class Router:
     """The databases, the bucket map, and routing by player or match id."""
 
     def __init__(
@@ -85,8 +70,6 @@ class Routed:
         self._moving: set[str] = set()  # databases a bucket is being copied to
         self._loaded = 0.0  # when the map was read (monotonic)
         self._loading = asyncio.Lock()
-        self._frozen_seen: dict[str, dict[str, Any]] = {}  # windows.py: the home's last word
-        self._released: dict[tuple[str, str], None] = {}  # results.py: claims released here
         for url in (home, *self._shard_urls):
             self.db(url)
 
@@ -168,16 +151,12 @@ class Routed:
     async def refresh_map(self) -> list[str]:
         """Read the bucket map again from the home database (none yet: the first
         assignment, which ``migrate`` writes)."""
-        rows = await self.home.run(
-            lambda c: c.fetch("SELECT bucket, db, moving_to FROM bucket_map ORDER BY bucket"),
-            tx=False,
-        )
         found = initial_map(self._shard_urls)
         moving = set()
-        for r in rows:
-            found[r["bucket"]] = r["db"]
-            if r["moving_to"] is not None:
-                moving.add(r["moving_to"])
+        for bucket, url, to in await self.home.bucket_map():
+            found[bucket] = url
+            if to is not None:
+                moving.add(to)
         for url in sorted({*found, *moving}):
             self.db(url)
         self._map, self._moving, self._loaded = found, moving, time.monotonic()
@@ -204,16 +183,50 @@ class Routed:
         counted twice."""
         return self.url_of(player_id) == url
 
-    # -- handles ------------------------------------------------------------------------
+    async def each(self, fn: Callable[[PostgresStore], Awaitable[T]]) -> dict[str, T]:
+        """``fn`` on every database that holds players, in parallel, by URL."""
+        await self.ready()
+        urls = self.urls()
+        return dict(zip(urls, await gather_all(fn(self.db(u)) for u in urls), strict=True))
 
-    def handle(self, url: str, row: int) -> int:
-        return (self.db_index(url) << HANDLE_BITS) | row
+    async def by_player(
+        self, ids: Iterable[str], fn: Callable[[PostgresStore, list[str]], Awaitable[T]]
+    ) -> list[T]:
+        """``fn`` on each database with the ids (each once) that the map puts there, in
+        parallel: a bucket being copied is read from its source until the map names the
+        target."""
+        await self.ready()
+        groups = self.by_db(dict.fromkeys(ids))
+        return await gather_all(fn(self.db(u), part) for u, part in groups.items())
 
-    def split_handles(self, handles: Sequence[int]) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
-        for h in handles:
-            out.setdefault(self.url_at(h >> HANDLE_BITS), []).append(h & _ROW)
-        return out
+    async def merged_pages(
+        self,
+        page: Callable[[PostgresStore, str], Awaitable[Sequence[R]]],
+        player: Callable[[R], str],
+        limit: int,
+        after: str,
+    ) -> list[R]:
+        """One page of rows by player id across every database, each read in keyset pages
+        of ``limit`` after ``after`` (``page(db, after)``): merged, each row kept only from
+        the database the map puts its player on (``owns``), cut where the first full page
+        ends (past it a database may have rows not read yet), and read on past a cut whose
+        rows were all left out. Empty: there are no more."""
+        await self.ready()
+        while True:
+            urls = self.urls()
+            pages = await gather_all(page(self.db(u), after) for u in urls)
+            full = [player(p[-1]) for p in pages if len(p) >= limit and p]
+            cut = min(full) if full else None
+            rows = [
+                r
+                for u, p in zip(urls, pages, strict=True)
+                for r in p
+                if self.owns(u, player(r)) and (cut is None or player(r) <= cut)
+            ]
+            rows.sort(key=player)
+            if rows or cut is None:
+                return rows[:limit]
+            after = cut
 
     # -- schema -------------------------------------------------------------------------
 
@@ -222,62 +235,15 @@ class Routed:
         home's (``sql/split_home``), and the first bucket map if there is none yet."""
         urls = list(dict.fromkeys([self._home_url, *self._shard_urls]))
         await gather_all(self.db(u).migrate() for u in urls)
-        await gather_all(_migrate_part(self.db(u), "split") for u in urls)
-        await _migrate_part(self.home, "split_home")
-
-        async def first_map(c: Conn) -> None:
-            await c.execute(
-                "INSERT INTO bucket_map (bucket, db) SELECT b, ($1::text[])[b % $2 + 1] "
-                "FROM generate_series(0, $3 - 1) AS b ON CONFLICT (bucket) DO NOTHING",
-                self._shard_urls,
-                len(self._shard_urls),
-                BUCKETS,
-            )
-
-        await self.home.run(first_map, tx=False)
+        await gather_all(self.db(u).migrate_part("split") for u in urls)
+        await self.home.migrate_part("split_home")
+        await self.home.assign_buckets(initial_map(self._shard_urls))
         await self.refresh_map()
 
 
-async def _migrate_part(db: PostgresStore, part: str) -> None:
-    async def run(c: Conn) -> None:
-        await c.execute("SELECT pg_advisory_xact_lock($1)", MIGRATE)
-        await c.execute(
-            "CREATE TABLE IF NOT EXISTS split_migrations "
-            "(part text NOT NULL, version integer NOT NULL, PRIMARY KEY (part, version))"
-        )
-        rows = await c.fetch("SELECT version FROM split_migrations WHERE part = $1", part)
-        done = {r["version"] for r in rows}
-        for version, sql in migrations(part):
-            if version not in done:
-                await c.execute(sql)
-                await c.execute("INSERT INTO split_migrations VALUES ($1, $2)", part, version)
+class Part:
+    """One port of the split store, over the ``Router`` that every part shares; a part
+    owns whatever else it keeps."""
 
-    await db.run(run)
-
-
-async def merged_pages(
-    urls: Sequence[str],
-    page: Callable[[str, str], Awaitable[Sequence[R]]],
-    player: Callable[[R], str],
-    keep: Callable[[str, R], bool],
-    limit: int,
-    after: str,
-) -> list[R]:
-    """One page of rows by player id across databases, each read in keyset pages of
-    ``limit`` after ``after``: merged, the rows ``keep`` refuses left out, cut where the
-    first full page ends (past it a database may have rows not read yet), and read on past
-    a cut whose rows were all left out. Empty: there are no more."""
-    while True:
-        pages = await gather_all(page(u, after) for u in urls)
-        full = [player(p[-1]) for p in pages if len(p) >= limit and p]
-        cut = min(full) if full else None
-        rows = [
-            r
-            for u, p in zip(urls, pages, strict=True)
-            for r in p
-            if keep(u, r) and (cut is None or player(r) <= cut)
-        ]
-        rows.sort(key=player)
-        if rows or cut is None:
-            return rows[:limit]
-        after = cut
+    def __init__(self, router: Router) -> None:
+        self.router = router

@@ -14,7 +14,14 @@ import sqlite3
 from collections.abc import Sequence
 
 from podium.domain.boards import BoardSpec, Tally
-from podium.domain.models import Flagged, RecordOutcome, ResultRecord, Standing, Target
+from podium.domain.models import (
+    Flagged,
+    MatchQuery,
+    RecordOutcome,
+    ResultRecord,
+    Standing,
+    Target,
+)
 from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.recording import HOUR, RecordState, place_in_groups, plan_record
 from podium.store.common import (
@@ -32,47 +39,36 @@ from podium.store.sqlite.outbox import write_changes
 
 
 class Results(Database):
-    async def open_match(
-        self,
-        match_id: str,
-        key_id: str,
-        now: float,
-        player_ids: Sequence[str],
-        mode: str,
-        recent: int,
-        since: float | None,
-        targets: Sequence[tuple[Target, BoardSpec]] = (),
-        *,
-        ended_at: int | None = None,
-        duration_s: int | None = None,
-    ) -> MatchRead:
+    async def open_match(self, query: MatchQuery) -> MatchRead:
+        q = query
+
         def claim(c: sqlite3.Connection) -> tuple[str, bool, MatchFacts | None]:
             made = c.execute(
                 "INSERT OR IGNORE INTO matches "
                 "(match_id, key_id, recorded_at, mode, ended_at, duration_s) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (match_id, key_id, now, mode, ended_at, duration_s),
+                (q.match_id, q.key_id, q.now, q.mode, q.ended_at, q.duration_s),
             ).rowcount
             row = c.execute(
                 "SELECT key_id, mode, ended_at, duration_s FROM matches WHERE match_id = ?",
-                (match_id,),
+                (q.match_id,),
             ).fetchone()
             cols = (row["mode"], row["ended_at"], row["duration_s"])
             return str(row["key_id"]), made == 1, None if None in cols else MatchFacts(*cols)
 
         owner, claimed, facts = await self._write(claim)
-        ids = list(player_ids)
+        ids = list(q.player_ids)
 
         def read(c: sqlite3.Connection) -> MatchRead:
-            existing = _existing(c, match_id, ids) if ids else {}
-            counts = _since(c, ids, mode, since) if ids and since is not None else {}
+            existing = _existing(c, q.match_id, ids) if ids else {}
+            counts = _since(c, ids, q.mode, q.since) if ids and q.since is not None else {}
             handles: dict[str, RecordHandle] = {}
-            if targets:
+            if q.targets:
                 for p in ids:
                     if p not in existing:
                         count, oldest = counts.get(p, (0, None))
-                        handles[p] = _seen(c, p, targets, count, oldest)
-            recent_points = _recent(c, ids, mode, recent)
+                        handles[p] = _seen(c, p, q.targets, count, oldest)
+            recent_points = _recent(c, ids, q.mode, q.recent)
             return MatchRead(owner, existing, recent_points, counts, handles, claimed, facts)
 
         return await self._read(read)

@@ -7,7 +7,7 @@ first decides, and ``record`` checks ``frozen_windows`` inside its own transacti
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
@@ -19,6 +19,7 @@ from podium.store.common import (
     TALLY_COLS,
     final_of,
     frozen_of,
+    standing_of,
     standings_by_player,
     tally_of,
 )
@@ -29,14 +30,15 @@ class Windows(Database):
     def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
-        def page(after: str) -> Awaitable[list[sqlite3.Row]]:
-            return self._read(
+        async def page(after: str) -> list[Standing]:
+            rows = await self._read(
                 lambda c: c.execute(
                     f"SELECT {TALLY_COLS} FROM tallies WHERE board = ? AND window_id = ? "
                     "AND player_id > ? ORDER BY player_id LIMIT ?",
                     (board, window, after, batch),
                 ).fetchall()
             )
+            return [standing_of(r) for r in rows]
 
         return standings_by_player(page)
 
