@@ -29,7 +29,7 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ranking import Ranking
-from podium.service import Podium
+from podium.service import Service
 from podium.workers import aggregator, reconciler
 from podium.workers.relay import Relay
 from podium.workers.runner import Runner
@@ -170,7 +170,7 @@ class Backends:
     copy: ProfileCopy
     log: ChangeLog
     clock: Clock
-    podium: Podium
+    podium: Service
     read_limiter: Buckets
     snapshots: Snapshots
     split: SplitIndex | None
@@ -184,8 +184,8 @@ class Backends:
     async def start(self) -> None:
         await self.store.migrate()
         if self.in_process_index:
-            n = await self.podium.rebuild_live()
-            p = await self.podium.copy_profiles()
+            n = await self.podium.rebuilds.rebuild_live()
+            p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
 
     def start_roles(self, roles: Sequence[str]) -> None:
@@ -202,7 +202,7 @@ class Backends:
                     Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch)
                 )
                 self._runners.append(Runner("backlog", mon.step, idle_sleep_s=1.0))
-                copier = ProfileCopier(self.podium.copy_profiles, self.copy)
+                copier = ProfileCopier(self.podium.rebuilds.copy_profiles, self.copy)
                 self._runners.append(Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S))
             elif role == "aggregator":
                 if self.split is None or self.split.shard_count == 1:
@@ -276,7 +276,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     changes = _log(settings, store, clock)
     archive = FileArchive(settings.archive.dir)
     ranking = None if parts.split is None else Ranking(parts.split, parts.snapshots, clock)
-    podium = Podium(settings, store, parts.index, parts.copy, clock, archive, ranking)
+    podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
     limiter = read_limiter(settings)
     return Backends(
         settings,

@@ -51,8 +51,8 @@ from pydantic_settings import (
 )
 
 from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
-from podium.domain.codec import MAX_BITS
 from podium.domain.models import Mode
+from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
 from podium.errors import ConfigError
 
@@ -463,8 +463,7 @@ class _File(BaseSettings):
                     raise ValueError(
                         f"boards[{i}] ({board.name}): mode {mode.name!r} allows "
                         f"{mode.min_points}..{mode.max_points} points a match, past what the "
-                        f"board holds (|points| <= {limit - 1}: {MAX_BITS - codec.time_bits} "
-                        f"bits, the other {codec.time_bits} hold the time)"
+                        f"board holds ({capacity(codec, 'points')})"
                     )
         if self.server.api != "all" and self.index.url.startswith("memory://"):
             raise ValueError(
