@@ -3,7 +3,7 @@ page shows a live, moving board.
 
 Everything goes through the service like a real deployment's traffic: the simulator
 creates a game-server key for itself, names its players and gives them avatars and friends
-with ``set_profile``/``set_friends``, then records matches with ``record_match`` a few
+with ``set_profile``/``set_friends``, then records matches with ``matches.record`` a few
 times a second. Its results are real results in the configured store; point ``--config`` at
 a scratch file to keep them out of one that matters.
 """
