@@ -84,8 +84,7 @@ def _around_the_service(source: str) -> list[str]:
     return [
         f"line {node.lineno}: .{node.attr}"
         for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Attribute)
-        and node.attr.removeprefix("_") in BEHIND_THE_SERVICE
+        if isinstance(node, ast.Attribute) and node.attr.removeprefix("_") in BEHIND_THE_SERVICE
     ]
 
 
