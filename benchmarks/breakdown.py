@@ -94,7 +94,7 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
     await b.start()  # embedded: rebuilds the in-process index from the file
     try:
         pod = b.podium
-        window = pod.window(pod.board("week"), None).id
+        window = pod.reads.window(pod.reads.board("week"), None).id
         key = BoardKey("week", window)
         rng = random.Random(5)
         n = args.n
@@ -120,8 +120,8 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
         )
         await step("store.profiles (5 ids)", lambda: b.store.profiles([pid() for _ in range(5)]), n)
         await step(
-            "Podium.player_rank (around + profiles)",
-            lambda: pod.player_rank("week", pid(), 2, None),
+            "Reads.player_rank (around + profiles)",
+            lambda: pod.reads.player_rank("week", pid(), 2, None),
             n,
         )
         print("read path of GET /v1/boards/week?limit=100:")
@@ -130,15 +130,17 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
             "store.profiles (100 ids)", lambda: b.store.profiles([pid() for _ in range(100)]), n
         )
         await step(
-            "Podium.page (served from its 1 s cache)", lambda: pod.page("week", None, 0, 100), n
+            "Reads.page (served from its 1 s cache)",
+            lambda: pod.reads.page("week", None, 0, 100),
+            n,
         )
 
         print("write path of POST /v1/matches/{id}/results (2 players), step by step:")
-        api_key, _ = await pod.create_key("breakdown", ["default"], False)
+        api_key, _ = await pod.keys.create("breakdown", ["default"], False)
         count = iter(range(10**9))
         now = int(time.time())
 
-        targets = pod.targets("default", now, now)
+        targets = pod.matches.targets("default", now, now)
 
         async def open_match() -> Any:
             return await b.store.open_match(
@@ -158,9 +160,9 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
 
         async def record() -> Any:
             ps = [PlayerResult(pid(), 10), PlayerResult(pid(), 20)]
-            return await pod.record_match(api_key, f"bd-{next(count)}", "default", now, 540, ps)
+            return await pod.matches.record(api_key, f"bd-{next(count)}", "default", now, 540, ps)
 
-        await step("Podium.record_match (all of it, 2 players)", record, n)
+        await step("Matches.record (all of it, 2 players)", record, n)
 
         print("board updater, per batch of changes:")
         lease = settings.workers.lease_s

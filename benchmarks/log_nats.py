@@ -82,7 +82,7 @@ async def commit_to_board(log_url: str, stream: str, rate: float, seconds: float
         b.index = timed
         await b.start()
         b.start_roles(["relay", "updater"])
-        key, _ = await b.podium.create_key("bench", ["default"])
+        key, _ = await b.podium.keys.create("bench", ["default"])
         returned: dict[str, float] = {}
         try:
             n = int(rate * seconds)
@@ -91,7 +91,9 @@ async def commit_to_board(log_url: str, stream: str, rate: float, seconds: float
                 await asyncio.sleep(max(0.0, start + i / rate - time.perf_counter()))
                 player = f"p{i}"
                 results = [PlayerResult(player, 10)]
-                await b.podium.record_match(key, f"m{i}", "default", int(time.time()), 60, results)
+                await b.podium.matches.record(
+                    key, f"m{i}", "default", int(time.time()), 60, results
+                )
                 returned[player] = time.perf_counter()
             deadline = time.perf_counter() + 30
             while len(timed.first) < n and time.perf_counter() < deadline:  # noqa: ASYNC110

@@ -5,15 +5,15 @@
 
 1. Preload ``--players`` players (default 100,000) into the current window of every board.
    ``--preload service`` (the default for embedded) goes through podium's own service in this
-   process: matches of 100 players with ``Podium.record_match`` (the code of ``POST
+   process: matches of 100 players with ``Matches.record`` (the code of ``POST
    /v1/matches/{id}/results``), then the updater role until the outbox is empty; to fit the
    time budget the preload's SQLite connections use ``synchronous=OFF`` and its Postgres
    connections ``synchronous_commit=off`` (the server later opens its own, with the defaults).
    That path does about 1,000 results/s on Postgres here, 100 s for 100,000, so ``--preload
    sql`` (the default for production) inserts the tallies with one INSERT ... SELECT per board
-   and loads Redis with ``Podium.rebuild``, what ``podium rebuild`` runs (about 5 s). Then
+   and loads Redis with ``Rebuilds.rebuild``, what ``podium rebuild`` runs (about 5 s). Then
    (unless ``--no-profiles``) every player gets a name and an avatar, written into the
-   store's table and, in production, copied into Redis with ``Podium.copy_profiles``.
+   store's table and, in production, copied into Redis with ``Rebuilds.copy_profiles``.
 2. ``podium serve`` starts on that store (embedded: it rebuilds the in-process index from
    SQLite at start; the time is reported).
 3. For each concurrency in ``--concurrency``, closed-loop readers for ``--duration`` s each:
@@ -129,8 +129,8 @@ def parse_args() -> argparse.Namespace:
 
 async def preload(env: Env, n: int) -> dict[str, float]:
     """Through the service in this process, then the updater role until the outbox is empty.
-    Only public pieces are used (``bootstrap.build``, ``Podium.create_key``,
-    ``Podium.record_match``, ``Backends.start_roles``), so that refactors do not break it."""
+    Only public pieces are used (``bootstrap.build``, ``Keys.create``,
+    ``Matches.record``, ``Backends.start_roles``), so that refactors do not break it."""
     from podium import bootstrap, config
     from podium.domain.models import PlayerResult
 
@@ -147,7 +147,7 @@ async def preload(env: Env, n: int) -> dict[str, float]:
         backends.store._synchronous = "OFF"
     try:
         await backends.start()
-        key, _ = await backends.podium.create_key("preload", ["default"], admin=False)
+        key, _ = await backends.podium.keys.create("preload", ["default"], admin=False)
         rng = random.Random(7)
         now = int(time.time())
         t0 = time.perf_counter()
@@ -157,7 +157,7 @@ async def preload(env: Env, n: int) -> dict[str, float]:
             ids = range(m * 100, min(n, (m + 1) * 100))
             results = [PlayerResult(player_id(i), rng.randint(1, 100_000)) for i in ids]
             async with sem:
-                await backends.podium.record_match(key, f"pre-{m}", "default", now, 600, results)
+                await backends.podium.matches.record(key, f"pre-{m}", "default", now, 600, results)
 
         await asyncio.gather(*(match(m) for m in range((n + 99) // 100)))
         t_record = time.perf_counter() - t0
@@ -177,7 +177,7 @@ async def preload(env: Env, n: int) -> dict[str, float]:
 
 async def preload_sql(env: Env, n: int) -> dict[str, float]:
     """Production only: tallies bulk-inserted with one INSERT ... SELECT per board, then each
-    board window rebuilt into Redis by ``Podium.rebuild`` (what ``podium rebuild`` runs)."""
+    board window rebuilt into Redis by ``Rebuilds.rebuild`` (what ``podium rebuild`` runs)."""
     import asyncpg
 
     from podium import bootstrap, config
@@ -217,7 +217,7 @@ async def preload_sql(env: Env, n: int) -> dict[str, float]:
         for spec in settings.boards:
             w = spec.rule.window_at(now)
             assert w is not None
-            applied += await backends.podium.rebuild(spec.name, w.id)
+            applied += await backends.podium.rebuilds.rebuild(spec.name, w.id)
         return {"record_s": t_insert, "drain_s": time.perf_counter() - t1, "applied": applied}
     finally:
         await backends.close()
@@ -225,7 +225,7 @@ async def preload_sql(env: Env, n: int) -> dict[str, float]:
 
 async def preload_profiles(env: Env, n: int) -> float:
     """A name and an avatar for every player, written straight into the store's table (as a
-    bulk import would), then, in production, copied into Redis by ``Podium.copy_profiles``
+    bulk import would), then, in production, copied into Redis by ``Rebuilds.copy_profiles``
     where the podium under test keeps such a copy (the embedded server copies them at
     start). Returns the seconds it took."""
     t0 = time.perf_counter()
@@ -515,7 +515,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
             flush=True,
         )
     else:
-        print(f"preloading {args.players} players: SQL tallies, then Podium.rebuild ...")
+        print(f"preloading {args.players} players: SQL tallies, then Rebuilds.rebuild ...")
         pre = dict(await preload_sql(env, args.players))
         print(
             f"  tallies inserted in {pre['record_s']:.1f} s; rebuild put {pre['applied']} "

@@ -5,7 +5,7 @@
 - **locked**: the match read without targets, then ``record`` without it: a transaction that
   takes its locks, reads, folds and writes (4 round trips).
 - **from the read**: the match read with the targets, then ``record`` with it: one call to
-  ``podium_record_seen`` (what ``Podium.record_match`` does since migration 006).
+  ``podium_record_seen`` (what ``Matches.record`` does since migration 006).
 
 Each set records one result for each of ``--records`` random players of a board preloaded with
 ``--players`` players on 3 boards, ``--concurrency`` at a time, through ``PostgresStore`` in

@@ -11,7 +11,7 @@ script starts (never the machine's Redis: millions of members).
 - cycle: ``Aggregator.cycle`` on the largest board, 16 shards: wall time, podium process CPU
   (``time.process_time``) and Redis CPU (``INFO cpu``), for a planning cycle (a fresh
   aggregator) and steady cycles; medians.
-- reads: ``--readers`` concurrent ``Podium.player_rank`` (built by ``bootstrap.build`` on an
+- reads: ``--readers`` concurrent ``Reads.player_rank`` (built by ``bootstrap.build`` on an
   embedded SQLite store and the private Redis, 16 shards and 1) for random players below
   the exact top and inside it, alternating, beside raw ZREVRANK and ZMSCORE through
   redis-py; reads/s, p50/p99, CPU per read.
@@ -249,7 +249,7 @@ async def bench_reads(
 
         def rank(b: Backends, label: str) -> Callable[[str], Awaitable[object]]:
             async def call(p: str) -> object:
-                r = await b.podium.player_rank(BOARD, p, 2, None)
+                r = await b.podium.reads.player_rank(BOARD, p, 2, None)
                 seen.setdefault(label, []).append(r.exact)
                 return r
 

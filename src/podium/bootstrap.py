@@ -33,7 +33,7 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ranking import SnapshotRanks
-from podium.service import Podium
+from podium.service import Service
 from podium.topology import IndexKind, LogKind, StoreKind, Topology
 from podium.workers import roles, updater
 from podium.workers.runner import Needs, Runner
@@ -200,7 +200,7 @@ class Backends:
     copy: ProfileCopy
     log: ChangeLog
     clock: Clock
-    podium: Podium
+    podium: Service
     read_limiter: Buckets
     snapshots: Snapshots
     split: SplitIndex | None
@@ -213,8 +213,8 @@ class Backends:
     async def start(self) -> None:
         await self.store.migrate()
         if self.topology.in_process_index:
-            n = await self.podium.rebuild_live()
-            p = await self.podium.copy_profiles()
+            n = await self.podium.rebuilds.rebuild_live()
+            p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
 
     def needs(self) -> Needs:
@@ -230,7 +230,7 @@ class Backends:
             self.snapshots,
             shards,
             self.podium.lifecycle,
-            self.podium.copy_profiles,
+            self.podium.rebuilds.copy_profiles,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -268,7 +268,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
     ranking = _rank_source(topo, parts, clock)
-    podium = Podium(settings, store, parts.index, parts.copy, clock, archive, ranking)
+    podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
     limiter = read_limiter(settings, topo)
     return Backends(
         settings,

@@ -124,7 +124,7 @@ def serve(
     if demo:
         # `podium keys create` writes to the configured store, not the demo's own: so the
         # demo makes the key its ops page asks for, in its own store, and says it.
-        _, secret = _run(settings, lambda b: b.podium.create_key("demo-ops", [], scope=Scope.OPS))
+        _, secret = _run(settings, lambda b: b.podium.keys.create("demo-ops", [], scope=Scope.OPS))
         typer.echo(f"demo: the ops page http://{server.host}:{server.port}/ops takes this key:")
         typer.echo(secret)
     try:
@@ -300,7 +300,7 @@ def keys_create(
     scope = Scope.ADMIN if admin else Scope.OPS if ops else Scope.GAME
     settings = _settings(config_file)
     mode_list = [m.strip() for m in (modes or "").split(",") if m.strip()]
-    key, secret = _run(settings, lambda b: b.podium.create_key(name, mode_list, scope=scope))
+    key, secret = _run(settings, lambda b: b.podium.keys.create(name, mode_list, scope=scope))
     typer.echo(f"created key {key.id} ({key.name}, {_scope(key)}); it is shown only once:")
     typer.echo(secret)
 
@@ -312,7 +312,7 @@ def _scope(key: ApiKey) -> str:
 @keys_app.command("list")
 def keys_list(config_file: ConfigOpt = None) -> None:
     """Every key: id, scope, name, created, revoked (secrets are never stored)."""
-    keys = _run(_settings(config_file), lambda b: b.podium.list_keys())
+    keys = _run(_settings(config_file), lambda b: b.podium.keys.all())
     for k in keys:
         revoked = "-" if k.revoked_at is None else to_rfc3339(k.revoked_at)
         typer.echo(f"{k.id}  {_scope(k):24}  {to_rfc3339(k.created_at)}  {revoked:20}  {k.name}")
@@ -325,7 +325,7 @@ def keys_revoke(
 ) -> None:
     """Revoke a key: every API process refuses it within server.key_cache_s (10 s default)."""
     settings = _settings(config_file)
-    key = _run(settings, lambda b: b.podium.revoke_key(key_id))
+    key = _run(settings, lambda b: b.podium.keys.revoke(key_id))
     bound = settings.server.key_cache_s
     typer.echo(
         f"revoked key {key.id} ({key.name}); every API process refuses it within {bound:g} s"
@@ -356,9 +356,9 @@ def rebuild(
         raise typer.Exit(2)
 
     async def run(b: Backends) -> int:
-        spec = b.podium.board(board)
-        w = b.podium.window(spec, window)
-        return await b.podium.rebuild(board, w.id)
+        spec = b.podium.reads.board(board)
+        w = b.podium.reads.window(spec, window)
+        return await b.podium.rebuilds.rebuild(board, w.id)
 
     n = _run(settings, run)
     typer.echo(f"rebuilt {board} with {n} players")

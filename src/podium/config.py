@@ -45,8 +45,8 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
 from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
-from podium.domain.codec import MAX_BITS
 from podium.domain.models import Mode
+from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch
 from podium.errors import ConfigError
 
@@ -446,8 +446,7 @@ class _File(BaseModel):
                     raise ValueError(
                         f"boards[{i}] ({board.name}): mode {mode.name!r} allows "
                         f"{mode.min_points}..{mode.max_points} points a match, past what the "
-                        f"board holds (|points| <= {limit - 1}: {MAX_BITS - codec.time_bits} "
-                        f"bits, the other {codec.time_bits} hold the time)"
+                        f"board holds ({capacity(codec, 'points')})"
                     )
         return self
 

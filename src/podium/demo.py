@@ -3,7 +3,7 @@ page shows a live, moving board.
 
 Everything goes through the service like a real deployment's traffic: the simulator
 creates a game-server key for itself, names its players and gives them avatars and friends
-with ``set_profile``/``set_friends``, then records matches with ``record_match`` a few
+with ``set_profile``/``set_friends``, then records matches with ``matches.record`` a few
 times a second. Its results are real results in the configured store; point ``--config`` at
 a scratch file to keep them out of one that matters.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from podium.domain.models import Mode, PlayerResult, Profile
 from podium.errors import PodiumError, Unavailable
-from podium.service import Podium
+from podium.service import Service
 
 log = logging.getLogger("podium.demo")
 
@@ -52,7 +52,7 @@ def make_players(n: int, rng: random.Random) -> list[DemoPlayer]:
 class Simulator:
     def __init__(
         self,
-        podium: Podium,
+        podium: Service,
         *,
         players: int = 300,
         matches_per_s: float = 4.0,
@@ -75,9 +75,9 @@ class Simulator:
         for k, p in enumerate(self._players):
             # A relative URL to an avatar the app serves itself, so the demo needs no network.
             avatar = f"/static/avatars/{k % AVATARS}.svg"
-            await self._podium.set_profile(Profile(p.player_id, p.name, avatar))
-            await self._podium.set_friends(p.player_id, self._rng.sample(ids, 8))
-        _, secret = await self._podium.create_key("demo-game-server", [self._mode.name], False)
+            await self._podium.player_admin.set_profile(Profile(p.player_id, p.name, avatar))
+            await self._podium.player_admin.set_friends(p.player_id, self._rng.sample(ids, 8))
+        _, secret = await self._podium.keys.create("demo-game-server", [self._mode.name], False)
         return secret
 
     def match(self) -> tuple[int, int, list[PlayerResult]]:
@@ -100,7 +100,7 @@ class Simulator:
 
     async def run(self) -> None:
         key_secret = await self.setup()
-        key = await self._podium.authenticate(key_secret)
+        key = await self._podium.keys.authenticate(key_secret)
         server = self._podium.settings.server
         log.info(
             "demo: %d simulated players, a match every %.2fs in mode %s; watch them at "
@@ -116,7 +116,7 @@ class Simulator:
             ended_at, duration, results = self.match()
             try:
                 match_id = f"demo-{secrets.token_hex(8)}"
-                await self._podium.record_match(
+                await self._podium.matches.record(
                     key, match_id, self._mode.name, ended_at, duration, results
                 )
             except Unavailable as e:
@@ -136,7 +136,7 @@ def _clamp(v: int, lo: int, hi: int) -> int:
 
 
 @asynccontextmanager
-async def running(podium: Podium, *, enabled: bool = True) -> AsyncIterator[None]:
+async def running(podium: Service, *, enabled: bool = True) -> AsyncIterator[None]:
     """The simulator for the app's lifetime (nothing when not ``enabled``)."""
     if not enabled:
         yield

@@ -16,11 +16,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from podium.caching import Cache
 from podium.domain.models import Profile
 from podium.ports import Clock, Players
 
 TTL_S = 5.0
-MAX_ENTRIES = 200_000  # beyond this the cache starts over rather than grow without bound
+# Names held, each for TTL_S: twice the players of the largest board BENCHMARKS.md reads
+# (100,000); past the bound the least recently read go first, so memory stays flat.
+MAX_ENTRIES = 200_000
+# Held for a player with no profile yet, so that they are not asked for on every read; no
+# player has an empty id.
+_NO_PROFILE = Profile("")
 
 Batch = asyncio.Future[dict[str, Profile]]
 
@@ -28,8 +34,9 @@ Batch = asyncio.Future[dict[str, Profile]]
 class ProfileCache:
     def __init__(self, store: Players, clock: Clock) -> None:
         self._store = store
-        self._clock = clock
-        self._held: dict[str, tuple[float, Profile | None]] = {}
+        # The entries, in the one cache helper (its bound, expiry and clock); the misses are
+        # not its per-key ``get_or_load`` but one batch per turn, read below.
+        self._held: Cache[str, Profile] = Cache(MAX_ENTRIES, TTL_S, clock.now)
         self._queued: list[str] = []  # the ids of the next batch, read at the end of this turn
         self._next: Batch | None = None
         self._loading: dict[str, Batch] = {}  # id -> the batch that reads it (queued or running)
@@ -40,14 +47,13 @@ class ProfileCache:
         self._changed: dict[str, int] = {}
 
     async def get(self, player_ids: Sequence[str]) -> dict[str, Profile]:
-        now = self._clock.now()
         out: dict[str, Profile] = {}
         waits: dict[int, Batch] = {}
         for p in player_ids:
             hit = self._held.get(p)
-            if hit is not None and hit[0] > now:
-                if hit[1] is not None:
-                    out[p] = hit[1]
+            if hit is not None:
+                if hit is not _NO_PROFILE:
+                    out[p] = hit
                 continue
             batch = self._loading.get(p) or self._enqueue(p)
             waits[id(batch)] = batch
@@ -59,7 +65,7 @@ class ProfileCache:
         return out
 
     def forget(self, player_id: str) -> None:
-        self._held.pop(player_id, None)
+        self._held.forget(player_id)
         self._loading.pop(player_id, None)
         self._changes += 1
         self._changed[player_id] = self._changes
@@ -96,12 +102,9 @@ class ProfileCache:
             self._done(ids, batch)
             batch.set_exception(e)
             return
-        now = self._clock.now()
-        if len(self._held) + len(ids) > MAX_ENTRIES:
-            self._held.clear()
         for p in ids:
             if self._changed.get(p, 0) <= started:
-                self._held[p] = (now + TTL_S, found.get(p))  # absent ones too: no profile yet
+                self._held.put(p, found.get(p, _NO_PROFILE))  # absent ones too
         self._done(ids, batch)
         batch.set_result(found)
 

@@ -10,9 +10,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
-from podium.domain.codec import MAX_BITS, EncodingError
+from podium.domain.codec import EncodingError
 from podium.domain.models import ResultRecord, Target
 from podium.domain.plans import UNKNOWN_GROUP, group_of
+from podium.domain.validation import capacity
 from podium.domain.windows import GROUP_SEP
 from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, WindowClosed
 
@@ -66,8 +67,7 @@ def step(
             # A sum grows with every match: say how far it may go, not only that it fell off.
             raise InvalidInput(
                 f"board {spec.name}: player {result.player_id}'s total would be {new.total} "
-                f"points, past the board's capacity (|total| <= {limit - 1}: "
-                f"{MAX_BITS - codec.time_bits} bits, the other {codec.time_bits} hold the time)"
+                f"points, past the board's capacity ({capacity(codec)})"
             )
         try:
             codec.encode(new.total, new.reached_at - target.start)

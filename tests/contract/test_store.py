@@ -48,7 +48,7 @@ ALL_BEST = BoardSpec("best", WindowRule(WindowKind.ALL), aggregate=Aggregate.BES
 
 
 def targets(ended_at: int, *specs: BoardSpec) -> list[tuple[Target, BoardSpec]]:
-    """What ``Podium.targets`` builds: the window holding ``ended_at`` on each board."""
+    """What ``Matches.targets`` builds: the window holding ``ended_at`` on each board."""
     out = []
     for spec in specs or (DAY, WEEK):
         w = spec.rule.window_at(ended_at)
@@ -433,7 +433,7 @@ GDAY = BoardSpec("gday", WindowRule(WindowKind.DAY), group_by="country")
 async def read_then_record(
     store: ScoreStore, r: ResultRecord, t: list[tuple[Target, BoardSpec]], cap: int | None = None
 ) -> tuple[MatchRead, RecordOutcome]:
-    """What ``Podium.record_match`` does for one player."""
+    """What ``Matches.record`` does for one player."""
     since = None if cap is None else NOW - 3600
     prior = await read(store, r.match_id, [r.player_id], r.mode, 5, since, t)
     return prior, await store.record(r, t, NOW, cap, prior.handle(r.player_id))

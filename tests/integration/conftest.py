@@ -15,9 +15,10 @@ from typing import Any, NamedTuple
 import httpx
 import pytest
 
+from podium import bootstrap
 from podium.api.app import create_app
 from podium.config import Settings, parse
-from podium.service import Podium
+from podium.service import Service
 from podium.workers import aggregator
 from tests.conftest import REDIS_URL
 from tests.contract.conftest import postgres_databases  # noqa: F401 (a fixture)
@@ -35,7 +36,7 @@ SPLIT_INDEX_SHARDS = 4
 @dataclass
 class Api:
     client: httpx.AsyncClient
-    podium: Podium
+    backends: bootstrap.Backends  # the service and its ports, for tests that look behind it
     game_key: str
     admin_key: str
     # endedAt of each match id sent so far: sending a match again without naming endedAt is
@@ -43,6 +44,10 @@ class Api:
     ended: dict[str, float] = field(default_factory=dict)
     # On a split index: the steps of the aggregators in this test (None elsewhere).
     aggregated: AggregatorSteps | None = None
+
+    @property
+    def podium(self) -> Service:
+        return self.backends.podium
 
     def auth(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.game_key}"}
@@ -85,7 +90,7 @@ class Api:
         outbox row goes, only after the index write)."""
 
         async def empty() -> bool:
-            pending, _ = await self.podium.store.outbox_backlog(time.time())
+            pending, _ = await self.backends.store.outbox_backlog(time.time())
             return pending == 0
 
         # generous: after an outage the updater may be in its (capped, 5 s) backoff
@@ -261,12 +266,12 @@ async def started_api(settings: Settings, stack: list[Any], **api: Any) -> Api:
     ctx = app.router.lifespan_context(app)
     await ctx.__aenter__()
     stack.append(ctx)
-    podium: Podium = app.state.podium
-    _, game = await podium.create_key("gs", ["default"], False)
-    _, admin = await podium.create_key("admin", [], True)
+    podium: Service = app.state.podium
+    _, game = await podium.keys.create("gs", ["default"], False)
+    _, admin = await podium.keys.create("admin", [], True)
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://podium")
     stack.append(client)
-    return Api(client, podium, game, admin, **api)
+    return Api(client, app.state.backends, game, admin, **api)
 
 
 async def close_all(stack: list[Any]) -> None:

@@ -233,7 +233,7 @@ async def test_the_shared_limiter_fails_open_when_its_redis_is_down() -> None:
 
 
 async def _ops(api: Api) -> str:
-    _, secret = await api.podium.create_key("ops", [], scope=Scope.OPS)
+    _, secret = await api.podium.keys.create("ops", [], scope=Scope.OPS)
     return secret
 
 

@@ -69,8 +69,8 @@ async def test_credentials(api: Api) -> None:
     r = await api.client.post("/v1/matches/m1/results", json={})
     problem(r, 401)
     problem(await api.submit("m1", [("a", 1)], key="pdm_nope_nope"), 401)
-    _, other = await api.podium.create_key("other", ["default"], False)
-    _, ranked = await api.podium.create_key("ranked-only", ["default"], False)
+    _, other = await api.podium.keys.create("other", ["default"], False)
+    _, ranked = await api.podium.keys.create("ranked-only", ["default"], False)
     assert (await api.submit("m1", [("a", 1)])).status_code == 200
     body = problem(await api.submit("m1", [("a", 1)], key=other), 403)
     assert "another game server" in body["detail"]
@@ -82,7 +82,7 @@ async def test_credentials(api: Api) -> None:
 
 async def test_mode_scope(make_api: Any) -> None:
     api: Api = await make_api(modes=[{"name": "default"}, {"name": "ranked", "max_points": 10}])
-    _, only_ranked = await api.podium.create_key("r", ["ranked"], False)
+    _, only_ranked = await api.podium.keys.create("r", ["ranked"], False)
     problem(await api.submit("m1", [("a", 1)], key=only_ranked), 403)
     assert (await api.submit("m1", [("a", 1)], key=only_ranked, mode="ranked")).status_code == 200
     problem(await api.submit("m2", [("a", 11)], key=only_ranked, mode="ranked"), 422)
@@ -109,7 +109,7 @@ async def test_invalid_results_change_nothing(
 ) -> None:
     body = problem(await api.submit("m1", results, **extra), 422)
     assert needle in body["detail"]
-    assert await stored_results(api.podium.store, "m1", ["a"]) == {}
+    assert await stored_results(api.backends.store, "m1", ["a"]) == {}
 
 
 @pytest.mark.parametrize("config_kind", KINDS)  # refused before the store, as above
@@ -153,7 +153,7 @@ async def test_hourly_cap(make_api: Any) -> None:
     problem(r, 429)
     assert int(r.headers["retry-after"]) > 0
     assert (
-        await stored_results(api.podium.store, "m3", ["a", "b"]) == {}
+        await stored_results(api.backends.store, "m3", ["a", "b"]) == {}
     )  # b was not written either
     assert (await api.submit("m2", [("a", 1), ("b", 1)])).status_code == 200  # a retry never counts
 
@@ -252,7 +252,7 @@ async def test_ban_removes_and_replay_does_not_restore(api: Api) -> None:
     # a new result is recorded (totals stay in the store for appeals) but never shown
     assert (await api.submit("m2", [("cheat", 5)])).json()["players"][0]["totals"]["week"] == 905
     # replay every change of the cheater, as a redelivery after the ban would
-    await api.podium.store.requeue_player("cheat", time.time())
+    await api.backends.store.requeue_player("cheat", time.time())
     await api.settle()
     assert await on_board(api, "cheat") is None
     assert (await api.page("week"))["entries"][0]["playerId"] == "fair"
@@ -267,7 +267,7 @@ async def test_ops_endpoints(api: Api) -> None:
     assert (await api.client.get("/healthz")).json() == {"status": "ok"}
     assert (await api.client.get("/readyz")).json() == {"status": "ready"}
     await api.submit("m1", [("a", 1)])
-    _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
+    _, ops_key = await api.podium.keys.create("ops", [], scope=Scope.OPS)
     assert (await api.client.get("/metrics")).status_code == 401
     metrics = (await api.client.get("/metrics", headers=api.auth(ops_key))).text
     assert (
@@ -352,6 +352,6 @@ async def test_a_process_may_serve_reads_or_writes_only(make_api: Any, config_ki
     )
     problem(ban, 404)
     for api in (writer, reader):
-        _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
+        _, ops_key = await api.podium.keys.create("ops", [], scope=Scope.OPS)
         assert (await api.client.get("/healthz")).status_code == 200
         assert (await api.client.get("/metrics", headers=api.auth(ops_key))).status_code == 200

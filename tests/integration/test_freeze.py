@@ -83,13 +83,13 @@ async def test_freeze_on_time_exactly_once_across_restarts(
     try:
         points = {"a": 50, "b": 80, "c": 80, "d": 10, "e": 65}
         for i, (p, pts) in enumerate(points.items()):
-            await b.podium.record_match(
+            await b.podium.matches.record(
                 key, f"m{i}", "default", day + 60 * i, 60, [PlayerResult(p, pts)]
             )
         await _drain(b)
         # closed, but still inside freeze_after_s: a late result is accepted
         clock.t = day + DAY + 300
-        out = await b.podium.record_match(
+        out = await b.podium.matches.record(
             key, "late", "default", day + 7200, 60, [PlayerResult("d", 100)]
         )
         assert out["d"]["day"] == 110
@@ -104,23 +104,23 @@ async def test_freeze_on_time_exactly_once_across_restarts(
     b = await _started(life_settings, clock)
     try:
         assert await _freezer(b).step() == 0
-        window = b.podium.board("day").rule.window_at(day)
+        window = b.podium.reads.board("day").rule.window_at(day)
         assert window is not None
         frozen = (await b.store.frozen("day"))[window.id]
         assert frozen.players == 5 and frozen.archive is not None
         # after the freeze: refused for the day, still counted for the open week
-        after = await b.podium.record_match(
+        after = await b.podium.matches.record(
             key, "after", "default", day + 100, 60, [PlayerResult("a", 1)]
         )
         assert after == {"a": {"week": 51}}
         # the final standings: the top 3 (exact_top), in board order, ties by who was first
-        page = await b.podium.page("day", window.id, 0, 10)
+        page = await b.podium.reads.page("day", window.id, 0, 10)
         assert [(e.rank, e.player_id, e.points) for e in page.entries] == [
             (1, "d", 110),
             (2, "b", 80),
             (3, "c", 80),
         ]
-        me = await b.podium.player_rank("day", "c", 1, window.id)
+        me = await b.podium.reads.player_rank("day", "c", 1, window.id)
         assert me.rank == 3 and [n.player_id for n in me.neighbors] == ["b", "c"]
         # the archive holds every player, matches the store's top, and its manifest
         rows = archive.read(tmp_path / "standings", frozen.archive)  # type: ignore[arg-type]
@@ -138,7 +138,7 @@ async def test_freeze_on_time_exactly_once_across_restarts(
         )
         assert manifest["players"] == 5 and manifest["sha256"] == frozen.checksum
         # shared ties are kept in the final standings too
-        shared = await b.podium.page("shared", window.id, 0, 10)
+        shared = await b.podium.reads.page("shared", window.id, 0, 10)
         assert [(e.rank, e.player_id) for e in shared.entries][:3] == [(1, "d"), (2, "c"), (2, "b")]
     finally:
         await b.close()
@@ -152,8 +152,8 @@ async def test_a_crash_between_freeze_and_archive_is_mended(
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
     try:
-        await b.podium.record_match(key, "m", "default", day + 10, 60, [PlayerResult("a", 5)])
-        spec = b.podium.board("day")
+        await b.podium.matches.record(key, "m", "default", day + 10, 60, [PlayerResult("a", 5)])
+        spec = b.podium.reads.board("day")
         window = spec.rule.window_at(day)
         assert window is not None
         # the store froze it, then the process died before the archive was written
@@ -206,19 +206,19 @@ async def test_concurrent_results_never_slip_past_a_freeze(
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
     try:
-        spec = b.podium.board("day")
+        spec = b.podium.reads.board("day")
         window = spec.rule.window_at(day)
         assert window is not None
 
         async def submit(i: int) -> None:
             # never refused: the week is open even when the day is frozen
-            await b.podium.record_match(
+            await b.podium.matches.record(
                 key, f"r{i}", "default", day + i, 60, [PlayerResult(f"p{i % 7}", 1 + i)]
             )
 
         async def freeze_soon() -> None:
             await asyncio.sleep(0.01)
-            await b.podium.freeze("day", window.id)
+            await b.podium.board_admin.freeze("day", window.id)
 
         await asyncio.gather(*(submit(i) for i in range(60)), freeze_soon())
         tallies: dict[str, int] = {}
@@ -228,7 +228,7 @@ async def test_concurrent_results_never_slip_past_a_freeze(
         assert info.players == len(tallies)
         rows = archive.read(b.settings.archive.dir, info.archive)  # type: ignore[arg-type]
         assert {r.player_id: r.points for r in rows} == tallies
-        week = b.podium.board("week").rule.window_at(day)
+        week = b.podium.reads.board("week").rule.window_at(day)
         assert week is not None
         weekly = [
             (await b.store.totals(f"p{i}", [Target("week", week.id, week.start)]))["week"]
@@ -248,4 +248,4 @@ async def test_a_result_for_frozen_windows_only_is_refused(make_api: Any) -> Non
     ).status_code == 200
     r = await api.submit("m1", [("a", 10)])
     assert r.status_code == 422 and "window" in r.json()["detail"]
-    assert await stored_results(api.podium.store, "m1", ["a"]) == {}
+    assert await stored_results(api.backends.store, "m1", ["a"]) == {}

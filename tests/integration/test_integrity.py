@@ -43,13 +43,13 @@ async def test_a_codec_overflow_refuses_the_whole_match(make_api: Any) -> None:
     # b is listed first and fits; a's season total would not: nothing of the match is written
     detail = problem(await api.submit("m2", [("b", 1), ("a", 1)]), 422)
     assert "season" in detail and "capacity" in detail and str(limit - 1) in detail
-    assert await stored_results(api.podium.store, "m2", ["a", "b"]) == {}
-    assert await api.podium.store.player_standings("b") == []
+    assert await stored_results(api.backends.store, "m2", ["a", "b"]) == {}
+    assert await api.backends.store.player_standings("b") == []
 
 
 async def test_a_rejection_after_the_claim_claims_nothing(make_api: Any) -> None:
     api, limit = await big_api(make_api)
-    _, other = await api.podium.create_key("gs2", ["default"], False)
+    _, other = await api.podium.keys.create("gs2", ["default"], False)
     assert (await api.submit("m1", [("a", limit - 1)])).status_code == 200
     problem(await api.submit("m2", [("a", 1)]), 422)
     # the match id is free for a correct submission under another key
@@ -59,15 +59,15 @@ async def test_a_rejection_after_the_claim_claims_nothing(make_api: Any) -> None
 
 async def test_a_capped_request_claims_nothing(make_api: Any) -> None:
     api: Api = await make_api(modes=[{"name": "default", "max_results_per_player_per_hour": 1}])
-    _, other = await api.podium.create_key("gs2", ["default"], False)
+    _, other = await api.podium.keys.create("gs2", ["default"], False)
     assert (await api.submit("m1", [("a", 1)])).status_code == 200
     problem(await api.submit("m2", [("a", 1), ("b", 1)]), 429)
-    assert await stored_results(api.podium.store, "m2", ["a", "b"]) == {}
+    assert await stored_results(api.backends.store, "m2", ["a", "b"]) == {}
     assert (await api.submit("m2", [("b", 1)], key=other)).status_code == 200
 
 
 async def test_a_conflict_claims_nothing_either(api: Api) -> None:
-    _, other = await api.podium.create_key("gs2", ["default"], False)
+    _, other = await api.podium.keys.create("gs2", ["default"], False)
     ended = time.time() - 60
     assert (await api.submit("m1", [("a", 1)], ended_at=ended)).status_code == 200
     # a 422 before the claim, and a refused retry of m1 with a different content
@@ -79,7 +79,7 @@ async def test_a_conflict_claims_nothing_either(api: Api) -> None:
 
 async def test_a_match_is_a_unit(make_api: Any) -> None:
     api: Api = await make_api(modes=[{"name": "default"}, {"name": "casual"}])
-    _, both = await api.podium.create_key("gs2", ["default", "casual"], False)
+    _, both = await api.podium.keys.create("gs2", ["default", "casual"], False)
     ended = time.time() - 60
     assert (await api.submit("m1", [("a", 3)], ended_at=ended, key=both)).status_code == 200
     # its mode, endedAt and duration are fixed, even for players not in it yet
@@ -88,11 +88,11 @@ async def test_a_match_is_a_unit(make_api: Any) -> None:
             await api.submit("m1", [("b", 1)], key=both, **{"ended_at": ended, **change}), 409
         )
         assert "m1" in detail
-    assert await stored_results(api.podium.store, "m1", ["b"]) == {}
+    assert await stored_results(api.backends.store, "m1", ["b"]) == {}
     # its results may arrive in parts, each saying the same
     r = await api.submit("m1", [("b", 4)], ended_at=ended, key=both)
     assert r.status_code == 200, r.text
-    stored = await stored_results(api.podium.store, "m1", ["a", "b"])
+    stored = await stored_results(api.backends.store, "m1", ["a", "b"])
     assert {p: x.points for p, x in stored.items()} == {"a": 3, "b": 4}
     # and a retry of either part is the same answer
     assert (await api.submit("m1", [("a", 3)], ended_at=ended, key=both)).status_code == 200

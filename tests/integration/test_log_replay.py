@@ -62,11 +62,11 @@ async def app_api(
     await ctx.__aenter__()
     try:
         podium = app.state.podium
-        _, game = await podium.create_key("gs", ["default"], False)
-        _, admin = await podium.create_key("admin", [], True)
+        _, game = await podium.keys.create("gs", ["default"], False)
+        _, admin = await podium.keys.create("admin", [], True)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://podium") as client:
-            yield Api(client, podium, game, admin), app.state.backends
+            yield Api(client, app.state.backends, game, admin), app.state.backends
     finally:
         await ctx.__aexit__(None, None, None)
         if nats_url is not None:

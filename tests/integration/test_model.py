@@ -255,16 +255,16 @@ async def _play(
                     first = results[0]
                     other = [PlayerResult(first.player_id, 3 if first.points != 3 else 2)]
                     with pytest.raises(Conflict):
-                        await b.podium.record_match(key, match_id, mode, ended, 60, other)
+                        await b.podium.matches.record(key, match_id, mode, ended, 60, other)
                     continue
-                await b.podium.record_match(key, match_id, mode, ended, 60, results)
+                await b.podium.matches.record(key, match_id, mode, ended, 60, results)
                 for r in results:
                     model.results[(r.player_id, match_id)] = (mode, r.points, ended)
             elif op == "ban":
-                await b.podium.ban(arg, "model")
+                await b.podium.player_admin.ban(arg, "model")
                 model.banned.add(arg)
             elif op == "unban" and arg in model.banned:
-                await b.podium.unban(arg)
+                await b.podium.player_admin.unban(arg)
                 model.banned.discard(arg)
             if rng.random() < 0.3:  # let the updater run in the middle of the story, too
                 await updater.step()
@@ -280,15 +280,15 @@ async def _play(
 async def _compare(b: bootstrap.Backends, model: Model, day: int) -> None:
     for board in BOARDS:
         name = str(board["name"])
-        spec = b.podium.board(name)
+        spec = b.podium.reads.board(name)
         window = spec.rule.window_at(day)
         assert window is not None
         expected = model.board(board)
-        page = await b.podium.page(name, window.id, 0, 100)
+        page = await b.podium.reads.page(name, window.id, 0, 100)
         got = [(e.rank, e.player_id, e.points) for e in page.entries]
         assert got == expected, (name, got, expected)
         for rank, p, pts in expected:
-            mine = await b.podium.player_rank(name, p, 1, window.id)
+            mine = await b.podium.reads.player_rank(name, p, 1, window.id)
             assert (mine.rank, mine.points) == (rank, pts), (name, p)
         for p in model.banned:
             assert await b.index.rank(BoardKey(name, window.id), p, descending=True) is None

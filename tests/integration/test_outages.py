@@ -43,11 +43,11 @@ async def proxied(postgres_url: str, redis_prefix: str) -> AsyncIterator[tuple[A
     try:
         async with app.router.lifespan_context(app):
             podium = app.state.podium
-            _, game = await podium.create_key("gs", ["default"], False)
-            _, admin = await podium.create_key("admin", [], True)
+            _, game = await podium.keys.create("gs", ["default"], False)
+            _, admin = await podium.keys.create("admin", [], True)
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://podium") as c:
-                yield Api(c, podium, game, admin), pg_proxy, redis_proxy
+                yield Api(c, app.state.backends, game, admin), pg_proxy, redis_proxy
     finally:
         await pg_proxy.cut()
         await redis_proxy.cut()
@@ -86,17 +86,17 @@ async def test_index_down_still_accepts_and_boards_catch_up(
     assert r.status_code == 200, r.text  # the record does not need the index
     rank = await api.client.get("/v1/boards/week/players/a")
     assert rank.status_code == 503 and int(rank.headers["retry-after"]) >= 1
-    pending, _ = await api.podium.store.outbox_backlog(time.time())
+    pending, _ = await api.backends.store.outbox_backlog(time.time())
     assert pending == 6  # two players on three boards: waiting, not lost
     await redis.restore()
     await api.settle()
     page = (await api.client.get("/v1/boards/week")).json()
     assert [(e["playerId"], e["points"]) for e in page["entries"]] == [("a", 10), ("b", 5)]
-    stored = await api.podium.store.totals("a", [_week_target(api)])
+    stored = await api.backends.store.totals("a", [_week_target(api)])
     assert stored == {"week": 10}
 
 
 def _week_target(api: Any) -> Target:
-    spec = api.podium.board("week")
+    spec = api.podium.reads.board("week")
     w = spec.rule.window_at(int(time.time()))
     return Target("week", w.id, w.start)

@@ -38,7 +38,7 @@ def _store_names_down(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refuse(player_ids: Sequence[str]) -> dict[str, Profile]:
         raise StoreUnavailable("names are not to be read from the store here")
 
-    monkeypatch.setattr(api.podium.store, "profiles", refuse)
+    monkeypatch.setattr(api.backends.store, "profiles", refuse)
 
 
 async def _names(api: Api, player: str) -> dict[str, Any]:
@@ -68,9 +68,9 @@ async def test_a_rank_read_takes_names_from_the_index(
 async def test_the_updater_copies_a_profile_change(api: Api) -> None:
     await _board_of_three(api)
     # Straight into the store, as another process would: only the outbox tells this one.
-    await api.podium.store.set_profile(Profile("p2", "Nyx", country="FR"), 0.0)
+    await api.backends.store.set_profile(Profile("p2", "Nyx", country="FR"), 0.0)
     await api.settle()
-    assert await api.podium.copy.profiles(["p2"]) == {"p2": Profile("p2", "Nyx", None, "FR")}
+    assert await api.backends.copy.profiles(["p2"]) == {"p2": Profile("p2", "Nyx", None, "FR")}
     assert (await _names(api, "p2"))["p2"] == "Nyx"
 
 
@@ -81,7 +81,7 @@ async def test_a_new_process_fills_a_missing_copy(
     first: Api = await make_api()
     await _board_of_three(first)
     for i in range(3):
-        await first.podium.store.set_profile(Profile(f"p{i}", f"N{i}"), 0.0)
+        await first.backends.store.set_profile(Profile(f"p{i}", f"N{i}"), 0.0)
     await first.settle()
     if config_kind == "production":
         await _drop_copy(first)  # as if Redis had restarted empty (its boards aside)
@@ -91,10 +91,10 @@ async def test_a_new_process_fills_a_missing_copy(
     second: Api = await make_api()
 
     async def complete() -> bool:
-        return await second.podium.copy.profiles_complete()
+        return await second.backends.copy.profiles_complete()
 
     assert await second.until(complete)
-    assert await second.podium.copy.profiles(["p0", "p1", "p2"]) == {
+    assert await second.backends.copy.profiles(["p0", "p1", "p2"]) == {
         f"p{i}": Profile(f"p{i}", f"N{i}") for i in range(3)
     }
 
@@ -114,27 +114,27 @@ async def test_a_lost_copy_falls_back_to_the_store_until_it_is_filled_again(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _board_of_three(api)
-    await api.podium.set_profile(Profile("p0", "Vex"))
+    await api.podium.player_admin.set_profile(Profile("p0", "Vex"))
     # Hold the copier part way, so the copy stays incomplete while we look.
     held, release = asyncio.Event(), asyncio.Event()
-    all_profiles = api.podium.store.all_profiles
+    all_profiles = api.backends.store.all_profiles
 
     async def slow(after: str, limit: int) -> list[tuple[Profile, int]]:
         held.set()
         await release.wait()
         return await all_profiles(after, limit)
 
-    monkeypatch.setattr(api.podium.store, "all_profiles", slow)
+    monkeypatch.setattr(api.backends.store, "all_profiles", slow)
     await _drop_copy(api)
     await asyncio.wait_for(held.wait(), 5)
-    assert await api.podium.copy.profiles(["p0"]) is None
+    assert await api.backends.copy.profiles(["p0"]) is None
     # Names still show, from the store, while the copy is incomplete...
     assert (await _names(api, "p0"))["p0"] == "Vex"
     release.set()
 
     async def complete() -> bool:
-        return await api.podium.copy.profiles_complete()
+        return await api.backends.copy.profiles_complete()
 
     # ...and an updater fills it again.
     assert await api.until(complete)
-    assert await api.podium.copy.profiles(["p0"]) == {"p0": Profile("p0", "Vex")}
+    assert await api.backends.copy.profiles(["p0"]) == {"p0": Profile("p0", "Vex")}

@@ -74,9 +74,9 @@ async def backends(
 
 
 async def record(b: Backends, match: str, points: dict[str, int], ended: int) -> None:
-    key, _ = await b.podium.create_key(f"gs-{match}", ["default"])
+    key, _ = await b.podium.keys.create(f"gs-{match}", ["default"])
     results = [PlayerResult(p, n) for p, n in points.items()]
-    await b.podium.record_match(key, match, "default", ended, 60, results)
+    await b.podium.matches.record(key, match, "default", ended, 60, results)
 
 
 async def apply_all(b: Backends) -> None:
@@ -91,7 +91,7 @@ async def board(b: Backends, name: str) -> dict[str, int]:
 
 
 def key_of(b: Backends, name: str) -> BoardKey:
-    spec = b.podium.board(name)
+    spec = b.podium.reads.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     return BoardKey(name, w.id)
@@ -99,7 +99,7 @@ def key_of(b: Backends, name: str) -> BoardKey:
 
 async def expected(b: Backends, name: str) -> dict[str, int]:
     """What the store says the board must hold: every unbanned player's score."""
-    spec = b.podium.board(name)
+    spec = b.podium.reads.board(name)
     key = key_of(b, name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
@@ -124,7 +124,7 @@ async def corrupt(b: Backends, name: str, players: list[str]) -> None:
     key = key_of(b, name)
     held = await board(b, name)
     gone, high, low = players
-    w = b.podium.board(name).rule.window_at(int(NOW))
+    w = b.podium.reads.board(name).rule.window_at(int(NOW))
     assert w is not None
     exp = index_expiry(w)
     # ban + unban clears a member and its version on one window: then a plain write lands
@@ -140,7 +140,7 @@ async def test_repairs_every_kind_of_corruption(backends: Backends) -> None:
     ended = int(NOW) - 100
     await record(b, "m1", {f"p{i}": 10 * i + 5 for i in range(12)}, ended)
     await apply_all(b)
-    await b.podium.ban("p11", "cheat")
+    await b.podium.player_admin.ban("p11", "cheat")
     for name in BOARDS:
         assert await board(b, name) == await expected(b, name)
         await corrupt(b, name, ["p1", "p2", "p3"])
@@ -195,7 +195,7 @@ async def test_a_banned_player_is_never_put_back(backends: Backends) -> None:
     rec = Reconciler(b.settings, b.store, b.index, b.clock, batch=5)
     await b.index.ban([key_of(b, "week")], "x")  # "x" missing: a suspect of the walk
     await rec.step()
-    await b.podium.ban("x", "cheat")  # banned before the suspect is confirmed
+    await b.podium.player_admin.ban("x", "cheat")  # banned before the suspect is confirmed
     await run(rec)
     assert "x" not in await board(b, "week")
     assert await board(b, "week") == await expected(b, "week")
@@ -210,7 +210,7 @@ def extra_repairs() -> float:
 async def stray(b: Backends, name: str, player: str, score: int) -> None:
     """An index write for a player with no result, behind podium's back (with a version on
     the versioned board, as a buggy updater would write one)."""
-    spec = b.podium.board(name)
+    spec = b.podium.reads.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     versions = [7] if b.settings.versioned(spec) else None
@@ -224,7 +224,7 @@ async def test_members_the_store_does_not_have_are_removed(backends: Backends) -
     ended = int(NOW) - 100
     await record(b, "m1", {f"r{i}": 10 * i + 5 for i in range(12)}, ended)
     await apply_all(b)
-    await b.podium.ban("h", "cheat")  # banned, and no result at all
+    await b.podium.player_admin.ban("h", "cheat")  # banned, and no result at all
     real = {name: await board(b, name) for name in BOARDS}
     for name in BOARDS:
         assert real[name] == await expected(b, name)

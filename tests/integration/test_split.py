@@ -66,7 +66,7 @@ async def make_split(postgres_url: str, far_url: str) -> AsyncIterator[Callable[
 
 
 def split_of(api: Api) -> SplitStore:
-    store = api.podium.store
+    store = api.backends.store
     assert isinstance(store, SplitStore)
     return store
 
@@ -215,10 +215,10 @@ async def test_the_home_down_keeps_recording_for_keys_already_verified(
     a, b = ids_on(store, postgres_url, "a", 2)
     m1, m2, m3 = ids_on(store, postgres_url, "m", 3)
     assert totals(await api.submit(m1, [(a, 3)])) == {a: 3}  # the key is verified, and kept
-    _, other = await api.podium.create_key("gs-2", ["default"], False)
+    _, other = await api.podium.keys.create("gs-2", ["default"], False)
     admin = api.auth(api.admin_key)
     assert (await api.client.get("/v1/admin/keys", headers=admin)).status_code == 200
-    week = api.podium.window(api.podium.board("week"), None).id
+    week = api.podium.reads.window(api.podium.reads.board("week"), None).id
     await asyncio.to_thread(cluster.stop)
     await asyncio.sleep(1.2)  # past the service's one-second copy of the frozen windows
     assert totals(await api.submit(m2, [(a, 4), (b, 5)])) == {a: 7, b: 5}

@@ -40,10 +40,10 @@ async def split_api(make_api: Any, config_kind: str, **index: Any) -> Api:
 
 async def expected_order(api: Api) -> list[str]:
     """The whole board in the one order, from the store (the record)."""
-    spec = api.podium.board("week")
-    w = api.podium.window(spec, None)
+    spec = api.podium.reads.board("week")
+    w = api.podium.reads.window(spec, None)
     rows = []
-    async for batch in api.podium.store.standings("week", w.id):
+    async for batch in api.backends.store.standings("week", w.id):
         rows += [(s.player_id, spec.score(s.tally, w)) for s in batch]
     return [p for p, _ in in_board_order(rows, True)]
 
@@ -163,16 +163,16 @@ async def test_ranks_on_redis_cluster(
     assert order[0] not in [e["playerId"] for e in page["entries"]]
     # A rebuild fills every shard from the store (the banned player stays out), and each
     # shard's part of the window expires as a window's key does.
-    spec = api.podium.board("flat")
-    w = api.podium.window(spec, None)
+    spec = api.podium.reads.board("flat")
+    w = api.podium.reads.window(spec, None)
     key = BoardKey("flat", w.id)
     client = cluster_client(redis_cluster.url)
     try:
         for n in range(16):
             await client.delete(Keys(cluster_prefix, shard_tag(n)).board(key))
-        assert await api.podium.index.count(key) == 0
-        assert await api.podium.rebuild("flat", w.id) == PLAYERS - 1
-        rows = await api.podium.index.page(key, 0, PLAYERS, descending=True)
+        assert await api.backends.index.count(key) == 0
+        assert await api.podium.rebuilds.rebuild("flat", w.id) == PLAYERS - 1
+        rows = await api.backends.index.page(key, 0, PLAYERS, descending=True)
         assert [p for p, _ in rows] == order[1:]
         ttls = [await client.ttl(Keys(cluster_prefix, shard_tag(n)).board(key)) for n in range(16)]
         assert all(t > 0 for t in ttls), ttls

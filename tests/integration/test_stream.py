@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from podium.errors import IndexUnavailable
-from podium.service import Entry, Page
+from podium.views import Entry, Page
 from podium.web.stream import QUEUE_FRAMES, Broadcaster, Hub
 
 pytestmark = pytest.mark.asyncio
@@ -27,10 +27,6 @@ class FakePodium:
         self.window = "2026-W48"
         self.reads = 0
         self.fail: Exception | None = None
-        self.clock = self  # the Hub reads podium.clock.now()
-
-    def now(self) -> float:
-        return time.time()
 
     async def page(self, board: str, window: str | None, offset: int, limit: int) -> Page:
         assert window is None and offset == 0
@@ -173,7 +169,7 @@ async def test_boards_have_their_own_readers() -> None:
 
 
 class CachingPodium(FakePodium):
-    """Holds a page for ``cache_s`` from its as_of, as ``Podium.page`` does."""
+    """Holds a page for ``cache_s`` from its as_of, as ``Reads.page`` does."""
 
     def __init__(self, cache_s: float) -> None:
         super().__init__()

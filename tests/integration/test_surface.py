@@ -78,9 +78,9 @@ async def test_ids_with_a_trailing_newline_are_refused(api: Api) -> None:
     assert "friends.0" in problem(r, 422)["detail"]
     for bad in ("p_2\n", "p_2\r\n"):
         with pytest.raises(Exception, match="playerId"):
-            await api.podium.set_friends("p_1", [bad])
+            await api.podium.player_admin.set_friends("p_1", [bad])
         with pytest.raises(Exception, match="playerId"):
-            await api.podium.set_friends(bad, [])
+            await api.podium.player_admin.set_friends(bad, [])
     r = await api.client.get("/v1/boards/week/players/p_1%0A")
     problem(r, 422)
 
@@ -93,7 +93,7 @@ async def test_unprintable_or_blank_names_are_refused(api: Api, name: str) -> No
     body = problem(r, 422)
     assert body["errors"][0]["field"] == "name", body
     with pytest.raises(Exception, match="name"):
-        await api.podium.set_profile(Profile("p_1", name, None, None))
+        await api.podium.player_admin.set_profile(Profile("p_1", name, None, None))
 
 
 async def test_names_with_emoji_joiners_are_kept(api: Api) -> None:

@@ -106,7 +106,7 @@ async def backends(tmp_path: Path) -> AsyncIterator[bootstrap.Backends]:
         ended = int(b.clock.now()) - 60
         key = ApiKey("gs", "gs", "h", ("default",))
         results = [PlayerResult("a", 10), PlayerResult("b", 5)]
-        await b.podium.record_match(key, "m1", "default", ended, 60, results)
+        await b.podium.matches.record(key, "m1", "default", ended, 60, results)
         yield b
     finally:
         await b.close()
@@ -122,7 +122,7 @@ async def _backlog(b: bootstrap.Backends) -> int:
 
 
 async def _on_board(b: bootstrap.Backends, board: str) -> list[str]:
-    window = b.podium.board(board).rule.window_at(int(b.clock.now()))
+    window = b.podium.reads.board(board).rule.window_at(int(b.clock.now()))
     assert window is not None
     key = BoardKey(board, window.id)
     return [p for p in ("a", "b") if await b.index.rank(key, p, descending=True) is not None]

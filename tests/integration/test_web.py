@@ -16,7 +16,7 @@ from podium import metrics
 from podium.api.app import create_app
 from podium.demo import Simulator
 from podium.domain.models import PlayerResult, Scope
-from podium.service import Podium
+from podium.service import Service
 from tests.integration.conftest import Api, settings_for
 
 pytestmark = pytest.mark.asyncio
@@ -44,7 +44,7 @@ async def test_pages_and_assets_are_served(api: Api) -> None:
 
 
 async def test_ops_figures_need_an_ops_key(api: Api) -> None:
-    _, ops_key = await api.podium.create_key("ops", [], scope=Scope.OPS)
+    _, ops_key = await api.podium.keys.create("ops", [], scope=Scope.OPS)
     assert (await api.client.get("/v1/admin/ops")).status_code == 401
     assert (await api.client.get("/v1/admin/ops", headers=api.auth())).status_code == 403
     admin = await api.client.get("/v1/admin/ops", headers=api.auth(api.admin_key))
@@ -78,7 +78,7 @@ async def test_a_stream_for_an_unknown_board_is_a_problem(api: Api) -> None:
 
 
 @pytest.fixture
-async def app_and_podium(sqlite_url: str) -> AsyncIterator[tuple[Any, Podium]]:
+async def app_and_podium(sqlite_url: str) -> AsyncIterator[tuple[Any, Service]]:
     app = create_app(settings_for("embedded", sqlite_url, None, None))
     async with app.router.lifespan_context(app):
         yield app, app.state.podium
@@ -130,13 +130,13 @@ class RawStream:
 
 
 async def test_the_stream_sends_at_once_then_changes_then_heartbeats(
-    app_and_podium: tuple[Any, Podium],
+    app_and_podium: tuple[Any, Service],
 ) -> None:
     app, podium = app_and_podium
     hub = app.state.streams
     hub.heartbeat_s = 0.05
-    _, secret = await podium.create_key("gs", ["default"], False)
-    key = await podium.authenticate(secret)
+    _, secret = await podium.keys.create("gs", ["default"], False)
+    key = await podium.keys.authenticate(secret)
 
     stream = RawStream(app, "/v1/boards/week/stream")
     start = await asyncio.wait_for(stream.sent.get(), 3)
@@ -149,7 +149,7 @@ async def test_the_stream_sends_at_once_then_changes_then_heartbeats(
     assert hub.broadcaster("week").subscribers == 1
     assert metrics.STREAM_CLIENTS.labels("week")._value.get() == 1
 
-    await podium.record_match(key, "m1", "default", int(time.time()), 300, [PlayerResult("a", 7)])
+    await podium.matches.record(key, "m1", "default", int(time.time()), 300, [PlayerResult("a", 7)])
     moved = await stream.event(timeout=5)
     assert moved["entries"] == [{"rank": 1, "playerId": "a", "points": 7}]
     assert b": keep-alive" in await stream.chunk()  # nothing changes: heartbeats only
@@ -161,18 +161,18 @@ async def test_the_stream_sends_at_once_then_changes_then_heartbeats(
 
 
 async def test_the_demo_fills_a_board_with_named_players(
-    app_and_podium: tuple[Any, Podium],
+    app_and_podium: tuple[Any, Service],
 ) -> None:
-    _, podium = app_and_podium
+    app, podium = app_and_podium
     sim = Simulator(podium, players=30, matches_per_s=50, seed=7)
     task = asyncio.create_task(sim.run())
     try:
         deadline = time.monotonic() + 10
-        page = await podium.page("week", None, 0, 100)
+        page = await podium.reads.page("week", None, 0, 100)
         while len(page.entries) < 20 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             podium.reads.clear_cache()
-            page = await podium.page("week", None, 0, 100)
+            page = await podium.reads.page("week", None, 0, 100)
     finally:
         task.cancel()
         (outcome,) = await asyncio.gather(task, return_exceptions=True)
@@ -182,11 +182,9 @@ async def test_the_demo_fills_a_board_with_named_players(
     assert all(
         e.name and e.avatar and e.avatar.startswith("/static/avatars/") for e in page.entries
     )
-    assert await podium.store.friends(page.entries[0].player_id)
+    assert await app.state.backends.store.friends(page.entries[0].player_id)
     # The avatars it hands out exist.
-    client = httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app_and_podium[0]), base_url="http://x"
-    )
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x")
     async with client:
         for e in page.entries[:5]:
             assert (await client.get(e.avatar or "")).status_code == 200

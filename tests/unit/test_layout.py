@@ -131,3 +131,31 @@ def test_the_layout_names_nothing_that_is_gone() -> None:
         "docs/architecture.md §4 (Layout) lists what is not under src/podium any more; "
         "remove or rename these lines:\n" + "\n".join(gone)
     )
+
+
+# The ports the service holds. A module of the API or the web pages that reads one of these
+# attributes (``podium.store``, ``app.state.backends.index``, ``reads._log``, ...) reaches
+# data around the service, however it got hold of the object.
+BEHIND_THE_SERVICE = {"store", "index", "log", "copy"}
+
+
+def _around_the_service(source: str) -> list[str]:
+    return [
+        f"line {node.lineno}: .{node.attr}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr.removeprefix("_") in BEHIND_THE_SERVICE
+    ]
+
+
+def test_the_api_reaches_data_only_through_the_service() -> None:
+    """CONTRIBUTING.md: ``api/`` and ``web/`` reach data only through the service. The
+    readiness route once pinged ``podium.store`` and ``podium.index`` itself."""
+    assert _around_the_service("async def readyz():\n    await podium.store.ping()\n")
+    assert _around_the_service("podium.reads._index.count(key)")
+    found = {
+        str(path.relative_to(SRC)): lines
+        for part in ("api", "web")
+        for path in sorted((SRC / part).rglob("*.py"))
+        if (lines := _around_the_service(path.read_text()))
+    }
+    assert not found, f"around the service: {found}"

@@ -8,7 +8,7 @@ from fastapi import Request
 
 from podium.domain.models import ApiKey, Scope
 from podium.errors import Forbidden
-from podium.service import Podium
+from podium.service import Service
 
 
 def bearer(request: Request) -> str | None:
@@ -18,8 +18,8 @@ def bearer(request: Request) -> str | None:
 
 
 async def _scoped(request: Request, scope: Scope, needs: str) -> ApiKey:
-    podium: Podium = request.app.state.podium
-    key = await podium.authenticate(bearer(request))
+    podium: Service = request.app.state.podium
+    key = await podium.keys.authenticate(bearer(request))
     if key.scope is not scope:
         raise Forbidden(f"this needs {needs}; this key's scope is {key.scope.value!r}")
     return key

@@ -11,13 +11,20 @@ side keeps the page itself, so a cached page is encoded once per refill, not per
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+from podium.caching import Cache
 from podium.domain.windows import to_rfc3339
 from podium.views import Entry, Page, PlayerRank
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-MAX_HELD = 10_000  # encoded pages kept; like the page cache, it starts over beyond this
+# Bodies held: one per (board, window, offset, limit) asked for lately, the least recently
+# asked going first past the bound. A body is served only with the very page it was encoded
+# from, so HELD_S only frees the memory of slots nobody asks for any more: the read side
+# replaces a page every ``server.page_cache_s`` (1 s by default).
+MAX_HELD = 10_000
+HELD_S = 60.0
 
 
 def _entry(e: Entry) -> dict[str, Any]:
@@ -76,7 +83,9 @@ class EncodedPages:
     """
 
     def __init__(self) -> None:
-        self._held: dict[tuple[str, str, int, int], tuple[Page, bytes]] = {}
+        self._held: Cache[tuple[str, str, int, int], tuple[Page, bytes]] = Cache(
+            MAX_HELD, HELD_S, time.monotonic
+        )
 
     def body(self, page: Page, slot: tuple[str, str, int, int]) -> bytes:
         """``slot``: what the page was asked by (board, window, offset, limit); a newer
@@ -85,7 +94,5 @@ class EncodedPages:
         if hit is not None and hit[0] is page:
             return hit[1]
         body = page_json(page)
-        if len(self._held) >= MAX_HELD and slot not in self._held:
-            self._held.clear()
-        self._held[slot] = (page, body)
+        self._held.put(slot, (page, body))
         return body

@@ -11,19 +11,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from podium.api.auth import admin
 from podium.api.problems import responses
+from podium.domain import validation as v
 from podium.domain.models import ApiKey, Scope
 from podium.domain.windows import to_rfc3339
-from podium.service import Podium
+from podium.service import Service
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 KeyId = Annotated[str, Path(pattern=r"^[0-9a-f]{12}$", description="a key's id, 12 hex digits")]
-# A name: printable, not only spaces. (pydantic's patterns are Rust regexes: $ is the end.)
-NAME = r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$"
 
 
 class KeyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=64, pattern=NAME)
+    name: str = Field(min_length=1, max_length=v.KEY_NAME_MAX, pattern=v.anchored(v.KEY_NAME))
     scope: Literal["game", "admin", "ops"]
     modes: list[str] = Field(default_factory=list, max_length=100)
 
@@ -56,7 +55,7 @@ def _out(k: ApiKey) -> KeyOut:
     )
 
 
-def _podium(request: Request) -> Podium:
+def _podium(request: Request) -> Service:
     return request.app.state.podium  # type: ignore[no-any-return]
 
 
@@ -67,13 +66,13 @@ def _podium(request: Request) -> Podium:
     responses=responses(401, 403, 413, 422, 503),
 )
 async def create_key(request: Request, body: KeyIn) -> NewKeyOut:
-    key, secret = await _podium(request).create_key(body.name, body.modes, scope=Scope(body.scope))
+    key, secret = await _podium(request).keys.create(body.name, body.modes, scope=Scope(body.scope))
     return NewKeyOut(**_out(key).model_dump(), secret=secret)
 
 
 @router.get("/v1/admin/keys", response_model=KeysOut, responses=responses(401, 403, 503))
 async def list_keys(request: Request) -> KeysOut:
-    return KeysOut(keys=[_out(k) for k in await _podium(request).list_keys()])
+    return KeysOut(keys=[_out(k) for k in await _podium(request).keys.all()])
 
 
 @router.delete(
@@ -82,5 +81,5 @@ async def list_keys(request: Request) -> KeysOut:
 async def revoke_key(request: Request, keyId: KeyId) -> Response:
     """Revoke a key: this process refuses it at once, every API process within
     ``server.key_cache_s`` (10 s by default). Revoking a revoked key changes nothing."""
-    await _podium(request).revoke_key(keyId)
+    await _podium(request).keys.revoke(keyId)
     return Response(status_code=204)

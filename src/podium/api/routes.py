@@ -17,8 +17,10 @@ from podium.api.encode import page_json, rank_json
 from podium.api.problems import responses
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain.models import ApiKey, PlayerResult, Profile
+from podium.domain.validation import ID_IS
 from podium.domain.windows import to_epoch, to_rfc3339
-from podium.service import Entry, Podium
+from podium.service import Service
+from podium.views import Entry
 
 # One router per kind of caller, so that a process can serve only some of them
 # (``server.api``): players' reads, game servers' writes, the admin's calls, and operations.
@@ -28,13 +30,13 @@ admin_routes = APIRouter(tags=["admin"])
 ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
-PlayerId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
-MatchId = Annotated[str, Path(pattern=s.ID, description="1 to 64 of letters, digits, _.:-")]
+PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
+MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
 WindowP = Annotated[str, Path(max_length=16, pattern=s.WINDOW, description=s.WINDOW_IS)]
 GroupQ = Annotated[
     str | None,
-    Query(pattern=r"^[A-Z]{2}$", description="on a board split by country: the country"),
+    Query(pattern=s.COUNTRY, description="on a board split by country: the country"),
 ]
 WindowQ = Annotated[
     str | None,
@@ -46,7 +48,7 @@ WRITE = responses(401, 403, 409, 413, 422, 429, 503)
 ADMIN = responses(401, 403, 404, 413, 422, 503)
 
 
-def _podium(request: Request) -> Podium:
+def _podium(request: Request) -> Service:
     return request.app.state.podium  # type: ignore[no-any-return]
 
 
@@ -74,7 +76,7 @@ async def post_results(
     key: Annotated[ApiKey, Depends(game_server)],
 ) -> s.MatchOut:
     with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
-        totals = await _podium(request).record_match(
+        totals = await _podium(request).matches.record(
             key,
             matchId,
             body.mode,
@@ -132,7 +134,7 @@ async def board_page(
     await limit_reads(request)
     podium = _podium(request)
     with metrics.READ_SECONDS.labels("page").time():
-        page = await podium.page(board, window, offset, limit, group)
+        page = await podium.reads.page(board, window, offset, limit, group)
         body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
     # Every process holds a page for page_cache_s, the same for everyone: say so.
     return _json(body, f"public, max-age={int(podium.settings.server.page_cache_s)}")
@@ -154,7 +156,7 @@ async def player_rank(
 ) -> Response:
     await limit_reads(request)
     with metrics.READ_SECONDS.labels("rank").time():
-        r = await _podium(request).player_rank(board, playerId, neighbors, window, group)
+        r = await _podium(request).reads.player_rank(board, playerId, neighbors, window, group)
         body = rank_json(r)
     return _json(body, "no-cache")
 
@@ -174,7 +176,7 @@ async def friends_board(
     group: GroupQ = None,
 ) -> Response:
     with metrics.READ_SECONDS.labels("friends").time():
-        page = await _podium(request).friends_page(board, playerId, window, group)
+        page = await _podium(request).reads.friends_page(board, playerId, window, group)
     return _json(page_json(page), "no-cache")
 
 
@@ -193,7 +195,7 @@ async def distribution(
     group: GroupQ = None,
 ) -> s.DistributionOut:
     with metrics.READ_SECONDS.labels("distribution").time():
-        d = await _podium(request).distribution(board, window, buckets, group)
+        d = await _podium(request).reads.distribution(board, window, buckets, group)
     response.headers["Cache-Control"] = "public, max-age=1"
     return s.DistributionOut(
         board=d.board,
@@ -214,7 +216,7 @@ async def distribution(
 async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -> Response:
     # Fields left out keep their value; an explicit null clears one.
     profile = Profile(playerId, body.name, body.avatar, body.country)
-    await _podium(request).set_profile(profile, set(body.model_fields_set))
+    await _podium(request).player_admin.set_profile(profile, set(body.model_fields_set))
     return Response(status_code=204)
 
 
@@ -225,7 +227,7 @@ async def put_profile(request: Request, playerId: PlayerId, body: s.ProfileIn) -
     responses=ADMIN,
 )
 async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -> Response:
-    await _podium(request).set_friends(playerId, body.friends)
+    await _podium(request).player_admin.set_friends(playerId, body.friends)
     return Response(status_code=204)
 
 
@@ -236,7 +238,7 @@ async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -
     responses=ADMIN,
 )
 async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
-    await _podium(request).ban(playerId, body.reason)
+    await _podium(request).player_admin.ban(playerId, body.reason)
     return Response(status_code=204)
 
 
@@ -247,7 +249,7 @@ async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
     responses=ADMIN,
 )
 async def unban(request: Request, playerId: PlayerId) -> Response:
-    await _podium(request).unban(playerId)
+    await _podium(request).player_admin.unban(playerId)
     return Response(status_code=204)
 
 
@@ -258,7 +260,7 @@ async def unban(request: Request, playerId: PlayerId) -> Response:
     responses=ADMIN,
 )
 async def freeze(request: Request, board: Board, window: WindowP) -> s.FrozenOut:
-    froze, info = await _podium(request).freeze(board, window)
+    froze, info = await _podium(request).board_admin.freeze(board, window)
     return s.FrozenOut(
         board=info.board,
         window=info.window,
@@ -283,7 +285,7 @@ async def review(
     top: Annotated[int, Query(ge=1, le=1000)] = 100,
     window: WindowQ = None,
 ) -> s.ReviewOut:
-    page, flagged = await _podium(request).review(board, window, top)
+    page, flagged = await _podium(request).board_admin.review(board, window, top)
     per_player = Counter(f.player_id for f in flagged)
     return s.ReviewOut(
         board=page.board,
@@ -314,9 +316,7 @@ async def healthz() -> dict[str, str]:
 
 @ops.get("/readyz", responses=responses(503))
 async def readyz(request: Request) -> dict[str, str]:
-    podium = _podium(request)
-    await podium.store.ping()
-    await podium.index.ping()
+    await _podium(request).health.ready()
     return {"status": "ready"}
 
 

@@ -7,15 +7,18 @@ from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
 
-from podium.service import text_problem
+from podium.domain import validation as v
+from podium.domain.validation import anchored, text_problem
+from podium.domain.windows import GROUP_SEP
 
-# JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them; pydantic's regex
-# engine has no "$ before a final newline", and the service checks ids with fullmatch.
-ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+# JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them (validation.py
+# holds each rule once; the service checks them again with fullmatch).
+ID = anchored(v.ID)
+COUNTRY = anchored(v.COUNTRY)  # ISO 3166-1 alpha-2
 BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
 # A window id's shape; the service checks it against the board's own kind (a week board
 # takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
-WINDOW = r"^[0-9A-Za-z-]{1,13}(@[A-Z]{2})?$"
+WINDOW = anchored(rf"[0-9A-Za-z-]{{1,13}}({GROUP_SEP}{v.COUNTRY})?")
 WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
@@ -54,7 +57,7 @@ class MatchIn(_In):
     mode: str = Field(min_length=1, max_length=64)
     endedAt: Rfc3339
     durationSeconds: StrictInt = Field(ge=0)
-    results: list[ResultIn] = Field(min_length=1, max_length=100)
+    results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 
 
 class PlayerTotals(BaseModel):
@@ -161,16 +164,16 @@ class ReviewOut(BaseModel):
 
 class ProfileIn(_In):
     name: Annotated[str | None, BeforeValidator(_shown)] = Field(
-        default=None, min_length=1, max_length=32
+        default=None, min_length=1, max_length=v.NAME_MAX
     )
     avatar: Annotated[str | None, BeforeValidator(_shown)] = Field(
-        default=None, max_length=512, pattern=r"^https://\S+$"
+        default=None, max_length=v.AVATAR_MAX, pattern=anchored(v.AVATAR)
     )
-    country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2
+    country: str | None = Field(default=None, pattern=COUNTRY)
 
 
 class FriendsIn(_In):
-    friends: list[PlayerIdIn] = Field(max_length=1000)
+    friends: list[PlayerIdIn] = Field(max_length=v.MAX_FRIENDS)
 
 
 class BanIn(_In):

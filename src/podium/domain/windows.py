@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 
+from podium.domain.validation import COUNTRY_RE
+
 DAY = 86_400
 WEEK = 7 * DAY
 
@@ -145,7 +147,7 @@ class WindowRule:
 
 
 GROUP_SEP = "@"
-GROUP_RE = re.compile(r"^[A-Z]{2}$")  # ISO 3166-1 alpha-2 country codes
+GROUP_RE = COUNTRY_RE  # a board is split by country: ISO 3166-1 alpha-2 codes
 
 
 def grouped(window: Window, group: str) -> Window:

@@ -24,7 +24,7 @@ from podium.api.auth import ops
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.api.schemas import BOARD
-from podium.service import Podium
+from podium.service import Service
 from podium.web.ops import OpsOut, snapshot
 from podium.web.stream import Hub
 
@@ -118,9 +118,10 @@ async def stream(
     """The board's top 100 as Server-Sent Events: one at once, then one whenever the board
     changes (checked once a second), each ``data: <page json>``, the page as
     ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read)."""
-    podium: Podium = request.app.state.podium
+    podium: Service = request.app.state.podium
+    reads = podium.reads
     # Refuse an unknown board, or one without an open window, before the stream starts.
-    podium.window(podium.board(board), None)
+    reads.window(reads.board(board), None)
     hub = _hub(request)
     # Counted per client as the read rate is: behind a trusted proxy, the forwarded client.
     release = hub.admit(request.app.state.client_address(request))
@@ -161,11 +162,12 @@ def install(app: FastAPI) -> None:
 
 
 @asynccontextmanager
-async def serving(app: FastAPI, podium: Podium) -> AsyncIterator[None]:
+async def serving(app: FastAPI, podium: Service) -> AsyncIterator[None]:
     """The stream hub for the app's lifetime; its broadcasters stop at shutdown."""
     server = podium.settings.server
     hub = Hub(
-        podium,
+        podium.reads,
+        now=podium.clock.now,
         heartbeat_s=HEARTBEAT_S,
         cache_s=server.page_cache_s,
         max_per_client=server.max_streams_per_client,

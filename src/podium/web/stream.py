@@ -19,16 +19,22 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from podium import metrics
 from podium.api.encode import page_body
 from podium.errors import PodiumError, RateLimited, Unavailable
-from podium.service import Page, Podium
+from podium.views import Page
 
 log = logging.getLogger("podium.web")
 
 QUEUE_FRAMES = 2  # per stream: the frame being written plus the newest one
+
+
+class Pages(Protocol):
+    """Where the frames come from: the read use case's pages (``reads.Reads``)."""
+
+    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page: ...
 
 
 def encode(page: Page, tick: float) -> bytes:
@@ -41,7 +47,7 @@ def encode(page: Page, tick: float) -> bytes:
 class Broadcaster:
     def __init__(
         self,
-        podium: Podium,
+        pages: Pages,
         board: str,
         *,
         interval_s: float,
@@ -50,7 +56,7 @@ class Broadcaster:
         now: Callable[[], float] = time.time,
     ) -> None:
         self.board = board
-        self._podium = podium
+        self._pages = pages
         self._interval = interval_s
         self._cache_s = cache_s
         self._now = now
@@ -125,7 +131,7 @@ class Broadcaster:
         """Read the top page and publish it if it changed; returns the page's as_of."""
         tick = time.time()
         try:
-            page = await self._podium.page(self.board, None, 0, self._limit)
+            page = await self._pages.page(self.board, None, 0, self._limit)
         except Exception as e:
             # An outage (or the board losing its open window) must not end the task that
             # every open stream depends on: streams keep their last frame, the next tick
@@ -152,8 +158,9 @@ class Hub:
 
     def __init__(
         self,
-        podium: Podium,
+        pages: Pages,
         *,
+        now: Callable[[], float] = time.time,
         interval_s: float = 1.0,
         limit: int = 100,
         heartbeat_s: float = 15.0,
@@ -166,7 +173,8 @@ class Hub:
         self.max_streams = max_streams
         self._open: dict[str, int] = {}  # streams open, by client
         self.open = 0
-        self._podium = podium
+        self._pages = pages
+        self._now = now
         self._interval = interval_s
         self._limit = limit
         self._cache_s = cache_s
@@ -176,12 +184,12 @@ class Hub:
         b = self._boards.get(board)
         if b is None:
             b = Broadcaster(
-                self._podium,
+                self._pages,
                 board,
                 interval_s=self._interval,
                 limit=self._limit,
                 cache_s=self._cache_s,
-                now=self._podium.clock.now,
+                now=self._now,
             )
             self._boards[board] = b
         return b

@@ -1,0 +1,39 @@
+"""The admin's calls on a board window before prizes: review its top beside the latest
+flagged results, and freeze it now (a tournament ended early) rather than when it is due.
+
+Knows the ports, never an adapter.
+"""
+
+from __future__ import annotations
+
+from podium.domain.models import Flagged, FrozenWindow
+from podium.lifecycle import Lifecycle
+from podium.ports import Results
+from podium.reads import Reads
+from podium.views import Page
+
+REVIEW_FLAGGED = 200  # flagged results listed for review
+
+
+class BoardAdmin:
+    def __init__(self, store: Results, reads: Reads, lifecycle: Lifecycle) -> None:
+        self.store = store
+        self.reads = reads
+        self.lifecycle = lifecycle
+
+    async def review(
+        self, board: str, window_id: str | None, top: int
+    ) -> tuple[Page, list[Flagged]]:
+        """What to look at before prizes: the top of the board, and the latest flagged
+        results in the board's modes."""
+        spec = self.reads.board(board)
+        page = await self.reads.page(board, window_id, 0, min(top, spec.exact_top))
+        flagged = await self.store.flagged(spec.modes, REVIEW_FLAGGED)
+        return page, flagged
+
+    async def freeze(self, board: str, window_id: str) -> tuple[bool, FrozenWindow]:
+        """Freeze a window now, whether or not it is due; False if it was frozen already."""
+        spec = self.reads.board(board)
+        froze, info = await self.lifecycle.freeze(spec, self.reads.window(spec, window_id))
+        self.reads.clear_cache()
+        return froze, info

@@ -1,0 +1,99 @@
+"""The index refilled from the store (invariant 1: the index is a copy): one board window
+(``podium rebuild``), every window whose index key still lives (the start of the in-process
+index), and the index's copy of profiles (at start, and by an updater that finds it gone).
+
+Knows the ports, never an adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from typing import Protocol
+
+from podium.config import Settings
+from podium.domain.windows import index_expiry, indexed_window
+from podium.ports import BoardKey, Clock, Players, ProfileCopy, RankIndex, Windows
+from podium.reads import Reads
+
+log = logging.getLogger("podium.rebuilds")
+
+# A copier of profiles that stops (its process died) holds the copy this long at most; one
+# that lives renews it with each page of 1,000 profiles.
+COPY_LEASE_S = 60.0
+
+
+class RebuildStore(Players, Windows, Protocol):
+    """What a rebuild reads: the standings of a window (``Windows``), who is banned, every
+    profile (``Players``)."""
+
+
+class Rebuilds:
+    def __init__(
+        self,
+        settings: Settings,
+        store: RebuildStore,
+        index: RankIndex,
+        copy: ProfileCopy,
+        clock: Clock,
+        reads: Reads,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.index = index
+        self.copy = copy
+        self.clock = clock
+        self.reads = reads  # the board lookups, and this process's pages to clear
+
+    async def rebuild(self, board: str, window_id: str) -> int:
+        """Replace one board window in the index with what the store holds."""
+        spec = self.reads.board(board)
+        w = self.reads.window(spec, window_id)
+        entries: list[tuple[str, int]] = []
+        versions: list[int] = []
+        async for batch in self.store.standings(board, w.id):
+            banned = await self.store.banned([s.player_id for s in batch])
+            for s in batch:
+                if s.player_id not in banned:
+                    entries.append((s.player_id, spec.score(s.tally, w)))
+                    versions.append(s.tally.version)
+        await self.index.replace(
+            BoardKey(board, w.id),
+            entries,
+            expire_at=index_expiry(w),
+            versions=versions if self.settings.versioned(spec) else None,
+        )
+        self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
+        return len(entries)
+
+    async def rebuild_live(self) -> int:
+        """Rebuild every window whose index key would still exist (start-up of the
+        in-process index)."""
+        now = self.clock.now()
+        total = 0
+        for spec in self.settings.boards:
+            for window_id in await self.store.windows(spec.name):
+                if indexed_window(spec.rule, window_id, now) is not None:
+                    total += await self.rebuild(spec.name, window_id)
+        return total
+
+    async def copy_profiles(self, page: int = 1000) -> int | None:
+        """Copy every profile from the store into the index, then mark the copy complete;
+        return how many, or None if another copier is at it (or took over). Profiles that
+        change meanwhile come through the outbox with newer versions, so the copy can be
+        taken while the service runs."""
+        token = secrets.token_hex(8)
+        if not await self.copy.begin_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+            return None
+        after, n = "", 0
+        while batch := await self.store.all_profiles(after, page):
+            await self.copy.write_profiles(batch)
+            after = batch[-1][0].player_id
+            n += len(batch)
+            if not await self.copy.keep_profiles_copy(token, self.clock.now(), COPY_LEASE_S):
+                break
+        else:
+            if await self.copy.end_profiles_copy(token):
+                return n
+        log.warning("the copy of profiles was lost or taken over while this process filled it")
+        return None
