@@ -3,8 +3,11 @@ and a refill that runs once however many readers miss at the same time.
 
 Every cache in podium (pages, snapshots, frozen windows, keys, names, encoded bodies) is one of
 these, each with its bound stated where it is made, so that none grows without limit and none
-has a policy of its own. ``cachetools.TTLCache`` keeps the bound (least recently used entries go
-first) and the expiry, read from the clock the cache is given, so fake clocks in tests move it.
+has a policy of its own. Every entry lives the cache's one time to live, read from the clock the
+cache is given (so fake clocks in tests move it); a full cache drops what was written longest
+ago, which with one time to live is also what expires first. A plain dict in write order does
+it: a hit costs one lookup and one clock read. (``cachetools.TTLCache`` was tried here first: its
+bookkeeping made a hit twelve times dearer, 1.3 against 0.11 us, on names read by the hundred.)
 
 A refill (``get_or_load``) is single-flight: the first reader that misses starts the load and the
 others wait on it; a reader that goes away (its client hung up) does not cancel the load the
@@ -22,8 +25,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
-from cachetools import TTLCache
-
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -34,21 +35,34 @@ class Cache(Generic[K, V]):
             raise ValueError("a cache holds at least one entry, for no negative time")
         self.maxsize = maxsize
         self.ttl_s = ttl_s
-        self._held: TTLCache[K, V] = TTLCache(maxsize, ttl_s, timer=timer)
+        self._timer = timer
+        self._held: dict[K, tuple[float, V]] = {}  # in write order: key -> (expires, value)
         self._loading: dict[K, asyncio.Future[V]] = {}
 
     def __len__(self) -> int:
         return len(self._held)
 
     def __contains__(self, key: K) -> bool:
-        return key in self._held
+        hit = self._held.get(key)
+        return hit is not None and hit[0] > self._timer()
 
     def get(self, key: K) -> V | None:
         """The value held for ``key`` if it has not expired, else None."""
-        return self._held.get(key)
+        hit = self._held.get(key)
+        if hit is not None and hit[0] > self._timer():
+            return hit[1]
+        return None
 
     def put(self, key: K, value: V) -> None:
-        self._held[key] = value
+        if self.ttl_s == 0:  # a cache set to hold nothing (its loads are still shared)
+            return
+        held = self._held
+        now = self._timer()
+        held.pop(key, None)  # written again: it moves to the end, as its expiry does
+        while len(held) >= self.maxsize:
+            oldest = next(iter(held))  # written longest ago: expired, or the first to expire
+            del held[oldest]
+        held[key] = (now + self.ttl_s, value)
 
     def forget(self, key: K) -> None:
         """Drop ``key`` and keep a load already running for it from caching its answer."""
@@ -62,10 +76,9 @@ class Cache(Generic[K, V]):
     async def get_or_load(self, key: K, load: Callable[[], Awaitable[V]]) -> V:
         """The held value, or the one ``load`` gives, loaded once for every reader that
         asks while it runs."""
-        try:
-            return self._held[key]
-        except KeyError:
-            pass
+        hit = self._held.get(key)
+        if hit is not None and hit[0] > self._timer():
+            return hit[1]
         running = self._loading.get(key)
         if running is None:
             running = asyncio.ensure_future(self._load(key, load))
@@ -84,5 +97,5 @@ class Cache(Generic[K, V]):
             if mine:
                 del self._loading[key]
         if mine:  # not forgotten meanwhile
-            self._held[key] = value
+            self.put(key, value)
         return value

@@ -22,7 +22,7 @@ from podium.ports import Clock, Players
 
 TTL_S = 5.0
 # Names held, each for TTL_S: twice the players of the largest board BENCHMARKS.md reads
-# (100,000); past the bound the least recently read go first, so memory stays flat.
+# (100,000); past the bound the ones written longest ago go first, so memory stays flat.
 MAX_ENTRIES = 200_000
 # Held for a player with no profile yet, so that they are not asked for on every read; no
 # player has an empty id.

@@ -43,7 +43,7 @@ log = logging.getLogger("podium.reads")
 HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it again
 # Board windows whose snapshot one process holds: one per board, open window and group (a
 # board split by country has up to ~250 groups), so 1,000 holds every live board window of
-# a deployment with a few grouped boards; past it the least recently read is read again.
+# a deployment with a few grouped boards; past it the one written longest ago is read again.
 SNAPSHOTS_HELD = 1_000
 
 

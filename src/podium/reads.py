@@ -24,7 +24,7 @@ from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, r
 # Pages one process holds, one per (board, window, offset, limit) asked for: the offset and
 # the limit are the client's, so without a bound a client walking every pair would grow it
 # without end, while the pages players look at within ``page_cache_s`` (the first few of
-# each live board window) are far fewer; past it the least recently read is read again.
+# each live board window) are far fewer; past it the one written longest ago is read again.
 PAGES_HELD = 10_000
 
 

@@ -19,8 +19,8 @@ from podium.domain.windows import to_rfc3339
 from podium.views import Entry, Page, PlayerRank
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-# Bodies held: one per (board, window, offset, limit) asked for lately, the least recently
-# asked going first past the bound. A body is served only with the very page it was encoded
+# Bodies held: one per (board, window, offset, limit) asked for lately, the one written
+# longest ago going first past the bound. A body is served only with the very page it was encoded
 # from, so HELD_S only frees the memory of slots nobody asks for any more: the read side
 # replaces a page every ``server.page_cache_s`` (1 s by default).
 MAX_HELD = 10_000
