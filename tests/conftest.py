@@ -3,23 +3,31 @@
 On a laptop a backend that is not reachable is skipped with the reason printed. CI sets
 ``PODIUM_REQUIRE_SERVICES=1``, and there an unreachable backend fails the run instead.
 Every test gets its own Postgres database and its own Redis key prefix, and removes them
-afterwards: the machine's own services are shared and never flushed. A Redis Cluster is the
+afterwards: the machine's own services are shared and never flushed. A test's database is
+a copy of a template migrated once per session, so that its store's ``migrate()`` finds
+nothing left to do; a test of the migrations themselves is marked ``empty_database`` and
+gets databases with nothing in them (``tests/pg_databases.py``). A Redis Cluster is the
 tests' own (``tests/redis_cluster.py``): started once per session from the installed
 ``redis-server``, on free loopback ports, and stopped at the end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import pytest
 
 from podium.ports import ScoreStore
+from tests.pg_databases import Databases
+
+T = TypeVar("T")
 
 POSTGRES_URL = os.environ.get(
     "PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -47,25 +55,60 @@ def need(url: str, what: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A fresh, empty database on the machine's Postgres, dropped afterwards."""
-    need(POSTGRES_URL, "PostgreSQL")
-    import asyncpg
+def _in_a_thread(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to its end from synchronous code, in a thread of its own: the caller
+    may be inside a test's event loop."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work()).result()
 
-    name = f"podium_test_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(POSTGRES_URL)
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Databases]:
+    """The session's databases on the machine's Postgres (``tests/pg_databases.py``): the
+    migrated template, made on first use, and the copies of it; all dropped at the end."""
+    databases = Databases(POSTGRES_URL)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield databases
     finally:
-        await admin.close()
-    u = urlparse(POSTGRES_URL)
-    yield u._replace(path=f"/{name}").geturl()
-    admin = await asyncpg.connect(POSTGRES_URL)
+        _in_a_thread(databases.close)
+
+
+class OwnDatabases:
+    """What one test makes: ``await make(n)`` gives the URLs of ``n`` fresh databases."""
+
+    def __init__(self, server: Databases, empty: bool) -> None:
+        self.server = server
+        self.empty = empty
+        self.made: list[str] = []
+
+    async def make(self, n: int) -> list[str]:
+        urls = await self.server.take(n, empty=self.empty)
+        self.made += urls
+        return urls
+
+
+@pytest.fixture
+async def pg_databases(
+    request: pytest.FixtureRequest, postgres_server: Databases
+) -> AsyncIterator[OwnDatabases]:
+    """The test's maker of Postgres databases: copies of the migrated template, or empty
+    ones for a test marked ``empty_database``; given back (to be dropped) afterwards."""
+    need(POSTGRES_URL, "PostgreSQL")
+    mine = OwnDatabases(
+        postgres_server, request.node.get_closest_marker("empty_database") is not None
+    )
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield mine
     finally:
-        await admin.close()
+        await postgres_server.give_back(mine.made)
+
+
+@pytest.fixture
+async def postgres_url(pg_databases: OwnDatabases) -> str:
+    """A fresh database on the machine's Postgres: migrated already (its store's
+    ``migrate()`` finds nothing to do), or empty under ``empty_database``."""
+    [url] = await pg_databases.make(1)
+    return url
 
 
 @pytest.fixture
