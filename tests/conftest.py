@@ -168,3 +168,42 @@ def sqlite_url(tmp_path: object) -> Iterator[str]:
 async def stored_results(store: ScoreStore, match_id: str, player_ids: list[str]) -> dict[str, Any]:
     """The results ``store`` holds for these players in this match."""
     return await store.results_of(match_id, player_ids)
+
+
+# -- which tests share a worker (pytest-xdist, ``--dist loadgroup``) -------------------------
+
+# What a test that uses the machine's Postgres asks for, by name or as its parameter.
+_POSTGRES_FIXTURES = {"pg_databases", "postgres_url", "postgres_databases", "split_databases"}
+_POSTGRES_KINDS = {"postgres", "production", "split", "split2", "split3"}
+
+
+def _uses_postgres(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    if names & _POSTGRES_FIXTURES or "databases" in names:  # test_fleet's own three
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        values = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(v, str) and v in _POSTGRES_KINDS for v in values):
+            return True
+    return False
+
+
+def worker_group(item: pytest.Item) -> str | None:
+    """The group whose tests run one after another on one worker: the log contract's
+    bodies on JetStream (their leases are waited out for real, beside everything else
+    the other worker runs; one NATS cluster for the run), and every test on the machine's
+    Postgres (its connections are shared with the whole machine: one test's worth at a
+    time, as without workers). The rest goes to whichever worker is free."""
+    if item.path.name == "test_log.py" and "[nats" in item.nodeid:
+        return "nats-log"
+    if _uses_postgres(item):
+        return "postgres"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

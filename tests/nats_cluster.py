@@ -14,7 +14,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections import deque
@@ -30,6 +29,7 @@ import pytest
 from nats.js import JetStreamContext
 
 from tests.conftest import REQUIRE, need
+from tests.ports import free_ports
 
 NATS_URL = os.environ.get("PODIUM_TEST_NATS", "nats://127.0.0.1:4222")
 
@@ -160,17 +160,6 @@ class Ahead:
         self._pool.shutdown()
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 class Cluster:
     """``size`` nats-server processes in one JetStream cluster, on loopback."""
 
@@ -178,7 +167,7 @@ class Cluster:
         self.binary = binary
         self.root = root
         self.size = size
-        ports = _free_ports(2 * size)
+        ports = free_ports(2 * size)
         self.client_ports, self.route_ports = ports[:size], ports[size:]
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * size
         root.mkdir(parents=True, exist_ok=True)

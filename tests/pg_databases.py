@@ -28,8 +28,10 @@ import asyncpg
 
 from podium.aio import gather_all
 
-BATCH = 8  # copies made ahead, at once
-DROP_BATCH = 16  # databases dropped at once
+# The server is shared (its max_connections with it): each statement at once is a connection.
+BATCH = 4  # copies made ahead, at once
+DROP_BATCH = 8  # databases dropped together, AT_ONCE at a time
+AT_ONCE = 4
 PREFIX = "podium_test_"
 
 
@@ -79,12 +81,16 @@ class Databases:
 
     async def _drop_retired(self) -> None:
         names, self.retired = self.retired[:DROP_BATCH], self.retired[DROP_BATCH:]
-        # FORCE: a connection a test left open (a leak, or a process it killed) is ended.
-        drops = [self._admin(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)') for n in names]
-        try:
-            await gather_all(drops)
-        except (OSError, asyncpg.PostgresError) as e:  # left behind, not a test's failure
-            warnings.warn(f"could not drop a test database: {e!r}", stacklevel=1)
+        for i in range(0, len(names), AT_ONCE):
+            # FORCE: a connection a test left open (a leak, a process it killed) is ended.
+            drops = [
+                self._admin(f'DROP DATABASE IF EXISTS "{n}" WITH (FORCE)')
+                for n in names[i : i + AT_ONCE]
+            ]
+            try:
+                await gather_all(drops)
+            except (OSError, asyncpg.PostgresError) as e:  # left behind, not a test's failure
+                warnings.warn(f"could not drop a test database: {e!r}", stacklevel=1)
 
     async def _template(self) -> str:
         if self.template is None:

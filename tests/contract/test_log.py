@@ -324,7 +324,13 @@ def cluster_streams(nats_cluster: Cluster) -> Iterator[Ahead]:
         ahead.close()
 
 
-@pytest.fixture(params=BACKENDS, ids=[b[0] for b in BACKENDS])
+@pytest.fixture(
+    params=[
+        # the cluster's bodies are slow: leases waited out for real, and a stream each
+        pytest.param(b, id=b[0], marks=[pytest.mark.slow] if b[2] == "nats-cluster" else [])
+        for b in BACKENDS
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> Backend:
     """(store kind, url of a fresh empty database, log kind, NATS servers); a sync fixture,
     so that it asks for the service fixtures (skipped or failed when absent) only when
