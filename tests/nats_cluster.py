@@ -129,7 +129,7 @@ class Ahead:
     What is left at ``close`` is deleted."""
 
     def __init__(
-        self, urls: list[str], make: Callable[[str], Awaitable[None]], depth: int = 2
+        self, urls: list[str], make: Callable[[str], Awaitable[None]], depth: int = 3
     ) -> None:
         self.urls = urls
         self.make = make
