@@ -558,19 +558,26 @@ async def test_two_consumers_share_the_work(kit: Kit) -> None:
     a, b = kit.consumer(), kit.consumer()
     sent = [await kit.total(f"p{i % 6}", 1 + i) for i in range(30)]
     got: dict[str, list[Message]] = {"a": [], "b": []}
+    claimed = {"a": asyncio.Event(), "b": asyncio.Event()}  # a first fetch came back
 
-    async def work(name: str, log: ChangeLog) -> None:
-        while True:
-            leased = kit.mark()
-            batch = await log.fetch(4)
-            if not batch:
-                return
-            got[name] += batch
-            await asyncio.sleep(0)  # let the other claim while this one holds its batch
-            with kit.within(leased, "an ack"):
-                await log.ack(batch)
+    async def work(name: str, other: str, log: ChangeLog) -> None:
+        try:
+            while True:
+                leased = kit.mark()
+                batch = await log.fetch(4)
+                claimed[name].set()
+                if not batch:
+                    return
+                got[name] += batch
+                # Let the other claim while this one holds its batch: it may be slower to
+                # start (a connection of its own to open), and would find nothing left.
+                await claimed[other].wait()
+                with kit.within(leased, "an ack"):
+                    await log.ack(batch)
+        finally:
+            claimed[name].set()
 
-    await asyncio.gather(work("a", a), work("b", b))
+    await asyncio.gather(work("a", "b", a), work("b", "a", b))
     both = got["a"] + got["b"]
     assert sorted(sigs(both)) == sorted(sent)  # each message once: none to both, none lost
     assert got["a"] and got["b"]
