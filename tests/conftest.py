@@ -191,12 +191,13 @@ def _uses_postgres(item: pytest.Item) -> bool:
 
 def worker_group(item: pytest.Item) -> str | None:
     """The group whose tests run one after another on one worker: the log contract's
-    bodies on JetStream (their leases are waited out for real, beside everything else
-    the other worker runs; one NATS cluster for the run), and every test on the machine's
-    Postgres (its connections are shared with the whole machine: one test's worth at a
-    time, as without workers). The rest goes to whichever worker is free."""
+    bodies on the 3-node JetStream cluster (one cluster for the run, its streams made
+    ahead), and every test on the machine's Postgres (its connections are shared with the
+    whole machine: one test's worth at a time, as without workers). The rest goes to
+    whichever worker is free: the log contract on one JetStream server among them (a store
+    on Postgres, one connection at a time, while its leases are waited out)."""
     if item.path.name == "test_log.py" and "[nats" in item.nodeid:
-        return "nats-log"
+        return "nats-cluster" if "[nats-cluster]" in item.nodeid else None
     if _uses_postgres(item):
         return "postgres"
     return None
