@@ -3,23 +3,31 @@
 On a laptop a backend that is not reachable is skipped with the reason printed. CI sets
 ``PODIUM_REQUIRE_SERVICES=1``, and there an unreachable backend fails the run instead.
 Every test gets its own Postgres database and its own Redis key prefix, and removes them
-afterwards: the machine's own services are shared and never flushed. A Redis Cluster is the
+afterwards: the machine's own services are shared and never flushed. A test's database is
+a copy of a template migrated once per session, so that its store's ``migrate()`` finds
+nothing left to do; a test of the migrations themselves is marked ``empty_database`` and
+gets databases with nothing in them (``tests/pg_databases.py``). A Redis Cluster is the
 tests' own (``tests/redis_cluster.py``): started once per session from the installed
 ``redis-server``, on free loopback ports, and stopped at the end.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 import pytest
 
 from podium.ports import ScoreStore
+from tests.pg_databases import Databases
+
+T = TypeVar("T")
 
 POSTGRES_URL = os.environ.get(
     "PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -47,25 +55,60 @@ def need(url: str, what: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
-    """A fresh, empty database on the machine's Postgres, dropped afterwards."""
-    need(POSTGRES_URL, "PostgreSQL")
-    import asyncpg
+def _in_a_thread(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to its end from synchronous code, in a thread of its own: the caller
+    may be inside a test's event loop."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work()).result()
 
-    name = f"podium_test_{secrets.token_hex(4)}"
-    admin = await asyncpg.connect(POSTGRES_URL)
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Databases]:
+    """The session's databases on the machine's Postgres (``tests/pg_databases.py``): the
+    migrated template, made on first use, and the copies of it; all dropped at the end."""
+    databases = Databases(POSTGRES_URL)
     try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
+        yield databases
     finally:
-        await admin.close()
-    u = urlparse(POSTGRES_URL)
-    yield u._replace(path=f"/{name}").geturl()
-    admin = await asyncpg.connect(POSTGRES_URL)
+        _in_a_thread(databases.close)
+
+
+class OwnDatabases:
+    """What one test makes: ``await make(n)`` gives the URLs of ``n`` fresh databases."""
+
+    def __init__(self, server: Databases, empty: bool) -> None:
+        self.server = server
+        self.empty = empty
+        self.made: list[str] = []
+
+    async def make(self, n: int) -> list[str]:
+        urls = await self.server.take(n, empty=self.empty)
+        self.made += urls
+        return urls
+
+
+@pytest.fixture
+async def pg_databases(
+    request: pytest.FixtureRequest, postgres_server: Databases
+) -> AsyncIterator[OwnDatabases]:
+    """The test's maker of Postgres databases: copies of the migrated template, or empty
+    ones for a test marked ``empty_database``; given back (to be dropped) afterwards."""
+    need(POSTGRES_URL, "PostgreSQL")
+    mine = OwnDatabases(
+        postgres_server, request.node.get_closest_marker("empty_database") is not None
+    )
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield mine
     finally:
-        await admin.close()
+        await postgres_server.give_back(mine.made)
+
+
+@pytest.fixture
+async def postgres_url(pg_databases: OwnDatabases) -> str:
+    """A fresh database on the machine's Postgres: migrated already (its store's
+    ``migrate()`` finds nothing to do), or empty under ``empty_database``."""
+    [url] = await pg_databases.make(1)
+    return url
 
 
 @pytest.fixture
@@ -125,3 +168,43 @@ def sqlite_url(tmp_path: object) -> Iterator[str]:
 async def stored_results(store: ScoreStore, match_id: str, player_ids: list[str]) -> dict[str, Any]:
     """The results ``store`` holds for these players in this match."""
     return await store.results_of(match_id, player_ids)
+
+
+# -- which tests share a worker (pytest-xdist, ``--dist loadgroup``) -------------------------
+
+# What a test that uses the machine's Postgres asks for, by name or as its parameter.
+_POSTGRES_FIXTURES = {"pg_databases", "postgres_url", "postgres_databases", "split_databases"}
+_POSTGRES_KINDS = {"postgres", "production", "split", "split2", "split3"}
+
+
+def _uses_postgres(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    if names & _POSTGRES_FIXTURES or "databases" in names:  # test_fleet's own three
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        values = value if isinstance(value, tuple) else (value,)
+        if any(isinstance(v, str) and v in _POSTGRES_KINDS for v in values):
+            return True
+    return False
+
+
+def worker_group(item: pytest.Item) -> str | None:
+    """The group whose tests run one after another on one worker: the log contract's
+    bodies on the 3-node JetStream cluster (one cluster for the run, its streams made
+    ahead), and every test on the machine's Postgres (its connections are shared with the
+    whole machine: one test's worth at a time, as without workers). The rest goes to
+    whichever worker is free: the log contract on one JetStream server among them (a store
+    on Postgres, one connection at a time, while its leases are waited out)."""
+    if item.path.name == "test_log.py" and "[nats" in item.nodeid:
+        return "nats-cluster" if "[nats-cluster]" in item.nodeid else None
+    if _uses_postgres(item):
+        return "postgres"
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -14,11 +14,11 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
@@ -26,8 +26,10 @@ import nats
 import nats.errors
 import nats.js.errors
 import pytest
+from nats.js import JetStreamContext
 
 from tests.conftest import REQUIRE, need
+from tests.ports import free_ports
 
 NATS_URL = os.environ.get("PODIUM_TEST_NATS", "nats://127.0.0.1:4222")
 
@@ -80,40 +82,82 @@ async def own_stream(urls: list[str]) -> AsyncIterator[str]:
         await delete_stream(urls, name)
 
 
+Leaders = dict[str, str | None]  # a stream's consumers by name, and the node leading each
+
+
+async def _leaders(js: JetStreamContext, stream: str) -> Leaders:
+    return {
+        c.name: c.cluster.leader if c.cluster else None for c in await js.consumers_info(stream)
+    }
+
+
+async def leaders(urls: list[str], stream: str) -> Leaders:
+    """Which node leads each of the stream's consumers now."""
+    nc = await nats.connect(servers=urls)
+    try:
+        return await _leaders(nc.jetstream(timeout=5), stream)
+    finally:
+        await nc.close()
+
+
 async def settled(
     urls: list[str], stream: str, quiet_s: float = 4.0, timeout: float = 30.0
-) -> None:
-    """Until the leaders of the stream's consumers have not changed for ``quiet_s``."""
+) -> Leaders:
+    """Until the leaders of the stream's consumers have not changed for ``quiet_s``; they."""
     nc = await nats.connect(servers=urls)
     try:
         js = nc.jetstream(timeout=5)
-        last: dict[str, str | None] = {}
+        last: Leaders = {}
         since = time.monotonic()
         deadline = since + timeout
         while time.monotonic() < deadline:
-            now = {
-                c.name: c.cluster.leader if c.cluster else None
-                for c in await js.consumers_info(stream)
-            }
+            now = await _leaders(js, stream)
             if now != last or None in now.values():
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= quiet_s:
-                return
+                return last
             await asyncio.sleep(0.25)
         raise RuntimeError(f"the consumers of {stream} kept changing leaders: {last}")
     finally:
         await nc.close()
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+class Ahead:
+    """Streams made on a cluster ahead of need, each made by ``make(name)`` and then left
+    until its consumers' leaders have settled (``settled``), ``depth`` at a time, each in
+    a thread of its own (a test's event loop lasts one test); ``take`` gives the next.
+    What is left at ``close`` is deleted."""
+
+    def __init__(
+        self, urls: list[str], make: Callable[[str], Awaitable[None]], depth: int = 3
+    ) -> None:
+        self.urls = urls
+        self.make = make
+        self.depth = depth
+        self._pool = ThreadPoolExecutor(depth, thread_name_prefix="streams ahead")
+        self._queue: deque[Future[tuple[str, Leaders]]] = deque()
+
+    async def _one(self, name: str) -> tuple[str, Leaders]:
+        await self.make(name)
+        return name, await settled(self.urls, name)
+
+    def _more(self) -> None:
+        while len(self._queue) < self.depth:
+            name = stream_name()
+            self._queue.append(self._pool.submit(asyncio.run, self._one(name)))
+
+    async def take(self) -> tuple[str, Leaders]:
+        self._more()
+        made = self._queue.popleft()
+        self._more()
+        return await asyncio.wrap_future(made)
+
+    def close(self) -> None:
+        for made in self._queue:
+            with suppress(Exception):
+                name, _ = made.result()
+                asyncio.run(delete_stream(self.urls, name))
+        self._pool.shutdown()
 
 
 class Cluster:
@@ -123,7 +167,7 @@ class Cluster:
         self.binary = binary
         self.root = root
         self.size = size
-        ports = _free_ports(2 * size)
+        ports = free_ports(2 * size)
         self.client_ports, self.route_ports = ports[:size], ports[size:]
         self.procs: list[subprocess.Popen[bytes] | None] = [None] * size
         root.mkdir(parents=True, exist_ok=True)

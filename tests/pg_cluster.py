@@ -19,17 +19,12 @@ import tempfile
 import pytest
 
 from tests.conftest import REQUIRE
+from tests.ports import free_port
 
 
 def _bin(name: str) -> str | None:
     found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
     return found[-1] if found else shutil.which(name)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PgCluster:
@@ -44,7 +39,7 @@ class PgCluster:
         self._as_postgres = os.geteuid() == 0
         self.dir = tempfile.mkdtemp(prefix="podium-pg-")
         self.data = os.path.join(self.dir, "data")
-        self.port = _free_port()
+        self.port = free_port()
         if self._as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
         self._run(self._initdb, "-D", self.data, "-U", "postgres", "-A", "trust", "--no-sync")

@@ -13,38 +13,17 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 
+from tests.ports import free_ports
+
 REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
 NODE_TIMEOUT_MS = 1000
 START_TIMEOUT_S = 20.0
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` loopback ports that are free, each with its cluster bus port (+10000) free too."""
-    found: list[int] = []
-    while len(found) < n:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port <= 55535 and port not in found and _free(port + 10000):
-            found.append(port)
-    return found
 
 
 def cli(port: int, *args: str, timeout: float = 5.0) -> str:
@@ -190,7 +169,7 @@ def start_cluster() -> RedisCluster:
     """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``)."""
     if REDIS_SERVER is None or REDIS_CLI is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a Redis Cluster")
-    cluster = RedisCluster(free_ports(6), tempfile.mkdtemp(prefix="podium-cluster-"))
+    cluster = RedisCluster(free_ports(6, also=10000), tempfile.mkdtemp(prefix="podium-cluster-"))
     try:
         cluster.start()
     except BaseException:

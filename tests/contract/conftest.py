@@ -8,15 +8,11 @@ shard turns from test to test so that the suite's keys land on every primary.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
-import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
@@ -24,7 +20,7 @@ from podium.index.cluster import client_for, cluster_client, shard_indexes
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
 from podium.index.split import SplitIndex
-from tests.conftest import POSTGRES_URL, REDIS_URL, need
+from tests.conftest import REDIS_URL, OwnDatabases
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
 REDIS_INDEXES = SINGLE_INDEXES[1:]
@@ -115,37 +111,9 @@ def descending(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
-async def postgres_databases() -> AsyncIterator[Callable[[int], Awaitable[list[str]]]]:
-    """Make ``n`` fresh, empty databases on the machine's Postgres (as ``postgres_url``
-    does one); every one made is dropped afterwards."""
-    made: list[str] = []
-
-    async def create(name: str) -> None:
-        admin = await asyncpg.connect(POSTGRES_URL)
-        try:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-            made.append(name)
-        finally:
-            await admin.close()
-
-    async def make(n: int) -> list[str]:
-        need(POSTGRES_URL, "PostgreSQL")
-        names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(n)]
-        # at once: each CREATE DATABASE waits for a checkpoint of its own
-        done = await asyncio.gather(*map(create, names), return_exceptions=True)
-        for d in done:
-            if isinstance(d, BaseException):
-                raise d
-        u = urlparse(POSTGRES_URL)
-        return [u._replace(path=f"/{name}").geturl() for name in names]
-
-    yield make
-
-    async def drop(name: str) -> None:
-        admin = await asyncpg.connect(POSTGRES_URL)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
-
-    await asyncio.gather(*map(drop, made))
+async def postgres_databases(
+    pg_databases: OwnDatabases,
+) -> Callable[[int], Awaitable[list[str]]]:
+    """Make ``n`` fresh databases on the machine's Postgres, as ``postgres_url`` makes one
+    (migrated, or empty under ``empty_database``); every one made is dropped afterwards."""
+    return pg_databases.make

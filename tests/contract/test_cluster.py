@@ -307,6 +307,7 @@ async def test_the_read_limiter_works_on_a_cluster(
 # -- a primary dies ---------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a cluster of its own, a primary killed and a failover waited out
 async def test_a_dead_primary_is_unavailable_until_its_replica_takes_over() -> None:
     cluster = start_cluster()
     client = cluster_client(cluster.url)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import nats
+import pytest
 
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, ResultRecord, Target
@@ -28,6 +29,7 @@ class WallClock:
         return time.time()
 
 
+@pytest.mark.slow  # a cluster of its own, a node killed mid-run
 async def test_a_node_killed_mid_run_loses_nothing_acknowledged(tmp_path: Path) -> None:
     window = DAY.rule.window_at(int(time.time()))
     assert window is not None

@@ -139,6 +139,7 @@ async def test_migrate_again_is_harmless(store: ScoreStore) -> None:
     await store.ping()
 
 
+@pytest.mark.empty_database
 async def test_concurrent_first_migrations_on_an_empty_database(backend: tuple[str, str]) -> None:
     stores = [make(*backend) for _ in range(3)]
     try:

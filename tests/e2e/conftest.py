@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import REQUIRE
+from tests.ports import free_port
 
 CHROMIUM = os.environ.get("PODIUM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,6 +36,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is ``slow``: a podium process and a browser each."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def _missing(what: str) -> None:
@@ -87,12 +95,6 @@ class Server:
                 return True
             time.sleep(0.02)
         return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _cli(cfg: Path, *args: str) -> str:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import asyncpg
+import pytest
 
 from podium import metrics
 from podium.api.ratelimit import ClientAddress
@@ -266,6 +267,7 @@ async def test_an_admin_key_made_before_scopes_stays_an_admin_key(
     await _check_upgraded(SqliteStore.from_url(sqlite_url))
 
 
+@pytest.mark.empty_database
 async def test_an_admin_key_made_before_scopes_stays_an_admin_key_on_postgres(
     postgres_url: str, monkeypatch: Any
 ) -> None:

@@ -7,7 +7,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,14 +18,9 @@ import pytest
 
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import two_player_match
+from tests.ports import free_port as _free_port
 
 PLAYERS = [f"p{i:03d}" for i in range(40)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _config(tmp: Path, kind: str, pg: str | None, prefix: str | None) -> Path:

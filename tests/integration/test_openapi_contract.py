@@ -24,6 +24,9 @@ from schemathesis.config import SchemathesisConfig
 
 from tests.integration.test_crash import _free_port
 
+# a podium process, and a thousand requests generated from the OpenAPI document
+pytestmark = pytest.mark.slow
+
 EXAMPLES = 60  # per operation, for each of the positive and negative phases
 MIN_REQUESTS = 1000
 

@@ -31,6 +31,7 @@ def test_the_embedded_index_refuses_more_than_one_process(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.empty_database  # `podium migrate` on a database with nothing in it
 @pytest.mark.parametrize("processes", [1, 2])
 def test_processes_share_the_port_and_the_board(
     processes: int, tmp_path: Path, postgres_url: str, redis_prefix: str
@@ -137,6 +138,7 @@ async def _scenario(port: int, key: str, ops_key: str, proc: subprocess.Popen[by
 
 
 @pytest.mark.slow
+@pytest.mark.empty_database  # `podium migrate` on a database with nothing in it
 def test_nothing_outlives_a_killed_serve(
     tmp_path: Path, postgres_url: str, redis_prefix: str
 ) -> None:

@@ -30,6 +30,9 @@ W = WEEK.rule.window_at(T0 + 100)
 assert W is not None
 TARGETS = [(Target("week", W.id, W.start), WEEK)]
 
+# A bucket moves to a new database, which the move migrates itself: nothing in it before.
+pytestmark = pytest.mark.empty_database
+
 
 def in_bucket(bucket: int, n: int) -> list[str]:
     return [p for p in (f"p{i}" for i in range(400_000)) if bucket_of(p) == bucket][:n]

@@ -141,7 +141,9 @@ async def test_a_window_not_begun_cannot_be_frozen(api: Api) -> None:
 
 
 @pytest.mark.parametrize(
-    "ended_at", [int(time.time()), str(int(time.time())), "2026-10-28T19:04:11", 1.5e9, None]
+    "ended_at",
+    [int(time.time()), str(int(time.time())), "2026-10-28T19:04:11", 1.5e9, None],
+    ids=["epoch", "epoch-string", "no-zone", "float", "null"],  # the same in every process
 )
 async def test_ended_at_is_only_an_rfc3339_string_with_a_zone(api: Api, ended_at: Any) -> None:
     body = {
@@ -231,6 +233,7 @@ def chromium() -> str:
     return CHROMIUM
 
 
+@pytest.mark.slow  # a podium process and Chromium
 async def test_a_browser_renders_the_docs_and_pages_within_their_csp(
     sqlite_url: str, tmp_path: Any, chromium: str
 ) -> None:

@@ -5,6 +5,11 @@ reconnect under way, a request that timed out (a server killed, a cluster electi
 stream leader), nobody answering on the JetStream API (JetStream starting, or no leader
 yet), and the server's own 503. Everything else (a request the server refuses as
 malformed, a limit, a permission) is a bug in what podium sent: ``InternalError``.
+
+A pull request (``nats_pull.py``) is answered by statuses, not errors: it ends when there is
+nothing to deliver (404) or less than its batch (408, the request's own timeout, at once for a
+``no_wait`` request: not an outage); a consumer with no leader (503), a leadership change or
+the consumer deleted (409) are "not now", transient as above; any other is a bug.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ import nats.errors
 import nats.js.errors
 
 from podium.errors import InternalError, LogUnavailable, PodiumError
+
+PULL_DONE = frozenset({"404", "408"})  # a pull request ended: nothing, or less than asked
+PULL_NOT_NOW = frozenset({"503", "409"})  # "not now": no leader, a leadership change
 
 TRANSIENT: tuple[type[BaseException], ...] = (
     nats.errors.TimeoutError,
@@ -48,9 +56,3 @@ def translated(doing: str) -> Iterator[None]:
         raise LogUnavailable(f"NATS JetStream: {doing}: {type(e).__name__}: {e}") from e
     except nats.errors.Error as e:
         raise InternalError(f"NATS JetStream refused {doing}: {type(e).__name__}: {e}") from e
-
-
-def transient_status(status: str | None) -> bool:
-    """A status a JetStream pull request may be answered with that means "not now": no
-    responders (no consumer leader yet), a leadership change, the server going away."""
-    return status in {"503", "409", "408"}

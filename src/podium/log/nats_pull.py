@@ -24,16 +24,11 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig
 
 from podium.errors import InternalError, LogUnavailable
-from podium.log.nats_errors import translated
+from podium.log.nats_errors import PULL_DONE, PULL_NOT_NOW, translated
 
 log = logging.getLogger("podium.log")
 
 LEADER_WAIT_S = 5.0  # how long a new consumer may take to elect its first leader
-
-# The request ends: nothing to deliver (404), or less than the batch (408).
-_DONE = {"404", "408"}
-# Not now: no consumer leader (503), a leadership change or the consumer deleted (409).
-_NOT_NOW = {"503", "409"}
 
 
 class Pull:
@@ -110,11 +105,11 @@ class Pull:
             status = msg.headers.get("Status") if msg.headers else None
             if status is None:
                 got.append(msg)
-            elif status in _DONE:
+            elif status in PULL_DONE:  # the request ended
                 break
             elif status == "100":
                 continue  # a heartbeat
-            elif status in _NOT_NOW:
+            elif status in PULL_NOT_NOW:
                 await self._drop()
                 if got:
                     return got
