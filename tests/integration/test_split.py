@@ -55,6 +55,9 @@ async def make_split(postgres_url: str, far_url: str) -> AsyncIterator[Callable[
                 "store": {
                     "url": far_url if home_far else postgres_url,
                     "shards": [postgres_url, far_url],
+                    # Small pools: the machine's Postgres is shared with the other workers.
+                    "pool_size": 4,
+                    "read_pool_size": 2,
                 },
                 **extra,
             }

@@ -47,8 +47,11 @@ async def urls(
 
 
 def make(urls: list[str]) -> SplitStore:
-    """One process's store: on two databases the home holds players too."""
-    return SplitStore.from_urls(urls[0], urls if len(urls) == 2 else urls[1:])
+    """One process's store: on two databases the home holds players too. Small pools: three
+    of these race on up to three databases of the machine's Postgres, whose connections the
+    other test workers share (at the default 10 + 10 a database, up to 180 of its 100)."""
+    shards = urls if len(urls) == 2 else urls[1:]
+    return SplitStore.from_urls(urls[0], shards, pool_size=4, read_pool_size=2)
 
 
 async def live_and_final(store: SplitStore) -> tuple[dict[str, int], dict[str, int]]:
