@@ -7,7 +7,7 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``board_admin``: a window's review before prizes, and its freeze now (``board_admin.py``);
 - ``rebuilds``: the index refilled from the store, profiles included (``rebuilds.py``);
 - ``reads``: pages, ranks, friends, distributions (``reads.py``);
-- ``lifecycle``: the life of a window, the freezer's step (``lifecycle.py``);
+- ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
 - ``health``: whether the store and the index answer (``health.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
