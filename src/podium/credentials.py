@@ -34,11 +34,9 @@ class Keys:
         self.settings = settings
         self.store = store
         self.clock = clock
-        ttl = settings.server.key_cache_s
-        # key_cache_s = 0: every request looks its key up.
-        self._verified: Cache[str, ApiKey] | None = (
-            Cache(MAX_KEYS, ttl, clock.now) if ttl > 0 else None
-        )
+        # key_cache_s = 0: nothing is held, every request looks its key up (requests for one
+        # key at the same moment still share the lookup).
+        self._verified: Cache[str, ApiKey] = Cache(MAX_KEYS, settings.server.key_cache_s, clock.now)
 
     async def create(
         self, name: str, modes: Sequence[str], admin: bool = False, *, scope: Scope | None = None
@@ -71,8 +69,7 @@ class Keys:
         key = await self.store.revoke_key(key_id, self.clock.now())
         if key is None:
             raise NotFound(f"no key {key_id!r}")
-        if self._verified is not None:
-            self._verified.forget(key.key_hash)
+        self._verified.forget(key.key_hash)
         return key
 
     async def authenticate(self, token: str | None) -> ApiKey:
@@ -81,8 +78,6 @@ class Keys:
         if not token:
             raise Unauthorized("a credential is required: Authorization: Bearer <key>")
         digest = hash_key(token)
-        if self._verified is None:
-            return await self._look_up(digest)
         return await self._verified.get_or_load(digest, lambda: self._look_up(digest))
 
     async def _look_up(self, digest: str) -> ApiKey:
