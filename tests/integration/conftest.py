@@ -164,6 +164,10 @@ def settings_for(
     if kind == "split":
         assert shards, "a split store needs its shard databases"
         raw["store"]["shards"] = list(shards)
+        # Pools of about one Postgres database's worth over its three: at the default 10 +
+        # 10 each, one split process could take 60 of the machine's 100 connections, which
+        # the other test workers share.
+        raw["store"].update(pool_size=4, read_pool_size=3)
         raw["index"].setdefault("shards", SPLIT_INDEX_SHARDS)
     return parse(raw)
 
