@@ -163,7 +163,7 @@ def _lines(path: Path) -> Iterator[list[bytes]]:
     for block in _decompressed(path):
         lines = (carry + block).split(b"\n")
         carry = lines.pop()
-        if header:
+        if header and lines:
             lines = lines[1:]
             header = False
         yield lines
