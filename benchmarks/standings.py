@@ -26,7 +26,6 @@ from pathlib import Path
 
 from podium.archive import FileArchive
 from podium.domain.models import FinalEntry
-from podium.past import _jsonl
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> int:
@@ -67,7 +66,7 @@ async def main() -> None:
             "find absent": lambda: a.find(name, "nobody"),
             "raw": lambda: _drain(a.raw(name)),
             "csv": lambda: _drain(a.text(name)),
-            "jsonl": lambda: _drain(a.rows(name, _jsonl)),
+            "jsonl": lambda: _drain(a.jsonl(name)),
         }
         runs: dict[str, list[float]] = {k: [] for k in figures}
         for r in range(args.rounds):

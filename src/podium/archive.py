@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import functools
 import gzip
 import hashlib
 import io
@@ -17,11 +18,12 @@ import json
 import os
 import secrets
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from podium.domain.models import FinalEntry
+from podium.domain.windows import DAY, to_rfc3339
 
 COLUMNS = ("position", "rank", "player_id", "points", "reached_at")
 CHUNK = 256 * 1024  # bytes of the file read at a time when it is streamed or searched
@@ -47,9 +49,9 @@ class Archive(Protocol):
         """The standings as CSV (the file decompressed), a chunk at a time."""
         ...
 
-    def rows(self, name: str, encode: Callable[[FinalEntry], bytes]) -> AsyncIterator[bytes]:
-        """The standings in board order, each row as ``encode`` writes it (called in the
-        thread that reads the file), a chunk at a time."""
+    def jsonl(self, name: str) -> AsyncIterator[bytes]:
+        """The standings as JSON lines, a chunk at a time: the columns in camelCase,
+        ``reachedAt`` in RFC 3339."""
         ...
 
     async def find(self, name: str, player_id: str) -> FinalEntry | None:
@@ -104,8 +106,8 @@ class FileArchive:
     def text(self, name: str) -> AsyncIterator[bytes]:
         return _threaded(_decompressed(self.dir / name))
 
-    def rows(self, name: str, encode: Callable[[FinalEntry], bytes]) -> AsyncIterator[bytes]:
-        return _threaded(_encoded(self.dir / name, encode))
+    def jsonl(self, name: str) -> AsyncIterator[bytes]:
+        return _threaded(_jsonl(self.dir / name))
 
     async def find(self, name: str, player_id: str) -> FinalEntry | None:
         return await asyncio.to_thread(_find, self.dir / name, player_id)
@@ -178,10 +180,43 @@ def _entry(line: bytes) -> FinalEntry:
     return FinalEntry(int(a), int(b), c.decode(), int(d), int(e))
 
 
-def _encoded(path: Path, encode: Callable[[FinalEntry], bytes]) -> Iterator[bytes]:
+def _jsonl(path: Path) -> Iterator[bytes]:
+    # Each second's RFC 3339 text, formatted once: a window's players reach their points
+    # in far fewer distinct seconds than there are rows (at most 86,400 a day).
+    times: dict[bytes, bytes] = {}
     for lines in _lines(path):
+        if len(times) > TIMES_HELD:
+            times.clear()
         if lines:
-            yield b"".join([encode(_entry(line)) for line in lines])
+            yield b"".join([_json_line(line, times) for line in lines])
+
+
+def _json_line(line: bytes, times: dict[bytes, bytes]) -> bytes:
+    # Straight from the line's bytes, with no FinalEntry between: the numbers as csv wrote
+    # them are JSON numbers, and a player id (letters, digits, _.:-) needs no escaping.
+    a, b, c, d, e = line.split(b",")
+    at = times.get(e)
+    if at is None:
+        at = times[e] = _rfc3339(int(e))
+    return _JSON_LINE % (a, b, c, d, at)
+
+
+_JSON_LINE = b'{"position":%s,"rank":%s,"playerId":"%s","points":%s,"reachedAt":"%s"}\n'
+TIMES_HELD = 200_000  # seconds' texts one JSON lines stream holds
+
+
+def _rfc3339(t: int) -> bytes:
+    """``domain.windows.to_rfc3339`` for every row of a file: a window's rows share a few
+    days, so each day's date is formatted once."""
+    day, s = divmod(t, DAY)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return b"%s%02d:%02d:%02dZ" % (_date(day), h, m, s)
+
+
+@functools.lru_cache(maxsize=1024)
+def _date(day: int) -> bytes:
+    return to_rfc3339(day * DAY)[:11].encode()  # 2026-10-28T
 
 
 def _find(path: Path, player_id: str) -> FinalEntry | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,7 +25,6 @@ from podium.caching import Cache
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow
 from podium.domain.windows import (
-    DAY,
     GROUP_RE,
     Window,
     WindowError,
@@ -220,7 +218,7 @@ class Past:
         w = self.reads.window(spec, window_id)
         info = await self._frozen(spec, w)
         if fmt == "jsonl":
-            body = self.archive.rows(info.archive, _jsonl)
+            body = self.archive.jsonl(info.archive)
             return Download(board, w.id, info.sha256, "application/x-ndjson", False, body)
         body = self.archive.raw(info.archive) if gzip else self.archive.text(info.archive)
         return Download(board, w.id, info.sha256, "text/csv; charset=utf-8", gzip, body)
@@ -321,31 +319,6 @@ class Past:
 class _Checked:
     archive: str
     sha256: str
-
-
-def _jsonl(e: FinalEntry) -> bytes:
-    # A player id is letters, digits and _.:- (domain.validation.ID): nothing to escape.
-    return b'{"position":%d,"rank":%d,"playerId":"%s","points":%d,"reachedAt":"%s"}\n' % (
-        e.position,
-        e.rank,
-        e.player_id.encode(),
-        e.points,
-        _rfc3339(e.reached_at),
-    )
-
-
-def _rfc3339(t: int) -> bytes:
-    """``to_rfc3339`` for every row of a file: a window's rows share a few days, so the
-    date is formatted once a day (a third of the time of a whole format per row)."""
-    day, s = divmod(t, DAY)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    return b"%s%02d:%02d:%02dZ" % (_date(day), h, m, s)
-
-
-@functools.lru_cache(maxsize=1024)
-def _date(day: int) -> bytes:
-    return to_rfc3339(day * DAY)[:11].encode()  # 2026-10-28T
 
 
 def _check_group(spec: BoardSpec, group: str | None, *, required: bool) -> None:

@@ -14,16 +14,16 @@ import pytest
 
 from podium import archive
 from podium.api.windows import _accepted, _takes_gzip
-from podium.archive import FileArchive
+from podium.archive import FileArchive, _json_line, _rfc3339
 from podium.domain.models import FinalEntry
 from podium.domain.windows import to_rfc3339
 from podium.errors import InvalidInput
-from podium.past import _decode, _encode, _jsonl, _rfc3339
+from podium.past import _decode, _encode
 
 # Ids that read like the numbers around them, and one named like a column.
 TRICKY = ["12", "7", "player_id", "-3", "a.b:c-d_e"]
 ENTRIES = [
-    FinalEntry(i + 1, i + 1, TRICKY[i] if i < len(TRICKY) else f"p{i}", 5000 - i, 1_790_000_000)
+    FinalEntry(i + 1, i + 1, TRICKY[i] if i < 5 else f"p{i}", 2500 - i, 1_790_000_000 + 97 * i)
     for i in range(3000)
 ]
 
@@ -59,8 +59,17 @@ async def test_streams_give_the_file_its_csv_and_its_rows(
     assert await a.checksum("day/none.csv.gz") is None
     text = b"".join([c async for c in a.text(name)])
     assert text == gzip.decompress(stored)
-    lines = b"".join([c async for c in a.rows(name, lambda e: f"{e.player_id}\n".encode())])
-    assert lines.decode().splitlines() == [e.player_id for e in ENTRIES]
+    lines = b"".join([c async for c in a.jsonl(name)]).decode().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {
+            "position": e.position,
+            "rank": e.rank,
+            "playerId": e.player_id,
+            "points": e.points,
+            "reachedAt": to_rfc3339(e.reached_at),
+        }
+        for e in ENTRIES
+    ]
 
 
 def test_the_format_follows_accept_and_gzip_accept_encoding() -> None:
@@ -97,8 +106,7 @@ def test_json_lines_write_times_as_to_rfc3339_does() -> None:
     ]
     for t in times:
         assert _rfc3339(t).decode() == to_rfc3339(t), t
-    line = _jsonl(FinalEntry(3, 2, "a.b", -5, 1_790_000_000))
-    assert json.loads(line) == {
+    assert json.loads(_json_line(b"3,2,a.b,-5,1790000000", {})) == {
         "position": 3,
         "rank": 2,
         "playerId": "a.b",
