@@ -303,6 +303,7 @@ async def test_grouped_boards_list_a_group_and_history_names_it(past: Past) -> N
         ]
     assert (await past.get("/v1/players/a/history", board="nations", group="DE"))["windows"] == []
     assert (await past.get("/v1/players/c/history", board="nations"))["windows"] == []
+    await past.get("/v1/players/a/history", 422, board="day", group="FR")  # no groups there
     r = await past.client.get(f"/v1/boards/nations/windows/{fr}/standings")
     assert r.status_code == 200 and r.text.splitlines()[1].split(",")[2] == "a"
     r = await past.client.get(f"/v1/boards/nations/windows/{_day(d0)}/standings")
