@@ -90,15 +90,19 @@ class Lifecycle:
     ) -> FrozenWindow:
         """Every player of a frozen window, in board order, into the archive. The tallies of
         a frozen window never change again, so this gives the same file every time."""
-        rows = []
-        async for batch in self.store.standings(spec.name, window.id):
-            rows += [(s.player_id, s.tally) for s in batch]
-        ranked = rank_standings(spec, window, rows)
-        entries = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked]
+        entries = await self.archived_entries(spec, window)
         name, checksum = await self.archive.write(spec.name, window.id, entries, info.frozen_at)
         await self.store.set_archive(spec.name, window.id, name, checksum)
         self._frozen.forget(spec.name)
         return FrozenWindow(info.board, info.window, info.frozen_at, info.players, checksum, name)
+
+    async def archived_entries(self, spec: BoardSpec, window: Window) -> list[FinalEntry]:
+        """Every player of a frozen window in board order, as its archive file holds them."""
+        rows = []
+        async for batch in self.store.standings(spec.name, window.id):
+            rows += [(s.player_id, s.tally) for s in batch]
+        ranked = rank_standings(spec, window, rows)
+        return [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked]
 
     # -- reading final standings ------------------------------------------------------
 
