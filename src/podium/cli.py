@@ -141,6 +141,10 @@ def serve(
         access_log=False,
         # Open board streams never end by themselves: give them this long, then close them.
         timeout_graceful_shutdown=3,
+        # podium alone decides whose forwarded headers it believes (server.trusted_proxies,
+        # api/ratelimit.py): uvicorn's own rewriting trusts 127.0.0.1 and would let anyone
+        # on this host choose the client address the read limits count.
+        proxy_headers=False,
     )
 
 
@@ -195,6 +199,7 @@ def _serve_processes(
             log_level="info",
             access_log=False,
             timeout_graceful_shutdown=3,
+            proxy_headers=False,  # as in serve: server.trusted_proxies alone is believed
         )
         Multiprocess(config, sockets=[config.bind_socket()]).run()
     finally:

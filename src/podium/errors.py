@@ -24,6 +24,9 @@ Adapters translate their driver's errors at the boundary, each through one table
 transient ones (connection lost, timeouts, serialization failures, a server shutting down,
 SQLite busy) into ``Unavailable``, everything else into ``InternalError``, so nothing above
 them ever sees an asyncpg, sqlite3, redis or nats exception, and a bug never looks like an outage.
+
+What a client is told of a backend's outage is only which part is unavailable (``public``):
+the message, with the driver's text and the addresses it names, goes to the log alone.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ from __future__ import annotations
 class PodiumError(Exception):
     status = 500
     title = "Internal error"
+    # The detail a client gets instead of the message, where the message is not for clients:
+    # an outage of a backend or a bug, whose message names hosts, ports and the driver's
+    # words. None: the message is podium's own and is the detail.
+    public: str | None = None
 
 
 class ConfigError(PodiumError):
@@ -84,14 +91,17 @@ class Unavailable(PodiumError):
 
 class StoreUnavailable(Unavailable):
     title = "Score store unavailable"
+    public = "the score store is unavailable; retry in Retry-After seconds"
 
 
 class IndexUnavailable(Unavailable):
     title = "Rank index unavailable"
+    public = "the rank index is unavailable; retry in Retry-After seconds"
 
 
 class LogUnavailable(Unavailable):
     title = "Change log unavailable"
+    public = "the change log is unavailable; retry in Retry-After seconds"
 
 
 class Overloaded(Unavailable):
@@ -103,3 +113,4 @@ class InternalError(PodiumError):
 
     status = 500
     title = "Internal error"
+    public = "an internal error occurred; it has been logged"

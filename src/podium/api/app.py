@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 
 from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
-from podium.api import docs, problems
+from podium.api import docs, problems, protocol
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
@@ -62,6 +62,9 @@ def create_app(
         # a credential, podium serves its own copy instead (``docs.py``).
         docs_url=None,
         redoc_url=None,
+        # Starlette's redirect builds its Location from the Host header: a 404 names the
+        # path without the slash instead (api/protocol.py).
+        redirect_slashes=False,
     )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     # The process's own buckets until the lifespan puts the configured ones in place.
@@ -71,6 +74,7 @@ def create_app(
     app.state.client_address = ClientAddress(settings.server.trusted_proxies)
     app.state.encoded_pages = EncodedPages()
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
+    app.state.route_table = protocol.RouteTable(app)
     problems.install(app)
     kinds = {
         "all": ("read", "write", "admin", "ops"),
@@ -82,7 +86,9 @@ def create_app(
     if "read" in kinds:
         web.install(app)  # the browser pages read boards
     docs.install(app)
+    app.add_middleware(protocol.JsonBodies, table=app.state.route_table)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
+    app.add_middleware(protocol.HeadAsGet)
     app.add_middleware(web.Headers)  # outermost: on every response, the 413s included
     return app
 
@@ -103,6 +109,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                     response["content"] = {problems.PROBLEM: content.pop("application/json")}
             if "401" in op.get("responses", {}):
                 op["security"] = [{"bearer": []}]
+            if "requestBody" in op:  # every JSON body is held to its media type (protocol.py)
+                op["responses"].setdefault("415", problems.unsupported_media_type())
     components = schema.setdefault("components", {})
     components["securitySchemes"] = {
         "bearer": {

@@ -11,7 +11,6 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from podium import metrics
@@ -49,6 +48,7 @@ MEANINGS = {
     404: "an unknown board, window or player",
     409: "a conflict with what is recorded",
     413: "the request body is over the limit",
+    415: "a body that is not application/json",
     422: "invalid input: the detail, and for a malformed request its errors, name the field",
     429: "too many requests (Retry-After)",
     503: "unavailable or overloaded: nothing was recorded, retry after Retry-After",
@@ -72,6 +72,12 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             entry["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
         out[status] = entry
     return out
+
+
+def unsupported_media_type() -> dict[str, Any]:
+    """The 415 of a route with a JSON body, as the OpenAPI document declares it."""
+    schema = {"$ref": "#/components/schemas/Problem"}
+    return {"description": MEANINGS[415], "content": {PROBLEM: {"schema": schema}}}
 
 
 def problem(
@@ -101,7 +107,9 @@ def install(app: FastAPI) -> None:
             # A bug: its traceback (the driver's error as its cause) goes to the log.
             log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
         _count_rejection(request, exc.status)
-        return problem(exc.status, exc.title, str(exc), headers)
+        # The message went to the log above; a client hears only which part is out (its
+        # message names the backend's address and the driver's words).
+        return problem(exc.status, exc.title, exc.public or str(exc), headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -124,26 +132,22 @@ def install(app: FastAPI) -> None:
                 422, "Invalid input", message, errors=[{"field": "body", "message": message}]
             )
         headers = exc.headers
+        detail = str(exc.detail)
+        routes = request.app.state.route_table  # api/protocol.py
         if exc.status_code == 405:
             # The router names only the methods of the first route on this path; a path that
             # has several (POST and DELETE of a ban) must list them all.
-            headers = {**(headers or {}), "Allow": ", ".join(_allowed(app, request))}
-        return problem(
-            exc.status_code, _TITLES.get(exc.status_code, "Error"), str(exc.detail), headers
-        )
+            headers = {**(headers or {}), "Allow": ", ".join(routes.allowed(request.url.path))}
+        if exc.status_code == 404 and (bare := routes.without_slash(request.url.path)):
+            # No redirect: one built from the Host header sends the client wherever the
+            # request said, and an API's client is better told its path.
+            detail = f"no route at {request.url.path}; the path is {bare}, without the slash"
+        return problem(exc.status_code, _TITLES.get(exc.status_code, "Error"), detail, headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return problem(500, "Internal error", "an unexpected error occurred; it has been logged")
-
-
-def _allowed(app: FastAPI, request: Request) -> list[str]:
-    methods: set[str] = set()
-    for route in app.router.routes:
-        if isinstance(route, BaseRoute) and route.matches(request.scope)[0] is Match.PARTIAL:
-            methods |= getattr(route, "methods", None) or set()
-    return sorted(methods)
 
 
 _TITLES = {404: "Not found", 405: "Method not allowed", 413: "Payload too large"}
