@@ -71,7 +71,7 @@ def _get_paths(api: Api) -> list[str]:
     """A path for every GET route of the app, its parameters filled in with things that
     exist (so that GET answers 200 on most of them)."""
     app = api.client._transport.app  # type: ignore[attr-defined]
-    fill = {"board": "week", "playerId": "a", "name": "app.js"}
+    fill = {"board": "week", "playerId": "a", "name": "app.js", "window": "2020-W01"}
     paths = []
     for route in iter_route_contexts(app.router.routes):
         if "GET" not in (route.methods or ()):
