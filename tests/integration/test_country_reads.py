@@ -149,7 +149,8 @@ async def test_the_review_of_one_group(served: tuple[Any, Api]) -> None:
     await _countries(api, a="FR", b="DE", c="FR")
     assert (await api.submit("m1", [("a", 30), ("b", 50), ("c", 10)])).status_code == 200
     await api.settle()
-    r = await api.client.get("/v1/admin/review", params={"board": "nations", "group": "FR"}, headers=h)
+    fr = {"board": "nations", "group": "FR"}
+    r = await api.client.get("/v1/admin/review", params=fr, headers=h)
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["board"] == "nations" and body["window"].endswith("@FR")
@@ -161,7 +162,9 @@ async def test_the_review_of_one_group(served: tuple[Any, Api]) -> None:
     assert [e["playerId"] for e in de.json()["top"]] == ["b"]
     # The same window by its grouped id says the same.
     window = body["window"]
-    by_id = await api.client.get("/v1/admin/review", params={"board": "nations", "window": window}, headers=h)
+    by_id = await api.client.get(
+        "/v1/admin/review", params={"board": "nations", "window": window}, headers=h
+    )
     assert by_id.status_code == 200 and by_id.json()["top"] == body["top"]
 
     for params, says in (

@@ -3,10 +3,11 @@
 A browser that keeps a board open must not cost the index a read per second per viewer.
 So each board (each group of a board split into groups: one broadcaster per board and
 group, so that two groups' streams never mix) has at most one ``Broadcaster``: a task that
-reads the top page through the service once a second and hands the encoded frame to every subscribed stream through a
-small per-stream queue. It starts with the first subscriber and stops with the last. A
-slow stream (its socket not draining) finds its queue full; the oldest waiting frame is
-dropped for the newest, so it skips intermediate pages and nobody else waits for it.
+reads the top page through the service once a second and hands the encoded frame to every
+subscribed stream through a small per-stream queue. It starts with the first subscriber
+and stops with the last. A slow stream (its socket not draining) finds its queue full; the
+oldest waiting frame is dropped for the newest, so it skips intermediate pages and nobody
+else waits for it.
 
 The broadcaster follows the board's current window: at a rollover the next frame names
 the new window, and open pages switch with it.
