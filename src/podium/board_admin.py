@@ -22,12 +22,12 @@ class BoardAdmin:
         self.lifecycle = lifecycle
 
     async def review(
-        self, board: str, window_id: str | None, top: int
+        self, board: str, window_id: str | None, top: int, group: str | None = None
     ) -> tuple[Page, list[Flagged]]:
-        """What to look at before prizes: the top of the board, and the latest flagged
-        results in the board's modes."""
+        """What to look at before prizes: the top of the board (of one group, on a board
+        split into groups), and the latest flagged results in the board's modes."""
         spec = self.reads.board(board)
-        page = await self.reads.page(board, window_id, 0, min(top, spec.exact_top))
+        page = await self.reads.page(board, window_id, 0, min(top, spec.exact_top), group)
         flagged = await self.store.flagged(spec.modes, REVIEW_FLAGGED)
         return page, flagged
 

@@ -9,7 +9,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``reads``: pages, ranks, friends, distributions (``reads.py``);
 - ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
 - ``health``: whether the store and the index answer (``health.py``);
-- ``past``: past windows listed, their standings streamed, a player's history (``past.py``).
+- ``past``: past windows listed, their standings streamed, a player's history (``past.py``);
+- ``groups``: the groups of a board split by country, with their players (``groups.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -24,6 +25,7 @@ from podium.archive import Archive
 from podium.board_admin import BoardAdmin
 from podium.config import Settings
 from podium.credentials import Keys
+from podium.groups import Groups
 from podium.health import Health
 from podium.lifecycle import Lifecycle
 from podium.matches import Matches
@@ -48,6 +50,7 @@ class Service:
     rebuilds: Rebuilds
     health: Health
     past: Past
+    groups: Groups
 
     @classmethod
     def wire(
@@ -76,4 +79,5 @@ class Service:
             rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
             health=Health(store, index),
             past=Past(store, store, index, clock, lifecycle, archive, reads),
+            groups=Groups(store, index, reads, lifecycle, clock),
         )

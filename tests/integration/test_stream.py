@@ -1,5 +1,6 @@
-"""The stream broadcaster: one reader per board, however many streams; lazily started,
-stopped with the last stream; a slow stream skips frames and holds nobody up."""
+"""The stream broadcaster: one reader per board (per group, on a board split into groups),
+however many streams; lazily started, stopped with the last stream; a slow stream skips
+frames and holds nobody up."""
 
 from __future__ import annotations
 
@@ -28,11 +29,18 @@ class FakePodium:
         self.reads = 0
         self.fail: Exception | None = None
 
-    async def page(self, board: str, window: str | None, offset: int, limit: int) -> Page:
+    async def page(
+        self, board: str, window: str | None, offset: int, limit: int, group: str | None
+    ) -> Page:
         assert window is None and offset == 0
         self.reads += 1
         if self.fail is not None:
             raise self.fail
+        # A group's board: its window id names the group, and only its players are on it.
+        if group is not None:
+            mine = [e for e in self.entries if e.player_id.startswith(group)]
+            mine = [Entry(i + 1, e.player_id, e.points) for i, e in enumerate(mine[:limit])]
+            return Page(board, f"{self.window}@{group}", time.time(), mine)
         return Page(board, self.window, time.time(), list(self.entries[:limit]))
 
     def score(self, player: str, points: int) -> None:
@@ -168,6 +176,33 @@ async def test_boards_have_their_own_readers() -> None:
     assert not h.broadcaster("day").running
 
 
+async def test_groups_of_a_board_have_their_own_readers() -> None:
+    podium = FakePodium()
+    podium.score("FR_a", 10)
+    podium.score("DE_b", 20)
+    h = hub(podium)
+    fr, de = h.subscribe("nations", "FR"), h.subscribe("nations", "DE")
+    first_fr, first_de = await next_frame(fr), await next_frame(de)
+    assert first_fr["window"] == "2026-W48@FR" and first_de["window"] == "2026-W48@DE"
+    assert [e["playerId"] for e in first_fr["entries"]] == ["FR_a"]
+    assert [e["playerId"] for e in first_de["entries"]] == ["DE_b"]
+    assert h.broadcaster("nations", "FR") is not h.broadcaster("nations", "DE")
+    # A change on one group's board reaches its streams only.
+    podium.score("FR_c", 30)
+    moved = await next_frame(fr)
+    assert [e["playerId"] for e in moved["entries"]] == ["FR_c", "FR_a"]
+    await asyncio.sleep(TICK * 5)
+    assert de.empty(), "the other group's board did not change"
+    h.unsubscribe("nations", fr, "FR")
+    assert not h.broadcaster("nations", "FR").running
+    assert h.broadcaster("nations", "DE").running
+    h.unsubscribe("nations", de)  # not the group it was subscribed to: nothing happens
+    assert h.broadcaster("nations", "DE").subscribers == 1
+    h.unsubscribe("nations", de, "DE")
+    assert not h.broadcaster("nations", "DE").running
+    await h.close()
+
+
 class CachingPodium(FakePodium):
     """Holds a page for ``cache_s`` from its as_of, as ``Reads.page`` does."""
 
@@ -177,11 +212,13 @@ class CachingPodium(FakePodium):
         self.cached: Page | None = None
         self.hits = 0
 
-    async def page(self, board: str, window: str | None, offset: int, limit: int) -> Page:
+    async def page(
+        self, board: str, window: str | None, offset: int, limit: int, group: str | None
+    ) -> Page:
         if self.cached is not None and self.cached.as_of + self.cache_s > time.time():
             self.hits += 1
             return self.cached
-        self.cached = await super().page(board, window, offset, limit)
+        self.cached = await super().page(board, window, offset, limit, group)
         await asyncio.sleep(0.01)  # a read that takes a while, as under load
         return self.cached
 

@@ -86,12 +86,14 @@ async def app_and_podium(sqlite_url: str) -> AsyncIterator[tuple[Any, Service]]:
 
 class RawStream:
     """One GET on the ASGI app with a receive channel we control, so the test can read an
-    endless body chunk by chunk and then hang up like a browser closing its tab."""
+    endless body chunk by chunk and then hang up like a browser closing its tab. ``path``
+    may end in a query string."""
 
     def __init__(self, app: Any, path: str) -> None:
         self.sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.hang_up = asyncio.Event()
         self._asked = False
+        path, _, query = path.partition("?")
         scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -100,7 +102,7 @@ class RawStream:
             "scheme": "http",
             "path": path,
             "raw_path": path.encode(),
-            "query_string": b"",
+            "query_string": query.encode(),
             "root_path": "",
             "headers": [(b"host", b"podium"), (b"accept", b"text/event-stream")],
             "client": ("127.0.0.1", 40000),

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import keys, windows
+from podium.api import groups, keys, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -31,6 +31,7 @@ ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
+reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
@@ -285,8 +286,9 @@ async def review(
     board: Annotated[str, Query(pattern=s.BOARD)],
     top: Annotated[int, Query(ge=1, le=1000)] = 100,
     window: WindowQ = None,
+    group: GroupQ = None,
 ) -> s.ReviewOut:
-    page, flagged = await _podium(request).board_admin.review(board, window, top)
+    page, flagged = await _podium(request).board_admin.review(board, window, top, group)
     per_player = Counter(f.player_id for f in flagged)
     return s.ReviewOut(
         board=page.board,

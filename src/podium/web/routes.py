@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
@@ -23,7 +23,7 @@ from podium import metrics
 from podium.api.auth import ops
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
-from podium.api.schemas import BOARD
+from podium.api.schemas import BOARD, COUNTRY
 from podium.service import Service
 from podium.web.ops import OpsOut, snapshot
 from podium.web.stream import Hub
@@ -113,22 +113,29 @@ async def ops_page() -> FileResponse:
     },
 )
 async def stream(
-    request: Request, board: Annotated[str, PathParam(pattern=BOARD)]
+    request: Request,
+    board: Annotated[str, PathParam(pattern=BOARD)],
+    group: Annotated[
+        str | None,
+        Query(pattern=COUNTRY, description="on a board split by country: the country"),
+    ] = None,
 ) -> StreamingResponse:
     """The board's top 100 as Server-Sent Events: one at once, then one whenever the board
     changes (checked once a second), each ``data: <page json>``, the page as
-    ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read)."""
+    ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read). On a
+    board split by country, name the group (``?group=FR``)."""
     podium: Service = request.app.state.podium
     reads = podium.reads
-    # Refuse an unknown board, or one without an open window, before the stream starts.
-    reads.window(reads.board(board), None)
+    # Refuse an unknown board, one without an open window, a grouped board without a
+    # group or a group on a board without groups, before the stream starts.
+    reads.window(reads.board(board), None, group)
     hub = _hub(request)
     # Counted per client as the read rate is: behind a trusted proxy, the forwarded client.
     release = hub.admit(request.app.state.client_address(request))
 
     async def events() -> AsyncIterator[bytes]:
         # Subscribed inside the generator so that the finally below always runs for it.
-        queue = hub.subscribe(board)
+        queue = hub.subscribe(board, group)
         try:
             yield f"retry: {RETRY_MS}\n\n".encode()
             while True:
@@ -139,7 +146,7 @@ async def stream(
                     frame = b": keep-alive\n\n"
                 yield frame
         finally:
-            hub.unsubscribe(board, queue)
+            hub.unsubscribe(board, queue, group)
 
     return _Stream(events(), release)
 

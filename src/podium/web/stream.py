@@ -1,11 +1,13 @@
 """Live board pages over Server-Sent Events: one broadcaster per board feeds every stream.
 
 A browser that keeps a board open must not cost the index a read per second per viewer.
-So each board has at most one ``Broadcaster``: a task that reads the top page through the
-service once a second and hands the encoded frame to every subscribed stream through a
-small per-stream queue. It starts with the first subscriber and stops with the last. A
-slow stream (its socket not draining) finds its queue full; the oldest waiting frame is
-dropped for the newest, so it skips intermediate pages and nobody else waits for it.
+So each board (each group of a board split into groups: one broadcaster per board and
+group, so that two groups' streams never mix) has at most one ``Broadcaster``: a task that
+reads the top page through the service once a second and hands the encoded frame to every
+subscribed stream through a small per-stream queue. It starts with the first subscriber
+and stops with the last. A slow stream (its socket not draining) finds its queue full; the
+oldest waiting frame is dropped for the newest, so it skips intermediate pages and nobody
+else waits for it.
 
 The broadcaster follows the board's current window: at a rollover the next frame names
 the new window, and open pages switch with it.
@@ -34,7 +36,9 @@ QUEUE_FRAMES = 2  # per stream: the frame being written plus the newest one
 class Pages(Protocol):
     """Where the frames come from: the read use case's pages (``reads.Reads``)."""
 
-    async def page(self, board: str, window_id: str | None, offset: int, limit: int) -> Page: ...
+    async def page(
+        self, board: str, window_id: str | None, offset: int, limit: int, group: str | None
+    ) -> Page: ...
 
 
 def encode(page: Page, tick: float) -> bytes:
@@ -50,12 +54,14 @@ class Broadcaster:
         pages: Pages,
         board: str,
         *,
+        group: str | None = None,
         interval_s: float,
         limit: int,
         cache_s: float = 0.0,
         now: Callable[[], float] = time.time,
     ) -> None:
         self.board = board
+        self.group = group  # on a board split into groups, the group it reads
         self._pages = pages
         self._interval = interval_s
         self._cache_s = cache_s
@@ -75,19 +81,25 @@ class Broadcaster:
     def subscribers(self) -> int:
         return len(self._subscribers)
 
+    def holds(self, queue: asyncio.Queue[bytes]) -> bool:
+        return queue in self._subscribers
+
     def subscribe(self) -> asyncio.Queue[bytes]:
         queue: asyncio.Queue[bytes] = asyncio.Queue(QUEUE_FRAMES)
         if self._last is not None:
             queue.put_nowait(self._last)  # a new viewer sees the board at once
         self._subscribers.add(queue)
-        metrics.STREAM_CLIENTS.labels(self.board).set(len(self._subscribers))
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"stream:{self.board}")
+            self._task = asyncio.create_task(self._run(), name=f"stream:{self.name}")
         return queue
+
+    @property
+    def name(self) -> str:
+        """The board, and its group if it reads one: for task names and the log."""
+        return self.board if self.group is None else f"{self.board}@{self.group}"
 
     def unsubscribe(self, queue: asyncio.Queue[bytes]) -> None:
         self._subscribers.discard(queue)
-        metrics.STREAM_CLIENTS.labels(self.board).set(len(self._subscribers))
         if not self._subscribers:
             self._stop()
 
@@ -131,7 +143,7 @@ class Broadcaster:
         """Read the top page and publish it if it changed; returns the page's as_of."""
         tick = time.time()
         try:
-            page = await self._pages.page(self.board, None, 0, self._limit)
+            page = await self._pages.page(self.board, None, 0, self._limit, self.group)
         except Exception as e:
             # An outage (or the board losing its open window) must not end the task that
             # every open stream depends on: streams keep their last frame, the next tick
@@ -139,13 +151,13 @@ class Broadcaster:
             if not self._failing:
                 self._failing = True
                 if isinstance(e, PodiumError):
-                    log.warning("stream %s: reading the top page failed: %s", self.board, e)
+                    log.warning("stream %s: reading the top page failed: %s", self.name, e)
                 else:
-                    log.exception("stream %s: reading the top page failed", self.board)
+                    log.exception("stream %s: reading the top page failed", self.name)
             return None
         if self._failing:
             self._failing = False
-            log.info("stream %s: reading the top page again", self.board)
+            log.info("stream %s: reading the top page again", self.name)
         current = (page.window, page.entries)
         if current != self._last_page:  # else nothing moved: only heartbeats go out
             self._last_page = current
@@ -154,7 +166,8 @@ class Broadcaster:
 
 
 class Hub:
-    """The broadcasters of one process, by board."""
+    """The broadcasters of one process, by board and group (``None`` on a board not split
+    into groups)."""
 
     def __init__(
         self,
@@ -178,20 +191,22 @@ class Hub:
         self._interval = interval_s
         self._limit = limit
         self._cache_s = cache_s
-        self._boards: dict[str, Broadcaster] = {}
+        self._boards: dict[tuple[str, str | None], Broadcaster] = {}
+        self._viewers: dict[str, int] = {}  # streams open, by board, every group together
 
-    def broadcaster(self, board: str) -> Broadcaster:
-        b = self._boards.get(board)
+    def broadcaster(self, board: str, group: str | None = None) -> Broadcaster:
+        b = self._boards.get((board, group))
         if b is None:
             b = Broadcaster(
                 self._pages,
                 board,
+                group=group,
                 interval_s=self._interval,
                 limit=self._limit,
                 cache_s=self._cache_s,
                 now=self._now,
             )
-            self._boards[board] = b
+            self._boards[(board, group)] = b
         return b
 
     def admit(self, client: str) -> Callable[[], None]:
@@ -220,11 +235,30 @@ class Hub:
 
         return release
 
-    def subscribe(self, board: str) -> asyncio.Queue[bytes]:
-        return self.broadcaster(board).subscribe()
+    def subscribe(self, board: str, group: str | None = None) -> asyncio.Queue[bytes]:
+        queue = self.broadcaster(board, group).subscribe()
+        self._count(board, +1)
+        return queue
 
-    def unsubscribe(self, board: str, queue: asyncio.Queue[bytes]) -> None:
-        self.broadcaster(board).unsubscribe(queue)
+    def unsubscribe(
+        self, board: str, queue: asyncio.Queue[bytes], group: str | None = None
+    ) -> None:
+        b = self._boards.get((board, group))
+        if b is None or not b.holds(queue):
+            return
+        b.unsubscribe(queue)
+        self._count(board, -1)
+        if not b.subscribers:
+            # A stopped broadcaster is made again by the next stream: holding one for every
+            # group ever watched would keep up to 676 per grouped board for nothing.
+            del self._boards[(board, group)]
+
+    def _count(self, board: str, delta: int) -> None:
+        """The gauge is by board, as it was before boards had groups: the streams of every
+        group of the board, counted here since each broadcaster knows only its own."""
+        n = self._viewers.get(board, 0) + delta
+        self._viewers[board] = n
+        metrics.STREAM_CLIENTS.labels(board).set(n)
 
     async def close(self) -> None:
         for b in self._boards.values():

@@ -1,5 +1,7 @@
 // The board page: a tab per board, the live top 100 over Server-Sent Events (rows slide to
-// their new places), past windows on demand, and the player panel (player.js).
+// their new places), past windows on demand, and the player panel (player.js). A board split
+// by country is shown one group at a time: picked from the board's groups, or the group of
+// the player looked up.
 
 import { api, clock, el, fmt, path, playerCell } from "./dom.js";
 import { describeRank, initPlayer, showRank } from "./player.js";
@@ -9,8 +11,16 @@ const PAST_WINDOWS = 6;
 const MOTION = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 const $ = (id) => document.getElementById(id);
 
-const state = { boards: [], board: null, window: null, source: null, rows: new Map() };
-const context = () => ({ board: state.board.name, window: state.window });
+const state = { boards: [], board: null, window: null, group: null, source: null, rows: new Map(), shown: 0 };
+const grouped = () => Boolean(state.board.groupBy);
+const context = () => ({
+  board: state.board.name,
+  window: state.window,
+  grouped: grouped(),
+  group: grouped() ? state.group : null,
+});
+const groupOf = (windowId) => (windowId || "").split("@")[1] || null; // 2026-W44@FR -> FR
+const baseOf = (windowId) => (windowId || "").split("@")[0];
 let player;
 
 // Exposed for the browser tests and for poking at from the console.
@@ -53,15 +63,19 @@ $("tabs").addEventListener("keydown", (e) => {
   tab.click();
 });
 
-function selectBoard(name) {
-  state.board = state.boards.find((b) => b.name === name) || state.boards[0];
+function selectBoard(name, group = null) {
+  const board = state.boards.find((b) => b.name === name) || state.boards[0];
+  if (board !== state.board) state.group = null; // a group belongs to its board
+  state.board = board;
+  if (group) state.group = group;
   for (const tab of $("tabs").children) {
     const on = tab.id === `tab-${state.board.name}`;
     tab.setAttribute("aria-selected", String(on));
     tab.tabIndex = on ? 0 : -1;
   }
   $("panel").setAttribute("aria-labelledby", `tab-${state.board.name}`);
-  history.replaceState(null, "", `#${encodeURIComponent(state.board.name)}`);
+  setHash();
+  $("group-box").hidden = !grouped();
   const ids = windowsBefore(state.board.window, state.board.currentWindow, PAST_WINDOWS);
   $("window").replaceChildren(
     ...ids.map((id, k) => el("option", { value: k ? id : "", text: k ? id : `${id} (live)` })),
@@ -70,19 +84,79 @@ function selectBoard(name) {
   showWindow(null);
 }
 
+// #week, or #nations@FR on a board split by country: a link to this board (and group).
+function setHash() {
+  const group = grouped() && state.group ? `@${state.group}` : "";
+  history.replaceState(null, "", `#${encodeURIComponent(state.board.name)}${group}`);
+}
+
+// -- the group shown, on a board split by country -------------------------------------------
+
+// The board's groups in the window shown, as options with their players; the group shown
+// is kept even when the list does not have it (a player's own group with nobody else yet).
+// With none picked, the group with the most players is shown, so that the tab is live at once.
+async function loadGroups() {
+  const board = state.board;
+  const q = new URLSearchParams();
+  if (state.window) q.set("window", state.window);
+  let groups = [];
+  try {
+    groups = (await api(`/v1/boards/${path(board.name)}/groups?${q}`)).groups;
+  } catch (e) {
+    $("top-caption").textContent = `${board.name} · groups unavailable: ${e.message}`;
+  }
+  if (board !== state.board) return false; // another tab was picked meanwhile
+  if (!state.group && groups.length) state.group = groups[0].group;
+  const options = groups.map((g) =>
+    el("option", { value: g.group, text: `${g.group} · ${fmt(g.players)} ${g.players === 1 ? "player" : "players"}` }),
+  );
+  if (state.group && !groups.some((g) => g.group === state.group)) {
+    options.unshift(el("option", { value: state.group, text: state.group }));
+  }
+  if (!state.group) options.unshift(el("option", { value: "", text: groups.length ? "pick a group" : "no groups yet" }));
+  $("group").replaceChildren(...options);
+  $("group").value = state.group || "";
+  return true;
+}
+
+function selectGroup(group) {
+  if (!group || group === state.group) return;
+  state.group = group;
+  if (![...$("group").options].some((o) => o.value === group)) {
+    $("group").append(el("option", { value: group, text: group }));
+  }
+  $("group").value = group;
+  setHash();
+  showWindow(state.window);
+}
+
+$("group").addEventListener("change", (e) => selectGroup(e.target.value));
+
 // -- the window shown: the current one live, or a past one read once -----------------------
 
 async function showWindow(windowId) {
+  const shown = ++state.shown; // a later call (another tab, window or group) wins
   state.window = windowId || null;
   state.source?.close();
   state.source = null;
   state.rows.clear();
   $("top-body").replaceChildren();
   const board = state.board.name;
+  if (grouped() && (!(await loadGroups()) || shown !== state.shown)) return;
+  if (grouped() && !state.group) {
+    setStatus("idle", "pick a group");
+    $("top-caption").textContent = `${board} · split by ${state.board.groupBy}`;
+    $("top-body").replaceChildren(emptyRow("Pick a group, or find a player to see theirs."));
+    player.refresh();
+    return;
+  }
+  setHash();
+  const group = grouped() ? { group: state.group } : {};
   if (!state.window) {
     $("window").value = "";
     setStatus("connecting", "connecting…");
-    const source = new EventSource(`/v1/boards/${path(board)}/stream`);
+    const q = new URLSearchParams(group);
+    const source = new EventSource(`/v1/boards/${path(board)}/stream${grouped() ? `?${q}` : ""}`);
     source.onmessage = (e) => renderPage(JSON.parse(e.data), true);
     source.onopen = () => setStatus("live", "live");
     source.onerror = () => setStatus("down", "reconnecting…");
@@ -90,10 +164,10 @@ async function showWindow(windowId) {
   } else {
     setStatus("past", "past window");
     try {
-      const q = new URLSearchParams({ limit: 100, window: state.window });
+      const q = new URLSearchParams({ limit: 100, window: state.window, ...group });
       renderPage(await api(`/v1/boards/${path(board)}?${q}`), false);
     } catch (e) {
-      $("top-caption").textContent = `${board} · ${state.window}`;
+      $("top-caption").textContent = `${board} · ${state.window}${grouped() ? `@${state.group}` : ""}`;
       $("top-body").replaceChildren(emptyRow(e.message));
     }
   }
@@ -134,8 +208,9 @@ function fill(tr, e) {
 }
 
 function renderPage(page, live) {
-  if (live && page.window !== state.board.currentWindow) {
-    state.board.currentWindow = page.window; // a rollover: the stream follows the new window
+  if (live && grouped() && groupOf(page.window) !== state.group) return; // a stream just left
+  if (live && baseOf(page.window) !== state.board.currentWindow) {
+    state.board.currentWindow = baseOf(page.window); // a rollover: the stream follows it
   }
   $("top-caption").textContent = `${state.board.name} · ${page.window} · top ${page.entries.length}`;
   if (live) setStatus("live", "live", `updated ${clock(page.asOf)}`);
@@ -166,7 +241,8 @@ function renderPage(page, live) {
 }
 
 async function main() {
-  player = initPlayer(context);
+  // A player looked up on a board split by country: show their group, live.
+  player = initPlayer(context, (windowId) => grouped() && selectGroup(groupOf(windowId)));
   try {
     state.boards = (await api("/v1/boards")).boards;
   } catch (e) {
@@ -178,8 +254,9 @@ async function main() {
     return;
   }
   renderTabs();
-  const wanted = decodeURIComponent(location.hash.slice(1));
-  selectBoard(state.boards.some((b) => b.name === wanted) ? wanted : state.boards[0].name);
+  const [wanted, group] = decodeURIComponent(location.hash.slice(1)).split("@");
+  const known = state.boards.some((b) => b.name === wanted);
+  selectBoard(known ? wanted : state.boards[0].name, known && /^[A-Z]{2}$/.test(group || "") ? group : null);
 }
 
 main();

@@ -1,5 +1,7 @@
 // The player side of the board page: look a player up (rank, points, the players around
-// them), their friends' board, and where they sit in the score distribution.
+// them), their friends' board, and where they sit in the score distribution. On a board split
+// by country a new search asks without a group, so the player is found in their own; the page
+// then follows that group (the rank answer's window says it: 2026-W44@FR).
 
 import { api, el, fmt, ordinal, path, playerCell } from "./dom.js";
 import { barChart } from "./svg.js";
@@ -77,6 +79,12 @@ function showFriends(page, playerId) {
 export async function showDistribution(ctx, marker = null) {
   const q = new URLSearchParams({ buckets: BUCKETS });
   if (ctx.window) q.set("window", ctx.window);
+  if (ctx.group) q.set("group", ctx.group);
+  if (ctx.grouped && !ctx.group) {
+    barChart($("dist-chart"), [], null);
+    $("dist-caption").textContent = "Pick a group to see its distribution.";
+    return;
+  }
   try {
     const d = await api(`/v1/boards/${path(ctx.board)}/distribution?${q}`);
     const who = marker ? `${marker.playerId}: ${fmt(marker.points)}` : "";
@@ -93,15 +101,21 @@ export async function showDistribution(ctx, marker = null) {
 }
 
 // Look a player up on the board and window in ctx; fills the rank card, friends, and chart.
-export async function lookUp(ctx, playerId) {
+// `own`: a new search, in the player's own group on a board split by country.
+export async function lookUp(ctx, playerId, own = false) {
   const q = new URLSearchParams({ neighbors: NEIGHBORS });
-  if (ctx.window) q.set("window", ctx.window);
+  const fq = new URLSearchParams();
+  for (const params of [q, fq]) {
+    if (ctx.window) params.set("window", ctx.window);
+    if (ctx.group && !own) params.set("group", ctx.group);
+  }
   const base = `/v1/boards/${path(ctx.board)}/players/${path(playerId)}`;
-  const fq = ctx.window ? `?window=${encodeURIComponent(ctx.window)}` : "";
-  const [rank, friends] = await Promise.allSettled([api(`${base}?${q}`), api(`${base}/friends${fq}`)]);
+  const [rank, friends] = await Promise.allSettled([api(`${base}?${q}`), api(`${base}/friends?${fq}`)]);
   if (rank.status === "fulfilled") {
     showRank(rank.value, playerId);
-    await showDistribution(ctx, { playerId, points: rank.value.points });
+    const group = ctx.grouped ? (rank.value.window.split("@")[1] || ctx.group) : null;
+    await showDistribution({ ...ctx, group }, { playerId, points: rank.value.points });
+    if (own) found(rank.value.window);
   } else {
     $("rank").replaceChildren(el("p", { class: "error", text: rank.reason.message }));
     $("around").hidden = true;
@@ -111,12 +125,18 @@ export async function lookUp(ctx, playerId) {
   else $("friends-section").hidden = true;
 }
 
-// Wire the search form; `context()` gives the board and window the page shows now.
-export function initPlayer(context) {
+let found = () => {};
+
+// Wire the search form; `context()` gives the board, window and group the page shows now;
+// `onFound(window)` is told the window (and so the group) a new search found the player in.
+export function initPlayer(context, onFound = () => {}) {
   const input = $("player");
+  found = onFound;
+  let current = null; // the player looked up, followed when the board, window or group changes
   const run = (id) => {
     input.value = id;
-    lookUp(context(), id);
+    current = id;
+    lookUp(context(), id, true);
   };
   $("search").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -126,8 +146,7 @@ export function initPlayer(context) {
   return {
     // The board or window changed: follow with the player looked up, if any.
     refresh() {
-      const id = input.value.trim();
-      if (id && $("rank").childElementCount) lookUp(context(), id);
+      if (current) lookUp(context(), current);
       else showDistribution(context());
     },
     // The live board got its first players: draw the chart once more (not on every frame,
