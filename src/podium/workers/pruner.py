@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from podium.domain.retention import StoredResult, oldest_accepted, prunable
 from podium.ports import Clock, Retention
@@ -27,9 +29,11 @@ from podium.result_archive import DayWriter, DirLock, Holds
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.workers")
+T = TypeVar("T")
 
 PERIOD_S = 300.0  # how often the pruner looks for a day past the retention
 PAGE = 1_000  # results per read and per delete transaction
+DUTY = 0.5  # at most this share of the time on the store: a pause as long as each call
 
 # (day start, results in its file, results deleted from the store) after each day
 Progress = Callable[[int, int, int], None]
@@ -44,12 +48,14 @@ class Pruner:
         keep_days: int,
         *,
         page: int = PAGE,
+        duty: float = DUTY,
     ) -> None:
         self.store = store
         self.dir = Path(directory)
         self.clock = clock
         self.keep_days = keep_days
         self.page = page
+        self.duty = duty
 
     async def step(self) -> int:
         """One pass: every day wholly past the retention out of the store. How many
@@ -87,7 +93,7 @@ class Pruner:
         writer = await asyncio.to_thread(DayWriter, self.dir, start)
         try:
             after = None
-            while page := await self.store.results_ended(start, end, after, self.page):
+            while page := await self._paced(self.store.results_ended(start, end, after, self.page)):
                 await asyncio.to_thread(writer.add, page)
                 after = page[-1].key
             await asyncio.to_thread(writer.finish)
@@ -97,10 +103,10 @@ class Pruner:
         holds = await asyncio.to_thread(Holds, writer.path)
         deleted = 0
         after = None
-        while page := await self.store.results_ended(start, end, after, self.page):
+        while page := await self._paced(self.store.results_ended(start, end, after, self.page)):
             after = page[-1].key
             keys = await asyncio.to_thread(_held, holds, page)
-            deleted += await self.store.delete_results(keys)
+            deleted += await self._paced(self.store.delete_results(keys))
         log.info(
             "pruner: %s: %d results in %s (%d new), %d deleted from the store",
             writer.path.name,
@@ -110,6 +116,17 @@ class Pruner:
             deleted,
         )
         return writer.count, deleted
+
+    async def _paced(self, call: Awaitable[T]) -> T:
+        """A call on the store, then a pause as long as it took (``duty``: the share of
+        the store's time the pruner may take): a record that queued behind a batch (the
+        SQLite writer, a Postgres connection, the one event loop) runs before the next."""
+        started = time.monotonic()
+        out = await call
+        took = time.monotonic() - started
+        if self.duty < 1.0:
+            await asyncio.sleep(took * (1.0 - self.duty) / self.duty)
+        return out
 
 
 def _held(holds: Holds, page: list[StoredResult]) -> list[tuple[str, str]]:
