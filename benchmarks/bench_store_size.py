@@ -116,6 +116,7 @@ async def fill_postgres(url: str, results: int, per_player: int, days: int) -> d
                 "pg_relation_size($1::regclass) AS heap, pg_indexes_size($1::regclass) AS idx",
                 t,
             )
+            assert row is not None
             sizes[t] = int(row["total"])
             sizes[f"{t}.heap"] = int(row["heap"])
             sizes[f"{t}.indexes"] = int(row["idx"])

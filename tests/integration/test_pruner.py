@@ -11,7 +11,7 @@ import dataclasses
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import httpx
@@ -28,8 +28,10 @@ from podium.domain.retention import DAY_S, ResultKey, StoredResult, day_id, day_
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import InvalidInput
 from podium.ports import Retention
+from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
 from podium.workers.pruner import Pruner
+from tests.contract.conftest import postgres_databases  # noqa: F401 (a fixture)
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -387,3 +389,43 @@ def test_archive_results_by_hand_up_to_the_retention(tmp_path: Path) -> None:
     assert [x.match_id for x in result_archive.rows(file)] == ["m0", "m1"]
     assert asyncio.run(stored("m0", "p0")) == set()
     assert asyncio.run(stored("m2", "p2")) == {"p2"}
+
+
+async def test_a_result_on_two_databases_of_a_split_store_is_archived_once(
+    tmp_path: Path,
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+) -> None:
+    """A bucket being moved has its rows on two databases for a while: one key, one row in
+    the day file, deleted from both."""
+    home, other = await postgres_databases(2)
+    store = SplitStore.from_urls(home, [home, other], pool_size=2, read_pool_size=2)
+    await store.migrate()
+    try:
+        every = BoardSpec("all", WindowRule(WindowKind.ALL))
+        players = [f"p{i:02d}" for i in range(12)]
+        for i, p in enumerate(players):
+            rec = ResultRecord(p, f"m{i}", "gs", "default", D0 + i, 60, 3)
+            await store.record(rec, [(Target("all", "all", 0), every)], D0 + 100.0, None)
+        copied = players[::3]
+        for p in copied:  # the copy on the database the map does not put them on
+            url = home if store.url_of(p) == other else other
+            await store.router.db(url).run(
+                lambda c, p=p: c.execute(  # type: ignore[misc]
+                    "INSERT INTO results (player_id, match_id, key_id, mode, ended_at, "
+                    "duration_s, points, recorded_at) "
+                    f"VALUES ($1, 'm{players.index(p)}', 'gs', 'default', $2, 60, 3, $3)",
+                    p,
+                    D0 + players.index(p),
+                    D0 + 100.0,
+                ),
+                tx=False,
+            )
+        page = await store.results_ended(D0, D0 + DAY_S, None, 100)
+        assert [r.player_id for r in page] == players
+        pruner = Pruner(store, tmp_path / "archive", Clock(D0 + 5 * DAY_S), KEEP_DAYS, page=5)
+        assert await pruner.step() == len(players) + len(copied)
+        [file] = (tmp_path / "archive" / "results").glob("*.csv.gz")
+        assert [r.player_id for r in result_archive.rows(file)] == players
+        assert await store.oldest_result() is None
+    finally:
+        await store.close()
