@@ -108,14 +108,18 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
     lat: dict[str, list[float]] = {"off": [], "on": []}
     pruned: dict[str, float] = {"seconds": 0}
     n = 0
+    task = asyncio.create_task(_prune_all(pruner))
     try:
         pending: set[asyncio.Task[None]] = set()
         for phase in range(args.phases):
             kind = "on" if phase % 2 else "off"
             if args.pruner_first:
                 kind = "off" if phase % 2 else "on"
-            before = await b.store.oldest_result()
-            task = asyncio.create_task(pruner.step()) if kind == "on" else None
+            deleted = counted.deleted
+            if kind == "on":
+                counted.running.set()
+            else:
+                counted.running.clear()
             t0 = time.perf_counter()
             end = t0 + args.phase_s
             tick = t0
@@ -134,12 +138,10 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
                     t.add_done_callback(pending.discard)
                     tick += 1 / args.rate
                 await asyncio.sleep(max(0.0, min(tick, end) - time.perf_counter()))
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            counted.running.clear()
+            if kind == "on":
                 pruned["seconds"] += time.perf_counter() - t0
-                if await b.store.oldest_result() == before:
+                if counted.deleted == deleted:
                     print("  warning: the pruner deleted nothing in this phase", file=sys.stderr)
             if pending:
                 await asyncio.gather(*pending)
@@ -151,6 +153,9 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
                 flush=True,
             )
     finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
         await b.close()
     print(f"\n== {args.config}: {args.rate} matches/s, {args.phases} phases of {args.phase_s} s")
     for kind in ("off", "on"):
@@ -164,20 +169,32 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
         print(f"  pruned while on: {counted.deleted} results, {rate:.0f} results/s")
 
 
+async def _prune_all(pruner: Any) -> None:
+    """The pruner role's steps, one after another (paused between phases on)."""
+    while await pruner.step():
+        pass
+
+
 class Counting:
-    """The store as the pruner sees it, counting what it deletes."""
+    """The store as the pruner sees it, counting what it deletes, and holding the pruner
+    at its next call while ``running`` is clear (its phases off: it resumes where it was,
+    so every phase on has work)."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
         self.deleted = 0
+        self.running = asyncio.Event()
 
     async def oldest_result(self) -> int | None:
+        await self.running.wait()
         return await self.store.oldest_result()  # type: ignore[no-any-return]
 
     async def results_ended(self, start: int, end: int, after: Any, limit: int) -> Any:
+        await self.running.wait()
         return await self.store.results_ended(start, end, after, limit)
 
     async def delete_results(self, keys: Any) -> int:
+        await self.running.wait()
         n: int = await self.store.delete_results(keys)
         self.deleted += n
         return n
