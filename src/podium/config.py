@@ -210,6 +210,10 @@ class StoreSettings:
     """Postgres connections for transactions and writes, per process."""
     read_pool_size: Count = 10
     """And for reads, apart, so that writes never hold them up."""
+    keep_results_days: Count = 90
+    """Results stay in the store this many days (by ``endedAt``), then the pruner moves
+    them to a gzip CSV per day under ``[archive] dir``; older ones are refused (422). Tallies,
+    final standings and match claims stay. 0: keep every result, refuse none."""
 
 
 @table(frozen=True, config=_TABLE)

@@ -23,8 +23,10 @@ from podium.domain.models import (
     ResultRecord,
     Target,
 )
+from podium.domain.retention import oldest_accepted
 from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.validation import id_problem, results_problem
+from podium.domain.windows import to_rfc3339
 from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, MatchFacts, MatchRead, Results
@@ -81,6 +83,17 @@ class Matches:
         ]
         if not targets and any(b.counts(mode.name) for b in self.settings.boards):
             raise WindowClosed(f"endedAt is before every open window of mode {mode.name!r}")
+        keep = self.settings.store.keep_results_days
+        oldest = oldest_accepted(now, keep)
+        if oldest is not None and ended_at < oldest:
+            # Its day may have left the store already: a retry of a result archived there
+            # would find no stored copy and count twice. After the windows' check, which
+            # says more where no window takes it; before the claim, so nothing is claimed.
+            raise InvalidInput(
+                f"endedAt {to_rfc3339(ended_at)} is older than the {keep} days the store keeps "
+                f"results (store.keep_results_days): the earliest accepted is "
+                f"{to_rfc3339(oldest)}"
+            )
 
         ids = [r.player_id for r in results]
         cap = mode.max_results_per_player_per_hour

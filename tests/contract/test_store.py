@@ -834,3 +834,59 @@ async def test_unreachable_postgres_is_store_unavailable_quickly() -> None:
     finally:
         await store.close()
     assert time.monotonic() - started < 10
+
+
+# -- retention: results leaving the store --------------------------------------------------
+
+
+async def test_results_are_read_by_day_of_ended_at_in_key_order(store: ScoreStore) -> None:
+    assert await store.oldest_result() is None
+    day2 = T0 + 86_400
+    # Player ids out of order, equal endedAt on one of them: the key orders them.
+    rows = [
+        ("m1", "zed", T0 + 500),
+        ("m2", "ann", T0 + 500),
+        ("m3", "bob", T0 + 100),
+        ("m4", "ann", T0 + 100),
+        ("m5", "cy", day2 + 10),
+    ]
+    for i, (m, p, ended) in enumerate(rows):
+        flagged = ResultRecord(p, m, "k1", "ranked", ended, 300, 10 + i, "jump" if i == 2 else None)
+        await store.record(flagged, targets(ended), NOW + i / 4, None)
+    assert await store.oldest_result() == T0 + 100
+    first = await store.results_ended(T0, day2, None, 10)
+    assert [(r.ended_at, r.player_id, r.match_id) for r in first] == [
+        (T0 + 100, "ann", "m4"),
+        (T0 + 100, "bob", "m3"),
+        (T0 + 500, "ann", "m2"),
+        (T0 + 500, "zed", "m1"),
+    ]
+    bob = first[1]  # every column, as recorded
+    assert (bob.key_id, bob.mode, bob.duration_s, bob.points) == ("k1", "ranked", 300, 12)
+    assert (bob.recorded_at, bob.flag) == (NOW + 0.5, "jump")
+    assert first[0].flag is None
+    # A page at a time, from the first key after the last one seen.
+    pages, after = [], None
+    while page := await store.results_ended(T0, day2, after, 3):
+        pages.append(page)
+        after = page[-1].key
+    assert [len(p) for p in pages] == [3, 1]
+    assert [r for p in pages for r in p] == first
+    assert [r.match_id for r in await store.results_ended(day2, day2 + 86_400, None, 10)] == ["m5"]
+
+
+async def test_deleted_results_leave_tallies_and_claims(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    await store.record(result("m1", 10, player="a"), t, NOW, None)
+    await store.record(result("m1", 20, player="b"), t, NOW, None)
+    await store.record(result("m2", 5, player="a", ended_at=T0 + 200), t, NOW, None)
+    before = {p: await store.player_standings(p) for p in ("a", "b")}
+    assert await store.delete_results([("a", "m1"), ("b", "m1"), ("nobody", "m1")]) == 2
+    assert await store.results_of("m1", ["a", "b"]) == {}
+    assert set(await store.results_of("m2", ["a"])) == {"a"}
+    assert await store.delete_results([("a", "m1")]) == 0  # a retry deletes nothing more
+    assert await store.delete_results([]) == 0
+    # The tallies stay (boards, rebuilds and bans read them), and so does the claim.
+    assert {p: await store.player_standings(p) for p in ("a", "b")} == before
+    assert await claim(store, "m1", "k2", NOW) == "k1"
+    assert await store.oldest_result() == T0 + 200

@@ -26,6 +26,7 @@ RUNNERS = {
     "aggregator": ["aggregator"],
     "freezer": ["freezer"],
     "reconciler": ["reconciler"],
+    "pruner": ["pruner"],
 }
 # A shared index, so that `podium worker` accepts the settings; nothing connects to it here.
 WORKER_ENV = {"PODIUM_INDEX_URL": "redis://127.0.0.1:6379/0"}

@@ -41,6 +41,7 @@ from podium.ports.store import (
     Players,
     RecordHandle,
     Results,
+    Retention,
     ScoreStore,
     Windows,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "RankSource",
     "RecordHandle",
     "Results",
+    "Retention",
     "ScoreStore",
     "ShardIndex",
     "Snapshots",

@@ -27,6 +27,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
 
 
@@ -259,5 +260,29 @@ class Windows(Protocol):
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None: ...
 
 
-class ScoreStore(Lifetime, Credentials, Results, Outbox, Players, Windows, Protocol):
+class Retention(Protocol):
+    """Results leaving the store once past ``[store] keep_results_days`` (the pruner,
+    ``workers/pruner.py``). Tallies, final standings and match claims stay: only the
+    result rows go, a short transaction per batch. On a store split by player, every
+    database is read and deleted from, each in its own statements; a result found on two
+    (a bucket being moved) is one key, which the day file holds once."""
+
+    async def oldest_result(self) -> int | None:
+        """The smallest ``ended_at`` of any stored result, or None when there is none."""
+        ...
+
+    async def results_ended(
+        self, start: int, end: int, after: ResultKey | None, limit: int
+    ) -> list[StoredResult]:
+        """Up to ``limit`` stored results with ``start <= ended_at < end``, every column, in
+        (ended_at, player_id, match_id) order, from the first after ``after``."""
+        ...
+
+    async def delete_results(self, keys: Sequence[tuple[str, str]]) -> int:
+        """Delete these results, by (player_id, match_id), in one short transaction that
+        takes no lock a record waits on; how many were there. A key not stored is skipped."""
+        ...
+
+
+class ScoreStore(Lifetime, Credentials, Results, Outbox, Players, Windows, Retention, Protocol):
     """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

@@ -22,6 +22,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.domain.retention import StoredResult
 from podium.ports.store import RecordHandle
 from podium.recording import RecordState, place_in_groups, plan_record
 
@@ -165,3 +166,21 @@ async def standings_by_player(
     while rows := list(await page(after)):
         yield rows
         after = rows[-1].player_id
+
+
+STORED_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, recorded_at, flag"
+
+
+def stored_result_of(r: Row) -> StoredResult:
+    """A result row whole, for the pruner's day files."""
+    return StoredResult(
+        r["player_id"],
+        r["match_id"],
+        r["key_id"],
+        r["mode"],
+        int(r["ended_at"]),
+        int(r["duration_s"]),
+        int(r["points"]),
+        float(r["recorded_at"]),
+        r["flag"],
+    )

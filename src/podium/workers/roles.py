@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from podium.errors import ConfigError
-from podium.workers import aggregator, freezer, reconciler, relay, updater
+from podium.workers import aggregator, freezer, pruner, reconciler, relay, updater
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium")
@@ -34,6 +34,7 @@ REGISTRY: tuple[Role, ...] = (
     Role("aggregator", aggregator.runners, aggregator.not_needed),  # a split board's top
     Role("freezer", freezer.runners),  # windows that are due into final standings
     Role("reconciler", reconciler.runners),  # the index checked against the store
+    Role("pruner", pruner.runners, pruner.not_needed),  # results past retention into files
 )
 NAMES = tuple(r.name for r in REGISTRY)
 _BY_NAME = {r.name: r for r in REGISTRY}
