@@ -147,9 +147,9 @@ class Results(Part):
     ) -> RecordOutcome:
         r, router = result, self.router
         inner = handle.inner if isinstance(handle, Claimed) else handle
+        await router.ready()
         mine = isinstance(handle, Claimed) and (r.match_id, r.key_id) not in self._released
-        elsewhere = router.url_of(r.match_id) != router.url_of(r.player_id)
-        if elsewhere and not mine:
+        if not mine and router.url_of(r.match_id) != router.url_of(r.player_id):
             # The claim first, where this request did not make it: the player's database
             # knows only the claims of its own players' results, and a result is never
             # stored under another key's claim (a claim past its lease may have been
@@ -161,7 +161,7 @@ class Results(Part):
             r.player_id, lambda db: db.record(r, targets, now, hourly_cap, inner)
         )
         mine = isinstance(handle, Claimed) and (r.match_id, r.key_id) not in self._released
-        if elsewhere and not mine:
+        if router.url_of(r.match_id) != router.url_of(r.player_id) and not mine:
             # After the record too (whether this store released a claim of the match is
             # asked again: a release may have run meanwhile), and on a replay: the retry of
             # a record whose re-claim failed completes it.
