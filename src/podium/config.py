@@ -197,6 +197,10 @@ class ServerSettings:
     pages and streams) or "write" (game servers and admins: results, profiles, friends lists,
     bans, freezes, review), each with the health and metrics endpoints. A fleet that runs them
     apart keeps reads from queueing behind bursts of writes."""
+    claim_lease_s: Amount = 60.0
+    """How long a match id stays claimed by a key that has no result in it yet: a request
+    that died between its claim and its writes (a crash, a kill -9) leaves such a claim, and
+    once it is this old another key may record the match. Longer than any request takes."""
 
 
 @table(frozen=True, config=_TABLE)

@@ -101,20 +101,21 @@ class Matches:
         # same round trip as the read of everything the checks below need, and each player's
         # write after: flags are advisory (a look before prizes), so they are worked out from
         # this read; a retry keeps the flag of the first record.
-        read = await self.store.open_match(
-            MatchQuery(
-                match_id,
-                key.id,
-                now,
-                ids,
-                mode.name,
-                RECENT,
-                None if cap is None else now - HOUR,
-                targets,
-                ended_at=ended_at,
-                duration_s=duration_s,
-            )
+        query = MatchQuery(
+            match_id,
+            key.id,
+            now,
+            ids,
+            mode.name,
+            RECENT,
+            None if cap is None else now - HOUR,
+            targets,
+            ended_at=ended_at,
+            duration_s=duration_s,
         )
+        read = await self.store.open_match(query)
+        if read.owner != key.id and await self._expired(match_id, read, now):
+            read = await self.store.open_match(query)
         if read.owner != key.id:
             raise Forbidden(f"match {match_id} was recorded by another game server")
         # A rejection claims nothing. The claim is made before the checks, in the read's
@@ -199,6 +200,22 @@ class Matches:
             self.store.record(r, targets, now, cap, read.handle(r.player_id)) for r in records
         )
         return outcomes, records
+
+    async def _expired(self, match_id: str, read: MatchRead, now: float) -> bool:
+        """Whether another key's claim of the match was released because it is past its
+        lease with no result: its request died between the claim and its writes (a crash
+        between two commits), and no retry of that key came to finish it. A claim with a
+        result is the match's for good; a record of the old key racing this release either
+        commits first (and the claim stays) or finds the claim gone and another key's, and
+        is refused (the store's record checks the owner in its transaction)."""
+        at = read.claimed_at
+        if at is None or read.existing or now - at < self.settings.server.claim_lease_s:
+            return False
+        released = await self.store.release_match(match_id, read.owner, at)
+        if released:
+            log.info("match %s: a claim of %s with no result, past its lease, released",
+                     match_id, read.owner)  # fmt: skip
+        return released
 
     async def _release(self, match_id: str, key_id: str, claimed_at: float) -> None:
         try:

@@ -2,7 +2,9 @@
 
 A ban spans the store and the index, in an order that leaves no gap: the store first (the
 updaters check it before every write), then the index, whose ban set refuses a change still
-in flight. Knows the ports, never an adapter.
+in flight; an unban, the other way round. Either is recorded, or not, by the store's step:
+what comes after it and fails is finished by the reconciler, and the answer says so.
+Knows the ports, never an adapter.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Protocol
 from podium.config import Settings
 from podium.domain.models import Profile
 from podium.domain.validation import country_problem, friends_problem, id_problem, text_problem
-from podium.errors import IndexUnavailable, InvalidInput, NotFound
+from podium.errors import IndexUnavailable, InvalidInput, NotFound, Unavailable
 from podium.ports import BoardKey, Clock, Outbox, Players, ProfileCopy, RankIndex, Results
 from podium.profiles import ProfileCache
 from podium.reads import Reads
@@ -97,20 +99,49 @@ class PlayerAdmin:
                 keys.add(BoardKey(spec.name, w.id))
         return sorted(keys, key=lambda k: (k.board, k.window))
 
-    async def ban(self, player_id: str, reason: str) -> None:
+    async def ban(self, player_id: str, reason: str) -> bool:
         """Store first (the updaters check it before every write), then the index, where
-        the ban set refuses any change still in flight."""
+        the ban set refuses any change still in flight. True once the boards have dropped
+        the player; False when the ban is recorded but the index (or the read of where the
+        player is) could not be reached: an outage then cannot undo a committed ban, so
+        this is no 503 ("nothing was recorded"). The boards drop the player once the index
+        is back: the reconciler removes every player banned in the store that it finds on a
+        board, and the updaters refuse them meanwhile (they check the store's bans before
+        every batch). A retry of the ban is safe, and does it at once."""
         _check_player(player_id)
         await self.store.ban(player_id, reason, self.clock.now())
-        await self.index.ban(await self._ban_keys(player_id), player_id)
-        # On a split board, gone from this process's reads at once, not at the aggregator's
-        # next cycle: its snapshot from before still has them in its top.
-        self.reads.clear_cache(changed_at=self.clock.now())
+        try:
+            await self.index.ban(await self._ban_keys(player_id), player_id)
+        except Unavailable:
+            log.warning("ban of %s recorded; the index is unavailable, so the boards drop "
+                        "them once it is back", player_id, exc_info=True)  # fmt: skip
+            return False
+        finally:
+            # On a split board, gone from this process's reads at once, not at the
+            # aggregator's next cycle: its snapshot from before still has them in its top.
+            self.reads.clear_cache(changed_at=self.clock.now())
+        return True
 
-    async def unban(self, player_id: str) -> None:
+    async def unban(self, player_id: str) -> bool:
+        """The index's ban lifted first, then the store's: an index that cannot be reached
+        leaves the ban as it was (503, nothing recorded, a retry is safe), where the other
+        order would leave the index refusing a player the store no longer bans, with no
+        ban left to retry. True once the totals are sent again; False when the unban is
+        recorded but they could not be: the reconciler restores them (a player the store
+        has and the index misses), as the updaters would have."""
         _check_player(player_id)
-        if not await self.store.unban(player_id):
+        if not await self.store.banned([player_id]):
             raise NotFound(f"player {player_id} is not banned")
         await self.index.unban(await self._ban_keys(player_id), player_id)
-        # The totals never left the store; send them again and the updaters restore them.
-        await self.store.requeue_player(player_id, self.clock.now())
+        # Lifted in the index while the store still bans: the updaters keep refusing the
+        # player until the store's unban commits (they check it before every batch).
+        if not await self.store.unban(player_id):
+            raise NotFound(f"player {player_id} is not banned")  # unbanned meanwhile
+        try:
+            # The totals never left the store; send them again and the updaters restore them.
+            await self.store.requeue_player(player_id, self.clock.now())
+        except Unavailable:
+            log.warning("unban of %s recorded; its totals are left to the reconciler",
+                        player_id, exc_info=True)  # fmt: skip
+            return False
+        return True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -233,26 +233,51 @@ async def put_friends(request: Request, playerId: PlayerId, body: s.FriendsIn) -
     return Response(status_code=204)
 
 
+# A ban recorded whose boards wait for the index: 202, not a 503 that says nothing was.
+BAN_PENDING: dict[int | str, dict[str, Any]] = {
+    202: {
+        "model": s.BanPendingOut,
+        "description": "recorded; the boards follow once the rank index is back",
+    }
+}
+
+
 @admin_routes.post(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     dependencies=[Depends(admin)],
-    responses=ADMIN,
+    responses={**BAN_PENDING, **ADMIN},
 )
 async def ban(request: Request, playerId: PlayerId, body: s.BanIn) -> Response:
-    await _podium(request).player_admin.ban(playerId, body.reason)
-    return Response(status_code=204)
+    if await _podium(request).player_admin.ban(playerId, body.reason):
+        return Response(status_code=204)
+    detail = (
+        f"the ban of {playerId} is recorded, and their results are no longer counted; the "
+        "rank index is unavailable, so the boards drop them once it is back (a retry is "
+        "safe, and does it at once)"
+    )
+    return _pending(playerId, True, detail)
 
 
 @admin_routes.delete(
     "/v1/admin/players/{playerId}/ban",
     status_code=204,
     dependencies=[Depends(admin)],
-    responses=ADMIN,
+    responses={**BAN_PENDING, **ADMIN},
 )
 async def unban(request: Request, playerId: PlayerId) -> Response:
-    await _podium(request).player_admin.unban(playerId)
-    return Response(status_code=204)
+    if await _podium(request).player_admin.unban(playerId):
+        return Response(status_code=204)
+    detail = (
+        f"the unban of {playerId} is recorded; their totals could not be sent to the boards "
+        "yet, and return to them once the store and the index answer again"
+    )
+    return _pending(playerId, False, detail)
+
+
+def _pending(player_id: str, banned: bool, detail: str) -> Response:
+    out = s.BanPendingOut(playerId=player_id, banned=banned, detail=detail)
+    return Response(out.model_dump_json(), status_code=202, media_type="application/json")
 
 
 @admin_routes.post(

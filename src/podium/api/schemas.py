@@ -178,3 +178,12 @@ class FriendsIn(_In):
 
 class BanIn(_In):
     reason: str = Field(min_length=1, max_length=500)
+
+
+class BanPendingOut(BaseModel):
+    """A ban (or unban) recorded in the store, whose boards are not updated yet: the rank
+    index could not be reached, and the reconciler finishes it once it is back (202)."""
+
+    playerId: str
+    banned: bool
+    detail: str

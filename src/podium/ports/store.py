@@ -77,6 +77,9 @@ class MatchRead:
     # facts the claim holds (None: a claim that fixed none).
     claimed: bool = False
     facts: MatchFacts | None = None
+    # When the owner's claim was made: a claim with no result that is older than the lease
+    # (``server.claim_lease_s``) is one whose request died before its writes (a crash).
+    claimed_at: float | None = None
 
     def handle(self, player_id: str) -> RecordHandle | None:
         """The handle to pass to ``record`` for this player's part."""
@@ -124,8 +127,11 @@ class Results(Protocol):
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
         """Undo a claim that an ``open_match`` at ``claimed_at`` made for ``key_id``, if the
-        match has no results: a request refused after its claim claims nothing. True if it
-        was released; a retry, or a claim someone has recorded under since, changes nothing."""
+        match has no results: a request refused after its claim claims nothing, and a claim
+        whose request died before its writes is freed. True if it was released; a retry, or a
+        claim someone has recorded under since, changes nothing. A record racing the release
+        either commits first (and the claim stays) or claims the match again in its own
+        transaction, where it is refused if another key has claimed it meanwhile."""
         ...
 
     async def record(
@@ -137,8 +143,9 @@ class Results(Protocol):
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
         """In one transaction: store the result (and the claim of its match for its key,
-        unless the match has one), fold it into each target's tally, and write one outbox
-        row per tally that changed. A retry with the same content returns the
+        unless the match has one; ``Forbidden`` if another key's claim holds the match, as
+        after a release raced this record), fold it into each target's tally, and write one
+        outbox row per tally that changed. A retry with the same content returns the
         stored totals and writes nothing; other content raises ``Conflict``; a player over
         ``hourly_cap`` results in the last hour raises ``RateLimited``.
 

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from asyncpg import exceptions as pgx
 
-from podium.errors import InternalError, PodiumError, StoreUnavailable
+from podium.errors import Forbidden, InternalError, PodiumError, StoreUnavailable
 
 # Raised by a database of a store split by player for a write of a player whose bucket moved
 # away (``sql/split/002_moves.sql``): nothing was written, and the writer reads the bucket
 # map again (``store.split``); anyone else sees an outage, which it is for that player.
 MOVED = "PD001"
+# Raised by a record whose match another key has claimed (migration 012): nothing was
+# written, as when ``open_match`` finds the match another key's.
+OWNED = "PD002"
 
 # Retried by ``Database._run`` before they count as an outage.
 RETRIED: tuple[type[BaseException], ...] = (pgx.SerializationError, pgx.DeadlockDetectedError)
@@ -43,6 +46,9 @@ def translate(e: BaseException) -> BaseException:
         return e
     if getattr(e, "sqlstate", None) == MOVED:
         return _caused(StoreUnavailable(f"postgres: {e}: retry"), e)
+    if getattr(e, "sqlstate", None) == OWNED:
+        message = getattr(e, "message", None) or str(e)
+        return _caused(Forbidden(message), e)
     if isinstance(e, TRANSIENT) or _closed(e):
         what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         return _caused(StoreUnavailable(f"postgres unreachable or busy: {what}"), e)

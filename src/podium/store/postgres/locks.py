@@ -26,6 +26,9 @@ WINDOW_NS = 0x7064_0003
 # A match id's lock on its database, in a store split by player: the claim written again after
 # a record elsewhere and the release of a claim queue on it (``record.Results.reclaim_match``).
 MATCH_NS = 0x7064_0010
+# A match's claim lock, keyed by ``hashtext`` of its id in SQL (``record_sql.CLAIM_LOCK``,
+# migration 012): records take it shared, the release of a claim exclusively.
+CLAIM_NS = 0x7064_0011
 
 
 def player_key(player_id: str) -> int:

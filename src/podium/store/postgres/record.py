@@ -50,6 +50,7 @@ from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
+    CLAIM_LOCK,
     HAS_RESULTS,
     OPEN_MATCH,
     PAIRS,
@@ -77,7 +78,9 @@ class Results(Database):
                 return await _claim(c, q.match_id, row)
 
             got = await self._run(claim, tx=False)
-            return MatchRead(got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts)
+            return MatchRead(
+                got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts, claimed_at=got.at
+            )
 
         async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
             rows = await c.fetch(OPEN_MATCH, *_prior_args(q), q.key_id, float(q.now), *facts)
@@ -87,7 +90,7 @@ class Results(Database):
         # On the writes' pool: it is the first step of a match's writes, and comes in bursts
         # with them, which the board reads should not queue behind.
         got, rows = await self._run(run, tx=False)
-        return _match_read(rows, q, got.owner, got.claimed, got.facts)
+        return _match_read(rows, q, got.owner, got.claimed, got.facts, got.at)
 
     async def read_players(self, query: MatchQuery) -> MatchRead:
         """``open_match``'s read of the query's players, claiming nothing (its owner is ""):
@@ -95,13 +98,15 @@ class Results(Database):
         if not query.player_ids:
             return MatchRead("", {}, {}, {})
         rows = await self._run(lambda c: c.fetch(PRIOR, *_prior_args(query)), tx=False)
-        return _match_read(rows, query, "", False, None)
+        return _match_read(rows, query, "", False, None, None)
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
-        status = await self._run(
-            lambda c: c.execute(RELEASE, match_id, key_id, float(claimed_at)), tx=False
-        )
-        return bool(status == "DELETE 1")
+        async def run(c: Conn) -> bool:
+            await c.execute(CLAIM_LOCK, match_id)
+            status = await c.execute(RELEASE, match_id, key_id, float(claimed_at))
+            return bool(status == "DELETE 1")
+
+        return await self._run(run)
 
     # -- what a store split by player asks of the database a match id maps to --------------
 
@@ -122,18 +127,33 @@ class Results(Database):
             )
             if await recorded_elsewhere():
                 return False
+            await c.execute(CLAIM_LOCK, match_id)
             status = await c.execute(RELEASE, match_id, key_id, float(claimed_at))
             return bool(status == "DELETE 1")
 
         return await self._run(run)
 
-    async def reclaim_match(self, result: ResultRecord, now: float) -> None:
+    async def reclaim_match(self, result: ResultRecord, now: float) -> str:
         """The claim of ``result``'s match for its key, unless the match has one, under the
-        match's lock: written after the record committed on the player's database."""
+        match's lock: written after the record committed on the player's database (and
+        before it, where the request did not make the claim itself). The owner after it."""
         r = result
         key = locks.player_key(r.match_id)
         args = (r.match_id, r.key_id, float(now), r.mode, r.ended_at, r.duration_s)
-        await self._run(lambda c: c.execute(RECLAIM, locks.MATCH_NS, key, *args), tx=False)
+
+        async def run(c: Conn) -> str:
+            while True:
+                owner = await c.fetchval(RECLAIM, locks.MATCH_NS, key, *args)
+                if owner is None:
+                    # The insert waited for a concurrent claim, committed after this
+                    # statement's snapshot: a new statement sees it (unless released since).
+                    owner = await c.fetchval(
+                        "SELECT key_id FROM matches WHERE match_id = $1", r.match_id
+                    )
+                if owner is not None:
+                    return str(owner)
+
+        return await self._run(run, tx=False)
 
     async def has_results(self, match_id: str) -> bool:
         """Whether this database holds a result of the match."""
@@ -216,6 +236,7 @@ def _match_read(
     owner: str,
     claimed: bool,
     facts: MatchFacts | None,
+    claimed_at: float | None,
 ) -> MatchRead:
     """The rows of ``PRIOR`` or ``OPEN_MATCH`` (one per player) as the read the checks need."""
     existing = {r["p"]: _result(r, q.match_id) for r in rows if r["key_id"] is not None}
@@ -235,16 +256,19 @@ def _match_read(
         handles,
         claimed,
         facts,
+        claimed_at,
     )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Claim:
-    """The outcome of a claim: the owner, whether this statement made it, the facts."""
+    """The outcome of a claim: the owner, whether this statement made it, the facts, and
+    when the owner's claim was made."""
 
     owner: str
     claimed: bool
     facts: MatchFacts | None
+    at: float
 
 
 async def _claim(c: Conn, match_id: str, r: Row) -> Claim:
@@ -255,14 +279,14 @@ async def _claim(c: Conn, match_id: str, r: Row) -> Claim:
         # statement's snapshot was taken: only a new statement (READ COMMITTED) sees who won.
         row = await c.fetchrow(
             "SELECT key_id AS owner, mode AS m_mode, ended_at AS m_ended, "
-            "duration_s AS m_duration FROM matches WHERE match_id = $1",
+            "duration_s AS m_duration, recorded_at AS m_at FROM matches WHERE match_id = $1",
             match_id,
         )
         assert row is not None
     assert row is not None
     cols = (row["m_mode"], row["m_ended"], row["m_duration"])
     facts = None if None in cols else MatchFacts(*cols)
-    return Claim(str(row["owner"]), bool(r["claimed"]), facts)
+    return Claim(str(row["owner"]), bool(r["claimed"]), facts, float(row["m_at"]))
 
 
 def _result(r: Row, match_id: str) -> ResultRecord:

@@ -56,7 +56,8 @@ def claim_sql(match: str, key: str, now: str, mode: str, ended: str, duration: s
     return (
         "WITH claimed AS (INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, "
         f"duration_s) VALUES ({match}, {key}, {now}, {mode}, {ended}, {duration}) "
-        "ON CONFLICT (match_id) DO NOTHING RETURNING key_id, mode, ended_at, duration_s) "
+        "ON CONFLICT (match_id) DO NOTHING "
+        "RETURNING key_id, mode, ended_at, duration_s, recorded_at) "
     )
 
 
@@ -70,13 +71,17 @@ def owner_sql(match: str) -> str:
     return (
         f"EXISTS (SELECT 1 FROM claimed) AS claimed, {col('key_id')} AS owner, "
         f"{col('mode')} AS m_mode, {col('ended_at')} AS m_ended, "
-        f"{col('duration_s')} AS m_duration"
+        f"{col('duration_s')} AS m_duration, {col('recorded_at')} AS m_at"
     )
 
 
 CLAIM = f"{claim_sql('$1', '$2', '$3', '$4', '$5::bigint', '$6::int4')} SELECT {owner_sql('$1')}"
+# A match's claim lock (migration 012): every record takes it shared, a release exclusively
+# before its delete, so that the delete's snapshot, taken after it, sees every result of a
+# record that began before it, and a record after it finds the claim gone (and claims again).
+CLAIM_LOCK = "SELECT pg_advisory_xact_lock(1885601809, hashtext($1))"
 # Undoing a claim a rejected request made (``release_match``): its own key and time, and no
-# results (retry-safe: a second run finds nothing to delete).
+# results (retry-safe: a second run finds nothing to delete). After ``CLAIM_LOCK``.
 RELEASE = (
     "DELETE FROM matches WHERE match_id = $1 AND key_id = $2 AND recorded_at = $3 "
     "AND NOT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
@@ -85,10 +90,13 @@ RELEASE = (
 # The claim written again, in a store split by player, on the match id's database after the
 # record committed on the player's: under the match's lock ($1, $2), so that a release
 # either saw the record's result or ran wholly before (and is undone here).
+# The owner after it (NULL when the insert waited for a concurrent claim this statement's
+# snapshot cannot see).
 RECLAIM = (
-    "INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, duration_s) "
-    "SELECT $3, $4, $5, $6, $7, $8 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS l "
-    "ON CONFLICT (match_id) DO NOTHING"
+    "WITH ins AS (INSERT INTO matches (match_id, key_id, recorded_at, mode, ended_at, "
+    "duration_s) SELECT $3, $4, $5, $6, $7, $8 FROM (SELECT pg_advisory_xact_lock($1, $2)) AS l "
+    "ON CONFLICT (match_id) DO NOTHING RETURNING key_id) "
+    "SELECT COALESCE((SELECT key_id FROM ins), (SELECT key_id FROM matches WHERE match_id = $3))"
 )
 # Whether any database of a split store holds a result of a match (what a release asks of
 # the databases apart from the claim's).

@@ -9,8 +9,12 @@ one, and refuses another key's result for a match it knows); when the match id m
 another database, the claim there is written again after the record commits, which is what
 keeps a result from ever being stored without its owner once a concurrent rejection of the
 same key released the claim (``release_match`` and this re-claim take one lock on the match's
-database, and the release looks for results on every database while holding it). A record
-from the handle of an ``open_match`` that made the claim itself skips that (``Claimed``).
+database, and the release looks for results on every database while holding it); it is
+also written before the record, and the record refused if the match is another key's (a
+claim past its lease with no result may have been released, and taken, meanwhile). A record
+from the handle of an ``open_match`` that made the claim itself skips both (``Claimed``): only
+a request stalled past the claim lease between its claim and its writes could lose its claim
+to another key, which the lease (``server.claim_lease_s``) is set far above.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
-from podium.errors import PodiumError
+from podium.errors import Forbidden, PodiumError
 from podium.ports.store import MatchRead, RecordHandle
 from podium.store.split.routing import Part, Router
 
@@ -98,7 +102,14 @@ class Results(Part):
         if head.claimed:
             handles = {p: Claimed(h) for p, h in handles.items()}
         return MatchRead(
-            head.owner, existing, recent_points, counts, handles, head.claimed, head.facts
+            head.owner,
+            existing,
+            recent_points,
+            counts,
+            handles,
+            head.claimed,
+            head.facts,
+            head.claimed_at,
         )
 
     async def release_match(self, match_id: str, key_id: str, claimed_at: float) -> bool:
@@ -136,12 +147,24 @@ class Results(Part):
     ) -> RecordOutcome:
         r, router = result, self.router
         inner = handle.inner if isinstance(handle, Claimed) else handle
+        await router.ready()
+        mine = isinstance(handle, Claimed) and (r.match_id, r.key_id) not in self._released
+        if not mine and router.url_of(r.match_id) != router.url_of(r.player_id):
+            # The claim first, where this request did not make it: the player's database
+            # knows only the claims of its own players' results, and a result is never
+            # stored under another key's claim (a claim past its lease may have been
+            # released, and the match claimed by another key, since ``open_match``).
+            owner = await router.routed(r.match_id, lambda db: db.reclaim_match(r, now))
+            if owner != r.key_id:
+                raise Forbidden(f"match {r.match_id} was recorded by another game server")
         out = await router.routed(
             r.player_id, lambda db: db.record(r, targets, now, hourly_cap, inner)
         )
         mine = isinstance(handle, Claimed) and (r.match_id, r.key_id) not in self._released
         if router.url_of(r.match_id) != router.url_of(r.player_id) and not mine:
-            # On a replay too: the retry of a record whose re-claim failed completes it.
+            # After the record too (whether this store released a claim of the match is
+            # asked again: a release may have run meanwhile), and on a replay: the retry of
+            # a record whose re-claim failed completes it.
             await router.routed(r.match_id, lambda db: db.reclaim_match(r, now))
         return out
 

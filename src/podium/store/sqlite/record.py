@@ -22,6 +22,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.errors import Forbidden
 from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.recording import HOUR, RecordState, place_in_groups, plan_record
 from podium.store.common import (
@@ -42,7 +43,7 @@ class Results(Database):
     async def open_match(self, query: MatchQuery) -> MatchRead:
         q = query
 
-        def claim(c: sqlite3.Connection) -> tuple[str, bool, MatchFacts | None]:
+        def claim(c: sqlite3.Connection) -> tuple[str, bool, MatchFacts | None, float]:
             made = c.execute(
                 "INSERT OR IGNORE INTO matches "
                 "(match_id, key_id, recorded_at, mode, ended_at, duration_s) "
@@ -50,13 +51,15 @@ class Results(Database):
                 (q.match_id, q.key_id, q.now, q.mode, q.ended_at, q.duration_s),
             ).rowcount
             row = c.execute(
-                "SELECT key_id, mode, ended_at, duration_s FROM matches WHERE match_id = ?",
+                "SELECT key_id, recorded_at, mode, ended_at, duration_s FROM matches "
+                "WHERE match_id = ?",
                 (q.match_id,),
             ).fetchone()
             cols = (row["mode"], row["ended_at"], row["duration_s"])
-            return str(row["key_id"]), made == 1, None if None in cols else MatchFacts(*cols)
+            facts = None if None in cols else MatchFacts(*cols)
+            return str(row["key_id"]), made == 1, facts, float(row["recorded_at"])
 
-        owner, claimed, facts = await self._write(claim)
+        owner, claimed, facts, claimed_at = await self._write(claim)
         ids = list(q.player_ids)
 
         def read(c: sqlite3.Connection) -> MatchRead:
@@ -69,7 +72,9 @@ class Results(Database):
                         count, oldest = counts.get(p, (0, None))
                         handles[p] = _seen(c, p, q.targets, count, oldest)
             recent_points = _recent(c, ids, q.mode, q.recent)
-            return MatchRead(owner, existing, recent_points, counts, handles, claimed, facts)
+            return MatchRead(
+                owner, existing, recent_points, counts, handles, claimed, facts, claimed_at
+            )
 
         return await self._read(read)
 
@@ -107,8 +112,9 @@ class Results(Database):
             )
             if plan.replayed:
                 return RecordOutcome(plan.totals, True, reread)
-            # The claim again: a concurrent rejection of this match by the same key may have
-            # released it since ``open_match``; a result is never stored without its claim.
+            # The claim again: a concurrent rejection of this match by the same key, or a
+            # release of a claim past its lease, may have released it since ``open_match``;
+            # a result is never stored without its claim, nor under another key's.
             c.execute(
                 "INSERT OR IGNORE INTO matches "
                 "(match_id, key_id, recorded_at, mode, ended_at, duration_s) "
@@ -116,6 +122,11 @@ class Results(Database):
                 (result.match_id, result.key_id, now, result.mode, result.ended_at,
                  result.duration_s),
             )  # fmt: skip
+            owner = c.execute(
+                "SELECT key_id FROM matches WHERE match_id = ?", (result.match_id,)
+            ).fetchone()["key_id"]
+            if owner != result.key_id:
+                raise Forbidden(f"match {result.match_id} was recorded by another game server")
             c.execute(
                 f"INSERT INTO results ({RESULT_COLS}, recorded_at, flag) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
