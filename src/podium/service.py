@@ -8,7 +8,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``rebuilds``: the index refilled from the store, profiles included (``rebuilds.py``);
 - ``reads``: pages, ranks, friends, distributions (``reads.py``);
 - ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
-- ``health``: whether the store and the index answer (``health.py``).
+- ``health``: whether the store and the index answer (``health.py``);
+- ``lookups``: players looked up by id on a board (``lookups.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -25,6 +26,7 @@ from podium.config import Settings
 from podium.credentials import Keys
 from podium.health import Health
 from podium.lifecycle import Lifecycle
+from podium.lookups import Lookups
 from podium.matches import Matches
 from podium.player_admin import PlayerAdmin
 from podium.ports import Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
@@ -45,6 +47,7 @@ class Service:
     board_admin: BoardAdmin
     rebuilds: Rebuilds
     health: Health
+    lookups: Lookups
 
     @classmethod
     def wire(
@@ -72,4 +75,5 @@ class Service:
             board_admin=BoardAdmin(store, reads, lifecycle),
             rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
             health=Health(store, index),
+            lookups=Lookups(reads),
         )
