@@ -220,7 +220,7 @@ PROPERTY = settings(
 
 def _run(make: Callable[[], tuple[RankIndex, Callable[[], Any]]], **overrides: Any) -> None:
     machine = type("Machine", (CursorMachine,), {"make": staticmethod(make)})
-    run_state_machine_as_test(machine, settings=settings(PROPERTY, **overrides))
+    run_state_machine_as_test(machine, settings=settings(PROPERTY, **overrides))  # type: ignore[no-untyped-call]
 
 
 def _memory() -> tuple[RankIndex, Callable[[], Any]]:
