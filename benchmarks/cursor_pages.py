@@ -1,6 +1,6 @@
 """What a cursor page costs against a page by offset, at the top and deep in the exact top.
 
-    python benchmarks/cursor_pages.py [--members 200000] [--n 300]
+    python benchmarks/cursor_pages.py [--members 200000] [--n 200] [--no-redis]
 
 A board of ``--members`` members (scores with ties) on each index kind: in process (one
 list, and split in 16), and on Redis (the machine's, under a prefix of its own, deleted
@@ -12,8 +12,10 @@ per call, sequential and unloaded, of:
 - ``page_from(row, 100)`` behind the row at that offset, the cursor page's read, forward
   and backward;
 
-at offsets 0, 1,000 and 9,900 (the bottom page of the default ``exact_top``). Also the CPU
-of writing the two cursors of a page (``paging.links``), once per page refill.
+at offsets 0, 1,000 and 9,900 (the bottom page of the default ``exact_top``); the pages by
+offset below the top are timed ``--n / 10`` times (at least 10): on a split board each reads
+every shard down to its depth. Also the CPU of writing the two cursors of a page
+(``paging.links``), once per page refill. The Redis keys are deleted at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from _harness import code_line, machine_line, run
+from _harness import code_line, install_sigterm, machine_line, run
 from podium.domain.boards import BoardSpec
 from podium.domain.windows import WindowKind, WindowRule
 from podium.index.memory import MemoryIndex
@@ -63,21 +65,29 @@ async def measure(name: str, index: RankIndex, n: int) -> None:
     print(f"  {'offset':>7}  {'page 100':>9}  {'page 101':>9}  {'after':>9}  {'before':>9}")
     for offset in (0, 1000, 9900):
         row = (await index.page(KEY, offset, offset, descending=True))[0]
-        a = await timed(lambda o=offset: index.page(KEY, o, o + 99, descending=True), n)
-        b = await timed(lambda o=offset: index.page(KEY, o, o + 100, descending=True), n)
-        c = await timed(
-            lambda r=row: index.page_from(KEY, r, 101, descending=True, before=False), n
-        )
-        d = await timed(lambda r=row: index.page_from(KEY, r, 100, descending=True, before=True), n)
+        # a page by offset deep on a split board reads every shard down to it: fewer calls
+        deep = n if offset == 0 else max(10, n // 10)
+
+        def page(stop: int, o: int = offset) -> Awaitable[Any]:
+            return index.page(KEY, o, o + stop, descending=True)
+
+        def beside(n: int, before: bool, r: tuple[str, int] = row) -> Awaitable[Any]:
+            return index.page_from(KEY, r, n, descending=True, before=before)
+
+        a = await timed(lambda: page(99), deep)
+        b = await timed(lambda: page(100), deep)
+        c = await timed(lambda: beside(101, False), n)
+        d = await timed(lambda: beside(100, True), n)
         print(f"  {offset:>7}  {a:>9.3f}  {b:>9.3f}  {c:>9.3f}  {d:>9.3f}")
 
 
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--members", type=int, default=200_000)
-    p.add_argument("--n", type=int, default=300)
+    p.add_argument("--n", type=int, default=200)
     p.add_argument("--no-redis", action="store_true")
     args = p.parse_args()
+    install_sigterm()  # a kill still deletes the keys
     print(machine_line())
     print(code_line())
     spec = BoardSpec("week", WindowRule(WindowKind.WEEK))

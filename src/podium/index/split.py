@@ -152,8 +152,11 @@ class SplitIndex:
         parts = await asyncio.gather(
             *(s.page_from(key, at, n, descending=descending, before=before) for s in self.shards)
         )
-        merged = list(merge_in_board_order((p.rows for p in parts), descending))
-        rows = merged[max(0, len(merged) - n) :] if before else merged[:n]
+        if before:  # the nearest n ahead: the merge run from the place outwards, reversed
+            outwards = ((p.rows[::-1] for p in parts), not descending)
+            rows = list(islice(merge_in_board_order(*outwards), n))[::-1]
+        else:
+            rows = list(islice(merge_in_board_order((p.rows for p in parts), descending), n))
         return Slice(sum(p.ahead for p in parts), any(p.on for p in parts), rows)
 
     async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
