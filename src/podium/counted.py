@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import MAX_BITS
-from podium.ports import Around, BoardKey, Clock, Placed, RankIndex, Spread, Top
+from podium.ports import Around, BoardKey, Clock, Placed, RankIndex, Resumed, Spread, Top
 
 SCORE_LIMIT = 1 << MAX_BITS  # above every score the codec can produce
 
@@ -29,6 +29,16 @@ class CountedRanks:
         now = self.clock.now()
         rows = await self.index.page(key, start, stop, descending=spec.order is Order.DESC)
         return Top(rows, now)
+
+    async def page_from(
+        self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
+    ) -> Resumed:
+        now = self.clock.now()
+        got = await self.index.page_from(
+            key, at, n, descending=spec.order is Order.DESC, before=before
+        )
+        first = got.ahead - len(got.rows) if before else got.ahead + got.on
+        return Resumed(first, got.rows, now)
 
     async def around(
         self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int

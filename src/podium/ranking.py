@@ -32,6 +32,7 @@ from podium.ports import (
     Estimated,
     Placed,
     ProfileCopy,
+    Resumed,
     Snapshots,
     SplitBoards,
     Spread,
@@ -102,6 +103,26 @@ class SnapshotRanks:
         if snap is None:
             return await self.counted.top(spec, key, start, stop)
         return Top(list(snap.top[start : stop + 1]), snap.as_of)
+
+    async def page_from(
+        self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
+    ) -> Resumed:
+        """A slice of the aggregator's merged top beside the place, as of its ``asOf``;
+        counted on the shards when the snapshot cannot place it inside its top (the row
+        fell below it: the rows nearest ahead of it may be below the top too)."""
+        snap = await self.snapshot(key)
+        if snap is not None:
+            member, score = at
+            ahead = snap.ahead(member, score)
+            if ahead is not None:
+                i = snap.position(member)
+                on = i is not None and snap.top[i][1] == score
+                if before:
+                    first = max(0, ahead - n)
+                    return Resumed(first, list(snap.top[first:ahead]), snap.as_of)
+                first = ahead + on
+                return Resumed(first, list(snap.top[first : first + n]), snap.as_of)
+        return await self.counted.page_from(spec, key, at, n, before)
 
     async def around(
         self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int

@@ -9,13 +9,17 @@ one histogram read of the index.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Ties, in_board_order
+from podium.domain.cursor import Cursor
 from podium.domain.models import Profile
 from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
+from podium.paging import links, read_cursor, uneven
 from podium.ports import BoardKey, Clock, Estimated, Players, ProfileCopy, RankSource
 from podium.profiles import ProfileCache
 from podium.recording import UNKNOWN_GROUP
@@ -53,6 +57,11 @@ class Reads:
         # that misses it waits for the same refill instead of each making its own (at 64
         # readers the page p99 was 0.2-0.4 s against a p50 of 0.5 ms, BENCHMARKS.md).
         self._pages: Cache[tuple[str, str, int, int], Page] = Cache(
+            PAGES_HELD, settings.server.page_cache_s, clock.now
+        )
+        # Pages resumed from a cursor, by (board, window, cursor, limit): everyone who read
+        # the same page a moment ago asks for the same next one.
+        self._resumed: Cache[tuple[str, str, str, int], Page] = Cache(
             PAGES_HELD, settings.server.page_cache_s, clock.now
         )
 
@@ -99,10 +108,23 @@ class Reads:
         return (profile.country if profile else None) or UNKNOWN_GROUP
 
     async def page(
-        self, board: str, window_id: str | None, offset: int, limit: int, group: str | None = None
+        self,
+        board: str,
+        window_id: str | None,
+        offset: int,
+        limit: int,
+        group: str | None = None,
+        cursor: str | None = None,
     ) -> Page:
         spec = self.board(board)
         w = self.window(spec, window_id, group)
+        if cursor is not None:
+            at = read_cursor(cursor, spec, w, window_id is not None, self.clock.now())
+            if offset:
+                raise InvalidInput("give a cursor or an offset, not both: a cursor says where")
+            return await self._resumed.get_or_load(
+                (board, w.id, cursor, limit), lambda: self._resume(spec, w, at, limit)
+            )
         if offset >= spec.exact_top:
             raise InvalidInput(
                 f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
@@ -114,12 +136,54 @@ class Reads:
         )
 
     async def _refill(self, spec: BoardSpec, w: Window, offset: int, limit: int) -> Page:
-        stop = min(offset + limit, spec.exact_top) - 1
+        # One row more than asked, in the same read, says whether there is a next page.
+        stop = min(offset + limit + 1, spec.exact_top) - 1
         if await self.lifecycle.is_frozen(spec.name, w.id):
-            return await self.lifecycle.final_page(spec, w, offset, stop)
+            return _paged(
+                spec, await self.lifecycle.final_page(spec, w, offset, stop), offset, limit
+            )
         key = BoardKey(spec.name, w.id)
         top = await self.ranks.top(spec, key, offset, stop)
-        return Page(spec.name, w.id, top.as_of, await self._entries(spec, key, top.rows, offset))
+        return await self._paged_live(spec, key, top.rows, offset, limit, top.as_of)
+
+    async def _resume(self, spec: BoardSpec, w: Window, at: Cursor, limit: int) -> Page:
+        """The page beside a cursor's place: live, by the place in board order; on a frozen
+        window's final standings, which never move, by the position."""
+        if await self.lifecycle.is_frozen(spec.name, w.id):
+            pos = at.rank
+            if not at.final:  # issued live, and the window froze since: its final place
+                mine = await self.lifecycle.store.final_entry(spec.name, w.id, at.member)
+                pos = pos if mine is None else mine.position - 1
+            first = max(0, pos - limit) if at.before else pos + 1
+            stop = min(pos - 1 if at.before else pos + limit + 1, spec.exact_top - 1)
+            if first > stop:
+                return Page(spec.name, w.id, self.clock.now(), [])
+            page = await self.lifecycle.final_page(spec, w, first, stop)
+            return _paged(spec, page, first, limit, at.before)
+        key = BoardKey(spec.name, w.id)
+        got = await self.ranks.page_from(spec, key, at.at, limit + (not at.before), at.before)
+        return await self._paged_live(spec, key, got.rows, got.first, limit, got.as_of, at.before)
+
+    async def _paged_live(
+        self,
+        spec: BoardSpec,
+        key: BoardKey,
+        rows: list[tuple[str, int]],
+        first: int,
+        limit: int,
+        as_of: float,
+        before: bool = False,
+    ) -> Page:
+        """Rows from 0-based rank ``first`` (and maybe one more, read to tell whether there
+        is a next page) as a page inside the exact top, with its cursors; ``before``: the
+        rows ahead of a cursor, so the cursor's own place is behind them."""
+        rows = rows[: max(0, spec.exact_top - first)]
+        more = before or len(rows) > limit
+        rows = rows[:limit]
+        entries = await self._entries(spec, key, rows, first)
+        scored = [(e, s) for e, (_, s) in zip(entries, rows, strict=True)]
+        nxt, prev = links(spec, key.window, first, scored, more)
+        return Page(spec.name, key.window, as_of, entries, nxt, prev)
 
     async def _names(
         self, player_ids: list[str], held: dict[str, Profile] | None = None, ask: bool = True
@@ -153,9 +217,29 @@ class Reads:
         """Read everything again; ``changed_at``: the index changed then (a ban, a rebuild),
         so a split board's snapshots made before it are passed over too (``RankSource.forget``)."""
         self._pages.clear()
+        self._resumed.clear()
         self.ranks.forget(changed_at)
 
     async def player_rank(
+        self,
+        board: str,
+        player_id: str,
+        neighbors: int,
+        window_id: str | None,
+        group: str | None = None,
+        above: int | None = None,
+        below: int | None = None,
+    ) -> PlayerRank:
+        """The player's rank and ``neighbors`` rows on each side; ``above`` and ``below``,
+        where given, set one side each instead (Steam's -n..+m)."""
+        up = neighbors if above is None else above
+        down = neighbors if below is None else below
+        found = await self._player_rank(board, player_id, max(up, down), window_id, group)
+        if up == down:
+            return found
+        return replace(found, neighbors=uneven(found.neighbors, player_id, up, down))
+
+    async def _player_rank(
         self,
         board: str,
         player_id: str,
@@ -259,3 +343,15 @@ class Reads:
         spread = await self.ranks.spread(spec, BoardKey(board, w.id), buckets)
         out = [Bucket(low, high, n) for low, high, n in spread.buckets]
         return Distribution(board, w.id, spread.as_of, spread.players, out, exact=spread.exact)
+
+
+def _paged(spec: BoardSpec, page: Page, first: int, limit: int, before: bool = False) -> Page:
+    """A page of final standings from 0-based position ``first`` (and maybe one more row,
+    read to tell whether there is a next page), with its cursors, which page the final
+    standings by position: they never move."""
+    entries = page.entries[:limit]
+    codec = spec.codec
+    scored = [(e, codec.floor(e.points)) for e in entries]
+    more = before or len(page.entries) > limit
+    nxt, prev = links(spec, page.window, first, scored, more, final=True)
+    return Page(page.board, page.window, page.as_of, entries, nxt, prev)

@@ -10,7 +10,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
 - ``health``: whether the store and the index answer (``health.py``);
 - ``past``: past windows listed, their standings streamed, a player's history (``past.py``);
-- ``groups``: the groups of a board split by country, with their players (``groups.py``).
+- ``groups``: the groups of a board split by country, with their players (``groups.py``);
+- ``lookups``: players looked up by id on a board (``lookups.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -28,6 +29,7 @@ from podium.credentials import Keys
 from podium.groups import Groups
 from podium.health import Health
 from podium.lifecycle import Lifecycle
+from podium.lookups import Lookups
 from podium.matches import Matches
 from podium.past import Past
 from podium.player_admin import PlayerAdmin
@@ -51,6 +53,7 @@ class Service:
     health: Health
     past: Past
     groups: Groups
+    lookups: Lookups
 
     @classmethod
     def wire(
@@ -80,4 +83,5 @@ class Service:
             health=Health(store, index),
             past=Past(store, store, index, clock, lifecycle, archive, reads),
             groups=Groups(store, index, reads, lifecycle, clock),
+            lookups=Lookups(reads),
         )

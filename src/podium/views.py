@@ -27,6 +27,10 @@ class Page:
     window: str
     as_of: float
     entries: list[Entry]
+    # cursors (paging.py): resume behind the last entry, or ahead of the first; None where
+    # there is nothing more that way inside the exact top, and on pages that are not paged
+    next: str | None = None
+    prev: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,8 @@ def page_body(p: Page) -> dict[str, Any]:
         "window": p.window,
         "asOf": to_rfc3339(p.as_of),
         "entries": [_entry(e) for e in p.entries],
+        **({"next": p.next} if p.next is not None else {}),
+        **({"prev": p.prev} if p.prev is not None else {}),
     }
 
 

@@ -9,15 +9,16 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import groups, keys, windows
+from podium.api import groups, keys, lookups, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
 from podium.api.encode import page_json, rank_json
 from podium.api.problems import responses
 from podium.api.ratelimit import limit_reads, read_limit
+from podium.domain import cursor as cursors
 from podium.domain.models import ApiKey, PlayerResult, Profile
-from podium.domain.validation import ID_IS
+from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Service
 from podium.views import Entry
@@ -32,6 +33,7 @@ ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
 reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
+reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
@@ -43,6 +45,25 @@ GroupQ = Annotated[
 WindowQ = Annotated[
     str | None,
     Query(max_length=16, pattern=s.WINDOW, description=f"a past window: {s.WINDOW_IS}"),
+]
+CursorQ = Annotated[
+    str | None,
+    Query(
+        max_length=cursors.MAX_LENGTH,
+        pattern=anchored(cursors.PATTERN),
+        description="a page's next or prev cursor: resumes beside that row, wherever it "
+        "stands now (422: malformed, or of another board, group or window, or of one "
+        "that has ended)",
+    ),
+]
+SideQ = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        le=50,
+        description="rows on this side of the player's own, instead of neighbors "
+        "(which still sets the other side)",
+    ),
 ]
 # What each kind of route may answer besides its success.
 READ = responses(404, 422, 429, 503)
@@ -132,12 +153,16 @@ async def board_page(
     limit: Annotated[int, Query(ge=1, le=100)] = 100,
     window: WindowQ = None,
     group: GroupQ = None,
+    cursor: CursorQ = None,
 ) -> Response:
     await limit_reads(request)
     podium = _podium(request)
     with metrics.READ_SECONDS.labels("page").time():
-        page = await podium.reads.page(board, window, offset, limit, group)
-        body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
+        page = await podium.reads.page(board, window, offset, limit, group, cursor)
+        if cursor is None:
+            body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
+        else:
+            body = page_json(page)
     # Every process holds a page for page_cache_s, the same for everyone: say so.
     return _json(body, f"public, max-age={int(podium.settings.server.page_cache_s)}")
 
@@ -155,10 +180,14 @@ async def player_rank(
     neighbors: Annotated[int, Query(ge=0, le=50)] = 2,
     window: WindowQ = None,
     group: GroupQ = None,
+    above: SideQ = None,
+    below: SideQ = None,
 ) -> Response:
     await limit_reads(request)
     with metrics.READ_SECONDS.labels("rank").time():
-        r = await _podium(request).reads.player_rank(board, playerId, neighbors, window, group)
+        r = await _podium(request).reads.player_rank(
+            board, playerId, neighbors, window, group, above, below
+        )
         body = rank_json(r)
     return _json(body, "no-cache")
 

@@ -85,6 +85,13 @@ class PageOut(BaseModel):
     window: str
     asOf: str
     entries: list[EntryOut]
+    next: str | None = Field(
+        default=None,
+        description="a cursor: ?cursor= resumes behind the last entry (absent: none further)",
+    )
+    prev: str | None = Field(
+        default=None, description="a cursor: ?cursor= resumes ahead of the first entry"
+    )
 
 
 class RankOut(BaseModel):

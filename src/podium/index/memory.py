@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
-from podium.ports import Around, BoardKey, Near, Placed, ShardIndex
+from podium.ports import Around, BoardKey, Near, Placed, ShardIndex, Slice
 
 
 @dataclass
@@ -185,6 +185,27 @@ class MemoryIndex:
         # one row more than asked, in case the member's own row is among them and left out
         rows = board.rows(at, at + n, descending)
         return [r for r in rows if r[0] != member][:n]
+
+    async def page_from(
+        self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
+    ) -> Slice:
+        if n < 0:
+            raise ValueError(f"page_from: n must not be negative, not {n}")
+        board = self._get(key)
+        if board is None:
+            return Slice(0, False, [])
+        member, score = at
+        probe = (score, member)
+        if descending:
+            ahead = len(board.entries) - board.entries.bisect_right(probe)
+        else:
+            ahead = board.entries.bisect_left(probe)
+        on = board.scores.get(member) == score
+        if before:
+            rows = board.rows(max(0, ahead - n), ahead - 1, descending)
+        else:
+            rows = board.rows(ahead + on, ahead + on + n - 1, descending)
+        return Slice(ahead, on, rows)
 
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         board = self._get(key)

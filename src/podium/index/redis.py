@@ -34,7 +34,7 @@ from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.scripts import Script
-from podium.ports import Around, BoardKey, Near, Placed, ShardIndex
+from podium.ports import Around, BoardKey, Near, Placed, ShardIndex, Slice
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (place.lua)
@@ -52,6 +52,7 @@ COUNTS = Script("counts", readonly=True)
 AHEAD = Script("ahead", readonly=True)
 NEAR = Script("near", readonly=True)
 SCORES_AT = Script("scores_at", readonly=True)
+SLICE = Script("slice", readonly=True)
 
 
 def _order(descending: bool) -> str:
@@ -186,6 +187,17 @@ class RedisIndex:
         # than a second script that would have to place the cursor the same way.
         member, score = after
         return (await self.near(key, member, score, n, descending=descending)).below
+
+    async def page_from(
+        self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
+    ) -> Slice:
+        if n < 0:
+            raise ValueError(f"page_from: n must not be negative, not {n}")
+        member, score = at
+        args = [member, str(score), n, _order(descending), "before" if before else "after"]
+        with translated:
+            ahead, on, rows = await SLICE(self._r, [self.keys.board(key)], args)
+        return Slice(int(ahead), bool(on), _rows(rows))
 
     async def around(
         self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool

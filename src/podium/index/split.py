@@ -26,7 +26,7 @@ from itertools import islice
 from podium.domain.boards import merge_in_board_order
 from podium.domain.sharding import shard_of
 from podium.index.split_profiles import SplitProfileCopy
-from podium.ports import Around, BoardKey, Placed, ProfileCopy, ShardIndex
+from podium.ports import Around, BoardKey, Placed, ProfileCopy, ShardIndex, Slice
 
 
 class SplitIndex:
@@ -138,6 +138,26 @@ class SplitIndex:
             *(s.page_after(key, after, n, descending=descending) for s in self.shards)
         )
         return list(islice(merge_in_board_order(parts, descending), n))
+
+    async def page_from(
+        self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
+    ) -> Slice:
+        """Each shard's ``n`` rows on that side of the place, merged, the nearest ``n``
+        kept; its count ahead of the place summed (exact, counted on every shard), and held
+        by whichever shard holds it. Board order is one total order on (score, member) on
+        every shard, so the rows beside the place on each shard are exactly the merged
+        board's rows beside it: S * n rows whatever the depth."""
+        if n < 0:
+            raise ValueError(f"page_from: n must not be negative, not {n}")
+        parts = await asyncio.gather(
+            *(s.page_from(key, at, n, descending=descending, before=before) for s in self.shards)
+        )
+        if before:  # the nearest n ahead: the merge run from the place outwards, reversed
+            outwards = ((p.rows[::-1] for p in parts), not descending)
+            rows = list(islice(merge_in_board_order(*outwards), n))[::-1]
+        else:
+            rows = list(islice(merge_in_board_order((p.rows for p in parts), descending), n))
+        return Slice(sum(p.ahead for p in parts), any(p.on for p in parts), rows)
 
     async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
         """Each player's score, read from their own shard (one call per shard holding any

@@ -78,6 +78,18 @@ class RankIndex(Protocol):
         all in that walk."""
         ...
 
+    async def page_from(
+        self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
+    ) -> Slice:
+        """Up to ``n`` rows strictly behind the place ``at`` (a member and a score: where a
+        row stood in board order) or, with ``before``, strictly ahead of it, the nearest
+        ones, in board order; with how many members stand strictly ahead of that place and
+        whether one holds it exactly (the member, not moved), counted with the rows, so the
+        rows' ranks follow (``Slice``). A page cursor's read: a member that kept its score
+        is on one side of every place or holds it, whatever moved meanwhile, so a walk by
+        places sees it once. On one sorted set, one step at one instant."""
+        ...
+
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         """The player's place, or None when the player is not on the board."""
         ...
@@ -121,6 +133,27 @@ class RankIndex(Protocol):
         """Swap a board for exactly these entries (and versions, for versioned boards) in
         one step (rebuild)."""
         ...
+
+
+class Slice(NamedTuple):
+    """Rows on one side of a place in board order (``RankIndex.page_from``): ``ahead``
+    members stand strictly ahead of the place, ``on`` says whether a member holds it
+    exactly, and ``rows`` are in board order. The first row behind the place is at 0-based
+    rank ``ahead + on``; the first of the rows ahead of it at ``ahead - len(rows)``."""
+
+    ahead: int
+    on: bool
+    rows: list[tuple[str, int]]
+
+
+class Resumed(NamedTuple):
+    """A page resumed from a place (``RankSource.page_from``): rows in board order, the
+    0-based rank of the first (where it stands, or would, when there are none), and the
+    time they stand as of."""
+
+    first: int
+    rows: list[tuple[str, int]]
+    as_of: float
 
 
 class Near(NamedTuple):
@@ -320,6 +353,14 @@ class RankSource(Protocol):
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
         """Rows ``start..stop`` inclusive, inside the board's exact top."""
+        ...
+
+    async def page_from(
+        self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
+    ) -> Resumed:
+        """Up to ``n`` rows just behind the place ``at`` in board order (with ``before``:
+        just ahead of it), as ``RankIndex.page_from``, and the exact rank of the first;
+        the caller keeps them inside the exact top."""
         ...
 
     async def around(
