@@ -25,6 +25,7 @@ from podium.domain.models import (
 )
 from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.validation import id_problem, results_problem
+from podium.domain.windows import to_rfc3339
 from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, MatchFacts, MatchRead, Results
@@ -145,7 +146,7 @@ class Matches:
             # A match is a unit: its results may arrive in parts, all saying the same.
             was = read.facts
             raise Conflict(
-                f"match {match_id} was recorded with mode {was.mode!r}, endedAt {was.ended_at} "
+                f"match {match_id} was recorded with mode {was.mode!r}, endedAt {to_rfc3339(was.ended_at)} "
                 f"and durationSeconds {was.duration_s}; a part of it must say the same"
             )
         cap = mode.max_results_per_player_per_hour

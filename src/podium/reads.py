@@ -13,7 +13,14 @@ from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Ties, in_board_order
 from podium.domain.models import Profile
-from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
+from podium.domain.windows import (
+    GROUP_RE,
+    Window,
+    WindowError,
+    grouped,
+    split_group,
+    to_rfc3339,
+)
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, Estimated, Players, ProfileCopy, RankSource
@@ -78,6 +85,11 @@ class Reads:
                 w = spec.rule.parse(base_id)
             except WindowError as e:
                 raise InvalidInput(str(e)) from None
+            if w.start > self.clock.now():  # a window that has not begun holds no one yet
+                raise NotFound(
+                    f"board {spec.name} has no window {base_id} yet: it opens at "
+                    f"{to_rfc3339(w.start)}"
+                )
         if spec.group_by is None:
             if group is not None:
                 raise InvalidInput(f"board {spec.name} is not split into groups")
@@ -220,7 +232,7 @@ class Reads:
         friends = await self.players.friends(player_id)
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
-            return await self.lifecycle.final_friends(spec, w, ids)
+            return _known(await self.lifecycle.final_friends(spec, w, ids), player_id, friends)
         present = await self._global_places(spec, BoardKey(board, w.id), ids)
         rows = [(p, s) for p, s, _, _ in present]
         names = await self._names([p for p, _ in rows])
@@ -237,7 +249,7 @@ class Reads:
             entry(i, p, codec.points(s), names.get(p), g, exact)
             for i, g, (p, s, _, exact) in zip(among, global_ranks, present, strict=True)
         ]
-        return Page(board, w.id, self.clock.now(), entries)
+        return _known(Page(board, w.id, self.clock.now(), entries), player_id, friends)
 
     async def _ranks(
         self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
@@ -259,3 +271,16 @@ class Reads:
         spread = await self.ranks.spread(spec, BoardKey(board, w.id), buckets)
         out = [Bucket(low, high, n) for low, high, n in spread.buckets]
         return Distribution(board, w.id, spread.as_of, spread.players, out, exact=spread.exact)
+
+
+def _known(page: Page, player_id: str, friends: list[str]) -> Page:
+    """A friends board of a player with no total in the window and no friends listed is a
+    404, as that player's rank is: an empty 200 would say they are there with no one around.
+    A player with friends and no total of their own yet still sees the friends (what a new
+    player opens first)."""
+    if not page.entries and not friends:
+        raise NotFound(
+            f"player {player_id} is not on board {page.board} ({page.window}) "
+            "and lists no friends"
+        )
+    return page

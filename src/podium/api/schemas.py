@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
 
 from podium.domain import validation as v
-from podium.domain.validation import anchored, text_problem
+from podium.domain.validation import anchored, avatar_problem, text_problem
 from podium.domain.windows import GROUP_SEP
 
 # JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them (validation.py
@@ -33,14 +33,31 @@ def _rfc3339(value: Any) -> Any:
     return value
 
 
-def _shown(value: Any) -> Any:
+def shown(value: Any) -> Any:
+    """A name people read: a player's, a key's (``text_problem``)."""
     why = text_problem(value) if isinstance(value, str) else None
     if why is not None:
         raise ValueError(why)
     return value
 
 
+def _avatar(value: Any) -> Any:
+    why = avatar_problem(value) if isinstance(value, str) else None
+    if why is not None:
+        raise ValueError(why)
+    return value
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer: a number with no fraction, ``737.0`` as much as ``737`` (as
+    the published document says); still no string of digits and no boolean."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
 PlayerIdIn = Annotated[str, Field(pattern=ID)]
 
 
@@ -50,13 +67,13 @@ class _In(BaseModel):
 
 class ResultIn(_In):
     playerId: str = Field(pattern=ID)
-    points: StrictInt
+    points: WholeNumber
 
 
 class MatchIn(_In):
     mode: str = Field(min_length=1, max_length=64)
     endedAt: Rfc3339
-    durationSeconds: StrictInt = Field(ge=0)
+    durationSeconds: WholeNumber = Field(ge=0)
     results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 
 
@@ -163,11 +180,12 @@ class ReviewOut(BaseModel):
 
 
 class ProfileIn(_In):
-    name: Annotated[str | None, BeforeValidator(_shown)] = Field(
+    # Their patterns are published by api/contract.py (built from the rules at start).
+    name: Annotated[str | None, BeforeValidator(shown)] = Field(
         default=None, min_length=1, max_length=v.NAME_MAX
     )
-    avatar: Annotated[str | None, BeforeValidator(_shown)] = Field(
-        default=None, max_length=v.AVATAR_MAX, pattern=anchored(v.AVATAR)
+    avatar: Annotated[str | None, BeforeValidator(_avatar)] = Field(
+        default=None, max_length=v.AVATAR_MAX
     )
     country: str | None = Field(default=None, pattern=COUNTRY)
 
