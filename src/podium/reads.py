@@ -69,9 +69,17 @@ class Reads:
             raise NotFound(f"no board named {name!r}")
         return spec
 
-    def window(self, spec: BoardSpec, window_id: str | None, group: str | None = None) -> Window:
+    def window(
+        self,
+        spec: BoardSpec,
+        window_id: str | None,
+        group: str | None = None,
+        *,
+        begun: bool = True,
+    ) -> Window:
         """The window asked for (the current one by default), and on a board split into
-        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``."""
+        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``.
+        With ``begun``, one that has not begun yet is a 404, as no one is on it."""
         base_id, suffix = split_group(window_id) if window_id else (None, None)
         if suffix is not None and group is not None and suffix != group:
             raise InvalidInput(f"window {window_id!r} and group {group!r} disagree")
@@ -85,7 +93,7 @@ class Reads:
                 w = spec.rule.parse(base_id)
             except WindowError as e:
                 raise InvalidInput(str(e)) from None
-            if w.start > self.clock.now():  # a window that has not begun holds no one yet
+            if begun and w.start > self.clock.now():  # not begun: no one is on it yet
                 raise NotFound(
                     f"board {spec.name} has no window {base_id} yet: it opens at "
                     f"{to_rfc3339(w.start)}"
@@ -280,7 +288,6 @@ def _known(page: Page, player_id: str, friends: list[str]) -> Page:
     player opens first)."""
     if not page.entries and not friends:
         raise NotFound(
-            f"player {player_id} is not on board {page.board} ({page.window}) "
-            "and lists no friends"
+            f"player {player_id} is not on board {page.board} ({page.window}) and lists no friends"
         )
     return page

@@ -19,6 +19,7 @@ BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
 # A window id's shape; the service checks it against the board's own kind (a week board
 # takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
 WINDOW = anchored(rf"[0-9A-Za-z-]{{1,13}}({GROUP_SEP}{v.COUNTRY})?")
+AVATAR = v.AVATAR
 WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
@@ -42,9 +43,12 @@ def shown(value: Any) -> Any:
 
 
 def _avatar(value: Any) -> Any:
-    why = avatar_problem(value) if isinstance(value, str) else None
-    if why is not None:
-        raise ValueError(why)
+    if isinstance(value, str):
+        why = avatar_problem(value)
+        if why is None and not re.fullmatch(AVATAR, value):
+            why = "must be an https:// URL"
+        if why is not None:
+            raise ValueError(why)
     return value
 
 
