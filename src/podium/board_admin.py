@@ -34,6 +34,8 @@ class BoardAdmin:
     async def freeze(self, board: str, window_id: str) -> tuple[bool, FrozenWindow]:
         """Freeze a window now, whether or not it is due; False if it was frozen already."""
         spec = self.reads.board(board)
-        froze, info = await self.lifecycle.freeze(spec, self.reads.window(spec, window_id))
+        froze, info = await self.lifecycle.freeze(
+            spec, self.reads.window(spec, window_id, begun=False)
+        )
         self.reads.clear_cache()
         return froze, info

@@ -15,6 +15,7 @@ from podium import bootstrap, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
+from podium.domain.validation import text_problem
 from podium.domain.windows import to_rfc3339
 from podium.errors import ConfigError, PodiumError
 from podium.topology import Topology
@@ -320,7 +321,10 @@ def keys_list(config_file: ConfigOpt = None) -> None:
     keys = _run(_settings(config_file), lambda b: b.podium.keys.all())
     for k in keys:
         revoked = "-" if k.revoked_at is None else to_rfc3339(k.revoked_at)
-        typer.echo(f"{k.id}  {_scope(k):24}  {to_rfc3339(k.created_at)}  {revoked:20}  {k.name}")
+        # A name stored before the name rules held it may carry a newline or an escape
+        # sequence: printed escaped, it cannot forge a line of this list.
+        name = k.name if text_problem(k.name) is None else ascii(k.name)
+        typer.echo(f"{k.id}  {_scope(k):24}  {to_rfc3339(k.created_at)}  {revoked:20}  {name}")
 
 
 @keys_app.command("revoke")

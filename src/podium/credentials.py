@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.models import ApiKey, Scope
+from podium.domain.validation import KEY_NAME_MAX, name_problem
 from podium.errors import InvalidInput, NotFound, Unauthorized
 from podium.ports import Clock
 from podium.ports import Credentials as KeyStore
@@ -44,8 +45,12 @@ class Keys:
         """A new key and its secret (shown once, stored only hashed). ``scope`` defaults to
         admin when ``admin`` is set, else a game server's; only game-server keys have modes."""
         scope = scope or (Scope.ADMIN if admin else Scope.GAME)
-        if not name.strip():
-            raise InvalidInput("a key needs a name")
+        # The admin reads the name in lists of keys, on a terminal too: a newline, an escape
+        # sequence or a bidi control in it could forge a line of ``podium keys list``.
+        if why := name_problem("name", name, KEY_NAME_MAX):
+            raise InvalidInput(why)
+        # Each mode once, in the order given: a key's modes are a set the admin reads.
+        modes = list(dict.fromkeys(modes))
         for m in modes:
             if self.settings.mode(m) is None:
                 raise InvalidInput(f"unknown mode {m!r}")

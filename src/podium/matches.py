@@ -158,8 +158,9 @@ class Matches:
         if read.facts is not None and read.facts != facts:
             # A match is a unit: its results may arrive in parts, all saying the same.
             was = read.facts
+            ended = to_rfc3339(was.ended_at)
             raise Conflict(
-                f"match {match_id} was recorded with mode {was.mode!r}, endedAt {was.ended_at} "
+                f"match {match_id} was recorded with mode {was.mode!r}, endedAt {ended} "
                 f"and durationSeconds {was.duration_s}; a part of it must say the same"
             )
         cap = mode.max_results_per_player_per_hour

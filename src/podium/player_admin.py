@@ -16,7 +16,13 @@ from typing import Protocol
 
 from podium.config import Settings
 from podium.domain.models import Profile
-from podium.domain.validation import country_problem, friends_problem, id_problem, text_problem
+from podium.domain.validation import (
+    avatar_problem,
+    country_problem,
+    friends_problem,
+    id_problem,
+    name_problem,
+)
 from podium.errors import IndexUnavailable, InvalidInput, NotFound, Unavailable
 from podium.ports import BoardKey, Clock, Outbox, Players, ProfileCopy, RankIndex, Results
 from podium.profiles import ProfileCache
@@ -58,10 +64,10 @@ class PlayerAdmin:
         """Save a profile; with ``fields``, only those change and the rest are kept."""
         if profile.country is not None and (why := country_problem(profile.country)):
             raise InvalidInput(why)
-        for name, value in (("name", profile.name), ("avatar", profile.avatar)):
-            why = None if value is None else text_problem(value)
-            if why is not None:
-                raise InvalidInput(f"{name}: {why}")
+        if profile.name is not None and (why := name_problem("name", profile.name)):
+            raise InvalidInput(why)
+        if profile.avatar is not None and (why := avatar_problem(profile.avatar)):
+            raise InvalidInput(f"avatar: {why}")
         if fields is not None:
             old = (await self.store.profiles([profile.player_id])).get(profile.player_id)
             if old is not None:

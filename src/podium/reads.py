@@ -16,7 +16,14 @@ from podium.config import Settings
 from podium.domain.boards import BoardSpec, Ties, in_board_order
 from podium.domain.cursor import Cursor
 from podium.domain.models import Profile
-from podium.domain.windows import GROUP_RE, Window, WindowError, grouped, split_group
+from podium.domain.windows import (
+    GROUP_RE,
+    Window,
+    WindowError,
+    grouped,
+    split_group,
+    to_rfc3339,
+)
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.paging import links, read_cursor, uneven
@@ -71,9 +78,17 @@ class Reads:
             raise NotFound(f"no board named {name!r}")
         return spec
 
-    def window(self, spec: BoardSpec, window_id: str | None, group: str | None = None) -> Window:
+    def window(
+        self,
+        spec: BoardSpec,
+        window_id: str | None,
+        group: str | None = None,
+        *,
+        begun: bool = True,
+    ) -> Window:
         """The window asked for (the current one by default), and on a board split into
-        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``."""
+        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``.
+        With ``begun``, one that has not begun yet is a 404, as no one is on it."""
         base_id, suffix = split_group(window_id) if window_id else (None, None)
         if suffix is not None and group is not None and suffix != group:
             raise InvalidInput(f"window {window_id!r} and group {group!r} disagree")
@@ -87,6 +102,11 @@ class Reads:
                 w = spec.rule.parse(base_id)
             except WindowError as e:
                 raise InvalidInput(str(e)) from None
+            if begun and w.start > self.clock.now():  # not begun: no one is on it yet
+                raise NotFound(
+                    f"board {spec.name} has no window {base_id} yet: it opens at "
+                    f"{to_rfc3339(w.start)}"
+                )
         if spec.group_by is None:
             if group is not None:
                 raise InvalidInput(f"board {spec.name} is not split into groups")
@@ -304,7 +324,7 @@ class Reads:
         friends = await self.players.friends(player_id)
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
-            return await self.lifecycle.final_friends(spec, w, ids)
+            return _known(await self.lifecycle.final_friends(spec, w, ids), player_id, friends)
         present = await self._global_places(spec, BoardKey(board, w.id), ids)
         rows = [(p, s) for p, s, _, _ in present]
         names = await self._names([p for p, _ in rows])
@@ -321,7 +341,7 @@ class Reads:
             entry(i, p, codec.points(s), names.get(p), g, exact)
             for i, g, (p, s, _, exact) in zip(among, global_ranks, present, strict=True)
         ]
-        return Page(board, w.id, self.clock.now(), entries)
+        return _known(Page(board, w.id, self.clock.now(), entries), player_id, friends)
 
     async def _ranks(
         self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
@@ -355,3 +375,15 @@ def _paged(spec: BoardSpec, page: Page, first: int, limit: int, before: bool = F
     more = before or len(page.entries) > limit
     nxt, prev = links(spec, page.window, first, scored, more, final=True)
     return Page(page.board, page.window, page.as_of, entries, nxt, prev)
+
+
+def _known(page: Page, player_id: str, friends: list[str]) -> Page:
+    """A friends board of a player with no total in the window and no friends listed is a
+    404, as that player's rank is: an empty 200 would say they are there with no one around.
+    A player with friends and no total of their own yet still sees the friends (what a new
+    player opens first)."""
+    if not page.entries and not friends:
+        raise NotFound(
+            f"player {player_id} is not on board {page.board} ({page.window}) and lists no friends"
+        )
+    return page

@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 
 from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
-from podium.api import docs, problems, protocol
+from podium.api import contract, docs, problems, protocol
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
@@ -66,7 +66,7 @@ def create_app(
         # path without the slash instead (api/protocol.py).
         redirect_slashes=False,
     )
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
     # The process's own buckets until the lifespan puts the configured ones in place.
     app.state.read_limiter = ReadLimiter(
         settings.server.read_rate_per_s, settings.server.read_burst
@@ -93,9 +93,10 @@ def create_app(
     return app
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The published contract: errors as ``application/problem+json``, and the bearer
-    credential on every operation that can answer 401."""
+def _openapi(app: FastAPI, settings: Settings) -> dict[str, Any]:
+    """The published contract: errors as ``application/problem+json``, the bearer
+    credential on every operation that can answer 401, and the rules of the settings and
+    the domain that the models cannot hold (``contract.py``)."""
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(
@@ -119,6 +120,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             "description": "a key from `podium keys create`",
         }
     }
+    contract.publish(schema, settings)
     app.openapi_schema = schema
     return schema
 

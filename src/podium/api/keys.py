@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from podium.api.auth import admin
 from podium.api.problems import responses
+from podium.api.schemas import shown
 from podium.domain import validation as v
 from podium.domain.models import ApiKey, Scope
 from podium.domain.windows import to_rfc3339
@@ -22,7 +23,8 @@ KeyId = Annotated[str, Path(pattern=r"^[0-9a-f]{12}$", description="a key's id, 
 
 class KeyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=v.KEY_NAME_MAX, pattern=v.anchored(v.KEY_NAME))
+    # The rules of a player's name (domain/validation.py); api/contract.py publishes them.
+    name: Annotated[str, BeforeValidator(shown)] = Field(min_length=1, max_length=v.KEY_NAME_MAX)
     scope: Literal["game", "admin", "ops"]
     modes: list[str] = Field(default_factory=list, max_length=100)
 

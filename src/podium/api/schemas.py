@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
 
 from podium.domain import validation as v
-from podium.domain.validation import anchored, text_problem
+from podium.domain.validation import anchored, avatar_problem, text_problem
 from podium.domain.windows import GROUP_SEP
 
 # JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them (validation.py
@@ -19,6 +19,7 @@ BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
 # A window id's shape; the service checks it against the board's own kind (a week board
 # takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
 WINDOW = anchored(rf"[0-9A-Za-z-]{{1,13}}({GROUP_SEP}{v.COUNTRY})?")
+AVATAR = v.AVATAR
 WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
@@ -33,14 +34,34 @@ def _rfc3339(value: Any) -> Any:
     return value
 
 
-def _shown(value: Any) -> Any:
+def shown(value: Any) -> Any:
+    """A name people read: a player's, a key's (``text_problem``)."""
     why = text_problem(value) if isinstance(value, str) else None
     if why is not None:
         raise ValueError(why)
     return value
 
 
+def _avatar(value: Any) -> Any:
+    if isinstance(value, str):
+        why = avatar_problem(value)
+        if why is None and not re.fullmatch(AVATAR, value):
+            why = "must be an https:// URL"
+        if why is not None:
+            raise ValueError(why)
+    return value
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer: a number with no fraction, ``737.0`` as much as ``737`` (as
+    the published document says); still no string of digits and no boolean."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
 PlayerIdIn = Annotated[str, Field(pattern=ID)]
 
 
@@ -50,13 +71,13 @@ class _In(BaseModel):
 
 class ResultIn(_In):
     playerId: str = Field(pattern=ID)
-    points: StrictInt
+    points: WholeNumber
 
 
 class MatchIn(_In):
     mode: str = Field(min_length=1, max_length=64)
     endedAt: Rfc3339
-    durationSeconds: StrictInt = Field(ge=0)
+    durationSeconds: WholeNumber = Field(ge=0)
     results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 
 
@@ -170,11 +191,12 @@ class ReviewOut(BaseModel):
 
 
 class ProfileIn(_In):
-    name: Annotated[str | None, BeforeValidator(_shown)] = Field(
+    # Their patterns are published by api/contract.py (built from the rules at start).
+    name: Annotated[str | None, BeforeValidator(shown)] = Field(
         default=None, min_length=1, max_length=v.NAME_MAX
     )
-    avatar: Annotated[str | None, BeforeValidator(_shown)] = Field(
-        default=None, max_length=v.AVATAR_MAX, pattern=anchored(v.AVATAR)
+    avatar: Annotated[str | None, BeforeValidator(_avatar)] = Field(
+        default=None, max_length=v.AVATAR_MAX
     )
     country: str | None = Field(default=None, pattern=COUNTRY)
 
