@@ -5,9 +5,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+)
 
 from podium.domain import validation as v
+from podium.domain.metadata import METADATA_IS, canonical
 from podium.domain.validation import anchored, text_problem
 from podium.domain.windows import GROUP_SEP
 
@@ -48,9 +57,25 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _metadata(value: Any) -> Any:
+    """Entry metadata: a JSON object, at most 512 bytes as compact UTF-8 JSON (its canonical
+    form, domain/metadata.py); the service checks it again."""
+    if value is not None:
+        canonical(value)  # MetadataError is a ValueError: a 422 naming the field
+    return value
+
+
+Metadata = Annotated[
+    dict[str, Any] | None,
+    AfterValidator(_metadata),
+    Field(default=None, description=METADATA_IS),
+]
+
+
 class ResultIn(_In):
     playerId: str = Field(pattern=ID)
     points: StrictInt
+    metadata: Metadata = None
 
 
 class MatchIn(_In):
@@ -78,6 +103,7 @@ class EntryOut(BaseModel):
     avatar: str | None = None
     globalRank: int | None = None
     globalExact: bool | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class PageOut(BaseModel):

@@ -25,9 +25,11 @@ from podium.domain.models import (
 from podium.ports.store import RecordHandle
 from podium.recording import RecordState, place_in_groups, plan_record
 
-RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
-TALLY_COLS = "board, window_id, player_id, total, reached_at, version"
-CHANGE_COLS = "id, board, window_id, player_id, total, reached_at, version, committed_at, removed"
+RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
+TALLY_COLS = "board, window_id, player_id, total, reached_at, version, metadata"
+CHANGE_COLS = (
+    "id, board, window_id, player_id, total, reached_at, version, committed_at, removed, metadata"
+)
 PROFILE_COLS = "player_id, name, avatar, country, version"
 FINAL_COLS = "position, rank, player_id, points, reached_at"
 FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
@@ -69,11 +71,12 @@ def result_of(r: Row) -> ResultRecord:
         r["ended_at"],
         r["duration_s"],
         r["points"],
+        metadata=r["metadata"],
     )
 
 
 def tally_of(r: Row) -> Tally:
-    return Tally(r["total"], r["reached_at"], r["version"])
+    return Tally(r["total"], r["reached_at"], r["version"], metadata=r["metadata"])
 
 
 def standing_of(r: Row) -> Standing:
@@ -153,6 +156,11 @@ class Seen(RecordHandle):
 def tally_columns(r: Row) -> Tally:
     """A tally read with its ``scored`` column."""
     return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))
+
+
+def moved_tally(r: Row) -> Tally:
+    """A tally read to move it whole (to another group): with ``scored`` and ``metadata``."""
+    return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]), r["metadata"])
 
 
 async def standings_by_player(
