@@ -301,8 +301,9 @@ class Around:
     profiles: dict[str, Profile] | None
     exact: bool = field(kw_only=True)
     as_of: float | None = field(default=None, kw_only=True)
-    # the rows' entry metadata read in the same step (None: not read; the reads ask for it)
-    metadata: dict[str, str] | None = field(default=None, kw_only=True)
+    # the rows' entry metadata read in the same step (None: not read; the reads ask for it);
+    # a side read, left out of equality (the index contract checks it on its own)
+    metadata: dict[str, str] | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,11 +76,17 @@ def result_of(r: Row) -> ResultRecord:
 
 
 def tally_of(r: Row) -> Tally:
+    """A tally without its metadata (what a freeze reads: final standings carry none)."""
+    return Tally(r["total"], r["reached_at"], r["version"])
+
+
+def held_tally(r: Row) -> Tally:
+    """A tally with its entry metadata, as the index holds it (``TALLY_COLS``, ``CHANGE_COLS``)."""
     return Tally(r["total"], r["reached_at"], r["version"], metadata=r["metadata"])
 
 
 def standing_of(r: Row) -> Standing:
-    return Standing(r["board"], r["window_id"], r["player_id"], tally_of(r))
+    return Standing(r["board"], r["window_id"], r["player_id"], held_tally(r))
 
 
 def change_of(r: Row) -> Change | ProfileChange:
@@ -90,7 +96,7 @@ def change_of(r: Row) -> Change | ProfileChange:
         r["board"],
         r["window_id"],
         r["player_id"],
-        tally_of(r),
+        held_tally(r),
         r["committed_at"],
         bool(r["removed"]),
         handle=r["id"],
