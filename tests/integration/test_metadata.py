@@ -52,9 +52,7 @@ async def post(api: Api, match: str, results: list[dict[str, Any]], **body: Any)
         "results": results,
         **body,
     }
-    return await api.client.post(
-        f"/v1/matches/{match}/results", json=payload, headers=api.auth()
-    )
+    return await api.client.post(f"/v1/matches/{match}/results", json=payload, headers=api.auth())
 
 
 def shown(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,9 +71,7 @@ async def test_entries_show_the_metadata_of_the_result_that_set_their_score(api:
         ended_at=t,
     )
     assert r.status_code == 200, r.text
-    r = await post(
-        api, "m2", [{"playerId": "p1", "points": 40, "metadata": KART}], ended_at=t + 10
-    )
+    r = await post(api, "m2", [{"playerId": "p1", "points": 40, "metadata": KART}], ended_at=t + 10)
     assert r.status_code == 200, r.text
     await api.settle()
     # best: 40 did not beat 50, so the first result's; sum and last: the latest's
@@ -110,9 +106,9 @@ async def test_entries_show_the_metadata_of_the_result_that_set_their_score(api:
 @pytest.mark.parametrize(
     "bad, why",
     [
-        ([1, 2], "valid dictionary"),
-        ("a car", "valid dictionary"),
-        (7, "valid dictionary"),
+        ([1, 2], "must be a JSON object, not list"),
+        ("a car", "must be a JSON object, not str"),
+        (7, "must be a JSON object, not int"),
         ({"replay": "x" * (METADATA_MAX - 12)}, "513 bytes"),  # {"replay":"..."}: 13 + n
         ({"name": "é" * 251}, "513 bytes"),  # 251 characters, 2 bytes each in UTF-8
     ],

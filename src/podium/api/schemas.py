@@ -6,7 +6,6 @@ import re
 from typing import Annotated, Any
 
 from pydantic import (
-    AfterValidator,
     AwareDatetime,
     BaseModel,
     BeforeValidator,
@@ -59,7 +58,8 @@ class _In(BaseModel):
 
 def _metadata(value: Any) -> Any:
     """Entry metadata: a JSON object, at most 512 bytes as compact UTF-8 JSON (its canonical
-    form, domain/metadata.py); the service checks it again."""
+    form, domain/metadata.py), said so rather than pydantic's "a valid dictionary"; the
+    service checks it again."""
     if value is not None:
         canonical(value)  # MetadataError is a ValueError: a 422 naming the field
     return value
@@ -67,7 +67,7 @@ def _metadata(value: Any) -> Any:
 
 Metadata = Annotated[
     dict[str, Any] | None,
-    AfterValidator(_metadata),
+    BeforeValidator(_metadata),
     Field(default=None, description=METADATA_IS),
 ]
 
