@@ -1007,10 +1007,22 @@ async def test_metadata_follows_the_score_a_gt_write_keeps(index: RankIndex) -> 
     # a newer change without metadata clears it, and an older one cannot bring it back
     await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(4, None)])
     assert await meta(index, WEEK, "p1") == {}
-    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(3, CAR)])
+    await w(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(3, CAR)])
     assert await meta(index, WEEK, "p1") == {}
+    # on an equal score too: the version of the change without metadata is kept
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(5, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": KART}
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(6, None)])
+    assert await meta(index, WEEK, "p1") == {}
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(5, KART)])
+    assert await meta(index, WEEK, "p1") == {}
+    # a batch with no metadata in it clears what the board held
+    await w(WEEK, [("p1", 25)], descending=True, expire_at=None, metadata=[(7, CAR)])
+    await w(WEEK, [("p1", 30), ("p2", 9)], descending=True, expire_at=None,
+            metadata=[(8, None), (2, None)])  # fmt: skip
+    assert await meta(index, WEEK, "p1", "p2") == {}
     # the scores moved exactly as without metadata
-    assert await full(index, WEEK, True) == [("p1", 20), ("p2", 7)]
+    assert await full(index, WEEK, True) == [("p1", 30), ("p2", 9)]
 
 
 async def test_metadata_on_an_ascending_board(index: RankIndex) -> None:

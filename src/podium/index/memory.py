@@ -39,10 +39,21 @@ class _Board:
     versions: dict[str, int] = field(default_factory=dict)
     expire_at: int | None = None
     # member -> (version, entry metadata or None): as write.lua's ``:meta`` hash, the
-    # version kept so that an older change's metadata never replaces a newer one's
+    # version kept so that an older change's metadata never replaces a newer one's on an
+    # equal score
     meta: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
+    def set_meta(self, member: str, version: int, text: str | None) -> None:
+        """The member's score was just written with this entry's: its metadata is the
+        newest (write.lua's ``set_meta``)."""
+        if text is not None:
+            self.meta[member] = (version, text)
+        else:
+            self.meta.pop(member, None)
+
     def keep_meta(self, member: str, version: int, text: str | None) -> None:
+        """The member already held this entry's score: its metadata unless a newer one's
+        is held (write.lua's ``keep_meta``)."""
         held = self.meta.get(member)
         if held is None:
             if text is not None:
@@ -142,13 +153,15 @@ class MemoryIndex:
                     board.versions[member] = versions[i]
                     written += 1
                     if metadata is not None:
-                        board.keep_meta(member, *metadata[i])
+                        board.set_meta(member, *metadata[i])
                 continue
             old = board.scores.get(member)
             if old is None or (score > old if descending else score < old):
                 board.set(member, score)
                 written += 1
-            if metadata is not None and board.scores[member] == score:
+                if metadata is not None:
+                    board.set_meta(member, *metadata[i])
+            elif metadata is not None and old == score:
                 board.keep_meta(member, *metadata[i])
         if expire_at is not None:  # as on Redis: no expiry given leaves the one there
             board.expire_at = expire_at
@@ -338,7 +351,7 @@ class MemoryIndex:
                 if versions is not None:
                     fresh.versions[member] = versions[i]
                 if metadata is not None:
-                    fresh.keep_meta(member, *metadata[i])
+                    fresh.set_meta(member, *metadata[i])
         self._boards[key] = fresh
 
 

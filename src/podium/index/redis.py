@@ -68,6 +68,29 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
     return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
 
 
+def _args(
+    flag: str,
+    exp: str,
+    entries: Sequence[tuple[str, int]],
+    part: range,
+    versions: Sequence[int] | None,
+    metadata: Sequence[Meta] | None = None,
+) -> list[str]:
+    """write.lua's arguments for ``entries[part]``: member, score, and the version (on a
+    versioned board), or with ``metadata`` the tally's version and its metadata ('' none)."""
+    args = [flag, exp]
+    for j in part:
+        member, score = entries[j]
+        args += (member, str(score))
+        if metadata is not None:
+            # the tally's own version orders metadata on every board (write.lua)
+            version, text = metadata[j]
+            args += (str(version), text or "")
+        elif versions is not None:
+            args.append(str(versions[j]))
+    return args
+
+
 def _meta(members: Sequence[str], held: Sequence[Any]) -> dict[str, str]:
     """Entry metadata as write.lua holds it (``<version>:<json>``, or ``<version>:`` for
     none), by member."""
@@ -141,21 +164,22 @@ class RedisIndex:
     ) -> int:
         keys = self._sidecars(key)
         flag = "V" if versions is not None else "GT" if descending else "LT"
-        if metadata is not None:
-            flag += "M"
         exp = "" if expire_at is None else str(expire_at)
         written = 0
         with translated:
             for i in range(0, len(entries), CHUNK):
-                args: list[str] = [flag, exp]
-                for j, (member, score) in enumerate(entries[i : i + CHUNK], start=i):
-                    args += (member, str(score))
-                    if metadata is not None:
-                        # the tally's own version orders metadata on every board (write.lua)
-                        version, text = metadata[j]
-                        args += (str(version), text or "")
-                    elif versions is not None:
-                        args.append(str(versions[j]))
+                part = range(i, min(i + CHUNK, len(entries)))
+                if metadata is not None and all(metadata[j][1] is None for j in part):
+                    # none to keep: the plain layout, unless the board holds metadata that
+                    # these entries may have to clear (write.lua answers -1 then)
+                    n = int(
+                        await WRITE(self._r, keys, _args(flag + "N", exp, entries, part, versions))
+                    )
+                    if n >= 0:
+                        written += n
+                        continue
+                plain = metadata is None
+                args = _args(flag if plain else flag + "M", exp, entries, part, versions, metadata)
                 written += int(await WRITE(self._r, keys, args))
         return written
 
