@@ -72,9 +72,11 @@ async def main() -> None:
             if kind != "plain":
                 text = TEXT if kind == "object" else None
                 meta = [(v, text) for _, _, v in b]
-            # no metadata keyword at all when plain: the same call runs on the code before it
-            kw = {} if meta is None else {"metadata": meta}
-            await index.write(key, [(m, s) for m, s, _ in b], descending=True, expire_at=None, **kw)
+            rows = [(m, s) for m, s, _ in b]
+            if meta is None:  # no metadata keyword at all: the same call runs on the code before
+                await index.write(key, rows, descending=True, expire_at=None)
+            else:
+                await index.write(key, rows, descending=True, expire_at=None, metadata=meta)
 
     async def read(key: BoardKey) -> None:
         for p in probes:
