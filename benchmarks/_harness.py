@@ -883,15 +883,19 @@ def rfc3339_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def match_body(players: Sequence[str], rng: random.Random) -> bytes:
+def match_body(
+    players: Sequence[str], rng: random.Random, metadata: dict[str, Any] | None = None
+) -> bytes:
+    """A match of these players, ended now; with ``metadata``, each result carries it."""
+    # 1..1000: every result moves the total, so every one reaches the board
+    results: list[dict[str, Any]] = [
+        {"playerId": p, "points": rng.randint(1, 1000)} for p in players
+    ]
+    if metadata is not None:
+        for r in results:
+            r["metadata"] = metadata
     return json.dumps(
-        {
-            "mode": "default",
-            "endedAt": rfc3339_now(),
-            "durationSeconds": 540,
-            # 1..1000: every result moves the total, so every one reaches the board
-            "results": [{"playerId": p, "points": rng.randint(1, 1000)} for p in players],
-        }
+        {"mode": "default", "endedAt": rfc3339_now(), "durationSeconds": 540, "results": results}
     ).encode()
 
 

@@ -80,6 +80,10 @@ from _harness import (
 BOARDS = 3  # the default configuration: season, week and day, all fed by mode "default"
 
 
+# What --metadata sends with every result: a car and a replay id, as a game would.
+METADATA = {"car": "mx5-nd2", "replay": "r-20261028-0193-000417"}
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--config", choices=["embedded", "production"], default="embedded")
@@ -93,6 +97,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--connections", type=int, default=256, help="generator connection pool")
     p.add_argument("--pgbench", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--pgbench-duration", type=float, default=10.0)
+    p.add_argument(
+        "--metadata",
+        action="store_true",
+        help="every result carries entry metadata (a 51-byte object: a car and a replay id)",
+    )
     common_args(p, wait_s=120, unit="run")
     return p.parse_args()
 
@@ -146,7 +155,7 @@ async def drive(
             players = [player_id(n) for n in rng.sample(range(args.pool), args.players_per_match)]
             r = await client.post(
                 f"/v1/matches/{tag}-{i}/results",
-                content=match_body(players, rng),
+                content=match_body(players, rng, METADATA if args.metadata else None),
                 headers=headers,
             )
             if sampling and r.status_code == 200 and i % args.sample_every == 0:

@@ -14,6 +14,7 @@ from podium import metrics
 from podium.aio import gather_all
 from podium.config import Settings
 from podium.domain.boards import BoardSpec
+from podium.domain.metadata import MetadataError, canonical
 from podium.domain.models import (
     ApiKey,
     MatchQuery,
@@ -73,7 +74,7 @@ class Matches:
             raise InvalidInput(f"unknown mode {mode_name!r}")
         if not key.may_submit(mode_name):
             raise Forbidden(f"this credential may not submit mode {mode_name!r}")
-        self._check_match(match_id, mode, ended_at, duration_s, results, now)
+        metadata = self._check_match(match_id, mode, ended_at, duration_s, results, now)
         # Windows frozen early (or just now) are left out here; the store checks again
         # inside each transaction, which is what makes it exact.
         targets = [
@@ -127,7 +128,7 @@ class Matches:
         # finds the id free; the same key's concurrent record re-claims in its own write.
         try:
             outcomes, records = await self._write(
-                key, match_id, mode, ended_at, duration_s, results, targets, read, now
+                key, match_id, mode, ended_at, duration_s, results, metadata, targets, read, now
             )
         except Exception:
             if read.claimed:
@@ -148,6 +149,7 @@ class Matches:
         ended_at: int,
         duration_s: int,
         results: Sequence[PlayerResult],
+        metadata: Sequence[str | None],
         targets: Sequence[tuple[Target, BoardSpec]],
         read: MatchRead,
         now: float,
@@ -174,8 +176,9 @@ class Matches:
                 duration_s,
                 r.points,
                 flag_for(r.points, read.recent_points.get(r.player_id, []), mode),
+                meta,
             )
-            for r in results
+            for r, meta in zip(results, metadata, strict=True)
         ]
         existing = read.existing
         for rec in records:
@@ -233,7 +236,8 @@ class Matches:
         duration_s: int,
         results: Sequence[PlayerResult],
         now: float,
-    ) -> None:
+    ) -> list[str | None]:
+        """Every check of the match itself; each result's metadata in canonical form."""
         why = id_problem("matchId", match_id) or results_problem(
             len(results), self.settings.server.max_results_per_match
         )
@@ -259,3 +263,14 @@ class Matches:
             )
         if ended_at > now + self.settings.server.max_clock_skew_s:
             raise InvalidInput("endedAt is in the future")
+        return [_metadata(i, r) for i, r in enumerate(results)]
+
+
+def _metadata(i: int, r: PlayerResult) -> str | None:
+    """A result's metadata in canonical form, refused (422) naming the field."""
+    if r.metadata is None:
+        return None
+    try:
+        return canonical(r.metadata)
+    except MetadataError as e:
+        raise InvalidInput(f"results.{i}.metadata (player {r.player_id}) {e}") from None

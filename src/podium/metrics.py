@@ -144,7 +144,7 @@ RECONCILER_MISMATCHES = Counter(
     "Index entries that differed from the store, still so after every change committed "
     "before was applied, and repaired: missing, too_high or too_low (the packed score), "
     "banned (a banned player on the board, removed), extra (a member the store has no "
-    "tally of, removed)",
+    "tally of, removed), metadata (the entry metadata not the tally's, written again)",
     ["kind"],
     registry=REGISTRY,
 )

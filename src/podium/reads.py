@@ -27,7 +27,15 @@ from podium.domain.windows import (
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.paging import links, read_cursor, uneven
-from podium.ports import BoardKey, Clock, Estimated, Players, ProfileCopy, RankSource
+from podium.ports import (
+    BoardKey,
+    Clock,
+    EntryMetadata,
+    Estimated,
+    Players,
+    ProfileCopy,
+    RankSource,
+)
 from podium.profiles import ProfileCache
 from podium.recording import UNKNOWN_GROUP
 from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, ranks_in_order
@@ -49,6 +57,7 @@ class Reads:
         clock: Clock,
         lifecycle: Lifecycle,
         profiles: ProfileCache,
+        metadata: EntryMetadata | None = None,
     ) -> None:
         self.settings = settings
         self.players = players
@@ -59,6 +68,7 @@ class Reads:
         self.clock = clock
         self.lifecycle = lifecycle
         self.profiles = profiles
+        self.metadata = metadata  # the index's entry metadata; None: entries show none
         self.boards = {b.name: b for b in settings.boards}
         # One refill per page at a time: when an entry expires under load, every request
         # that misses it waits for the same refill instead of each making its own (at 64
@@ -222,16 +232,26 @@ class Reads:
         rows: list[tuple[str, int]],
         first: int,
         names: dict[str, Profile] | None = None,
+        meta: dict[str, str] | None = None,
     ) -> list[Entry]:
-        """Index rows from 0-based position ``first`` as entries: ranks, points, names."""
+        """Index rows from 0-based position ``first`` as entries: ranks, points, names and
+        metadata (``meta``: read with the rows; else asked for here)."""
+        ids = [p for p, _ in rows]
         if names is None:
-            names = await self._names([p for p, _ in rows])
+            names = await self._names(ids)
+        if meta is None:
+            meta = await self._meta(key, ids)
         ranks = await self._ranks(spec, key, rows, first)
         codec = spec.codec
         return [
-            entry(r, p, codec.points(s), names.get(p))
+            entry(r, p, codec.points(s), names.get(p), metadata=meta.get(p))
             for r, (p, s) in zip(ranks, rows, strict=True)
         ]
+
+    async def _meta(self, key: BoardKey, player_ids: list[str]) -> dict[str, str]:
+        if self.metadata is None or not player_ids:
+            return {}
+        return await self.metadata.entry_metadata(key, player_ids)
 
     def clear_cache(self, changed_at: float | None = None) -> None:
         """Read everything again; ``changed_at``: the index changed then (a ban, a rebuild),
@@ -280,7 +300,7 @@ class Reads:
         first = max(0, found.rank - neighbors)
         # The names came with the rows when the index's copy is complete: one round trip.
         names = await self._names([p for p, _ in found.rows], found.profiles, ask=False)
-        around = await self._entries(spec, key, found.rows, first, names)
+        around = await self._entries(spec, key, found.rows, first, names, found.metadata)
         mine = around[found.rank - first]  # the player's own row: their rank and points
         # The rank source says whether the rank is exact: below the exact top of a board
         # split across shards it may be an estimate, and then says so (invariant 6 of
@@ -328,6 +348,7 @@ class Reads:
         present = await self._global_places(spec, BoardKey(board, w.id), ids)
         rows = [(p, s) for p, s, _, _ in present]
         names = await self._names([p for p, _ in rows])
+        meta = await self._meta(BoardKey(board, w.id), [p for p, _ in rows])
         if spec.ties is Ties.SHARED:
             shared = await self.ranks.shared_ranks(
                 spec, BoardKey(board, w.id), [s for _, s in rows]
@@ -338,7 +359,7 @@ class Reads:
         among = ranks_in_order(spec, rows, 1)
         codec = spec.codec
         entries = [
-            entry(i, p, codec.points(s), names.get(p), g, exact)
+            entry(i, p, codec.points(s), names.get(p), g, exact, meta.get(p))
             for i, g, (p, s, _, exact) in zip(among, global_ranks, present, strict=True)
         ]
         return _known(Page(board, w.id, self.clock.now(), entries), player_id, friends)

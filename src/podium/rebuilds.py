@@ -13,7 +13,7 @@ from typing import Protocol
 
 from podium.config import Settings
 from podium.domain.windows import index_expiry, indexed_window
-from podium.ports import BoardKey, Clock, Players, ProfileCopy, RankIndex, Windows
+from podium.ports import BoardKey, Clock, Meta, Players, ProfileCopy, RankIndex, Windows
 from podium.reads import Reads
 
 log = logging.getLogger("podium.rebuilds")
@@ -51,17 +51,20 @@ class Rebuilds:
         w = self.reads.window(spec, window_id)
         entries: list[tuple[str, int]] = []
         versions: list[int] = []
+        metadata: list[Meta] = []
         async for batch in self.store.standings(board, w.id):
             banned = await self.store.banned([s.player_id for s in batch])
             for s in batch:
                 if s.player_id not in banned:
                     entries.append((s.player_id, spec.score(s.tally, w)))
                     versions.append(s.tally.version)
+                    metadata.append((s.tally.version, s.tally.metadata))
         await self.index.replace(
             BoardKey(board, w.id),
             entries,
             expire_at=index_expiry(w),
             versions=versions if self.settings.versioned(spec) else None,
+            metadata=metadata,
         )
         self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
         return len(entries)

@@ -7,7 +7,7 @@ they live here once and each adapter only reads and writes rows around them.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
@@ -60,6 +60,10 @@ def step(
 ) -> Tally | None:
     """Fold one result into one tally, refusing a total the board cannot encode."""
     new = fold(spec, current, result.points, result.ended_at)
+    if new is not None and result.metadata is not None:
+        # The tally a result changes carries its metadata: on best and last boards only the
+        # result that set the score changes it, on sums every one that moved the total.
+        new = replace(new, metadata=result.metadata)
     if new is not None:
         codec = spec.codec
         limit = codec.points_limit

@@ -44,6 +44,7 @@ COLUMNS = (
     "points",
     "recorded_at",
     "flag",
+    "metadata",
 )
 SUBDIR = "results"
 
@@ -68,11 +69,12 @@ def _row(r: StoredResult) -> tuple[object, ...]:
         r.points,
         repr(r.recorded_at),  # repr: the float back exactly
         "" if r.flag is None else r.flag,
+        "" if r.metadata is None else r.metadata,  # a JSON object: never empty
     )
 
 
 def _parse(row: list[str]) -> StoredResult:
-    ended, player, match, key, mode, duration, points, recorded, flag = row
+    ended, player, match, key, mode, duration, points, recorded, flag, metadata = row
     return StoredResult(
         player,
         match,
@@ -83,6 +85,7 @@ def _parse(row: list[str]) -> StoredResult:
         int(points),
         float(recorded),
         flag or None,
+        metadata or None,
     )
 
 

@@ -69,7 +69,7 @@ class Service:
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
-        reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles)
+        reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
         return cls(
             settings=settings,
             clock=clock,

@@ -19,6 +19,9 @@ class Entry:
     # whether that place is exact; None where the read did not say: no global rank, or the
     # final standings of a frozen window (exact by construction)
     global_exact: bool | None = None
+    # the entry metadata of the result that set the score (canonical JSON), where there is
+    # any; frozen windows' final standings carry none
+    metadata: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,7 @@ def entry(
     profile: Profile | None,
     global_rank: int | None = None,
     global_exact: bool | None = None,
+    metadata: str | None = None,
 ) -> Entry:
     return Entry(
         rank,
@@ -98,4 +102,5 @@ def entry(
         profile.avatar if profile else None,
         global_rank,
         global_exact,
+        metadata,
     )

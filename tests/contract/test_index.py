@@ -972,3 +972,134 @@ async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bo
     )
     page = await index.page(WEEK, 0, 10, descending=True)
     assert page == [("a", 10), ("b", 1)]
+
+
+# -- entry metadata ---------------------------------------------------------------------------
+# The index keeps each entry's metadata (the result that set the score) in the same step as
+# the score: where the member's score is the written entry's (written, or held already),
+# unless a newer version's metadata is held. So a change applied twice, late or out of order
+# never brings back an older entry's metadata.
+
+CAR = '{"car":"mx5"}'
+KART = '{"car":"kart"}'
+
+
+async def meta(index: RankIndex, key: BoardKey, *members: str) -> dict[str, str]:
+    return await index.entry_metadata(key, list(members))
+
+
+async def test_metadata_follows_the_score_a_gt_write_keeps(index: RankIndex) -> None:
+    w = index.write
+    await w(WEEK, [("p1", 10), ("p2", 7)], descending=True, expire_at=None,
+            metadata=[(1, CAR), (1, None)])  # fmt: skip
+    assert await meta(index, WEEK, "p1", "p2", "nobody") == {"p1": CAR}
+    # a lower score (an older change, delivered late) leaves the score and its metadata
+    await w(WEEK, [("p1", 5)], descending=True, expire_at=None, metadata=[(0, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": CAR}
+    # a higher one brings its own
+    await w(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(2, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": KART}
+    # the same score again (a retry, or a change that moved no score): the newer version's
+    await w(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(1, CAR)])
+    assert await meta(index, WEEK, "p1") == {"p1": KART}
+    await w(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(3, CAR)])
+    assert await meta(index, WEEK, "p1") == {"p1": CAR}
+    # a newer change without metadata clears it, and an older one cannot bring it back
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(4, None)])
+    assert await meta(index, WEEK, "p1") == {}
+    await w(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(3, CAR)])
+    assert await meta(index, WEEK, "p1") == {}
+    # on an equal score too: the version of the change without metadata is kept
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(5, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": KART}
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(6, None)])
+    assert await meta(index, WEEK, "p1") == {}
+    await w(WEEK, [("p1", 20)], descending=True, expire_at=None, metadata=[(5, KART)])
+    assert await meta(index, WEEK, "p1") == {}
+    # a batch with no metadata in it clears what the board held
+    await w(WEEK, [("p1", 25)], descending=True, expire_at=None, metadata=[(7, CAR)])
+    await w(WEEK, [("p1", 30), ("p2", 9)], descending=True, expire_at=None,
+            metadata=[(8, None), (2, None)])  # fmt: skip
+    assert await meta(index, WEEK, "p1", "p2") == {}
+    # the scores moved exactly as without metadata
+    assert await full(index, WEEK, True) == [("p1", 30), ("p2", 9)]
+
+
+async def test_metadata_on_an_ascending_board(index: RankIndex) -> None:
+    await index.write(WEEK, [("p1", 10)], descending=False, expire_at=None, metadata=[(1, CAR)])
+    await index.write(WEEK, [("p1", 15)], descending=False, expire_at=None, metadata=[(2, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": CAR}  # 15 is worse here: not written
+    await index.write(WEEK, [("p1", 3)], descending=False, expire_at=None, metadata=[(3, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": KART}
+
+
+async def test_metadata_on_a_versioned_board(index: RankIndex, descending: bool) -> None:
+    def write(score: int, version: int, text: str | None) -> Any:
+        return index.write(
+            WEEK, [("a", score)], descending=descending, expire_at=None,
+            versions=[version], metadata=[(version, text)],
+        )  # fmt: skip
+
+    await write(10, 2, CAR)
+    assert await meta(index, WEEK, "a") == {"a": CAR}
+    await write(50, 1, KART)  # older: neither its score nor its metadata
+    assert await meta(index, WEEK, "a") == {"a": CAR}
+    assert await index.rank(WEEK, "a", descending=descending) == Placed(0, 10, True)
+    await write(4, 3, KART)  # newer, lower: a fall, with its metadata
+    assert await meta(index, WEEK, "a") == {"a": KART}
+    await write(4, 4, None)
+    assert await meta(index, WEEK, "a") == {}
+    await write(9, 5, CAR)
+    # a removal (a move to another group) takes the metadata with the member
+    assert await index.remove(WEEK, ["a"], [6], expire_at=None) == 1
+    assert await meta(index, WEEK, "a") == {}
+    await write(9, 5, CAR)  # the older write on its way: refused, metadata and all
+    assert await meta(index, WEEK, "a") == {}
+
+
+async def test_a_write_without_metadata_leaves_it(index: RankIndex) -> None:
+    """A caller that gives no metadata (a process from before it) changes none."""
+    await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None, metadata=[(1, CAR)])
+    await index.write(WEEK, [("p1", 11)], descending=True, expire_at=None)
+    assert await meta(index, WEEK, "p1") == {"p1": CAR}
+
+
+async def test_metadata_is_per_board_window(index: RankIndex) -> None:
+    await index.write(WEEK, [("p1", 10)], descending=True, expire_at=None, metadata=[(1, CAR)])
+    await index.write(DAY, [("p1", 10)], descending=True, expire_at=None, metadata=[(1, KART)])
+    assert await meta(index, WEEK, "p1") == {"p1": CAR}
+    assert await meta(index, DAY, "p1") == {"p1": KART}
+    assert await meta(index, MISSING, "p1") == {}
+    assert await index.entry_metadata(WEEK, []) == {}
+
+
+async def test_around_brings_the_rows_metadata(index: RankIndex) -> None:
+    rows = [(f"p{i}", 100 - i) for i in range(6)]
+    texts = [CAR if i % 2 else None for i in range(6)]
+    await index.write(WEEK, rows, descending=True, expire_at=None,
+                      metadata=[(1, t) for t in texts])  # fmt: skip
+    found = await index.around(WEEK, "p3", 1, descending=True)
+    assert found is not None
+    # read in the same step where the index can (None: the reads ask for it separately)
+    if found.metadata is not None:
+        assert found.metadata == {"p3": CAR}
+    assert await meta(index, WEEK, *(m for m, _ in found.rows)) == {"p3": CAR}
+
+
+async def test_a_ban_drops_the_metadata_and_a_rebuild_restores_it(index: RankIndex) -> None:
+    await index.write(WEEK, [("p1", 10), ("p2", 8)], descending=True, expire_at=None,
+                      metadata=[(1, CAR), (1, KART)])  # fmt: skip
+    await index.ban([WEEK], "p1")
+    assert await meta(index, WEEK, "p1", "p2") == {"p2": KART}
+    await index.write(WEEK, [("p1", 12)], descending=True, expire_at=None, metadata=[(2, CAR)])
+    assert await meta(index, WEEK, "p1") == {}  # refused while banned, metadata too
+    await index.unban([WEEK], "p1")
+    # a rebuild: exactly the entries given, and their metadata (p2's is gone with it)
+    await index.replace(WEEK, [("p1", 10), ("p2", 8), ("p3", 1)], expire_at=None,
+                        metadata=[(1, KART), (1, None), (3, CAR)])  # fmt: skip
+    assert await meta(index, WEEK, "p1", "p2", "p3") == {"p1": KART, "p3": CAR}
+    # the versions it restored order the next writes
+    await index.write(WEEK, [("p3", 1)], descending=True, expire_at=None, metadata=[(2, KART)])
+    assert await meta(index, WEEK, "p3") == {"p3": CAR}
+    await index.replace(WEEK, [], expire_at=None, metadata=[])
+    assert await meta(index, WEEK, "p1", "p3") == {}

@@ -7,6 +7,7 @@ from a clock, so leases, hourly caps and backlog ages are exact on both backends
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
@@ -890,3 +891,77 @@ async def test_deleted_results_leave_tallies_and_claims(store: ScoreStore) -> No
     assert {p: await store.player_standings(p) for p in ("a", "b")} == before
     assert await claim(store, "m1", "k2", NOW) == "k1"
     assert await store.oldest_result() == T0 + 200
+
+
+# -- entry metadata ---------------------------------------------------------------------------
+# Stored with the result, on each tally the result changed (on best boards only the result
+# that set the score changes it; on sums every one that moved the total), and on each change
+# of the outbox, so that the index (and a rebuild from ``standings``) shows it.
+
+CAR = '{"car":"mx5"}'
+KART = '{"car":"kart"}'
+
+
+def with_meta(r: ResultRecord, text: str | None) -> ResultRecord:
+    return dataclasses.replace(r, metadata=text)
+
+
+async def test_metadata_is_stored_with_the_result_and_the_tally_it_set(store: ScoreStore) -> None:
+    t = targets(T0 + 100, DAY, ALL_BEST)
+    first = with_meta(result("m1", 50, T0 + 100), CAR)
+    await store.record(first, t, NOW, None)
+    # through the read before the write too (the one round trip path on Postgres)
+    second = with_meta(result("m2", 40, T0 + 200), KART)
+    await read_then_record(store, second, t)
+    standings = await store.player_standings("p1")
+    assert tally_of(standings, "best").metadata == CAR  # 40 set nothing on the best board
+    assert tally_of(standings, "day").metadata == KART  # the latest that moved the sum
+    assert await stored_results(store, "m1", ["p1"]) == {"p1": first}
+    assert (await stored_results(store, "m2", ["p1"]))["p1"].metadata == KART
+    # a result without metadata that moves a total leaves that tally without
+    await store.record(result("m3", 5, T0 + 300), t, NOW, None)
+    assert tally_of(await store.player_standings("p1"), "day").metadata is None
+    changes = [c for c in await store.claim_changes(100, 30, NOW) if isinstance(c, Change)]
+    assert [(c.board, c.tally.metadata) for c in changes] == [
+        ("day", CAR), ("best", CAR), ("day", KART), ("day", None),
+    ]  # fmt: skip
+    # what a rebuild reads
+    day = DAY.rule.window_at(T0 + 100)
+    assert day is not None
+    [page] = [p async for p in store.standings("day", day.id)]
+    assert [(s.player_id, s.tally.metadata) for s in page] == [("p1", None)]
+    [page] = [p async for p in store.standings("best", "all")]
+    assert [(s.player_id, s.tally.metadata) for s in page] == [("p1", CAR)]
+
+
+async def test_a_retry_with_other_metadata_conflicts(store: ScoreStore) -> None:
+    t = targets(T0 + 100)
+    r = with_meta(result("m1", 10), CAR)
+    await store.record(r, t, NOW, None)
+    assert (await store.record(r, t, NOW + 5, None)).replayed
+    _, again = await read_then_record(store, r, t)
+    assert again.replayed
+    before = await store.player_standings("p1")
+    for other in (KART, None):
+        with pytest.raises(Conflict):
+            await store.record(with_meta(r, other), t, NOW, None)
+        with pytest.raises(Conflict):
+            await read_then_record(store, with_meta(r, other), t)
+    assert await store.player_standings("p1") == before
+    assert await stored_results(store, "m1", ["p1"]) == {"p1": r}
+
+
+async def test_a_requeue_and_a_group_move_keep_the_metadata(store: ScoreStore) -> None:
+    await store.set_profile(Profile("p1", country="FR"), NOW)
+    t = targets(T0 + 100, DAY, GDAY)
+    await store.record(with_meta(result("m1", 10), CAR), t, NOW, None)
+    await store.ack_changes([c.handle for c in await store.claim_changes(100, 30, NOW)])
+    assert await store.requeue_player("p1", NOW) == 2
+    requeued = [c for c in await store.claim_changes(100, 30, NOW) if isinstance(c, Change)]
+    assert sorted((c.board, c.tally.metadata) for c in requeued) == [("day", CAR), ("gday", CAR)]
+    await store.ack_changes([c.handle for c in requeued])
+    await store.set_profile(Profile("p1", country="DE"), NOW)
+    moved = [c for c in await store.claim_changes(100, 30, NOW) if isinstance(c, Change)]
+    assert [(c.removed, c.tally.metadata) for c in moved] == [(True, CAR), (False, CAR)]
+    g = tally_of(await store.player_standings("p1"), "gday")
+    assert g.metadata == CAR

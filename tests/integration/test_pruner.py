@@ -132,11 +132,26 @@ async def _record_days(b: bootstrap.Backends, clock: Clock) -> dict[ResultKey, R
             "default",
             ended,
             60,
-            [PlayerResult(p, i % 50 + k) for k, p in enumerate(players)],
+            [PlayerResult(p, i % 50 + k, _car(i, k)) for k, p in enumerate(players)],
         )
         for k, p in enumerate(players):
-            out[(ended, p, match)] = ResultRecord(p, match, "gs", "default", ended, 60, i % 50 + k)
+            meta = _car(i, k)
+            out[(ended, p, match)] = ResultRecord(
+                p,
+                match,
+                "gs",
+                "default",
+                ended,
+                60,
+                i % 50 + k,
+                metadata=None if meta is None else f'{{"car":"{meta["car"]}"}}',
+            )
     return out
+
+
+def _car(i: int, k: int) -> dict[str, str] | None:
+    """Entry metadata on every other result: a day file keeps it with the result."""
+    return {"car": f"c{i}-{k}"} if (i + k) % 2 else None
 
 
 def _archived(directory: Path) -> Counter[ResultKey]:
@@ -289,7 +304,7 @@ async def test_a_pruned_day_restores_into_a_scratch_database(
     with sqlite3.connect(tmp_path / "scratch.db") as c:
         c.executemany(
             "INSERT INTO results (player_id, match_id, key_id, mode, ended_at, duration_s, "
-            "points, recorded_at, flag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "points, recorded_at, flag, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     r.player_id,
@@ -301,6 +316,7 @@ async def test_a_pruned_day_restores_into_a_scratch_database(
                     r.points,
                     r.recorded_at,
                     r.flag,
+                    r.metadata,
                 )
                 for r in result_archive.rows(file)
             ],

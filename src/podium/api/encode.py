@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from podium.caching import Cache
+from podium.domain.metadata import shown
 from podium.domain.windows import to_rfc3339
 from podium.views import Entry, Page, PlayerRank
 
@@ -37,6 +38,8 @@ def _entry(e: Entry) -> dict[str, Any]:
         out["globalRank"] = e.global_rank
     if e.global_exact is not None:
         out["globalExact"] = e.global_exact
+    if e.metadata is not None:
+        out["metadata"] = shown(e.metadata)
     return out
 
 

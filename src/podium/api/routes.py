@@ -17,6 +17,7 @@ from podium.api.encode import page_json, rank_json
 from podium.api.problems import responses
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain import cursor as cursors
+from podium.domain.metadata import shown
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
@@ -88,6 +89,7 @@ def _entry(e: Entry) -> s.EntryOut:
         name=e.name,
         avatar=e.avatar,
         globalRank=e.global_rank,
+        metadata=shown(e.metadata),
     )
 
 
@@ -105,7 +107,7 @@ async def post_results(
             body.mode,
             to_epoch(body.endedAt),
             body.durationSeconds,
-            [PlayerResult(r.playerId, r.points) for r in body.results],
+            [PlayerResult(r.playerId, r.points, r.metadata) for r in body.results],
         )
     return s.MatchOut(
         matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()]

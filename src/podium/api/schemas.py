@@ -5,9 +5,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+)
 
 from podium.domain import validation as v
+from podium.domain.metadata import METADATA_IS, canonical
 from podium.domain.validation import anchored, avatar_problem, text_problem
 from podium.domain.windows import GROUP_SEP
 
@@ -69,9 +77,26 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _metadata(value: Any) -> Any:
+    """Entry metadata: a JSON object, at most 512 bytes as compact UTF-8 JSON (its canonical
+    form, domain/metadata.py), said so rather than pydantic's "a valid dictionary"; the
+    service checks it again."""
+    if value is not None:
+        canonical(value)  # MetadataError is a ValueError: a 422 naming the field
+    return value
+
+
+Metadata = Annotated[
+    dict[str, Any] | None,
+    BeforeValidator(_metadata),
+    Field(default=None, description=METADATA_IS),
+]
+
+
 class ResultIn(_In):
     playerId: str = Field(pattern=ID)
     points: WholeNumber
+    metadata: Metadata = None
 
 
 class MatchIn(_In):
@@ -99,6 +124,7 @@ class EntryOut(BaseModel):
     avatar: str | None = None
     globalRank: int | None = None
     globalExact: bool | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class PageOut(BaseModel):

@@ -48,12 +48,15 @@ class Below(StrEnum):
 class Tally:
     """A player's standing in one window: the total, when it was reached, and a version that
     rises with every change (used by boards whose totals can fall). ``scored`` says whether
-    any match has raised the total yet (sums only)."""
+    any match has raised the total yet (sums only). ``metadata``: the entry metadata of the
+    result that last changed it (domain/metadata.py; ``recording.step`` sets it), which on
+    ``best`` and ``last`` boards is the result that set the score."""
 
     total: int
     reached_at: int
     version: int
     scored: bool = True
+    metadata: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

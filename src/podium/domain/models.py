@@ -23,6 +23,8 @@ class Mode:
 class PlayerResult:
     player_id: str
     points: int
+    # the entry's metadata: a JSON object as given (the service checks and canonicalizes it)
+    metadata: object | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +48,17 @@ class ResultRecord:
     duration_s: int
     points: int
     flag: str | None = None  # why it deserves a look before prizes (never a rejection)
+    # the entry metadata it carries, canonical JSON (domain/metadata.py), or None
+    metadata: str | None = None
 
     def same_content(self, other: ResultRecord) -> bool:
         """Whether a retry carries the same result (the key id is checked separately)."""
-        return (self.mode, self.ended_at, self.duration_s, self.points) == (
+        return (self.mode, self.ended_at, self.duration_s, self.points, self.metadata) == (
             other.mode,
             other.ended_at,
             other.duration_s,
             other.points,
+            other.metadata,
         )
 
 

@@ -8,7 +8,7 @@ version; what a freeze keeps) is written once, and the adapters hold only SQL.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from podium.domain.boards import BoardSpec, Tally, rank_standings
 from podium.domain.models import FinalEntry
@@ -45,7 +45,7 @@ def plan_group_moves(
     out = []
     for board, window, t in rows:
         base, _ = split_group(window)
-        moved = Tally(t.total, t.reached_at, t.version + 1, t.scored)
+        moved = replace(t, version=t.version + 1)  # its metadata moves with it
         out.append(GroupMove(board, window, f"{base}{GROUP_SEP}{group}", moved))
     return out
 

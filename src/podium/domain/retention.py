@@ -32,6 +32,7 @@ class StoredResult:
     points: int
     recorded_at: float
     flag: str | None = None
+    metadata: str | None = None  # canonical JSON (domain/metadata.py), as stored
 
     @property
     def key(self) -> ResultKey:

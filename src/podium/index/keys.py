@@ -63,6 +63,12 @@ class Keys:
         """Per-player versions, for boards whose totals can fall."""
         return f"{self._window(key)}:ver"
 
+    def meta(self, key: BoardKey) -> str:
+        """Entry metadata: one hash per board window, member -> ``<version>:<json>``
+        (``<version>:`` alone where a newer change carried none), in the board's slot so
+        that write.lua keeps it in the same step as the score."""
+        return f"{self._window(key)}:meta"
+
     def staging(self, key: BoardKey, token: str) -> str:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""
         return f"{self._window(key)}:stage:{token}"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
-from podium.ports import Around, BoardKey, Near, Placed, ShardIndex, Slice
+from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
 
 
 @dataclass
@@ -38,6 +38,28 @@ class _Board:
     banned: set[str] = field(default_factory=set)
     versions: dict[str, int] = field(default_factory=dict)
     expire_at: int | None = None
+    # member -> (version, entry metadata or None): as write.lua's ``:meta`` hash, the
+    # version kept so that an older change's metadata never replaces a newer one's on an
+    # equal score
+    meta: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+
+    def set_meta(self, member: str, version: int, text: str | None) -> None:
+        """The member's score was just written with this entry's: its metadata is the
+        newest (write.lua's ``set_meta``)."""
+        if text is not None:
+            self.meta[member] = (version, text)
+        else:
+            self.meta.pop(member, None)
+
+    def keep_meta(self, member: str, version: int, text: str | None) -> None:
+        """The member already held this entry's score: its metadata unless a newer one's
+        is held (write.lua's ``keep_meta``)."""
+        held = self.meta.get(member)
+        if held is None:
+            if text is not None:
+                self.meta[member] = (version, text)
+        elif version > held[0]:
+            self.meta[member] = (version, text)  # None too: a tombstone with its version
 
     def set(self, member: str, score: int) -> None:
         old = self.scores.get(member)
@@ -115,6 +137,7 @@ class MemoryIndex:
         descending: bool,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> int:
         if not entries:
             return 0  # as on Redis: no script runs, so not even the expiry moves
@@ -129,11 +152,17 @@ class MemoryIndex:
                     board.set(member, score)
                     board.versions[member] = versions[i]
                     written += 1
+                    if metadata is not None:
+                        board.set_meta(member, *metadata[i])
                 continue
             old = board.scores.get(member)
             if old is None or (score > old if descending else score < old):
                 board.set(member, score)
                 written += 1
+                if metadata is not None:
+                    board.set_meta(member, *metadata[i])
+            elif metadata is not None and old == score:
+                board.keep_meta(member, *metadata[i])
         if expire_at is not None:  # as on Redis: no expiry given leaves the one there
             board.expire_at = expire_at
         return written
@@ -155,6 +184,7 @@ class MemoryIndex:
             if member not in board.banned and version > board.versions.get(member, 0):
                 board.remove(member)
                 board.versions[member] = version
+                board.meta.pop(member, None)
                 removed += 1
         if expire_at is not None:
             board.expire_at = expire_at
@@ -222,7 +252,12 @@ class MemoryIndex:
             return None
         rows = board.rows(max(0, r - neighbors), r + neighbors, descending)
         profiles = self.copy.held([m for m, _ in rows])
-        return Around(r, board.scores[player_id], rows, profiles, exact=True)
+        meta = _held_meta(board, [m for m, _ in rows])
+        return Around(r, board.scores[player_id], rows, profiles, exact=True, metadata=meta)
+
+    async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
+        board = self._get(key)
+        return {} if board is None else _held_meta(board, members)
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
@@ -310,6 +345,7 @@ class MemoryIndex:
             board.banned.add(player_id)
             board.remove(player_id)
             board.versions.pop(player_id, None)
+            board.meta.pop(player_id, None)
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:
@@ -324,6 +360,7 @@ class MemoryIndex:
         *,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> None:
         fresh = _Board(expire_at=expire_at)
         old = self._get(key)
@@ -334,7 +371,20 @@ class MemoryIndex:
                 fresh.set(member, score)
                 if versions is not None:
                     fresh.versions[member] = versions[i]
+                if metadata is not None:
+                    fresh.set_meta(member, *metadata[i])
         self._boards[key] = fresh
+
+
+def _held_meta(board: _Board, members: Sequence[str]) -> dict[str, str]:
+    if not board.meta:  # a board no result with metadata reached: nothing to look up
+        return {}
+    out = {}
+    for m in members:
+        held = board.meta.get(m)
+        if held is not None and held[1] is not None:
+            out[m] = held[1]
+    return out
 
 
 if TYPE_CHECKING:  # mypy holds the adapter to the port it implements

@@ -34,7 +34,7 @@ from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.scripts import Script
-from podium.ports import Around, BoardKey, Near, Placed, ShardIndex, Slice
+from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (place.lua)
@@ -67,6 +67,41 @@ def _rows(reply: list[Any]) -> list[tuple[str, int]]:
         return [(m, int(s)) for m, s in reply]
     flat = iter(reply)
     return [(m, int(float(s))) for m, s in zip(flat, flat, strict=True)]
+
+
+def _args(
+    flag: str,
+    exp: str,
+    entries: Sequence[tuple[str, int]],
+    part: range,
+    versions: Sequence[int] | None,
+    metadata: Sequence[Meta] | None = None,
+) -> list[str]:
+    """write.lua's arguments for ``entries[part]``: member, score, and the version (on a
+    versioned board), or with ``metadata`` the tally's version and its metadata ('' none)."""
+    args = [flag, exp]
+    for j in part:
+        member, score = entries[j]
+        args += (member, str(score))
+        if metadata is not None:
+            # the tally's own version orders metadata on every board (write.lua)
+            version, text = metadata[j]
+            args += (str(version), text or "")
+        elif versions is not None:
+            args.append(str(versions[j]))
+    return args
+
+
+def _meta(members: Sequence[str], held: Sequence[Any]) -> dict[str, str]:
+    """Entry metadata as write.lua holds it (``<version>:<json>``, or ``<version>:`` for
+    none), by member."""
+    out = {}
+    for m, h in zip(members, held, strict=True):
+        if h:
+            text = h.partition(":")[2]
+            if text:
+                out[m] = text
+    return out
 
 
 def _score(held: Any) -> int | None:
@@ -126,20 +161,33 @@ class RedisIndex:
         descending: bool,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> int:
-        keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
+        keys = self._sidecars(key)
         flag = "V" if versions is not None else "GT" if descending else "LT"
         exp = "" if expire_at is None else str(expire_at)
         written = 0
         with translated:
             for i in range(0, len(entries), CHUNK):
-                args: list[str] = [flag, exp]
-                for j, (member, score) in enumerate(entries[i : i + CHUNK], start=i):
-                    args += (member, str(score))
-                    if versions is not None:
-                        args.append(str(versions[j]))
+                part = range(i, min(i + CHUNK, len(entries)))
+                if metadata is not None and all(metadata[j][1] is None for j in part):
+                    # none to keep: the plain layout, unless the board holds metadata that
+                    # these entries may have to clear (write.lua answers -1 then)
+                    n = int(
+                        await WRITE(self._r, keys, _args(flag + "N", exp, entries, part, versions))
+                    )
+                    if n >= 0:
+                        written += n
+                        continue
+                plain = metadata is None
+                args = _args(flag if plain else flag + "M", exp, entries, part, versions, metadata)
                 written += int(await WRITE(self._r, keys, args))
         return written
+
+    def _sidecars(self, key: BoardKey) -> list[str]:
+        """A board window's sorted set and what write.lua and ban.lua keep beside it."""
+        k = self.keys
+        return [k.board(key), k.bans(key), k.versions(key), k.meta(key)]
 
     async def remove(
         self,
@@ -149,7 +197,7 @@ class RedisIndex:
         *,
         expire_at: int | None,
     ) -> int:
-        keys = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
+        keys = self._sidecars(key)
         exp = "" if expire_at is None else str(expire_at)
         removed = 0
         with translated:
@@ -205,20 +253,29 @@ class RedisIndex:
         with translated:
             reply = await AROUND(
                 self._r,
-                [self.keys.board(key), self.copy.key],
+                [self.keys.board(key), self.copy.key, self.keys.meta(key)],
                 [player_id, neighbors, _order(descending)],
             )
         if reply is None:
             return None
         rank, flat = reply[0], reply[1]
         rows = _rows(flat)
+        members = [m for m, _ in rows]
         profiles = None
-        if len(reply) > 2:
-            profiles = decode_held([m for m, _ in rows], reply[2])
+        if len(reply) > 2 and reply[2] is not None:
+            profiles = decode_held(members, reply[2])
+        meta = _meta(members, reply[3]) if len(reply) > 3 else {}
         # The script sends no score of its own: the player's row holds it. One sorted set
         # holds the whole board, so every rank is exact.
         score = rows[rank - max(0, rank - neighbors)][1]
-        return Around(rank, score, rows, profiles, exact=True)
+        return Around(rank, score, rows, profiles, exact=True, metadata=meta)
+
+    async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
+        if not members:
+            return {}
+        with translated:
+            held = await self._r.hmget(self.keys.meta(key), list(members))
+        return _meta(members, held)
 
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         return (await self.ranks(key, [player_id], descending=descending))[0]
@@ -250,8 +307,7 @@ class RedisIndex:
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:
             for key in keys:
-                names = [self.keys.board(key), self.keys.bans(key), self.keys.versions(key)]
-                await BAN(self._r, names, [player_id])
+                await BAN(self._r, self._sidecars(key), [player_id])
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:
@@ -310,16 +366,23 @@ class RedisIndex:
         *,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> None:
         """Fill a staging set, then swap it in with one script: readers see the old board or
         the new one, never a half-built one, and no ban is lost in between."""
         token = secrets.token_hex(6)
         stage, stage_ver = self.keys.staging(key, token), self.keys.staging(key, token + ":ver")
+        stage_meta = self.keys.staging(key, token + ":meta")
         bans = self.keys.bans(key)
         with translated:
             banned = set(await self._r.smembers(bans))
             kept = [
-                (m, s, versions[i] if versions is not None else 0)
+                (
+                    m,
+                    s,
+                    versions[i] if versions is not None else 0,
+                    None if metadata is None else metadata[i],
+                )
                 for i, (m, s) in enumerate(entries)
                 if m not in banned
             ]
@@ -327,18 +390,30 @@ class RedisIndex:
                 for i in range(0, len(kept), CHUNK):
                     chunk = kept[i : i + CHUNK]
                     pipe = self._r.pipeline(transaction=False)
-                    pipe.zadd(stage, {m: s for m, s, _ in chunk})
+                    pipe.zadd(stage, {m: s for m, s, _, _ in chunk})
                     if versions is not None:
-                        pipe.hset(stage_ver, mapping={m: v for m, _, v in chunk})
+                        pipe.hset(stage_ver, mapping={m: v for m, _, v, _ in chunk})
+                    held = {m: f"{x[0]}:{x[1]}" for m, _, _, x in chunk if x and x[1]}
+                    if held:
+                        pipe.hset(stage_meta, mapping=held)
                     # a rebuild that dies half way leaves nothing behind for long
                     pipe.expire(stage, STAGING_TTL_S)
                     pipe.expire(stage_ver, STAGING_TTL_S)
+                    pipe.expire(stage_meta, STAGING_TTL_S)
                     await pipe.execute()
                 exp = "" if expire_at is None else str(expire_at)
-                keys = [stage, self.keys.board(key), bans, stage_ver, self.keys.versions(key)]
+                keys = [
+                    stage,
+                    self.keys.board(key),
+                    bans,
+                    stage_ver,
+                    self.keys.versions(key),
+                    stage_meta,
+                    self.keys.meta(key),
+                ]
                 await SWAP(self._r, keys, [exp])
             finally:
-                await self._r.delete(stage, stage_ver)
+                await self._r.delete(stage, stage_ver, stage_meta)
 
 
 if TYPE_CHECKING:  # mypy holds the adapter to the port it implements

@@ -24,9 +24,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from itertools import islice
 
 from podium.domain.boards import merge_in_board_order
+from podium.domain.models import Profile
 from podium.domain.sharding import shard_of
 from podium.index.split_profiles import SplitProfileCopy
-from podium.ports import Around, BoardKey, Placed, ProfileCopy, ShardIndex, Slice
+from podium.ports import Around, BoardKey, Meta, Placed, ProfileCopy, ShardIndex, Slice
 
 
 class SplitIndex:
@@ -75,6 +76,7 @@ class SplitIndex:
         descending: bool,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> int:
         groups = self._by_shard([m for m, _ in entries])
         written = await asyncio.gather(
@@ -85,6 +87,7 @@ class SplitIndex:
                     descending=descending,
                     expire_at=expire_at,
                     versions=None if versions is None else [versions[i] for i in at],
+                    metadata=None if metadata is None else [metadata[i] for i in at],
                 )
                 for s, at in groups.items()
             )
@@ -209,8 +212,24 @@ class SplitIndex:
         above = list(merge_in_board_order((p.above for p in parts), descending))
         below = list(islice(merge_in_board_order((p.below for p in parts), descending), neighbors))
         rows = [*above[len(above) - min(neighbors, len(above)) :], (player_id, score), *below]
-        names = None if self.copy is None else await self.copy.profiles([m for m, _ in rows])
-        return Around(rank, score, rows, names, exact=True)
+        members = [m for m, _ in rows]
+        # The names and the metadata at once: each lives on its row's own shard.
+        names, meta = await asyncio.gather(self._names(members), self.entry_metadata(key, members))
+        return Around(rank, score, rows, names, exact=True, metadata=meta)
+
+    async def _names(self, members: list[str]) -> dict[str, Profile] | None:
+        return None if self.copy is None else await self.copy.profiles(members)
+
+    async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
+        """Each member's metadata from their own shard (one call per shard holding any)."""
+        groups = self._by_shard(members)
+        found = await asyncio.gather(
+            *(
+                self.shards[s].entry_metadata(key, [members[i] for i in at])
+                for s, at in groups.items()
+            )
+        )
+        return {m: text for part in found for m, text in part.items()}
 
     async def count(self, key: BoardKey) -> int:
         return sum(await asyncio.gather(*(s.count(key) for s in self.shards)))
@@ -232,6 +251,7 @@ class SplitIndex:
         *,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> None:
         """Every shard swaps its part for exactly its players' entries (an empty part too,
         so that a shard left with nobody is emptied). Each shard swaps in one step; the
@@ -244,6 +264,7 @@ class SplitIndex:
                     [entries[i] for i in groups.get(n, [])],
                     expire_at=expire_at,
                     versions=None if versions is None else [versions[i] for i in groups.get(n, [])],
+                    metadata=None if metadata is None else [metadata[i] for i in groups.get(n, [])],
                 )
                 for n, shard in enumerate(self.shards)
             )

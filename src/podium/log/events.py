@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from podium.domain.boards import Tally
+from podium.domain.metadata import MetadataError, canonical
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.sharding import bucket_of
 
@@ -68,6 +69,10 @@ def encode(message: Message, source: str, row: int) -> bytes:
             "scored": message.tally.scored,
             "removed": message.removed,
         }
+        if message.tally.metadata is not None:
+            # An object on the wire, for other subscribers; left out when there is none, so
+            # an event without it is byte for byte what it was before metadata existed.
+            event["metadata"] = json.loads(message.tally.metadata)
     else:
         event |= {"type": "profile", "profileVersion": message.version}
     return json.dumps(event, sort_keys=True, separators=(",", ":")).encode()
@@ -97,6 +102,7 @@ def decode(payload: bytes, handle: object) -> Message:
             _int(event["reachedAt"]),
             _int(event["tallyVersion"]),
             _bool(event["scored"]),
+            _metadata(event.get("metadata")),
         )
         return Change(
             _str(event["board"]),
@@ -109,6 +115,16 @@ def decode(payload: bytes, handle: object) -> Message:
         )
     except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise EventError(f"not a change event: {e!r}") from None
+
+
+def _metadata(v: object) -> str | None:
+    """An event's metadata in canonical form; absent (None) on events from before it."""
+    if v is None:
+        return None
+    try:
+        return canonical(v)
+    except MetadataError as e:
+        raise TypeError(f"metadata {e}") from None
 
 
 def _str(v: object) -> str:

@@ -10,6 +10,10 @@ from podium.domain.boards import BoardSpec
 from podium.domain.histogram import Estimate
 from podium.domain.models import Profile
 
+# A board entry's metadata as the index is given it: the version of the tally it came
+# with (what orders two of them) and its canonical JSON, or None for a tally without.
+Meta = tuple[int, str | None]
+
 
 @dataclass(frozen=True, slots=True)
 class BoardKey:
@@ -42,10 +46,16 @@ class RankIndex(Protocol):
         descending: bool,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> int:
         """Apply absolute scores with ``GT`` (descending) or ``LT`` (ascending) semantics,
         or, when ``versions`` are given (one per entry), only where the version is newer
-        than the one held; skip members banned on this key; return how many were written."""
+        than the one held; skip members banned on this key; return how many were written.
+
+        With ``metadata`` (one ``Meta`` per entry: the tally's version and its entry
+        metadata), in the same step: where the member's score is now this entry's (written,
+        or held already), keep its metadata (none: keep none) unless that of a newer version
+        is held, so a change applied twice or late never brings back older metadata."""
         ...
 
     async def remove(
@@ -129,10 +139,23 @@ class RankIndex(Protocol):
         *,
         expire_at: int | None,
         versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
     ) -> None:
-        """Swap a board for exactly these entries (and versions, for versioned boards) in
-        one step (rebuild)."""
+        """Swap a board for exactly these entries (and versions, for versioned boards, and
+        each entry's metadata) in one step (rebuild)."""
         ...
+
+    async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
+        """The entry metadata held for these members of the board window (canonical JSON,
+        ``domain/metadata.py``), none for a member without; one step."""
+        ...
+
+
+class EntryMetadata(Protocol):
+    """What the reads ask of the index beside ranks: the entry metadata of a page's rows
+    (``RankIndex.entry_metadata``), kept by the same writes as the scores."""
+
+    async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]: ...
 
 
 class Slice(NamedTuple):
@@ -302,7 +325,8 @@ class Around:
     the profiles of those rows' players read in the same step (None otherwise). ``exact``
     (keyword only) says whether the rank is exact (False: an estimate, invariant 6 of
     docs/architecture.md); ``as_of``, when the rows are not the index's now but an older
-    reading of it (the aggregator's snapshot, ``RankSource.around``)."""
+    reading of it (the aggregator's snapshot, ``RankSource.around``); ``metadata``, the rows'
+    entry metadata where the index read it in the same step."""
 
     rank: int
     score: int
@@ -310,6 +334,9 @@ class Around:
     profiles: dict[str, Profile] | None
     exact: bool = field(kw_only=True)
     as_of: float | None = field(default=None, kw_only=True)
+    # the rows' entry metadata read in the same step (None: not read; the reads ask for it);
+    # a side read, left out of equality (the index contract checks it on its own)
+    metadata: dict[str, str] | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,11 @@ from podium.domain.retention import StoredResult
 from podium.ports.store import RecordHandle
 from podium.recording import RecordState, place_in_groups, plan_record
 
-RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points"
-TALLY_COLS = "board, window_id, player_id, total, reached_at, version"
-CHANGE_COLS = "id, board, window_id, player_id, total, reached_at, version, committed_at, removed"
+RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
+TALLY_COLS = "board, window_id, player_id, total, reached_at, version, metadata"
+CHANGE_COLS = (
+    "id, board, window_id, player_id, total, reached_at, version, committed_at, removed, metadata"
+)
 PROFILE_COLS = "player_id, name, avatar, country, version"
 FINAL_COLS = "position, rank, player_id, points, reached_at"
 FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
@@ -70,15 +72,22 @@ def result_of(r: Row) -> ResultRecord:
         r["ended_at"],
         r["duration_s"],
         r["points"],
+        metadata=r["metadata"],
     )
 
 
 def tally_of(r: Row) -> Tally:
+    """A tally without its metadata (what a freeze reads: final standings carry none)."""
     return Tally(r["total"], r["reached_at"], r["version"])
 
 
+def held_tally(r: Row) -> Tally:
+    """A tally with its entry metadata, as the index holds it (``TALLY_COLS``, ``CHANGE_COLS``)."""
+    return Tally(r["total"], r["reached_at"], r["version"], metadata=r["metadata"])
+
+
 def standing_of(r: Row) -> Standing:
-    return Standing(r["board"], r["window_id"], r["player_id"], tally_of(r))
+    return Standing(r["board"], r["window_id"], r["player_id"], held_tally(r))
 
 
 def change_of(r: Row) -> Change | ProfileChange:
@@ -88,7 +97,7 @@ def change_of(r: Row) -> Change | ProfileChange:
         r["board"],
         r["window_id"],
         r["player_id"],
-        tally_of(r),
+        held_tally(r),
         r["committed_at"],
         bool(r["removed"]),
         handle=r["id"],
@@ -156,6 +165,11 @@ def tally_columns(r: Row) -> Tally:
     return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))
 
 
+def moved_tally(r: Row) -> Tally:
+    """A tally read to move it whole (to another group): with ``scored`` and ``metadata``."""
+    return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]), r["metadata"])
+
+
 async def standings_by_player(
     page: Callable[[str], Awaitable[Sequence[Standing]]],
 ) -> AsyncIterator[list[Standing]]:
@@ -168,7 +182,9 @@ async def standings_by_player(
         after = rows[-1].player_id
 
 
-STORED_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, recorded_at, flag"
+STORED_COLS = (
+    "player_id, match_id, key_id, mode, ended_at, duration_s, points, recorded_at, flag, metadata"
+)
 
 
 def stored_result_of(r: Row) -> StoredResult:
@@ -183,4 +199,5 @@ def stored_result_of(r: Row) -> StoredResult:
         int(r["points"]),
         float(r["recorded_at"]),
         r["flag"],
+        r["metadata"],
     )

@@ -16,9 +16,10 @@ small beside the updaters': a page of the index costs ``BATCH`` rows whatever it
 to it, and its store read is one query by key (one per database of a split store).
 
 Each page is read from the store first, then the players' scores from the index (one
-``ranks`` call per board window: one call per shard on a split board). A player whose score
-differs from ``BoardSpec.score`` of their tally, who is missing, or who is banned and still
-on the board, is only a *suspect*: the change that explains it may be in flight (committed,
+``ranks`` call per board window: one call per shard on a split board) and their entry
+metadata (one more). A player whose score differs from ``BoardSpec.score`` of their tally,
+who is missing, who is banned and still on the board, or whose entry metadata is not the
+tally's, is only a *suspect*: the change that explains it may be in flight (committed,
 not yet applied by an updater). A suspect is looked at again once every outbox row older
 than the store read that saw it has been applied (``Outbox.outbox_backlog``), by reading
 the index first and the store after: if the store still holds the same tally version, no
@@ -44,6 +45,8 @@ How it repairs, always with the store's value read after the index:
   which removes the player and refuses later writes (the ban is re-asserted, never lifted);
 - on the board without a tally (``extra``): the per-player reset below, which ends with the
   store's value, none here, so the member ends absent;
+- the right score with other entry metadata than the store's tally (``metadata``): the
+  per-player reset below, which writes the store's metadata with its value;
 - missing or too low (too high, on ascending boards): the updater's own idempotent write
   (GT/LT, or the tally's version on boards whose totals can fall);
 - when that write lands nothing (GT cannot lower a score that is too high; a versioned
@@ -197,9 +200,13 @@ class Reconciler:
         players = [s.player_id for s in page]
         banned = await self._store.banned(players)
         placed = await self._index.ranks(key, players, descending=spec.order is Order.DESC)
+        meta = await self._index.entry_metadata(key, players)
         for s, p in zip(page, placed, strict=True):
             held = None if p is None else p.score
-            if _kind(spec, w, s, s.player_id in banned, held) is not None:
+            kind = _kind(spec, w, s, s.player_id in banned, held)
+            if kind is None and held is not None and s.player_id not in banned:
+                kind = _meta_kind(s, meta.get(s.player_id))
+            if kind is not None:
                 k = (key, s.player_id)
                 if k not in self._suspects:
                     self._suspects[k] = _Suspect(key, s.player_id, s.tally.version, seen_at)
@@ -263,16 +270,24 @@ class Reconciler:
         # The index first, the store after: the store's answer is then at least as new as
         # anything the index held.
         (placed,) = await self._index.ranks(s.key, [s.player_id], descending=desc)
+        meta = (await self._index.entry_metadata(s.key, [s.player_id])).get(s.player_id)
         standing, banned = await self._read(s.key, s.player_id)
         if standing is None or standing.tally.version != s.version:
             return None  # the player changed since: the walk will come round to them again
         held = None if placed is None else placed.score
         kind = _kind(spec, w, standing, banned, held)
+        if kind is None and held is not None and not banned:
+            kind = _meta_kind(standing, meta)
         if kind is None:
             return None  # it was in flight after all
         metrics.RECONCILER_MISMATCHES.labels(kind).inc()
         if kind == "banned":
             await self._index.ban([s.key], s.player_id)
+            return kind
+        if kind == "metadata":
+            # The score is right and the entry's metadata is not: a write of the same
+            # version would keep what is held (write.lua), so the per-player reset.
+            await self._reset(spec, w, s.key, s.player_id)
             return kind
         if await self._write(spec, w, s.key, standing) == 0:
             await self._reset(spec, w, s.key, s.player_id)
@@ -318,6 +333,7 @@ class Reconciler:
             descending=spec.order is Order.DESC,
             expire_at=index_expiry(w),
             versions=[s.tally.version] if versioned else None,
+            metadata=[(s.tally.version, s.tally.metadata)],
         )
 
     async def _reset(self, spec: BoardSpec, w: Window, key: BoardKey, player_id: str) -> None:
@@ -345,6 +361,11 @@ def _kind(spec: BoardSpec, w: Window, s: Standing, banned: bool, held: int | Non
     if held == want:
         return None
     return "too_high" if held > want else "too_low"
+
+
+def _meta_kind(s: Standing, held: str | None) -> str | None:
+    """Whether the index's entry metadata differs from the store's, on a right score."""
+    return None if held == s.tally.metadata else "metadata"
 
 
 def runners(n: Needs) -> list[Runner]:

@@ -169,6 +169,8 @@ class Updater:
                 descending=spec.order is Order.DESC,
                 expire_at=index_expiry(window),
                 versions=versions,
+                # every change's, with or without: one without clears what an older held
+                metadata=[(c.tally.version, c.tally.metadata) for c in writes],
             )
         # A player who moved to another group leaves this one; the version they leave
         # behind refuses any older change of theirs that is still on its way here.

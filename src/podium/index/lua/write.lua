@@ -1,25 +1,76 @@
 -- Apply absolute scores to one board window, skipping banned players.
--- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash
+-- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash,
+-- KEYS[4] the board's entry metadata hash (keys.py)
 -- ARGV[1] 'GT' (descending boards), 'LT' (ascending), 'V' (versioned) or 'R' (versioned
--- removal: the member leaves, and the version stays as a tombstone)
+-- removal: the member leaves, and the version stays as a tombstone); 'GTM', 'LTM', 'VM':
+-- the same, each entry with its tally's version and entry metadata ('' for none) after it;
+-- 'GTN', 'LTN', 'VN': see below
 -- ARGV[2] expire-at epoch seconds or ''
--- ARGV[3..] member, score pairs; for 'V', member, score, version triples
+-- ARGV[3..] member, score pairs; for 'V' and 'R', member, score, version triples; for
+-- 'GTM' and 'LTM', member, score, version, metadata; for 'VM', member, score, version,
+-- metadata
 -- Checking the ban set here, in the same atomic step as the ZADD, is what stops a delayed
 -- or replayed change from putting a banned player back on the board.
 -- Boards whose totals can fall cannot use GT/LT (it would ignore a real fall): there a write
 -- lands only if its version is newer than the one the board holds, so repeats and
 -- reorderings are just as harmless.
+-- Metadata ('GTM', 'LTM', 'VM') goes with the score: where this entry's score was written,
+-- its metadata is ('<version>:<json>', or no field for none); where the member already held
+-- exactly this score (a retry, or a change that moved no score), only if no newer version's
+-- metadata is held, and then '<version>:' stands for none, so that an older change's cannot
+-- come back. On GT/LT boards a newer version never has a worse score, and on versioned
+-- boards the versions already refuse an older change, so a written score is always the
+-- newest metadata. 'GTN', 'LTN', 'VN': the same with no metadata in any entry, laid out as
+-- 'GT', 'LT', 'V'; on a board with a metadata hash it writes nothing and returns -1, and
+-- the caller sends the batch again as 'GTM', 'LTM', 'VM' (so a board no metadata ever
+-- reached pays one EXISTS, and the arguments it always had).
+local mode = ARGV[1]
+local meta = false
+if mode == 'GTN' or mode == 'LTN' or mode == 'VN' then
+  if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
+  mode = string.sub(mode, 1, -2)
+elseif mode == 'GTM' or mode == 'LTM' or mode == 'VM' then
+  meta = true
+  mode = string.sub(mode, 1, -2)
+end
+local hasmeta = meta and redis.call('EXISTS', KEYS[4]) == 1
+
+-- the member's score was just written with this entry's: its metadata is the newest
+local function set_meta(m, v, j)
+  if j ~= '' then
+    redis.call('HSET', KEYS[4], m, v .. ':' .. j)
+    hasmeta = true
+  elseif hasmeta then
+    redis.call('HDEL', KEYS[4], m)
+  end
+end
+
+-- the member already held this entry's score: keep its metadata unless a newer one's is held
+local function keep_meta(m, v, j)
+  local held = hasmeta and redis.call('HGET', KEYS[4], m)
+  if held then
+    if tonumber(string.match(held, '^(%d+):')) >= tonumber(v) then return end
+  elseif j == '' then
+    return
+  end
+  redis.call('HSET', KEYS[4], m, v .. ':' .. j)
+  hasmeta = true
+end
+
 local written = 0
-if ARGV[1] == 'V' or ARGV[1] == 'R' then
-  for i = 3, #ARGV, 3 do
+if mode == 'V' or mode == 'R' then
+  local step = meta and 4 or 3
+  for i = 3, #ARGV, step do
     local m = ARGV[i]
     if redis.call('SISMEMBER', KEYS[2], m) == 0 then
       local held = tonumber(redis.call('HGET', KEYS[3], m) or '0')
       if tonumber(ARGV[i + 2]) > held then
-        if ARGV[1] == 'V' then
+        if mode == 'V' then
           redis.call('ZADD', KEYS[1], ARGV[i + 1], m)
+          if meta then set_meta(m, ARGV[i + 2], ARGV[i + 3]) end
         else
           redis.call('ZREM', KEYS[1], m)
+          redis.call('HDEL', KEYS[4], m)
         end
         redis.call('HSET', KEYS[3], m, ARGV[i + 2])
         written = written + 1
@@ -27,17 +78,28 @@ if ARGV[1] == 'V' or ARGV[1] == 'R' then
     end
   end
 else
-  for i = 3, #ARGV, 2 do
-    if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 0 then
-      written = written + redis.call('ZADD', KEYS[1], ARGV[1], 'CH', ARGV[i + 1], ARGV[i])
+  local step = meta and 4 or 2
+  for i = 3, #ARGV, step do
+    local m = ARGV[i]
+    if redis.call('SISMEMBER', KEYS[2], m) == 0 then
+      local changed = redis.call('ZADD', KEYS[1], mode, 'CH', ARGV[i + 1], m)
+      written = written + changed
+      if meta then
+        if changed == 1 then
+          set_meta(m, ARGV[i + 2], ARGV[i + 3])
+        elseif (hasmeta or ARGV[i + 3] ~= '')
+            and tonumber(redis.call('ZSCORE', KEYS[1], m)) == tonumber(ARGV[i + 1]) then
+          keep_meta(m, ARGV[i + 2], ARGV[i + 3])
+        end
+      end
     end
   end
 end
 if ARGV[2] ~= '' then
-  -- The ban set and the versions live exactly as long as their board: never shorter (a
-  -- replay after they expired would re-add a banned player or an old total), and not for
-  -- ever when the ban came first.
-  for k = 1, 3 do
+  -- The ban set, the versions and the metadata live exactly as long as their board: never
+  -- shorter (a replay after they expired would re-add a banned player or an old total), and
+  -- not for ever when the ban came first.
+  for k = 1, 4 do
     if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('EXPIREAT', KEYS[k], ARGV[2]) end
   end
 end

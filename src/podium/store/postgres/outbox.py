@@ -76,8 +76,8 @@ class Outbox(Database):
             )
             status = await c.execute(
                 "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-                "committed_at) SELECT board, window_id, player_id, total, reached_at, version, $2 "
-                "FROM tallies WHERE player_id = $1",
+                "committed_at, metadata) SELECT board, window_id, player_id, total, reached_at, "
+                "version, $2, metadata FROM tallies WHERE player_id = $1",
                 player_id,
                 float(now),
             )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from podium.domain.models import PROFILE_CHANGE, Profile
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of, tally_columns
+from podium.store.common import PROFILE_COLS, ProfilesFromVersions, moved_tally, profile_of
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 _OUTBOX_ROW = (
     "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-    "committed_at, removed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+    "committed_at, removed, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 )
 
 
@@ -43,7 +43,9 @@ class Players(ProfilesFromVersions, Database):
                 profile.avatar,
                 profile.country,
             )
-            await c.execute(_OUTBOX_ROW, PROFILE_CHANGE, "", pid, 0, 0, version, float(now), False)
+            await c.execute(
+                _OUTBOX_ROW, PROFILE_CHANGE, "", pid, 0, 0, version, float(now), False, None
+            )
             if moves_group(before, profile.country):
                 await _move_groups(c, pid, before, profile.country, now)
             return version
@@ -121,13 +123,14 @@ async def _move_groups(
     """Inside ``set_profile``'s transaction, under the record lock: execute
     ``plan_group_moves`` on the player's open grouped tallies (final standings do not move)."""
     rows = await c.fetch(
-        "SELECT t.board, t.window_id, t.total, t.reached_at, t.version, t.scored FROM tallies t "
+        "SELECT t.board, t.window_id, t.total, t.reached_at, t.version, t.scored, t.metadata "
+        "FROM tallies t "
         "WHERE t.player_id = $1 AND t.window_id LIKE $2 AND NOT EXISTS (SELECT 1 FROM "
         "frozen_windows f WHERE f.board = t.board AND f.window_id = t.window_id) FOR UPDATE",
         player_id,
         group_pattern(old),
     )
-    moves = plan_group_moves([(r["board"], r["window_id"], tally_columns(r)) for r in rows], new)
+    moves = plan_group_moves([(r["board"], r["window_id"], moved_tally(r)) for r in rows], new)
     for m in moves:
         t = m.tally
         await c.execute(
@@ -137,8 +140,8 @@ async def _move_groups(
             player_id,
         )
         await c.execute(
-            "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, scored) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, scored, "
+            "metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             m.board,
             m.new_window,
             player_id,
@@ -146,12 +149,13 @@ async def _move_groups(
             t.reached_at,
             t.version,
             t.scored,
+            t.metadata,
         )
         values = (t.total, t.reached_at, t.version, float(now))
         await c.executemany(
             _OUTBOX_ROW,
             [
-                (m.board, m.old_window, player_id, *values, True),
-                (m.board, m.new_window, player_id, *values, False),
+                (m.board, m.old_window, player_id, *values, True, t.metadata),
+                (m.board, m.new_window, player_id, *values, False, t.metadata),
             ],
         )

@@ -292,8 +292,9 @@ async def _claim(c: Conn, match_id: str, r: Row) -> Claim:
 def _result(r: Row, match_id: str) -> ResultRecord:
     """The stored result in a row of ``OPEN_MATCH`` or ``RECORD_READ``."""
     return ResultRecord(
-        r["p"], match_id, r["key_id"], r["mode"], r["ended_at"], r["duration_s"], r["points"]
-    )
+        r["p"], match_id, r["key_id"], r["mode"], r["ended_at"], r["duration_s"], r["points"],
+        metadata=r["metadata"],
+    )  # fmt: skip
 
 
 async def _record_seen(
@@ -329,7 +330,7 @@ async def _record_seen(
         [x and x.reached_at for x in was],
         [x and x.version for x in was],
         [x and x.scored for x in was],
-        *_write_args(plan),
+        *_write_args(plan, result),
     )
     return RecordOutcome(plan.totals, False) if written else None
 
@@ -363,14 +364,14 @@ async def _record_locked(
         if row["key_id"] is not None:
             existing = ResultRecord(
                 pid, result.match_id, row["key_id"], row["mode"], row["ended_at"],
-                row["duration_s"], row["points"],
+                row["duration_s"], row["points"], metadata=row["metadata"],
             )  # fmt: skip
         state = RecordState(existing, row["n"], row["oldest"], frozen, current)
         # Plan everything first (it may refuse, and then nothing is written), then write it
         # all in one statement.
         plan = plan_record(result, placed, state, now, hourly_cap)
         if not plan.replayed:
-            await c.execute(RECORD_WRITE, *_result_args(result, now), *_write_args(plan))
+            await c.execute(RECORD_WRITE, *_result_args(result, now), *_write_args(plan, result))
         return RecordOutcome(plan.totals, plan.replayed)
 
 
@@ -388,11 +389,14 @@ def _result_args(result: ResultRecord, now: float) -> list[object]:
     ]
 
 
-def _write_args(plan: RecordPlan) -> list[object]:
+def _write_args(plan: RecordPlan, result: ResultRecord) -> list[object]:
     """The tally and outbox columns of ``podium_write_record``: each changed tally at its last
     value, then every change in fold order."""
     last = plan.last_values()
-    return [*_columns(last), [n.scored for _, n in last], *_columns(plan.changes)]
+    # Every tally a record changes holds the result's metadata (recording.step), so the
+    # function takes it once, last, for the result, the tallies and the outbox rows.
+    meta = result.metadata
+    return [*_columns(last), [n.scored for _, n in last], *_columns(plan.changes), meta]
 
 
 def _columns(changes: list[tuple[Target, Tally]]) -> list[list[str] | list[int]]:

@@ -17,7 +17,8 @@ PAIRS = "(board, window_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))"
 # of $5 and $6, whether its window is frozen and its tally, locked FOR UPDATE (frozen,
 # totals, reached, versions, scored: arrays, an element NULL where there is no tally).
 RECORD_READ = (
-    "SELECT r.key_id, r.mode, r.ended_at, r.duration_s, r.points, cap.n, cap.oldest, t.* "
+    "SELECT r.key_id, r.mode, r.ended_at, r.duration_s, r.points, r.metadata, cap.n, "
+    "cap.oldest, t.* "
     "FROM (SELECT COUNT(*), MIN(recorded_at) FROM results "
     "  WHERE player_id = $1 AND mode = $3 AND recorded_at >= $4::float8) AS cap(n, oldest) "
     "CROSS JOIN (SELECT array_agg(f.board IS NOT NULL ORDER BY u.n), "
@@ -31,21 +32,22 @@ RECORD_READ = (
     "LEFT JOIN results r ON r.player_id = $1 AND r.match_id = $2"
 )
 # Every write of a record in one statement: the result, each changed tally at its last
-# value ($10-$15), and one outbox row per change in fold order ($16-$20; migration 006).
+# value ($10-$15), and one outbox row per change in fold order ($16-$20; migration 006), and
+# the result's metadata, which each changed tally and outbox row takes too ($21; 010).
 RECORD_WRITE = (
     "SELECT podium_write_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], "
     "$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
-    "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[])"
+    "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text)"
 )
 # A whole record in one autocommitted statement, from a state read before (migration 006):
 # the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
-# the writes as above ($24-$34). Returns false, having written nothing, if any of it changed.
+# the writes as above ($24-$35). Returns false, having written nothing, if any of it changed.
 RECORD_SEEN = (
     "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
     "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "
     "$21::bigint[], $22::bigint[], $23::boolean[], $24::text[], $25::text[], $26::bigint[], "
     "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
-    "$33::bigint[], $34::bigint[])"
+    "$33::bigint[], $34::bigint[], $35::text)"
 )
 
 
@@ -108,7 +110,7 @@ HAS_RESULTS = "SELECT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
 # ones placed in the player's group as ``place_in_groups`` does, with $9 and $10), per target
 # in order whether its window is frozen and its tally (as in RECORD_READ).
 PRIOR_COLUMNS = (
-    "p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, "
+    "p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, e.metadata, "
     "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
     "  ORDER BY ended_at DESC LIMIT $4) AS recent, cap.n, cap.oldest, pr.country, t.*"
 )

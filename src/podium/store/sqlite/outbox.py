@@ -19,8 +19,11 @@ def write_changes(c: sqlite3.Connection, rows: Iterable[Row], now: float) -> Non
     """Inside the caller's transaction: one outbox row per change, in order."""
     c.executemany(
         "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-        "committed_at, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(b, w, p, t.total, t.reached_at, t.version, now, int(r)) for b, w, p, t, r in rows],
+        "committed_at, removed, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (b, w, p, t.total, t.reached_at, t.version, now, int(r), t.metadata)
+            for b, w, p, t, r in rows
+        ],
     )
 
 
@@ -67,8 +70,8 @@ class Outbox(Database):
         def run(c: sqlite3.Connection) -> int:
             cur = c.execute(
                 "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
-                "committed_at) SELECT board, window_id, player_id, total, reached_at, version, ? "
-                "FROM tallies WHERE player_id = ?",
+                "committed_at, metadata) SELECT board, window_id, player_id, total, reached_at, "
+                "version, ?, metadata FROM tallies WHERE player_id = ?",
                 (now, player_id),
             )
             return cur.rowcount

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from podium.domain.models import Profile, Target
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, ProfilesFromVersions, profile_of, tally_columns
+from podium.store.common import PROFILE_COLS, ProfilesFromVersions, moved_tally, profile_of
 from podium.store.sqlite.db import Database
 from podium.store.sqlite.outbox import write_changes, write_profile_change
 from podium.store.sqlite.record import frozen_among
@@ -109,11 +109,11 @@ def _move_groups(
 ) -> None:
     """Inside ``set_profile``'s transaction: execute ``plan_group_moves``."""
     rows = c.execute(
-        "SELECT board, window_id, total, reached_at, version, scored FROM tallies "
+        "SELECT board, window_id, total, reached_at, version, scored, metadata FROM tallies "
         "WHERE player_id = ? AND window_id LIKE ?",
         (player_id, group_pattern(old)),
     ).fetchall()
-    held = [(r["board"], r["window_id"], tally_columns(r)) for r in rows]
+    held = [(r["board"], r["window_id"], moved_tally(r)) for r in rows]
     frozen = frozen_among(c, [Target(b, w, 0) for b, w, _ in held])
     moves = plan_group_moves([h for h in held if (h[0], h[1]) not in frozen], new)
     for m in moves:
@@ -123,8 +123,18 @@ def _move_groups(
             (m.board, m.old_window, player_id),
         )
         c.execute(
-            "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (m.board, m.new_window, player_id, t.total, t.reached_at, t.version, int(t.scored)),
+            "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, "
+            "scored, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.board,
+                m.new_window,
+                player_id,
+                t.total,
+                t.reached_at,
+                t.version,
+                int(t.scored),
+                t.metadata,
+            ),
         )
         write_changes(
             c,

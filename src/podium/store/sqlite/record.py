@@ -129,7 +129,7 @@ class Results(Database):
                 raise Forbidden(f"match {result.match_id} was recorded by another game server")
             c.execute(
                 f"INSERT INTO results ({RESULT_COLS}, recorded_at, flag) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     pid,
                     result.match_id,
@@ -138,18 +138,22 @@ class Results(Database):
                     result.ended_at,
                     result.duration_s,
                     result.points,
+                    result.metadata,
                     now,
                     result.flag,
                 ),
             )
             c.executemany(
-                "INSERT INTO tallies VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO tallies (board, window_id, player_id, total, reached_at, version, "
+                "scored, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (board, window_id, player_id) DO UPDATE SET "
                 "total = excluded.total, reached_at = excluded.reached_at, "
-                "version = excluded.version, scored = excluded.scored",
+                "version = excluded.version, scored = excluded.scored, "
+                "metadata = excluded.metadata",
                 [
-                    (t.board, t.window, pid, n.total, n.reached_at, n.version, int(n.scored))
+                    (t.board, t.window, pid, n.total, n.reached_at, n.version, int(n.scored), m)
                     for t, n in plan.last_values()
+                    for m in (n.metadata,)  # the tally's metadata, its last column
                 ],
             )
             write_changes(c, [(t.board, t.window, pid, n, False) for t, n in plan.changes], now)
