@@ -121,16 +121,17 @@ class Results(Part):
         async def recorded_elsewhere() -> bool:
             return any(await gather_all(r.db(u).has_results(match_id) for u in others))
 
-        try:
-            released = await r.db(claim_url).release_match_unless(
-                match_id, key_id, claimed_at, recorded_elsewhere
-            )
-        except BaseException:
-            self._remember_release(match_id, key_id)  # it may have committed: as if it did
-            raise
-        if released:
-            self._remember_release(match_id, key_id)
-        return released
+        # Remembered before the release starts, not after it answers: a record of this key
+        # that commits meanwhile on another database, and asks after its commit whether to
+        # write the claim again, must hear yes. Asked once the release has begun, it re-claims
+        # (under the lock the release holds while it looks for results); asked before, its
+        # result was committed before the release looked, which then sees it and keeps the
+        # claim. A release that released nothing leaves the match remembered: its records
+        # then only pay the re-claim's round trip.
+        self._remember_release(match_id, key_id)
+        return await r.db(claim_url).release_match_unless(
+            match_id, key_id, claimed_at, recorded_elsewhere
+        )
 
     def _remember_release(self, match_id: str, key_id: str) -> None:
         self._released[(match_id, key_id)] = None
