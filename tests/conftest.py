@@ -192,17 +192,14 @@ def _uses_postgres(item: pytest.Item) -> bool:
 def worker_group(item: pytest.Item) -> str | None:
     """The group whose tests run one after another on one worker: the log contract's
     bodies on the 3-node JetStream cluster (one cluster for the run, its streams made
-    ahead), and the tests on the machine's Postgres in two lanes, each one test at a time
-    (the server's connections are shared with the whole machine): the tests that start
-    ``podium`` processes (``slow``: a fleet's pools, a few tests, long ones) beside those
-    that run in the test's own process (many short ones, small pools), so that at most one
-    test of each kind holds connections at once. The rest goes to whichever worker is free:
-    the log contract on one JetStream server among them (a store on Postgres, one
-    connection at a time, while its leases are waited out)."""
+    ahead), and every test on the machine's Postgres (its connections are shared with the
+    whole machine: one test's worth at a time, as without workers). The rest goes to
+    whichever worker is free: the log contract on one JetStream server among them (a store
+    on Postgres, one connection at a time, while its leases are waited out)."""
     if item.path.name == "test_log.py" and "[nats" in item.nodeid:
         return "nats-cluster" if "[nats-cluster]" in item.nodeid else None
     if _uses_postgres(item):
-        return "postgres-processes" if item.get_closest_marker("slow") else "postgres"
+        return "postgres"
     return None
 
 
