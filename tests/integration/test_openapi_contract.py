@@ -7,13 +7,15 @@ one accepted, fails.
 
 The document publishes what the settings decide (the configured modes, each with its points
 and duration, ``api/contract.py``) and the name rules, so a request it calls valid is one
-podium accepts. Two rules of a match no JSON Schema can state are given to the generated
+podium accepts. Three rules of a match no JSON Schema can state are given to the generated
 valid matches here, as a game server would: an ``endedAt`` in an open window (the schema is
-fixed, time is not), and each player once in a match (JSON Schema's ``uniqueItems`` compares
-whole items, not one field of them)."""
+fixed, time is not), each player once in a match (JSON Schema's ``uniqueItems`` compares
+whole items, not one field of them), and entry metadata of at most 512 bytes as UTF-8 JSON
+(no keyword bounds an object's encoded size; ``maxLength`` counts a string's characters)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -31,6 +33,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis import Case
 from schemathesis.config import SchemathesisConfig
 
+from podium.domain.metadata import METADATA_MAX
 from tests.integration.test_crash import _free_port
 
 # a podium process, and a thousand requests generated from the OpenAPI document
@@ -168,7 +171,8 @@ def test_every_operation_keeps_its_contract(case: Case, served: Served) -> None:
 
 
 def _as_a_game_server_sends(case: Case) -> None:
-    """A valid match as a game server sends one: ended now, each player once."""
+    """A valid match as a game server sends one: ended now, each player once, metadata
+    that fits."""
     body = case.body
     if case.operation.method.upper() != "POST" or not isinstance(body, dict):
         return
@@ -182,3 +186,13 @@ def _as_a_game_server_sends(case: Case) -> None:
         for r in results:
             seen.setdefault(r.get("playerId") if isinstance(r, dict) else id(r), r)
         body["results"] = list(seen.values())
+        for r in body["results"]:
+            if isinstance(r, dict) and _too_large(r.get("metadata")):
+                del r["metadata"]
+
+
+def _too_large(metadata: object) -> bool:
+    if not isinstance(metadata, dict):
+        return False
+    text = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8", "surrogatepass")) > METADATA_MAX

@@ -30,9 +30,9 @@ def canonical(value: Any) -> str:
         raise MetadataError(f"must be a JSON object, not {type(value).__name__}")
     try:
         text = _canonical(value)
+        size = len(text.encode())  # a lone surrogate has no UTF-8: a ValueError too
     except (TypeError, ValueError) as e:  # a key that is not a string, NaN, a stranger
         raise MetadataError(f"must be plain JSON: {e}") from None
-    size = len(text.encode())
     if size > METADATA_MAX:
         raise MetadataError(
             f"is {size} bytes as compact UTF-8 JSON, past the {METADATA_MAX} allowed"
