@@ -195,6 +195,12 @@ function row(entry) {
 }
 
 function fill(tr, e) {
+  // A row whose rank, points and profile did not change keeps its cells: rebuilt on every
+  // frame of a busy stream, its name's button would be a new one each time, and a click
+  // on it (a person's or a test's) could land on one already gone.
+  const sig = JSON.stringify([e.rank, e.points, e.name, e.avatar]);
+  if (tr.sig === sig) return;
+  tr.sig = sig;
   const rank = el("td", { class: `num rank r${Math.min(e.rank, 4)}`, text: fmt(e.rank) });
   const points = el("td", { class: "num points", text: fmt(e.points) });
   if (tr.points !== null && e.points !== tr.points) {
