@@ -191,4 +191,8 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def shot(page: Any, name: str, **kwargs: Any) -> None:
+    # Animations stopped (a moving board slides rows and flashes gains, and a screenshot
+    # waits for frames a loaded machine is slow to paint), and a generous timeout.
+    kwargs.setdefault("animations", "disabled")
+    kwargs.setdefault("timeout", 120_000)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), **kwargs)
