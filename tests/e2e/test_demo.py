@@ -45,8 +45,8 @@ def test_the_demo_board_fills_and_moves(demo: Server, page: Any) -> None:
     rows.first.locator(".player-link").dispatch_event("click")
     # Generous waits: the lookup is three reads, and the demo's writers share the cores.
     expect(page.locator(".rank-text")).to_be_visible(timeout=30_000)
-    expect(page.locator("#friends-body tr").first).to_be_visible(timeout=30_000)
-    expect(page.locator("#dist-chart line.marker")).to_have_count(1, timeout=30_000)
+    expect(page.locator("#friends-body tr").first).to_be_visible(timeout=90_000)
+    expect(page.locator("#dist-chart line.marker")).to_have_count(1, timeout=90_000)
     page.set_viewport_size({"width": 1280, "height": 1500})
     shot(page, "demo-player")
 
