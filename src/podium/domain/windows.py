@@ -203,7 +203,12 @@ class WindowRule:
 
     def _not_an_id(self, window_id: str) -> str:
         if self.kind is WindowKind.SCHEDULE and re.fullmatch(r"\d{8}T\d{4}", window_id):
-            return f"{window_id!r} is not a start of the schedule {self.schedule!r} (UTC)"
+            try:
+                datetime.strptime(window_id, SCHEDULED_ID)
+            except ValueError:
+                pass  # not a time at all (a 13th month)
+            else:
+                return f"{window_id!r} is not a start of the schedule {self.schedule!r} (UTC)"
         return f"{window_id!r} is not a {self.kind.value} window id"
 
 
