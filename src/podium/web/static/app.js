@@ -122,8 +122,8 @@ function drawCountdown() {
   const ends = b.currentWindow && b.endsAt ? Date.parse(b.endsAt) : null;
   const opens = !b.currentWindow && b.nextStartsAt ? Date.parse(b.nextStartsAt) : null;
   let text = "";
-  if (ends !== null) text = `ends in ${countdown(ends - now)}`;
-  else if (opens !== null) text = `next opens in ${countdown(opens - now)}`;
+  if (ends !== null) text = `live window ends in ${countdown(ends - now)}`;
+  else if (opens !== null) text = `next window opens in ${countdown(opens - now)}`;
   $("countdown").textContent = text;
   // Past the time it counted to: the boards' times are asked for again (once a minute at most).
   if ((ends ?? opens ?? Infinity) <= now && now - timesAsked > 60000) {
