@@ -44,14 +44,16 @@ from pydantic.dataclasses import dataclass as table
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
+from podium.domain import schedule
 from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
 from podium.domain.models import Mode
 from podium.domain.validation import capacity
-from podium.domain.windows import WindowKind, WindowRule, to_epoch
+from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
 from podium.errors import ConfigError
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up with ISO weeks
+MAX_DURATION_S = 366 * 86_400  # a scheduled window: a year at most (its time fits 25 bits)
 
 # --- how values are checked, and what is said of a bad one ---------------------------------
 
@@ -373,6 +375,56 @@ class _BoardTable:
     """Season boards: how long a season lasts."""
     group_by: Annotated[Literal["country"] | None, _says("expected country")] = None
     """One board per country, from the player's profile."""
+    # Checked even when left out (validate_default), so that a schedule board without them
+    # is told which is missing, under its own name.
+    schedule: Annotated[StrictStr | None, _says(_STRING), Field(validate_default=True)] = None
+    """Schedule boards (and only they): when each window starts, a 5-field cron expression
+    in UTC ("0 18 * * FRI": Fridays at 18:00)."""
+    duration_s: Annotated[
+        Annotated[int, Strict(), Ge(1), Le(MAX_DURATION_S)] | None,
+        _says(_WHOLE, f"expected 1 to {MAX_DURATION_S}"),
+        Field(validate_default=True),
+    ] = None
+    """Schedule boards (and only they): how long each window lasts, in seconds; no longer
+    than the shortest time between two starts of the schedule."""
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, expr: str | None, info: ValidationInfo) -> str | None:
+        scheduled = info.data.get("window") is WindowKind.SCHEDULE
+        if expr is None:
+            if scheduled:
+                raise ValueError('required on a board with window = "schedule"')
+            return None
+        if "window" in info.data and not scheduled:
+            raise ValueError('only on a board with window = "schedule"')
+        try:
+            return schedule.check(expr)
+        except schedule.ScheduleError as e:
+            raise ValueError(str(e)) from None
+
+    @field_validator("duration_s")
+    @classmethod
+    def _fits_schedule(cls, duration: int | None, info: ValidationInfo) -> int | None:
+        scheduled = info.data.get("window") is WindowKind.SCHEDULE
+        if duration is None:
+            if scheduled:
+                raise ValueError('required on a board with window = "schedule"')
+            return None
+        if "window" in info.data and not scheduled:
+            raise ValueError('only on a board with window = "schedule"')
+        expr = info.data.get("schedule")
+        if expr is None:
+            return duration  # the schedule's own error says what is wrong
+        # Windows that overlap would count one result twice in one board.
+        gap, first = schedule.shortest_gap(expr)
+        if duration > gap:
+            raise ValueError(
+                f"{duration} s is longer than the {gap} s between the starts at "
+                f"{to_rfc3339(first)} and {to_rfc3339(first + gap)} of {expr!r}: "
+                f"windows would overlap"
+            )
+        return duration
 
     @field_validator("group_by")
     @classmethod
@@ -385,7 +437,7 @@ class _BoardTable:
         start = to_epoch(self.season_start) if self.window is WindowKind.SEASON else None
         return BoardSpec(
             name=self.name,
-            rule=WindowRule(self.window, start, self.season_weeks),
+            rule=WindowRule(self.window, start, self.season_weeks, self.schedule, self.duration_s),
             aggregate=self.aggregate,
             order=self.order,
             ties=self.ties,

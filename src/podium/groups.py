@@ -23,7 +23,7 @@ from podium.domain.windows import GROUP_SEP, Window, WindowError, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import BoardKey, Clock, RankIndex, Windows
-from podium.reads import Reads
+from podium.reads import Reads, no_open_window
 
 WINDOWS_HELD_S = 30.0  # the store's list of a board's windows: groups appear rarely
 COUNTS_HELD_S = 2.0  # a window's groups with their counts, for everyone who asks
@@ -71,7 +71,7 @@ class Groups:
         if window_id is None:
             w = spec.rule.window_at(int(self.clock.now()))
             if w is None:
-                raise NotFound(f"board {spec.name} has no open window yet")
+                raise NotFound(no_open_window(spec, self.clock.now()))
             return w
         base, group = split_group(window_id)
         if group is not None:

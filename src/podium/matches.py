@@ -27,7 +27,7 @@ from podium.domain.models import (
 from podium.domain.retention import oldest_accepted
 from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.validation import id_problem, results_problem
-from podium.domain.windows import to_rfc3339
+from podium.domain.windows import WindowKind, to_rfc3339
 from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, MatchFacts, MatchRead, Results
@@ -83,7 +83,12 @@ class Matches:
             if not await self.lifecycle.is_frozen(t.board, t.window)
         ]
         if not targets and any(b.counts(mode.name) for b in self.settings.boards):
-            raise WindowClosed(f"endedAt is before every open window of mode {mode.name!r}")
+            scheduled = any(
+                b.counts(mode.name) and b.rule.kind is WindowKind.SCHEDULE
+                for b in self.settings.boards
+            )
+            gap = " or between two windows of a schedule" if scheduled else ""
+            raise WindowClosed(f"endedAt is before every open window of mode {mode.name!r}{gap}")
         keep = self.settings.store.keep_results_days
         oldest = oldest_accepted(now, keep)
         if oldest is not None and ended_at < oldest:

@@ -175,27 +175,26 @@ class Past:
         """The open window (unless an admin froze it early), and the closed ones before it
         that have players and are not ``frozen``: those still taking late results, and
         ``LOOKBACK`` more (one the freezer has yet to reach)."""
-        current = spec.rule.window_at(int(now))
-        if current is None:
+        # The latest window to begin: the open one, or on a schedule between two windows the
+        # one that closed last, which is listed as the closed ones before it are.
+        latest = spec.rule.latest(int(now))
+        if latest is None:
             return []
         out: list[tuple[Window, State]] = []
-        if (mine := _in_group(current, group)).id not in frozen:
-            out.append((mine, "open"))
-        if spec.rule.kind is WindowKind.ALL:
-            return out
-        w: Window | None = current
+        w: Window | None = latest
+        if latest.contains(int(now)):
+            if (mine := _in_group(latest, group)).id not in frozen:
+                out.append((mine, "open"))
+            w = spec.rule.before(latest)
         older = 0
-        while older < LOOKBACK:
-            assert w is not None
-            w = spec.rule.window_at(w.start - 1)
-            if w is None:
-                break
+        while w is not None and older < LOOKBACK:
             assert w.end is not None
             if w.end + spec.freeze_after_s <= now:
                 older += 1  # due: frozen already, or about to be
             mine = _in_group(w, group)
             if mine.id not in frozen and await self._has_players(spec.name, mine.id):
                 out.append((mine, "closed"))
+            w = spec.rule.before(w)
         return out
 
     async def _has_players(self, board: str, window_id: str) -> bool:

@@ -47,6 +47,22 @@ from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, r
 PAGES_HELD = 10_000
 
 
+def no_open_window(spec: BoardSpec, now: float) -> str:
+    """What a read of the current window says when none is open: before the first season,
+    or on a schedule between two windows, with when the next one opens."""
+    t = int(now)
+    nxt = spec.rule.next_start(t)
+    opens = f": the next opens at {to_rfc3339(nxt)}" if nxt is not None else ""
+    last = spec.rule.latest(t)
+    if last is None:
+        return f"board {spec.name} has no open window yet{opens}"
+    assert last.end is not None  # all-time is always open
+    return (
+        f"board {spec.name} has no open window: {last.id} closed at {to_rfc3339(last.end)}"
+        f"{opens} (ask for ?window={last.id})"
+    )
+
+
 class Reads:
     def __init__(
         self,
@@ -106,7 +122,7 @@ class Reads:
         if base_id is None:
             w = spec.rule.window_at(int(self.clock.now()))
             if w is None:
-                raise NotFound(f"board {spec.name} has no open window yet")
+                raise NotFound(no_open_window(spec, self.clock.now()))
         else:
             try:
                 w = spec.rule.parse(base_id)

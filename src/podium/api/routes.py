@@ -126,11 +126,14 @@ async def list_boards(request: Request) -> s.BoardsOut:
     out = []
     for b in podium.settings.boards:
         w = b.rule.window_at(now)
+        nxt = b.rule.next_start(now)
         out.append(
             s.BoardOut(
                 name=b.name,
                 window=b.rule.kind.value,
                 currentWindow=w.id if w else None,
+                endsAt=to_rfc3339(w.end) if w and w.end is not None else None,
+                nextStartsAt=to_rfc3339(nxt) if nxt is not None else None,
                 aggregate=b.aggregate.value,
                 order=b.order.value,
                 ties=b.ties.value,

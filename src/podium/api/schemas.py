@@ -28,7 +28,10 @@ BOARD = r"^[a-z0-9][a-z0-9_-]{0,31}$"  # as config.NAME_RE
 # takes 2026-W44, a day board 2026-10-28, ...) and says which it wanted.
 WINDOW = anchored(rf"[0-9A-Za-z-]{{1,13}}({GROUP_SEP}{v.COUNTRY})?")
 AVATAR = v.AVATAR
-WINDOW_IS = "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3; @FR for a group"
+WINDOW_IS = (
+    "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3, 20261204T1800 (a "
+    "scheduled window's start, UTC); @FR for a group"
+)
 _RFC3339 = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
 )
@@ -158,6 +161,14 @@ class BoardOut(BaseModel):
     name: str
     window: str
     currentWindow: str | None
+    endsAt: str | None = Field(
+        description="when the current window closes (RFC 3339 UTC); null when none is open, "
+        "and on all-time boards"
+    )
+    nextStartsAt: str | None = Field(
+        description="when the next window opens (RFC 3339 UTC): the current one's end on a "
+        "calendar board, a schedule's next start; null on all-time boards"
+    )
     aggregate: str
     order: str
     ties: str

@@ -2,8 +2,13 @@
 
 Ids (docs/architecture.md §3.1): a season ``S1``, ``S2``, ... counted from
 ``season_start``; a month ``2026-11``; an ISO week ``2026-W44``; a UTC day ``2026-10-28``;
-all-time ``all``. Every function here works in whole UTC seconds since the epoch so that
-every backend agrees.
+all-time ``all``; a scheduled window (a cron schedule's start, ``duration`` long) its start
+in ISO 8601's basic form, ``20261204T1800``. Every function here works in whole UTC seconds
+since the epoch so that every backend agrees.
+
+Calendar windows follow one another without a gap; scheduled ones may leave time between
+them, when no window is open: ``window_at`` is None there, ``latest`` is the one that
+closed, and ``before`` steps from a window to the one before it either way.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 
+from podium.domain import schedule
 from podium.domain.validation import COUNTRY_RE
 
 DAY = 86_400
@@ -25,6 +31,7 @@ class WindowKind(StrEnum):
     WEEK = "week"
     DAY = "day"
     ALL = "all"
+    SCHEDULE = "schedule"
 
 
 class WindowError(ValueError):
@@ -44,6 +51,8 @@ class Window:
 
 
 ALL_TIME = Window("all", 0, None)
+
+SCHEDULED_ID = "%Y%m%dT%H%M"  # a scheduled window's id: its start, ISO 8601's basic form
 
 INDEX_TTL_AFTER_CLOSE = 7 * DAY  # a closed window's index key lives this long, then expires
 
@@ -71,6 +80,8 @@ class WindowRule:
     kind: WindowKind
     season_start: int | None = None  # epoch seconds, seasons only
     season_weeks: int = 13
+    schedule: str | None = None  # a cron expression (UTC), scheduled windows only
+    duration: int | None = None  # seconds, scheduled windows only
 
     @property
     def max_length(self) -> int | None:
@@ -84,11 +95,14 @@ class WindowRule:
                 return 31 * DAY
             case WindowKind.SEASON:
                 return self.season_weeks * WEEK
+            case WindowKind.SCHEDULE:
+                return self.duration
             case WindowKind.ALL:
                 return None
 
     def window_at(self, t: int) -> Window | None:
-        """The window holding second ``t``; None before the first season."""
+        """The window holding second ``t``; None before the first season, and on a schedule
+        between two windows."""
         match self.kind:
             case WindowKind.ALL:
                 return ALL_TIME
@@ -114,6 +128,43 @@ class WindowRule:
                 n = (t - self.season_start) // length
                 start = self.season_start + n * length
                 return Window(f"S{n + 1}", start, start + length)
+            case WindowKind.SCHEDULE:
+                w = self.latest(t)
+                return w if w is not None and w.contains(t) else None
+
+    def latest(self, t: int) -> Window | None:
+        """The window that began last at or before ``t``: the open one, or on a schedule
+        between two windows the one that closed; None before the first season."""
+        if self.kind is not WindowKind.SCHEDULE:
+            return self.window_at(t)
+        assert self.schedule is not None and self.duration is not None
+        start = schedule.last_start(self.schedule, t)
+        if start is None:
+            return None
+        return Window(_utc(start).strftime(SCHEDULED_ID), start, start + self.duration)
+
+    def before(self, window: Window) -> Window | None:
+        """The window before ``window``; None for all-time and before the first season."""
+        if window.end is None:
+            return None
+        return self.latest(window.start - 1)
+
+    def next_start(self, t: int) -> int | None:
+        """When the first window after the one open at ``t`` starts (the next one to open,
+        on a schedule between windows); None for all-time."""
+        match self.kind:
+            case WindowKind.ALL:
+                return None
+            case WindowKind.SCHEDULE:
+                assert self.schedule is not None
+                return schedule.next_start(self.schedule, t)
+            case WindowKind.SEASON:
+                assert self.season_start is not None
+                if t < self.season_start:
+                    return self.season_start
+        w = self.window_at(t)
+        assert w is not None and w.end is not None
+        return w.end
 
     def parse(self, window_id: str) -> Window:
         """The window named by ``window_id``; WindowError if it is not one of this kind."""
@@ -139,11 +190,26 @@ class WindowRule:
                     if m and self.season_start is not None:
                         length = self.season_weeks * WEEK
                         w = self.window_at(self.season_start + (int(m[1]) - 1) * length)
+                case WindowKind.SCHEDULE:
+                    if re.fullmatch(r"\d{8}T\d{4}", window_id):
+                        start = datetime.strptime(window_id, SCHEDULED_ID).replace(tzinfo=UTC)
+                        # the window holding its own start begins there only if it is a start
+                        w = self.latest(to_epoch(start))
         except ValueError:
             w = None
         if w is None or w.id != window_id:
-            raise WindowError(f"{window_id!r} is not a {self.kind.value} window id")
+            raise WindowError(self._not_an_id(window_id))
         return w
+
+    def _not_an_id(self, window_id: str) -> str:
+        if self.kind is WindowKind.SCHEDULE and re.fullmatch(r"\d{8}T\d{4}", window_id):
+            try:
+                datetime.strptime(window_id, SCHEDULED_ID)
+            except ValueError:
+                pass  # not a time at all (a 13th month)
+            else:
+                return f"{window_id!r} is not a start of the schedule {self.schedule!r} (UTC)"
+        return f"{window_id!r} is not a {self.kind.value} window id"
 
 
 GROUP_SEP = "@"

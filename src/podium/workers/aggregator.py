@@ -96,17 +96,12 @@ class Aggregator:
         for spec in self.settings.boards:
             if spec.group_by is not None:
                 continue
-            w = spec.rule.window_at(int(now))
-            if w is None:
-                continue
-            out.append((spec, w))
-            before = spec.rule.window_at(w.start - 1) if w.end is not None else None
-            if (
-                before is not None
-                and before.end is not None
-                and now < before.end + spec.freeze_after_s
-            ):
-                out.append((spec, before))
+            # The latest window to begin (on a schedule between two windows, the one that
+            # closed), and the one before it, each until it freezes.
+            latest = spec.rule.latest(int(now))
+            for w in (latest, spec.rule.before(latest) if latest is not None else None):
+                if w is not None and (w.end is None or now < w.end + spec.freeze_after_s):
+                    out.append((spec, w))
         return out
 
     async def step(self) -> int:

@@ -59,13 +59,17 @@ class Freezer:
     async def _candidates(self, spec: BoardSpec, now: float) -> list[Window]:
         """The last few closed windows; on the first pass, every window the store knows."""
         out: dict[str, Window] = {}
-        w = spec.rule.window_at(int(now))
+        # From the latest window to begin: on a schedule between two windows, that one has
+        # closed already, and is the first to look at.
+        w = spec.rule.latest(int(now))
+        if w is not None and w.contains(int(now)):
+            w = spec.rule.before(w)
         for _ in range(LOOKBACK):
             if w is None:
                 break
-            w = spec.rule.window_at(w.start - 1)
-            if w is not None and await self._has_players(spec.name, w.id):
+            if await self._has_players(spec.name, w.id):
                 out[w.id] = w
+            w = spec.rule.before(w)
         if not self._swept or spec.group_by is not None:
             for window_id in await self.store.windows(spec.name):
                 try:

@@ -5,9 +5,10 @@
 
 import { api, clock, el, fmt, path, playerCell } from "./dom.js";
 import { describeRank, initPlayer, showRank } from "./player.js";
-import { windowsBefore } from "./windows.js";
+import { countdown, scheduledBefore, windowsBefore } from "./windows.js";
 
 const PAST_WINDOWS = 6;
+const COUNTDOWN_MS = 15000; // how often the countdown is redrawn (it shows minutes)
 const MOTION = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 const $ = (id) => document.getElementById(id);
 
@@ -76,13 +77,79 @@ function selectBoard(name, group = null) {
   $("panel").setAttribute("aria-labelledby", `tab-${state.board.name}`);
   setHash();
   $("group-box").hidden = !grouped();
-  const ids = windowsBefore(state.board.window, state.board.currentWindow, PAST_WINDOWS);
-  $("window").replaceChildren(
-    ...ids.map((id, k) => el("option", { value: k ? id : "", text: k ? id : `${id} (live)` })),
-  );
-  $("window-id").placeholder = state.board.currentWindow || "";
+  const scheduled = state.board.window === "schedule";
+  const current = state.board.currentWindow;
+  const ids = scheduled ? scheduledBefore(current, [], 1) : windowsBefore(state.board.window, current, PAST_WINDOWS);
+  listWindows(current, ids);
+  if (scheduled) listScheduled(state.board);
+  $("window-id").placeholder = current || "";
+  drawCountdown();
   showWindow(null);
 }
+
+// The picker: the live window first (value ""; "none open" between a schedule's windows),
+// then the ones before it.
+function listWindows(current, ids) {
+  const past = current ? ids.slice(1) : ids;
+  $("window").replaceChildren(
+    el("option", { value: "", text: current ? `${current} (live)` : "none open" }),
+    ...past.map((id) => el("option", { value: id, text: id })),
+  );
+}
+
+// A schedule board's past windows, as the server lists them (cron is not read here).
+async function listScheduled(board) {
+  let listed = [];
+  try {
+    listed = (await api(`/v1/boards/${path(board.name)}/windows?limit=${PAST_WINDOWS}`)).windows;
+  } catch {
+    return; // the live window is still there to pick
+  }
+  if (board !== state.board) return; // another tab was picked meanwhile
+  const chosen = $("window").value;
+  listWindows(board.currentWindow, scheduledBefore(board.currentWindow, listed, PAST_WINDOWS));
+  if ([...$("window").options].some((o) => o.value === chosen)) $("window").value = chosen;
+}
+
+// -- the countdown: when the current window ends, or the next opens ------------------------
+
+let timesAsked = 0;
+
+function drawCountdown() {
+  const b = state.board;
+  if (!b) return;
+  const now = Date.now();
+  const ends = b.currentWindow && b.endsAt ? Date.parse(b.endsAt) : null;
+  const opens = !b.currentWindow && b.nextStartsAt ? Date.parse(b.nextStartsAt) : null;
+  let text = "";
+  if (ends !== null) text = `live window ends in ${countdown(ends - now)}`;
+  else if (opens !== null) text = `next window opens in ${countdown(opens - now)}`;
+  $("countdown").textContent = text;
+  // Past the time it counted to: the boards' times are asked for again (once a minute at most).
+  if ((ends ?? opens ?? Infinity) <= now && now - timesAsked > 60000) {
+    timesAsked = now;
+    refreshTimes();
+  }
+}
+
+async function refreshTimes() {
+  let boards;
+  try {
+    boards = (await api("/v1/boards")).boards;
+  } catch {
+    return;
+  }
+  for (const b of boards) {
+    const mine = state.boards.find((x) => x.name === b.name);
+    if (!mine) continue;
+    const opened = !mine.currentWindow && b.currentWindow;
+    Object.assign(mine, { currentWindow: b.currentWindow, endsAt: b.endsAt, nextStartsAt: b.nextStartsAt });
+    if (opened && mine === state.board && !state.window) selectBoard(mine.name, state.group); // now live
+  }
+  drawCountdown();
+}
+
+setInterval(drawCountdown, COUNTDOWN_MS);
 
 // #week, or #nations@FR on a board split by country: a link to this board (and group).
 function setHash() {
@@ -152,7 +219,14 @@ async function showWindow(windowId) {
   }
   setHash();
   const group = grouped() ? { group: state.group } : {};
-  if (!state.window) {
+  if (!state.window && !state.board.currentWindow) {
+    // Between a schedule's windows (or before the first season): nothing is live.
+    const opens = state.board.nextStartsAt;
+    setStatus("idle", "no window open");
+    $("top-caption").textContent = `${board} · no window open`;
+    const when = opens ? `: the next opens ${new Date(opens).toUTCString()}` : "";
+    $("top-body").replaceChildren(emptyRow(`No window is open${when}. Pick a past one to see it.`));
+  } else if (!state.window) {
     $("window").value = "";
     setStatus("connecting", "connecting…");
     const q = new URLSearchParams(group);

@@ -1,5 +1,6 @@
 // Window ids of the windows before a current one, in the server's formats (README: a season
-// S1, S2, ...; a month 2026-11; an ISO week 2026-W44; a UTC day 2026-10-28; all-time all).
+// S1, S2, ...; a month 2026-11; an ISO week 2026-W44; a UTC day 2026-10-28; all-time all;
+// a scheduled window its start, 20261204T1800, listed by the server: scheduledBefore).
 // All arithmetic is in UTC so the ids match the server's whatever the browser's zone.
 
 const DAY = 86400000;
@@ -43,4 +44,29 @@ export function windowsBefore(kind, current, count) {
     out.push(current);
   }
   return out;
+}
+
+// A schedule board's windows ("0 18 * * FRI": 20261204T1800, ...) are not worked out here:
+// cron is read once, by the server, and its list of the board's windows (newest first,
+// GET /v1/boards/{board}/windows) names them. [current, the listed ones before it]: up to
+// `count` ids, without the current one twice; none is current between two windows.
+export function scheduledBefore(current, listed, count) {
+  const ids = current ? [current] : [];
+  for (const w of listed) {
+    if (ids.length >= count) break;
+    if (!ids.includes(w.id)) ids.push(w.id);
+  }
+  return ids;
+}
+
+// The time until a window ends or opens, as a countdown shows it: "2 d 4 h", "3 h 12 min",
+// "12 min", "under a minute". Rounded down, so that it never says more time is left.
+export function countdown(ms) {
+  const minutes = Math.floor(Math.max(0, ms) / 60000);
+  const d = Math.floor(minutes / 1440);
+  const h = Math.floor((minutes % 1440) / 60);
+  const m = minutes % 60;
+  if (d) return `${d} d ${h} h`;
+  if (h) return `${h} h ${m} min`;
+  return m ? `${m} min` : "under a minute";
 }
