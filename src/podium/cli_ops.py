@@ -48,8 +48,10 @@ def ban(
     reason: Annotated[str, typer.Option(help="Why, kept with the ban (for appeals).")],
     config_file: ConfigOpt = None,
 ) -> None:
-    """Ban a player: recorded in the store, then removed from every board window and
-    refused there. Their totals stay in the store; `podium unban` restores them."""
+    """Ban a player from every board (their totals stay in the store).
+
+    Recorded in the store first, then removed from every board window and refused there, as
+    the admin route does; `podium unban` restores them."""
     from podium import cli
 
     if not 1 <= len(reason) <= REASON_MAX:
@@ -96,8 +98,10 @@ def freeze(
     ] = 10,
     config_file: ConfigOpt = None,
 ) -> None:
-    """Freeze a board window now (a tournament that ended early), exactly once: its final
-    standings in the store and every player in the archive file. Prints the top."""
+    """Freeze a board window now, once, and print its final standings.
+
+    As the admin route does (a tournament that ended early): the final standings go into
+    the store and every player into the archive file; a second freeze changes nothing."""
     from podium import cli
 
     async def run(b: Backends) -> tuple[bool, FrozenWindow, Page]:
@@ -119,9 +123,10 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
     config_file: ConfigOpt = None,
 ) -> None:
-    """Each role's heartbeat, the oldest change not yet on the boards, the snapshots' ages,
-    each index shard's Redis node and replication, each store database. Exits 1, naming
-    it, when a part is down."""
+    """What runs, what is behind, what is down (exit 1, naming it).
+
+    Each role's last heartbeat, the oldest change not yet on the boards, the snapshots'
+    ages, each index shard's Redis node and replication, each store database."""
     import asyncio
     import json
 
@@ -253,12 +258,15 @@ def _print(r: Report, in_process: bool) -> None:
         index.add_row(
             shard_name(n),
             n.node,
-            (ok if n.up else bad) + ("" if n.up else f" {n.why}"),
+            ok if n.up else bad,
             n.role or "n/a",
             "n/a" if n.offset is None else str(n.offset),
             replicas or ("n/a" if n.role is None else "none"),
         )
     out.print(index)
+    for n in r.index:
+        if not n.up:  # under the table: a driver's message is too long for a cell
+            out.print(f"[red]{shard_name(n)} at {n.node}[/]: {n.why}")
 
     roles = Table(title="Roles (heartbeats in the store)", title_justify="left")
     for col in ("role", "last heartbeat", "age", "process", "live processes"):
@@ -272,7 +280,7 @@ def _print(r: Report, in_process: bool) -> None:
 
     pending = "n/a" if r.outbox_pending is None else str(r.outbox_pending)
     out.print(f"oldest change not yet on the boards: {_age(r.outbox_age_s)} ({pending} waiting)")
-    if r.snapshots is None:
+    if r.snapshots is None and not any(p.startswith("snapshots:") for p in r.problems):
         out.print("snapshots: n/a (boards are not split across index shards)")
     for snap in r.snapshots or ():
         age = "none published" if snap.age_s is None else _age(snap.age_s)
