@@ -1,4 +1,5 @@
-"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban, store, archive."""
+"""The ``podium`` command: serve, worker, keys, migrate, rebuild, store, archive, config; and
+the operator's ban, unban, freeze and status (``cli_ops.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, config, gcpolicy, metrics
+from podium import bootstrap, cli_ops, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -511,6 +512,11 @@ def config_schema() -> None:
     import json
 
     typer.echo(json.dumps(config.schema(), indent=2))
+
+
+# The operator's commands live in a module of their own; they use the helpers above.
+for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
+    app.command()(_command)
 
 
 def main() -> None:

@@ -28,6 +28,12 @@ _LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 RESULTS_ACCEPTED = Counter(
     "podium_results_accepted", "Player results committed to the store", registry=REGISTRY
 )
+MATCHES_ACCEPTED = Counter(
+    "podium_matches_accepted",
+    "Match submissions answered 200 (retries too): beside podium_results_rejected, the share "
+    "of submissions accepted",
+    registry=REGISTRY,
+)
 RESULTS_FLAGGED = Counter(
     "podium_results_flagged",
     "Results flagged for review (accepted all the same)",

@@ -1103,3 +1103,20 @@ async def test_a_ban_drops_the_metadata_and_a_rebuild_restores_it(index: RankInd
     assert await meta(index, WEEK, "p3") == {"p3": CAR}
     await index.replace(WEEK, [], expire_at=None, metadata=[])
     assert await meta(index, WEEK, "p1", "p3") == {}
+
+
+# -- what podium status reads ----------------------------------------------------------------
+
+
+async def test_nodes_name_each_shard_and_its_replication(index: RankIndex) -> None:
+    nodes = await index.nodes()
+    # one node a shard: a split index numbers them in order; a lone shard says its own
+    # number, and a whole board on one sorted set has none
+    shards = getattr(index, "shard_count", None)
+    lone = getattr(index, "shard", None)
+    assert [n.shard for n in nodes] == (list(range(shards)) if shards else [lone])
+    assert all(n.up and n.why is None for n in nodes), nodes
+    # Redis's own role and offset, or none at all where there is no Redis (in process)
+    assert all(n.role in ("master", None) for n in nodes), nodes
+    assert all((n.role is None) == (n.offset is None) for n in nodes), nodes
+    assert all(":" in n.node or n.node == "in process" for n in nodes), nodes

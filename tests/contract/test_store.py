@@ -36,6 +36,7 @@ from podium.errors import (
     WindowClosed,
 )
 from podium.ports import MatchFacts, MatchRead, ScoreStore
+from podium.ports.status import Heartbeat
 from podium.store.postgres import PostgresStore
 from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
@@ -965,3 +966,34 @@ async def test_a_requeue_and_a_group_move_keep_the_metadata(store: ScoreStore) -
     assert [(c.removed, c.tally.metadata) for c in moved] == [(True, CAR), (False, CAR)]
     g = tally_of(await store.player_standings("p1"), "gday")
     assert g.metadata == CAR
+
+
+# -- what podium status reads ----------------------------------------------------------------
+
+
+async def test_heartbeats_keep_each_process_s_newest_and_forget_silent_ones(
+    store: ScoreStore,
+) -> None:
+    assert await store.heartbeats() == []
+    await store.beat("h1:1", {"updater": (100.0, 0.05), "freezer": (90.0, 5.0)})
+    await store.beat("h2:2", {"updater": (110.0, 0.05)})
+    await store.beat("h1:1", {"updater": (120.0, 0.05)})
+    await store.beat("h1:1", {})  # a process whose roles have not looped yet writes nothing
+    assert await store.heartbeats() == [
+        Heartbeat("updater", "h1:1", 120.0, 0.05),
+        Heartbeat("updater", "h2:2", 110.0, 0.05),
+        Heartbeat("freezer", "h1:1", 90.0, 5.0),
+    ]
+    # a week of silence later, a beat forgets the processes that stopped
+    later = 120.0 + 8 * 86_400
+    await store.beat("h3:3", {"pruner": (later, 300.0)})
+    assert await store.heartbeats() == [Heartbeat("pruner", "h3:3", later, 300.0)]
+
+
+async def test_every_database_is_listed_reachable_without_credentials(
+    store: ScoreStore, backend: tuple[str, str]
+) -> None:
+    found = await store.databases()
+    assert len(found) == len(backend[1].split(" "))
+    assert all(d.up and d.why is None for d in found), found
+    assert all("@" not in d.name and "://" not in d.name for d in found), found

@@ -76,7 +76,8 @@ def test_every_registered_role_starts_through_worker_roles(
     done, runners = _worker(monkeypatch, tmp_path, ["--roles", name])
     assert done.exit_code == 0, done.output
     assert runners is not None, done.output
-    assert [r.role for r in runners] == RUNNERS[name]
+    # and last, the process's heartbeats of them, written to the store (podium status)
+    assert [r.role for r in runners] == [*RUNNERS[name], "heartbeat"]
 
 
 def test_an_unknown_role_is_refused_with_the_list(
@@ -116,5 +117,6 @@ def test_the_aggregator_is_not_started_on_an_index_in_one_part(
         assert roles.runners(["aggregator"], _needs(tmp_path, shards=1)) == []
     assert "aggregator: the index is not split across shards; not started" in caplog.text
     assert [r.role for r in roles.runners(["aggregator"], _needs(tmp_path, shards=2))] == [
-        "aggregator"
+        "aggregator",
+        "heartbeat",
     ]

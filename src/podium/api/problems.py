@@ -147,6 +147,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
+        _count_rejection(request, 500)  # a bug refused the match as surely as an outage
         return problem(500, "Internal error", "an unexpected error occurred; it has been logged")
 
 

@@ -109,6 +109,7 @@ async def post_results(
             body.durationSeconds,
             [PlayerResult(r.playerId, r.points, r.metadata) for r in body.results],
         )
+    metrics.MATCHES_ACCEPTED.inc()
     return s.MatchOut(
         matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()]
     )

@@ -29,6 +29,7 @@ from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
 from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports.status import IndexNode
 
 
 @dataclass
@@ -124,6 +125,10 @@ class MemoryIndex:
 
     async def ping(self) -> None:
         return None
+
+    async def nodes(self) -> list[IndexNode]:
+        # No Redis: no node, role or replication to report (podium status says n/a).
+        return [IndexNode(None, "in process", up=True)]
 
     async def close(self) -> None:
         self._boards.clear()

@@ -32,9 +32,11 @@ from podium.domain.sharding import shard_tag
 from podium.errors import ConfigError
 from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
+from podium.index.nodes import describe
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.scripts import Script
 from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports.status import IndexNode
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
 PROBES = 500  # probes per ahead.lua call: each costs a few O(log N) steps (place.lua)
@@ -149,6 +151,11 @@ class RedisIndex:
     async def ping(self) -> None:
         with translated:
             await self._r.ping()
+
+    async def nodes(self) -> list[IndexNode]:
+        # The copy of profiles' key is in this shard's slot (keys.py), as its boards are.
+        tag = SINGLE if self.shard is None else shard_tag(self.shard)
+        return [await describe(self._r, self.keys.profiles(tag), self.shard)]
 
     async def close(self) -> None:
         await self._r.aclose()

@@ -20,6 +20,7 @@ tag sharing one client, on one Redis or a Redis Cluster); this module knows only
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import islice
 
@@ -28,6 +29,7 @@ from podium.domain.models import Profile
 from podium.domain.sharding import shard_of
 from podium.index.split_profiles import SplitProfileCopy
 from podium.ports import Around, BoardKey, Meta, Placed, ProfileCopy, ShardIndex, Slice
+from podium.ports.status import IndexNode
 
 
 class SplitIndex:
@@ -60,6 +62,11 @@ class SplitIndex:
 
     async def ping(self) -> None:
         await asyncio.gather(*(s.ping() for s in self.shards))
+
+    async def nodes(self) -> list[IndexNode]:
+        found = await asyncio.gather(*(s.nodes() for s in self.shards))
+        # Numbered by position here: an in-process shard does not know its own number.
+        return [dataclasses.replace(n, shard=i) for i, part in enumerate(found) for n in part]
 
     async def close(self) -> None:
         if self._close is not None:

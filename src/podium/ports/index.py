@@ -9,6 +9,7 @@ from typing import NamedTuple, Protocol
 from podium.domain.boards import BoardSpec
 from podium.domain.histogram import Estimate
 from podium.domain.models import Profile
+from podium.ports.status import IndexNode
 
 # A board entry's metadata as the index is given it: the version of the tally it came
 # with (what orders two of them) and its canonical JSON, or None for a tally without.
@@ -37,6 +38,11 @@ class RankIndex(Protocol):
 
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
+
+    async def nodes(self) -> list[IndexNode]:
+        """Where each shard's keys are, and that node's replication (``podium status``);
+        never raises for a node that is down (``ports/status.py``)."""
+        ...
 
     async def write(
         self,

@@ -29,6 +29,7 @@ from podium.domain.models import (
 )
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
+from podium.ports.status import Beats
 
 
 class RecordHandle:
@@ -291,5 +292,7 @@ class Retention(Protocol):
         ...
 
 
-class ScoreStore(Lifetime, Credentials, Results, Outbox, Players, Windows, Retention, Protocol):
+class ScoreStore(
+    Lifetime, Credentials, Results, Outbox, Players, Windows, Retention, Beats, Protocol
+):
     """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

@@ -23,6 +23,7 @@ from podium.domain.models import (
     Target,
 )
 from podium.domain.retention import StoredResult
+from podium.ports.status import Reachable
 from podium.ports.store import RecordHandle
 from podium.recording import RecordState, place_in_groups, plan_record
 
@@ -201,3 +202,28 @@ def stored_result_of(r: Row) -> StoredResult:
         r["flag"],
         r["metadata"],
     )
+
+
+# -- what `podium status` asks of a store (ports/status.py) ----------------------------------
+
+HEARTBEATS_KEPT_S = 7 * 86_400  # a process silent this long is forgotten by the next beat
+
+
+def shown(url: str) -> str:
+    """A database's name for an operator: host:port/database, never its user or password."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    host = u.hostname or "localhost"
+    return f"{host}:{u.port or 5432}{u.path or '/'}"
+
+
+async def reachable(name: str, ping: Callable[[], Awaitable[None]]) -> Reachable:
+    """Whether one database answers, said rather than raised: the status lists them all."""
+    from podium.errors import PodiumError
+
+    try:
+        await ping()
+    except PodiumError as e:
+        return Reachable(name, False, str(e))
+    return Reachable(name, True)

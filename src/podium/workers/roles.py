@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from podium.errors import ConfigError
-from podium.workers import aggregator, freezer, pruner, reconciler, relay, updater
+from podium.workers import aggregator, freezer, heartbeats, pruner, reconciler, relay, updater
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium")
@@ -60,4 +60,6 @@ def runners(names: Iterable[str], needs: Needs) -> list[Runner]:
             log.info("%s: %s; not started", role.name, reason)
             continue
         out += role.runners(needs)
+    if out:  # and what says, in the store, that they loop (podium status)
+        out.append(heartbeats.runner(needs.store, out))
     return out

@@ -44,6 +44,12 @@ class Runner:
         self._max_backoff = max_backoff_s
         self._full = full  # a step that did at least this much may have left more behind
         self._stop = asyncio.Event()
+        self.last_loop: float | None = None  # when its loop last began (workers/heartbeats.py)
+
+    @property
+    def every_s(self) -> float:
+        """The longest a healthy loop sleeps between two steps (not counting backoff)."""
+        return self._idle
 
     def stop(self) -> None:
         self._stop.set()
@@ -51,7 +57,8 @@ class Runner:
     async def run(self) -> None:
         backoff = 0.0
         while not self._stop.is_set():
-            metrics.WORKER_HEARTBEAT.labels(self.role).set(time.time())
+            self.last_loop = time.time()
+            metrics.WORKER_HEARTBEAT.labels(self.role).set(self.last_loop)
             try:
                 done = await self._step()
                 backoff = 0.0

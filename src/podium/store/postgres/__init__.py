@@ -11,6 +11,7 @@ in ``windows`` and ``record``.
 
 from __future__ import annotations
 
+from podium.store.postgres.beats import Beats
 from podium.store.postgres.buckets import Buckets
 from podium.store.postgres.credentials import Credentials
 from podium.store.postgres.outbox import Outbox
@@ -22,7 +23,7 @@ from podium.store.postgres.windows import Windows
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(Credentials, Results, Outbox, Players, Windows, Retention, Buckets):
+class PostgresStore(Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats):
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
         """Does not connect: the pools open on first use, so a store can be built anywhere."""

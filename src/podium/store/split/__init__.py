@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from podium.store.split.beats import Beats
 from podium.store.split.move import Moves
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
@@ -39,7 +40,7 @@ from podium.store.split.windows import Windows
 __all__ = ["SplitStore"]
 
 
-class SplitStore(Credentials, Results, Outbox, Players, Windows, Moves, Retention):
+class SplitStore(Credentials, Results, Outbox, Players, Windows, Moves, Retention, Beats):
     """Every port, each a part over one ``Router`` (``self.router``: the databases and the
     bucket map), which the parts share and nothing else of theirs."""
 

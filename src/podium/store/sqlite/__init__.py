@@ -7,6 +7,7 @@ module of its own (``credentials``, ``record``, ``outbox``, ``players``, ``windo
 
 from __future__ import annotations
 
+from podium.store.sqlite.beats import Beats
 from podium.store.sqlite.credentials import Credentials
 from podium.store.sqlite.db import GROUP_MAX
 from podium.store.sqlite.outbox import Outbox
@@ -18,7 +19,7 @@ from podium.store.sqlite.windows import Windows
 __all__ = ["GROUP_MAX", "SqliteStore"]
 
 
-class SqliteStore(Credentials, Results, Outbox, Players, Windows, Retention):
+class SqliteStore(Credentials, Results, Outbox, Players, Windows, Retention, Beats):
     @classmethod
     def from_url(cls, url: str) -> SqliteStore:
         path = url.removeprefix("sqlite:///") or "podium.db"
