@@ -1,4 +1,4 @@
-"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban, store, archive."""
+"""The ``podium`` command: serve, worker, keys, migrate, rebuild, ban, store, archive, plan."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, config, gcpolicy, metrics
+from podium import bootstrap, cli_plan, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -511,6 +511,10 @@ def config_schema() -> None:
     import json
 
     typer.echo(json.dumps(config.schema(), indent=2))
+
+
+# The capacity planner: its own module, arithmetic in domain/capacity.py.
+app.command("plan")(cli_plan.plan_command)
 
 
 def main() -> None:
