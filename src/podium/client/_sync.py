@@ -25,7 +25,7 @@ from podium.client.models import (
     Result,
     Windows,
 )
-from podium.client.retry import RetryPolicy
+from podium.client.retry import RetryPolicy, why
 
 T = TypeVar("T")
 log = logging.getLogger("podium.client")
@@ -92,7 +92,7 @@ class Client:
                     call.method,
                     call.path,
                     attempt,
-                    e,
+                    why(e),
                     wait,
                 )
                 self._sleep(wait)

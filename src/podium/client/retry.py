@@ -71,3 +71,10 @@ def retryable(error: PodiumClientError) -> bool:
     if isinstance(error, TransportFailed | Unavailable | RateLimited):
         return True
     return isinstance(error, ProblemError) and error.status in _PROXY_STATUSES
+
+
+def why(error: PodiumClientError) -> str:
+    """What failed, for the log line of a retry (the request's path is in that line)."""
+    if isinstance(error, TransportFailed) and error.__cause__ is not None:
+        return repr(error.__cause__)
+    return str(error)
