@@ -20,6 +20,7 @@ from podium.client import (
     Forbidden,
     Invalid,
     NotFound,
+    PodiumClientError,
     ProblemError,
     RateLimited,
     RetryPolicy,
@@ -245,3 +246,34 @@ def test_the_async_client_retries_alike() -> None:
 def test_a_policy_out_of_range_is_refused(make: Callable[[], RetryPolicy]) -> None:
     with pytest.raises(ValueError):
         make()
+
+
+def test_groups_and_distribution_are_read() -> None:
+    groups = {
+        "board": "nations",
+        "window": "2026-W44",
+        "asOf": "2026-10-28T19:04:12Z",
+        "groups": [{"group": "FR", "players": 1204}, {"group": "ZZ", "players": 31}],
+    }
+    dist = {
+        "board": "week",
+        "window": "2026-W44",
+        "asOf": "2026-10-28T19:04:12Z",
+        "players": 3,
+        "exact": False,
+        "buckets": [{"low": 0, "high": 100, "count": 3}],
+    }
+    server = Server(httpx.Response(200, json=groups), httpx.Response(200, json=dist))
+    c = _client(server, [])
+    got = c.groups("nations", window="2026-W44")
+    assert [(g.group, g.players) for g in got.groups] == [("FR", 1204), ("ZZ", 31)]
+    assert server.seen[0].url.path == "/v1/boards/nations/groups"
+    d = c.distribution("week", buckets=1)
+    assert (d.players, d.exact, d.buckets[0].count) == (3, False, 3)
+    assert server.seen[1].url.params["buckets"] == "1"
+
+
+def test_an_answer_the_client_cannot_read_is_said_so() -> None:
+    server = Server(httpx.Response(200, text="<html>a captive portal</html>"))
+    with pytest.raises(PodiumClientError, match="cannot read"):
+        _client(server, []).boards()

@@ -17,6 +17,7 @@ from podium.client.errors import PodiumClientError, TransportFailed
 from podium.client.models import (
     Board,
     Distribution,
+    Groups,
     History,
     Lookup,
     Page,
@@ -201,3 +202,6 @@ class AsyncClient:
     ) -> History:
         call = calls.history(player_id, board, group=group, cursor=cursor, limit=limit)
         return await self._send(call)
+
+    async def groups(self, board: str, *, window: str | None = None) -> Groups:
+        return await self._send(calls.groups(board, window=window))

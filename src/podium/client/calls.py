@@ -19,6 +19,7 @@ from podium.client.errors import PodiumClientError, problem
 from podium.client.models import (
     Board,
     Distribution,
+    Groups,
     History,
     Lookup,
     Page,
@@ -161,3 +162,8 @@ def history(
 ) -> Call[History]:
     params = _params(board=board, group=group, cursor=cursor, limit=limit)
     return Call("GET", f"/v1/players/{_seg(player_id)}/history", History.from_json, params)
+
+
+def groups(board: str, *, window: str | None) -> Call[Groups]:
+    path = f"/v1/boards/{_seg(board)}/groups"
+    return Call("GET", path, Groups.from_json, _params(window=window))

@@ -309,3 +309,24 @@ class Distribution:
     def from_json(cls, d: Mapping[str, Any]) -> Distribution:
         buckets = tuple(Bucket(b["low"], b["high"], b["count"]) for b in d["buckets"])
         return cls(d["board"], d["window"], _time(d["asOf"]), d["players"], d["exact"], buckets)
+
+
+@dataclass(frozen=True)
+class Group:
+    group: str  # a country, as ``group=`` takes it (ZZ: no country)
+    players: int
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The groups of a board split by country that have players in a window, most first."""
+
+    board: str
+    window: str
+    as_of: datetime
+    groups: tuple[Group, ...]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Groups:
+        groups = tuple(Group(g["group"], g["players"]) for g in d["groups"])
+        return cls(d["board"], d["window"], _time(d["asOf"]), groups)
