@@ -67,11 +67,12 @@ def test_the_sync_client_submits_retries_and_reads(server: Server) -> None:
         with pytest.raises(Invalid) as invalid:
             c.submit("cm-2", [("cp1", -5)], duration_seconds=300, ended_at=ENDED)
         assert invalid.value.status == 422 and invalid.value.detail
-        c.submit("cm-3", [("cp3", 50)], duration_seconds=300, ended_at=ENDED)
 
         rank: Rank = _eventually(lambda: c.rank("week", "cp2", neighbors=1, window=WEEK))
         assert (rank.rank, rank.points, rank.exact) == (2, 95, True)
         assert [e.player_id for e in rank.neighbors] == ["cp1", "cp2"]
+        # A third player, once the second's neighbors are checked: nobody is below them yet.
+        c.submit("cm-3", [("cp3", 50)], duration_seconds=300, ended_at=ENDED)
         ahead = _eventually(lambda: c.rank("week", "cp3", above=2, below=0, window=WEEK))
         assert [e.player_id for e in ahead.neighbors] == ["cp1", "cp2", "cp3"]
 
