@@ -1,5 +1,5 @@
-"""The ``podium`` command: serve, worker, keys, migrate, rebuild, store, archive, config; and
-the operator's ban, unban, freeze and status (``cli_ops.py``)."""
+"""The ``podium`` command: serve, worker, keys, migrate, rebuild, store, archive, config;
+the operator's ban, unban, freeze and status (``cli_ops.py``); plan (``cli_plan.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, cli_ops, config, gcpolicy, metrics
+from podium import bootstrap, cli_ops, cli_plan, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -517,6 +517,8 @@ def config_schema() -> None:
 # The operator's commands live in a module of their own; they use the helpers above.
 for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
     app.command()(_command)
+# The capacity planner: its own module, arithmetic in domain/capacity.py.
+app.command("plan")(cli_plan.plan_command)
 
 
 def main() -> None:
