@@ -21,6 +21,10 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_the_demo_board_fills_and_moves(demo: Server, page: Any) -> None:
+    # Reduced motion: the rows change places without sliding, so that a loaded machine's
+    # software-rendered browser spends its time on the page's work, not on 100 animations
+    # a second (the sliding itself is tested in test_board.py on a board that holds still).
+    page.emulate_media(reduced_motion="reduce")
     page.goto(demo.url + "/")
     rows = page.locator("#top-body tr[data-player]")
     expect(rows).to_have_count(100, timeout=10_000)

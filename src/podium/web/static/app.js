@@ -231,7 +231,20 @@ async function showWindow(windowId) {
     setStatus("connecting", "connecting…");
     const q = new URLSearchParams(group);
     const source = new EventSource(`/v1/boards/${path(board)}/stream${grouped() ? `?${q}` : ""}`);
-    source.onmessage = (e) => renderPage(JSON.parse(e.data), true);
+    // Frames are drawn once per animation frame, the newest only: a device slower than the
+    // stream (a busy phone, a loaded test machine) skips frames instead of queueing them,
+    // which would hold every other task of the page (a look-up's answer) behind the backlog.
+    let latest = null;
+    source.onmessage = (e) => {
+      const idle = latest === null;
+      latest = e.data;
+      if (!idle) return;
+      requestAnimationFrame(() => {
+        const data = latest;
+        latest = null;
+        if (state.source === source) renderPage(JSON.parse(data), true);
+      });
+    };
     source.onopen = () => setStatus("live", "live");
     source.onerror = () => setStatus("down", "reconnecting…");
     state.source = source;
