@@ -20,6 +20,7 @@ The names all start with ``podium_test_``.
 
 from __future__ import annotations
 
+import os
 import secrets
 import warnings
 from urllib.parse import urlparse
@@ -126,7 +127,14 @@ class Databases:
 
     async def _create(self, names: list[str], template: str | None) -> None:
         source = f' TEMPLATE "{template}"' if template else ""
-        await gather_all(self._admin(f'CREATE DATABASE "{n}"{source}') for n in names)
+        lazy = os.environ.get("PODIUM_TEST_LAZY_COMMIT", "1") == "1"
+        await gather_all(
+            self._admin(
+                f'CREATE DATABASE "{n}"{source}',
+                *([f'ALTER DATABASE "{n}" SET synchronous_commit = off'] if lazy else []),
+            )
+            for n in names
+        )
 
     async def _admin(self, *statements: str) -> None:
         admin = await asyncpg.connect(self.admin_url)
