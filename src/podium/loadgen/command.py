@@ -205,7 +205,14 @@ async def _main(s: Settings, console: Console, *, live: bool) -> dict[str, Any]:
             timeout_s=s.timeout_s,
         )
     notes += _notes(run)
-    out = summary(run.tally, elapsed_s=elapsed, settings=s.public(), notes=notes, verified=verified)
+    out = summary(
+        run.tally,
+        elapsed_s=elapsed,
+        offered_s=run.offered_s,
+        settings=s.public(),
+        notes=notes,
+        verified=verified,
+    )
     if run.fatal is not None:
         out["fatal"] = run.fatal
     return out

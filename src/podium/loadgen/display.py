@@ -71,18 +71,21 @@ async def live(run: Run, console: Console) -> None:
 
 
 def print_summary(out: dict[str, Any], console: Console) -> None:
+    def say(text: str) -> None:
+        console.print(text, soft_wrap=True, markup=False)  # whole lines, in a pipe too
+
     m, res, reads = out["matches"], out["results"], out["reads"]
-    console.print(
-        f"[bold]podium loadgen[/]: {out['elapsed_s']:,.1f} s, "
+    say(
+        f"podium loadgen: {out['elapsed_s']:,.1f} s "
+        f"({out['offered_s']:,.1f} s of new matches, then the rest answered), "
         f"{out['settings']['rate_matches_per_s']:,.1f} matches/s offered, "
         f"{len(out['settings']['apis'])} API address(es)",
-        soft_wrap=True,
     )
-    console.print(
+    say(
         f"matches: {m['sent']:,} sent, {m['acknowledged']:,} acknowledged, "
         f"{m['failed']:,} failed, {m['retries']:,} retries"
     )
-    console.print(
+    say(
         f"results/s {res['per_s']:,.1f} ({res['acknowledged']:,})   "
         f"reads/s {reads['per_s']:,.1f} ({reads['answered']:,}; "
         f"{reads['rank_not_on_board_yet']:,} ranks not on the board yet)"
@@ -99,7 +102,7 @@ def print_summary(out: dict[str, Any], console: Console) -> None:
         )
     console.print(table)
     c = out["commit_to_board"]
-    console.print(
+    say(
         f"commit to board: p50 {_ms_value(c['p50_ms'])} ms, p99 {_ms_value(c['p99_ms'])} ms; "
         f"{c['seen']:,} of {c['sampled']:,} sampled seen, {c['not_seen']:,} not seen"
     )
@@ -109,20 +112,18 @@ def print_summary(out: dict[str, Any], console: Console) -> None:
             f"{route} " + ", ".join(f"{status}: {n:,}" for status, n in by.items())
             for route, by in errors.items()
         )
-        console.print(f"errors by status: {listed}", soft_wrap=True)
+        say(f"errors by status: {listed}")
     else:
-        console.print("errors: none")
+        say("errors: none")
     v = out["verify"]
     if v is not None:
-        console.print(
+        say(
             f"verify: {v['checked']:,} totals of {v['players']:,} players read back, "
             f"{v['mismatch_count']:,} mismatches"
         )
         for x in v["mismatches"][:10]:
-            console.print(
-                f"  {x['player']} on {x['board']}: answered {x['answered']}, read {x['read']}"
-            )
+            say(f"  {x['player']} on {x['board']}: answered {x['answered']}, read {x['read']}")
         for note in v["skipped"]:
-            console.print(f"  not checked: {note}")
+            say(f"  not checked: {note}")
     for note in out["notes"]:
-        console.print(f"note: {note}", soft_wrap=True)
+        say(f"note: {note}")

@@ -59,6 +59,7 @@ class Run:
     fatal: str | None = None
     lag_s: float = 0.0  # how far the generator itself fell behind its schedule, at most
     in_flight: int = 0
+    offered_s: float = 0.0  # when the last match fell due and the drain began
     started: float = 0.0
     done: bool = False
     _watchers: int = 0
@@ -132,6 +133,7 @@ class Run:
                 )
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            self.offered_s = self.now()
             if tasks:
                 _, late = await asyncio.wait(set(tasks), timeout=DRAIN_S)
                 for t in late:

@@ -89,12 +89,15 @@ def summary(
     t: Tally,
     *,
     elapsed_s: float,
+    offered_s: float,
     settings: dict[str, Any],
     notes: list[str],
     verified: Verified | None,
 ) -> dict[str, Any]:
-    """The run as JSON: ``elapsed_s`` is the time load was offered (the drain after it is
-    not counted in the rates); latencies in milliseconds."""
+    """The run as JSON, latencies in milliseconds. ``elapsed_s``: from the first match due
+    to the last answer of the load (its ``offered_s`` of new matches, then the drain of
+    those still in flight); the rates are over all of it, so a server that falls behind
+    shows a lower rate, never the one it was offered."""
     span = max(elapsed_s, 1e-9)
     reads = t.reads()
     commit = percentiles(t.commit)
@@ -102,6 +105,7 @@ def summary(
         "format": SUMMARY_FORMAT,
         "settings": settings,
         "elapsed_s": round(elapsed_s, 3),
+        "offered_s": round(offered_s, 3),
         "matches": {
             "sent": t.matches_sent,
             "acknowledged": t.matches_acknowledged,
