@@ -12,6 +12,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import httpx
+
 from podium.client import (
     AsyncClient,
     Board,
@@ -24,12 +26,30 @@ from podium.client import (
     Unauthorized,
 )
 from podium.loadgen import mix as m
+from podium.loadgen.latency import Recorder
 from podium.loadgen.setup import Settings, SetupError, direction, reached
 from podium.loadgen.stats import NO_ANSWER, SUBMIT, Tally
 
 POLL_S = 0.025  # between a watched result's rank reads: the precision of commit-to-board
 MAX_WATCHERS = 32  # results watched at once; a sample past it is skipped (and counted)
 DRAIN_S = 60.0  # how long the matches in flight at the end may take to finish
+LAG_TICK_S = 0.05  # the generator's own loop is timed this often
+# Seconds an idle connection is kept: below uvicorn's 5 s keep-alive, so that the client
+# never sends on a connection the server is closing (a ReadError on the next request).
+KEEPALIVE_S = 2.0
+
+
+# Connections a client holds. httpcore's pool looks at every connection it holds for every
+# request it places (and polls each idle one's socket), so one pool of hundreds costs the
+# generator more CPU than the requests themselves: players read through many small pools.
+POOL = 16
+
+
+def transport() -> httpx.AsyncHTTPTransport:
+    limits = httpx.Limits(
+        max_connections=POOL, max_keepalive_connections=POOL, keepalive_expiry=KEEPALIVE_S
+    )
+    return httpx.AsyncHTTPTransport(limits=limits)
 
 
 @dataclass(frozen=True)
@@ -57,7 +77,11 @@ class Run:
     tally: Tally = field(default_factory=Tally)
     expected: dict[tuple[int, str], int] = field(default_factory=dict)
     fatal: str | None = None
-    lag_s: float = 0.0  # how far the generator itself fell behind its schedule, at most
+    # How late the generator's own loop ran its callbacks (and its CPU time): when it is
+    # the one falling behind, that lateness is in every latency it reports.
+    loop_lag: Recorder = field(default_factory=Recorder)
+    cpu_s: float = 0.0
+    cpu_started: float = 0.0
     in_flight: int = 0
     offered_s: float = 0.0  # when the last match fell due and the drain began
     started: float = 0.0
@@ -111,12 +135,20 @@ class Run:
                 retry=RetryPolicy(),
                 sleep=counted_sleep,
                 rng=random.Random(rng.random()),
+                transport=transport(),
             )
             for i in range(max(s.game_servers, len(s.apis)))
         ]
-        readers = [AsyncClient(api, timeout=s.timeout_s) for api in s.apis]
+        # Enough pools for every request the gate lets through, each API as many.
+        pools = len(s.apis) * max(1, -(-s.concurrency // (POOL * len(s.apis))))
+        readers = [
+            AsyncClient(s.apis[i % len(s.apis)], timeout=s.timeout_s, transport=transport())
+            for i in range(pools)
+        ]
         tasks: set[asyncio.Task[None]] = set()
         self.started = self.clock()
+        self.cpu_started = time.process_time()
+        monitor = asyncio.create_task(self._monitor())
         try:
             for n, due in enumerate(m.arrivals(s.rate, rng)):
                 if due >= s.duration_s or self.fatal is not None:
@@ -124,8 +156,6 @@ class Run:
                 wait = due - self.now()
                 if wait > 0:
                     await asyncio.sleep(wait)
-                else:
-                    self.lag_s = max(self.lag_s, -wait)
                 match = self._draw(rng, n, due)
                 server = servers[n % len(servers)]
                 task = asyncio.create_task(
@@ -140,8 +170,16 @@ class Run:
                     t.cancel()
         finally:
             self.done = True
+            monitor.cancel()
+            self.cpu_s = time.process_time() - self.cpu_started
             for c in (*servers, *readers):
                 await c.aclose()
+
+    async def _monitor(self) -> None:
+        while True:
+            before = self.clock()
+            await asyncio.sleep(LAG_TICK_S)
+            self.loop_lag.record(self.clock() - before - LAG_TICK_S)
 
     async def _match(
         self,
