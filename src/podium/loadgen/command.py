@@ -82,7 +82,7 @@ def loadgen_command(
     matches_per_player: Annotated[
         float, typer.Option(help="Matches each player plays over the run, at the average.")
     ] = 2.0,
-    peak: Annotated[float, typer.Option(help="The rate over that average.")] = 1.0,
+    peak: Annotated[float, typer.Option(help="Times that average to run at: the peak.")] = 1.0,
     players_per_match: Annotated[int, typer.Option(help="Players in each match.")] = 2,
     reads_per_match: Annotated[
         float, typer.Option(help="Reads by each player after a match.")
