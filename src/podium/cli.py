@@ -19,6 +19,7 @@ from podium.domain.models import ApiKey, Scope
 from podium.domain.validation import text_problem
 from podium.domain.windows import to_rfc3339
 from podium.errors import ConfigError, PodiumError
+from podium.loadgen.command import loadgen_command
 from podium.topology import Topology
 from podium.workers import roles as registry
 
@@ -519,6 +520,8 @@ for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
     app.command()(_command)
 # The capacity planner: its own module, arithmetic in domain/capacity.py.
 app.command("plan")(cli_plan.plan_command)
+# The load generator: its own package, driving a running podium through podium.client.
+app.command("loadgen")(loadgen_command)
 
 
 def main() -> None:

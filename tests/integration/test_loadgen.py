@@ -1,0 +1,64 @@
+"""``podium loadgen`` against a real ``podium serve`` on the embedded default: a few
+seconds of load at a low rate, then its JSON summary read: results acknowledged, reads on
+every route, no errors, results watched onto the board, and the read-back of every
+player's totals in agreement with what the submissions answered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Server, start_server, stop_server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    s = start_server(tmp_path_factory.mktemp("loadgen"))
+    yield s
+    stop_server(s)
+
+
+def test_a_short_run_is_acknowledged_read_seen_on_the_board_and_verified(
+    server: Server, tmp_path: Path
+) -> None:
+    game, admin = tmp_path / "game.key", tmp_path / "admin.key"
+    game.write_text(server.game_key)
+    admin.write_text(server.admin_key)
+    out = tmp_path / "out.json"
+    argv = [sys.executable, "-m", "podium", "loadgen", "--api", server.url]
+    argv += ["--key-file", str(game), "--admin-key-file", str(admin)]
+    argv += ["--players", "40", "--friends-players", "20", "--rate", "4", "--duration", "3s"]
+    # Every match watched onto the board, with a deadline no busy machine should reach.
+    argv += ["--commit-sample", "1", "--commit-deadline", "60", "--seed", "1"]
+    argv += ["--no-live", "--json", str(out), "--verify"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PODIUM_")}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = done.stdout + done.stderr
+    assert server.game_key not in printed and server.admin_key not in printed
+    assert "errors: none" in done.stdout
+
+    summary = json.loads(out.read_text())
+    assert summary["results"]["acknowledged"] > 0
+    assert summary["matches"]["acknowledged"] == summary["matches"]["sent"] > 0
+    assert summary["results"]["acknowledged"] == 2 * summary["matches"]["acknowledged"]
+    assert all(n > 0 for n in summary["reads"]["by_route"].values()), summary["reads"]
+    assert set(summary["reads"]["by_route"]) == {"top", "rank", "friends"}
+    for route in ("submit", "top", "rank", "friends"):
+        p = summary["routes"][route]
+        assert p["count"] > 0 and p["p50_ms"] <= p["p99_ms"] <= p["p99.9_ms"] <= p["max_ms"]
+    assert summary["errors"] == {}
+    commit = summary["commit_to_board"]
+    assert commit["seen"] > 0 and commit["p50_ms"] is not None, commit
+    verify = summary["verify"]
+    assert verify["checked"] > 0 and verify["players"] > 0
+    assert verify["mismatch_count"] == 0, verify["mismatches"]
+    assert summary["settings"]["friends"] is True
