@@ -16,6 +16,12 @@ finished tests are dropped a batch at a time, in the teardown of the test that f
 batch (not in the background: a checkpoint stalls every commit on the server, and must
 not fall in the middle of a test that times its writes); the rest at the session's end.
 The names all start with ``podium_test_``.
+
+Each copy commits without waiting for its WAL to reach the disk (``synchronous_commit =
+off``, set on the database, so every connection to it has it): what a test sees is the
+same, since no test crashes the machine's server (a commit is lost only then), and a
+test's many commits no longer each wait out a flush of a disk shared with the whole run.
+``PODIUM_TEST_LAZY_COMMIT=0`` makes them wait as a production server would.
 """
 
 from __future__ import annotations
