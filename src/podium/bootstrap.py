@@ -19,8 +19,9 @@ from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
 from podium.config import Settings
 from podium.counted import CountedRanks
-from podium.errors import ConfigError
+from podium.errors import ConfigError, Unavailable
 from podium.index.split import SplitIndex
+from podium.mending import MarkedRanks
 from podium.ports import (
     ChangeLog,
     Clock,
@@ -32,10 +33,11 @@ from podium.ports import (
     Snapshots,
     SystemClock,
 )
+from podium.ports.generations import Generations
 from podium.ranking import SnapshotRanks
 from podium.service import Service
 from podium.topology import IndexKind, LogKind, StoreKind, Topology
-from podium.workers import roles, updater
+from podium.workers import mender, roles, updater
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
@@ -107,6 +109,7 @@ class IndexParts:
     copy: ProfileCopy
     snapshots: Snapshots
     split: SplitIndex | None
+    generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
 
 
 def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
@@ -123,20 +126,24 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         assert split.copy is not None
         return IndexParts(split, split.copy, MemorySnapshots(clock.now), split)
     from podium.index.cluster import client_for, shard_indexes
+    from podium.index.generations import RedisGenerations
     from podium.index.keys import Keys
     from podium.index.redis import RedisIndex
     from podium.index.redis_snapshots import RedisSnapshots
 
     if n == 1 and topo.index == "redis":  # one Redis, one shard: today's keys, untagged
         redis = RedisIndex.from_url(url, prefix=prefix)
-        return IndexParts(redis, redis.copy, RedisSnapshots(redis.client, redis.keys), None)
+        marks = RedisGenerations(redis.client, [(None, redis.keys)])
+        snaps = RedisSnapshots(redis.client, redis.keys)
+        return IndexParts(redis, redis.copy, snaps, None, marks)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py).
     client = client_for(url, read_from_replicas=settings.index.read_from_replicas)
     shards = shard_indexes(client, prefix, n)
     split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
     assert split.copy is not None
-    return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split)
+    marks = RedisGenerations(client, [(s.shard, s.keys) for s in shards])
+    return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split, marks)
 
 
 def read_limiter(settings: Settings, topo: Topology) -> Buckets:
@@ -207,6 +214,7 @@ class Backends:
     topology: Topology
     # The store split by player, for what only it does (moving a bucket); None otherwise.
     split_store: SplitStore | None
+    generations: Generations | None = None  # a Redis index's markers; None in process
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -216,6 +224,21 @@ class Backends:
             n = await self.podium.rebuilds.rebuild_live()
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
+        await self._marked()
+
+    async def _marked(self) -> None:
+        """A Redis index without its generation markers (new, or emptied while no process
+        watched) is refilled from the store now, by one process (``workers/mender.py``);
+        one that is down is left to the menders, which look again every few seconds."""
+        m = mender.mender(self.needs())
+        if m is None or self.generations is None:
+            return
+        try:
+            gone = [h.shard for h in await self.generations.held() if h.token is None]
+            if gone:
+                await m.rebuild(gone, replay=False)
+        except Unavailable as e:
+            log.warning("the index's generation markers could not be read at start: %s", e)
 
     def needs(self) -> Needs:
         """What the roles are given (``workers/runner.py``): the ports, never the adapters."""
@@ -231,6 +254,8 @@ class Backends:
             shards,
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
+            self.generations,
+            self.podium.rebuilds.rebuild_live,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -268,6 +293,8 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
     ranking = _rank_source(topo, parts, clock)
+    if parts.generations is not None:  # reads refuse a board that lost its data
+        ranking = MarkedRanks(ranking, parts.generations, clock)
     podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
     limiter = read_limiter(settings, topo)
     return Backends(
@@ -283,6 +310,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         parts.split,
         topo,
         split_store,
+        parts.generations,
     )
 
 

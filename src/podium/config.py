@@ -22,7 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from annotated_types import Ge, Le, MinLen
+from annotated_types import Ge, Gt, Le, MinLen
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -235,6 +235,14 @@ class IndexSettings:
     read_from_replicas: Flag = False
     """Rank reads from the replicas of a Redis Cluster, writes to its primaries: a replica
     may lag its primary by a few milliseconds, which a rank read can afford."""
+    failover_replay_s: Count = 60
+    """When a Redis node behind the index changed (a replica took over, or it restarted
+    from a snapshot), every process that writes boards applies the change log's last this
+    many seconds once more, to bring back the writes the new node lacks; 0 turns it off.
+    It must reach back past a replica's lag at its worst."""
+    watch_s: Annotated[float, Strict(), Gt(0), _float, _says(_NUMBER, "expected more than 0")] = 2.0
+    """How often each process that writes boards reads the index's generation markers: the
+    longest a lost index or a failover goes unseen."""
 
 
 @table(frozen=True, config=_TABLE)

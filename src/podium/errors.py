@@ -14,6 +14,7 @@
     ├── Unavailable         503     a backend is unreachable; nothing was recorded, retry
     │   ├── StoreUnavailable
     │   ├── IndexUnavailable
+    │   │   └── Rebuilding          the index came back empty; refilled from the store now
     │   ├── LogUnavailable          the change log (NATS JetStream) unreachable or electing
     │   └── Overloaded              too many matches in flight in this process
     └── InternalError       500     a bug: a backend refused what podium sent (an undefined
@@ -102,6 +103,15 @@ class IndexUnavailable(Unavailable):
 class LogUnavailable(Unavailable):
     title = "Change log unavailable"
     public = "the change log is unavailable; retry in Retry-After seconds"
+
+
+class Rebuilding(IndexUnavailable):
+    """The index lost its data (a Redis that came back empty) and is being refilled from
+    the store: a read now would show a board with players missing (``mending.py``)."""
+
+    title = "Board being rebuilt"
+    public = "the board is being rebuilt from the score store; retry in Retry-After seconds"
+    retry_after = 2
 
 
 class Overloaded(Unavailable):

@@ -206,3 +206,19 @@ def serve(host: str, port: int) -> None:
     """``/metrics`` of a worker process, which has no API of its own to serve it from: on a
     thread of prometheus_client's, without a key (bind it where only Prometheus reaches)."""
     start_http_server(port, addr=host, registry=readable())
+
+
+# The index mending itself (workers/mender.py): a node that changed under a shard, and what
+# the log's last seconds brought back.
+INDEX_FAILOVERS = Counter(
+    "podium_index_failovers",
+    "Times this process found the Redis node behind an index shard changed (a replica that "
+    "took over, a restart) or emptied (its generation marker gone), by shard",
+    ["shard"],
+    registry=REGISTRY,
+)
+REPLAYED_CHANGES = Counter(
+    "podium_replayed_changes",
+    "Changes applied once more from the log's last seconds after an index failover or rebuild",
+    registry=REGISTRY,
+)

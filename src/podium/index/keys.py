@@ -80,6 +80,16 @@ class Keys:
             return f"{self.prefix}:profiles"
         return f"{self.prefix}:{tag}:profiles"
 
+    def generation(self) -> str:
+        """The generation marker of this shard (``index/generations.py``): a token and the
+        identity of the node it was written on, in the shard's slot, so that it lives and
+        dies with that node's data: a Redis that came back empty lost it too."""
+        return f"{self._base}:gen"
+
+    def rebuild_lock(self) -> str:
+        """Held (SET NX PX) by the one process that rebuilds a lost index from the store."""
+        return f"{self.prefix}:rebuild-lock"
+
     def read_bucket(self, client: str) -> str:
         """A client's shared token bucket for reads (``ratelimit.py``); a key of its own,
         so buckets spread over a cluster's slots."""

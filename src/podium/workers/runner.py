@@ -24,6 +24,7 @@ from podium.config import Settings
 from podium.errors import Unavailable
 from podium.lifecycle import Lifecycle
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
+from podium.ports.generations import Generations
 
 log = logging.getLogger("podium.workers")
 
@@ -98,3 +99,7 @@ class Needs:
     shards: Sequence[ShardIndex]  # a split index's shards; empty when it is not split
     lifecycle: Lifecycle  # the service's own, so a freeze is seen by its reads at once
     fill_profiles: Callable[[], Awaitable[int | None]]  # the store's profiles into the copy
+    # The index's generation markers (None: the in-process index has none), and every live
+    # window refilled from the store: what the mender (workers/mender.py) needs.
+    generations: Generations | None = None
+    rebuild_live: Callable[[], Awaitable[int]] | None = None

@@ -34,6 +34,7 @@ from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
+from podium.workers import mender
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.updater")
@@ -219,8 +220,9 @@ class ProfileCopier:
 
 
 def runners(n: Needs) -> list[Runner]:
-    """The updater, with the two checks that run beside each one: the outbox backlog
-    exported, and the index's copy of profiles kept complete."""
+    """The updater, with the checks that run beside each one: the outbox backlog
+    exported, the index's copy of profiles kept complete, and the index mended after it
+    lost writes (``mender.py``)."""
     w = n.settings.workers
     up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock)
     backlog = BacklogMonitor(n.store, n.clock)
@@ -229,6 +231,7 @@ def runners(n: Needs) -> list[Runner]:
         Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch),
         Runner("backlog", backlog.step, idle_sleep_s=BACKLOG_CHECK_S),
         Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S),
+        *mender.runners(n),
     ]
 
 

@@ -1,0 +1,121 @@
+"""Honest reads while the index is refilled: the rank source every read goes through,
+checked against the index's generation markers (``ports/generations.py``).
+
+A Redis that came back empty answers a board read with a board that lacks players: at
+first nobody, then whoever the updaters wrote since. Such an answer must never look like
+the board (invariant 6 of docs/architecture.md: never passed off as exact). So each read
+of a live window is checked against the markers, the same way in every process, whether it
+writes boards or only serves reads (the markers live in the index, not in a process):
+
+- before the read, the markers last seen: one gone (seen within the last second) is a 503
+  at once, ``Rebuilding``, without asking the index;
+- after the read, the markers read again, by a check begun after the read ended: one gone,
+  or a token other than the one seen before the read (the index was emptied and rebuilt
+  while the read ran, so it may have read the empty board), is a 503 too.
+
+The markers go with the data: a flush, or a restart without it, took the marker with the
+board, so a read that found the same token after it as before it read a board that held
+the data. The check after is shared by every read that ended before it began (one round
+trip for a crowd of readers, ``_After``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from podium.domain.boards import BoardSpec
+from podium.errors import Rebuilding
+from podium.ports import (
+    Around,
+    BoardKey,
+    Clock,
+    Estimated,
+    Placed,
+    RankSource,
+    Resumed,
+    Spread,
+    Top,
+)
+from podium.ports.generations import Generations
+
+T = TypeVar("T")
+GONE_S = 1.0  # a marker seen gone is trusted this long before a read asks again
+Tokens = tuple[str | None, ...]
+
+
+class _After:
+    """A call shared by every caller that asked before it began, never one begun before a
+    caller asked: each caller's answer was read after its own read ended."""
+
+    def __init__(self, fn: Callable[[], Awaitable[Tokens]]) -> None:
+        self._fn = fn
+        self._asked = 0
+        self._task: asyncio.Future[Tokens] | None = None
+        self._covers = 0  # the last caller the running call serves
+
+    async def __call__(self) -> Tokens:
+        self._asked += 1
+        mine = self._asked
+        while True:
+            task = self._task
+            if task is None or (task.done() and self._covers < mine):
+                self._covers = self._asked
+                task = self._task = asyncio.ensure_future(self._fn())
+            if self._covers >= mine:
+                return await asyncio.shield(task)
+            await asyncio.wait([task])  # begun before I asked: wait for it, then ask anew
+
+
+class MarkedRanks:
+    """A ``RankSource`` that answers only what a board with its data gave it."""
+
+    def __init__(self, inner: RankSource, generations: Generations, clock: Clock) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._fresh = _After(generations.tokens)
+        self._seen: Tokens | None = None
+        self._seen_at = 0.0
+
+    async def _checked(self, read: Callable[[], Awaitable[T]]) -> T:
+        before = self._seen
+        if before is not None and None in before and self._clock.now() - self._seen_at < GONE_S:
+            raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
+        got = await read()
+        after = await self._fresh()
+        self._seen, self._seen_at = after, self._clock.now()
+        if None in after:
+            raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
+        if before is not None and before != after:
+            raise Rebuilding("the index was rebuilt while this read ran")
+        return got
+
+    def forget(self, changed_at: float | None = None) -> None:
+        self._inner.forget(changed_at)
+
+    async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
+        return await self._checked(lambda: self._inner.top(spec, key, start, stop))
+
+    async def page_from(
+        self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
+    ) -> Resumed:
+        return await self._checked(lambda: self._inner.page_from(spec, key, at, n, before))
+
+    async def around(
+        self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
+    ) -> Around | Estimated | None:
+        return await self._checked(lambda: self._inner.around(spec, key, player_id, neighbors))
+
+    async def places(
+        self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]
+    ) -> list[Placed | None]:
+        return await self._checked(lambda: self._inner.places(spec, key, player_ids))
+
+    async def shared_ranks(
+        self, spec: BoardSpec, key: BoardKey, scores: Sequence[int]
+    ) -> dict[int, int]:
+        return await self._checked(lambda: self._inner.shared_ranks(spec, key, scores))
+
+    async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
+        return await self._checked(lambda: self._inner.spread(spec, key, buckets))

@@ -1,0 +1,147 @@
+"""The index mending itself: beside every updater, a check of the index's generation
+markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
+
+- A shard whose marker is **gone** lost its data (a Redis restarted without it, or flushed):
+  one process, under the rebuild lock, refills every live board window from the store (the
+  rebuild use case, ``rebuilds.py``), applies the log's last seconds once more (writes that
+  landed while the rebuild read the store would otherwise be lost to its swap), and only
+  then writes a new marker: until then every read of the index answers 503 (``mending.py``).
+- A shard whose marker was written on **another node** than the one that holds it now (a
+  replica took over, or the node restarted from a snapshot) may lack the writes of the last
+  moments before the change: the log's last ``[index] failover_replay_s`` seconds are applied
+  once more, then the marker is written again with the node it is on now, so the change is
+  mended once. A second process that saw the same change replays as well, which the index's
+  idempotent writes make harmless (invariant 3 of docs/architecture.md).
+
+The replay is of the whole log, not only of the shards that changed: the log is split by
+player into its own partitions, which are not the index's shards, and a replay from a time
+is one consumer over every partition (``ChangeLog.replay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+
+from podium import metrics
+from podium.ports import Clock
+from podium.ports.generations import Generations, Held
+from podium.workers.runner import Needs, Runner
+
+log = logging.getLogger("podium.mender")
+
+LOCK_S = 30.0  # the rebuild lock's time to live, renewed while the rebuild runs
+RACE_S = 5.0  # after a rebuild, the log from this long before it began is applied again
+
+
+def _names(shards: Sequence[int | None]) -> str:
+    return ", ".join("the index" if s is None else f"shard {s}" for s in shards)
+
+
+def _label(shard: int | None) -> str:
+    return "0" if shard is None else str(shard)
+
+
+class Mender:
+    def __init__(
+        self,
+        generations: Generations,
+        rebuild_live: Callable[[], Awaitable[int]],
+        replay: Callable[[float], Awaitable[int]],
+        clock: Clock,
+        replay_s: float,
+    ) -> None:
+        self._gens = generations
+        self._rebuild_live = rebuild_live
+        self._replay = replay
+        self._clock = clock
+        self._replay_s = replay_s
+
+    async def step(self) -> int:
+        held = await self._gens.held()
+        gone = [h.shard for h in held if h.token is None]
+        moved = [h for h in held if h.token is not None and h.marked_on != h.node]
+        if gone:
+            await self.rebuild(gone)
+        if moved:
+            await self._failover(moved)
+        return 0  # the runner sleeps watch_s until the next look
+
+    async def rebuild(self, shards: Sequence[int | None], *, replay: bool = True) -> bool:
+        """Refill the index from the store and mark ``shards`` anew; False if another
+        process holds the rebuild lock (it will mark them when done)."""
+        token = secrets.token_hex(8)
+        if not await self._gens.lock(token, LOCK_S):
+            return False
+        keep = asyncio.create_task(self._keep_lock(token))
+        try:
+            for s in shards:
+                metrics.INDEX_FAILOVERS.labels(_label(s)).inc()
+            began = self._clock.now()
+            n = await self._rebuild_live()
+            replayed = await self._replay(self._clock.now() - began + RACE_S) if replay else 0
+            metrics.REPLAYED_CHANGES.inc(replayed)
+            await self._gens.mark(shards, token)
+        finally:
+            keep.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keep
+            with contextlib.suppress(Exception):
+                await self._gens.unlock(token)
+        log.warning(
+            "%s lost its data (its generation marker was gone): rebuilt %d entries of live "
+            "board windows from the store, then replayed %d changes of the log",
+            _names(shards), n, replayed,
+        )  # fmt: skip
+        return True
+
+    async def _failover(self, moved: list[Held]) -> None:
+        for h in moved:
+            metrics.INDEX_FAILOVERS.labels(_label(h.shard)).inc()
+        shards = [h.shard for h in moved]
+        why = "; ".join(f"{_names([h.shard])}: {h.marked_on} -> {h.node}" for h in moved)
+        if self._replay_s <= 0:
+            log.warning(
+                "the Redis node behind %s changed (%s); not replaying: "
+                "index.failover_replay_s = 0", _names(shards), why,
+            )  # fmt: skip
+        else:
+            n = await self._replay(self._replay_s)
+            metrics.REPLAYED_CHANGES.inc(n)
+            log.warning(
+                "the Redis node behind %s changed (%s): it may lack the last writes of its "
+                "old node, so %d changes of the log's last %.0fs were applied again",
+                _names(shards), why, n, self._replay_s,
+            )  # fmt: skip
+        # Each shard keeps its token (reads compare tokens) and now names its new node.
+        for h in moved:
+            assert h.token is not None
+            await self._gens.mark([h.shard], h.token)
+
+    async def _keep_lock(self, token: str) -> None:
+        while True:
+            await asyncio.sleep(LOCK_S / 3)
+            with contextlib.suppress(Exception):
+                await self._gens.lock(token, LOCK_S)
+
+
+def mender(n: Needs) -> Mender | None:
+    """The mender of this deployment's index; None where it has no markers (in process)."""
+    if n.generations is None or n.rebuild_live is None:
+        return None
+    from podium.workers.updater import replay  # the updater's own replay, once more
+
+    async def again(since_s: float) -> int:
+        return await replay(n, since_s)
+
+    return Mender(n.generations, n.rebuild_live, again, n.clock, n.settings.index.failover_replay_s)
+
+
+def runners(n: Needs) -> list[Runner]:
+    m = mender(n)
+    if m is None:
+        return []
+    return [Runner("mender", m.step, idle_sleep_s=n.settings.index.watch_s)]
