@@ -116,7 +116,7 @@ class Webhooks(Database):
                     due.endpoint,
                     due.attempts,
                 ),
-            )  # fmt: skip
+            )
         )
 
     async def deliveries(
