@@ -14,6 +14,7 @@ from podium.api.problems import responses
 from podium.domain.windows import to_rfc3339
 from podium.ports import Delivery
 from podium.service import Service
+from podium.webhook_admin import CURSOR
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 State = Literal["pending", "delivered", "failed"]
@@ -74,7 +75,11 @@ async def list_deliveries(
     state: Annotated[State | None, Query(description="only deliveries in this state")] = None,
     cursor: Annotated[
         str | None,
-        Query(max_length=1000, description="the `next` of the previous page, as it was given"),
+        Query(
+            pattern=CURSOR,
+            max_length=2600,
+            description="the `next` of the previous page, as it was given",
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> DeliveriesOut:
