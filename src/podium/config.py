@@ -50,6 +50,7 @@ from podium.domain.models import Mode
 from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
 from podium.errors import ConfigError
+from podium.webhook_config import WebhookTable, check_unique
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up with ISO weeks
@@ -298,6 +299,7 @@ class Settings:
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     modes: tuple[Mode, ...] = (Mode("default", 0, 1_000_000),)
     boards: tuple[BoardSpec, ...] = ()
+    webhooks: tuple[WebhookTable, ...] = ()
 
     def mode(self, name: str) -> Mode | None:
         return next((m for m in self.modes if m.name == name), None)
@@ -489,6 +491,8 @@ class _File(BaseModel):
         tuple[_BoardTable, ...], BeforeValidator(lambda v: v or _default_boards())
     ] = Field(default_factory=_default_boards)
     """Default (and with none given): summed points on boards named season, week and day."""
+    webhooks: tuple[WebhookTable, ...] = ()
+    """Endpoints that receive reward and moderation events (none by default)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -498,6 +502,7 @@ class _File(BaseModel):
             names = [t.name for t in tables]
             if twice := next((n for i, n in enumerate(names) if n in names[:i]), None):
                 raise ValueError(f"{where}: {twice!r} is defined twice")
+        check_unique(self.webhooks)
         modes = {m.name for m in self.modes}
         for i, board in enumerate(self.boards):
             for m in board.modes or ():
@@ -528,6 +533,7 @@ class _File(BaseModel):
             archive=self.archive,
             modes=tuple(Mode(**dataclasses.asdict(m)) for m in self.modes),
             boards=tuple(b.spec() for b in self.boards),
+            webhooks=self.webhooks,
         )
 
 
@@ -539,7 +545,12 @@ _SECTIONS = {
     "workers": WorkerSettings,
     "archive": ArchiveSettings,
 }
-_TABLES: dict[str, type[Any]] = {**_SECTIONS, "modes": _ModeTable, "boards": _BoardTable}
+_TABLES: dict[str, type[Any]] = {
+    **_SECTIONS,
+    "modes": _ModeTable,
+    "boards": _BoardTable,
+    "webhooks": WebhookTable,
+}
 # ``podium_server_read_rate_per_s``: ("server", "read_rate_per_s"), for every setting there is.
 _ENV_NAMES = {
     f"podium_{name}_{f.name}": (name, f.name)

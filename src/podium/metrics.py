@@ -39,6 +39,13 @@ RESULTS_FLAGGED = Counter(
     "Results flagged for review (accepted all the same)",
     registry=REGISTRY,
 )
+WEBHOOK_DELIVERIES = Counter(
+    "podium_webhook_deliveries",
+    "Webhook delivery attempts, by outcome: delivered, retried (to be tried again) or failed "
+    "(given up past the endpoint's retry_for_s)",
+    ["outcome"],
+    registry=REGISTRY,
+)
 RECORD_REREADS = Counter(
     "podium_record_rereads",
     "Player results whose store transaction had to read again: something changed between "

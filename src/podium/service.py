@@ -11,7 +11,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``health``: whether the store and the index answer (``health.py``);
 - ``past``: past windows listed, their standings streamed, a player's history (``past.py``);
 - ``groups``: the groups of a board split by country, with their players (``groups.py``);
-- ``lookups``: players looked up by id on a board (``lookups.py``).
+- ``lookups``: players looked up by id on a board (``lookups.py``);
+- ``webhooks``: the admin's list of webhook deliveries (``webhook_admin.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -37,6 +38,7 @@ from podium.ports import Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.rebuilds import Rebuilds
+from podium.webhook_admin import WebhookAdmin
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Service:
     past: Past
     groups: Groups
     lookups: Lookups
+    webhooks: WebhookAdmin
 
     @classmethod
     def wire(
@@ -84,4 +87,5 @@ class Service:
             past=Past(store, store, index, clock, lifecycle, archive, reads),
             groups=Groups(store, index, reads, lifecycle, clock),
             lookups=Lookups(reads),
+            webhooks=WebhookAdmin(store),
         )

@@ -317,6 +317,12 @@ def _wrong(hint: Any) -> tuple[Any, str]:
 
 Document = Callable[[Any], dict[str, Any]]
 
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+# What a row of each array of tables needs besides the setting under test (most: a name).
+ROW_NEEDS: dict[str, dict[str, Any]] = {
+    "webhooks": {"url": "http://127.0.0.1:9/hook", "secret": SECRET, "events": ["window.frozen"]}
+}
+
 
 def _settings() -> Iterator[tuple[str, Document, Any]]:
     """Every setting of the file, read from the model that reads it (so a new one is walked
@@ -330,7 +336,7 @@ def _settings() -> Iterator[tuple[str, Document, Any]]:
         return lambda v: {name: {key: v}}
 
     def in_row(name: str, key: str) -> Document:
-        return lambda v: {name: [{"name": "t", key: v}]}  # a row needs its name
+        return lambda v: {name: [{**ROW_NEEDS.get(name, {"name": "t"}), key: v}]}
 
     for name, info in config._File.model_fields.items():
         table = info.annotation
@@ -345,7 +351,8 @@ def _settings() -> Iterator[tuple[str, Document, Any]]:
                 for f in dataclasses.fields(rows)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             }
-            assert required == {"name"}, f"{name}: rows need {required}; fill them in in_row"
+            needs = set(ROW_NEEDS.get(name, {"name": "t"}))
+            assert required == needs, f"{name}: rows need {required}; fill them in ROW_NEEDS"
         assert isinstance(rows, type) and dataclasses.is_dataclass(rows)
         hints = get_type_hints(rows, include_extras=True)
         for f in dataclasses.fields(rows):
@@ -489,3 +496,31 @@ def test_server_api_is_all_read_or_write() -> None:
     assert load(None, env={"PODIUM_SERVER_API": "read", **shared}).server.api == "read"
     with pytest.raises(ConfigError, match=r"server\.api: expected all \| read \| write"):
         parse({"server": {"api": "reads"}})
+
+
+def test_webhooks_name_an_unknown_event() -> None:
+    row = {**ROW_NEEDS["webhooks"], "events": ["window.frozen", "window.closed"]}
+    assert errors({"webhooks": [row]}) == (
+        "webhooks[0].events: unknown event 'window.closed' (known: window.frozen, "
+        "tournament.ended, cohort.frozen, player.flagged, player.banned)"
+    )
+
+
+@pytest.mark.parametrize("secret", ["MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_!!", "whsec_YWJj"])
+def test_webhooks_secret_is_standard_webhooks_and_never_echoed(secret: str) -> None:
+    message = errors({"webhooks": [{**ROW_NEEDS["webhooks"], "secret": secret}]})
+    assert message == "webhooks[0].secret: expected whsec_ and at least 16 bytes in base64"
+
+
+def test_webhooks_url_and_uniqueness() -> None:
+    row = ROW_NEEDS["webhooks"]
+    assert errors({"webhooks": [{**row, "url": "ftp://x"}]}) == (
+        "webhooks[0].url: expected http://... or https://..., got 'ftp://x'"
+    )
+    assert errors({"webhooks": [row, row]}) == (
+        "webhooks: 'http://127.0.0.1:9/hook' is defined twice"
+    )
+    settings = config.parse({"webhooks": [{**row, "timeout_s": 2}]})
+    (hook,) = settings.webhooks
+    assert (hook.timeout_s, hook.retry_first_s, hook.retry_for_s) == (2.0, 5.0, 86_400.0)
+    assert SECRET not in repr(settings)  # a settings dump in a log shows no secret

@@ -27,6 +27,12 @@ RUNNERS = {
     "freezer": ["freezer"],
     "reconciler": ["reconciler"],
     "pruner": ["pruner"],
+    "webhooks": ["webhooks"],
+}
+HOOK = {
+    "url": "http://127.0.0.1:9/hook",
+    "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "events": ["window.frozen"],
 }
 # A shared index, so that `podium worker` accepts the settings; nothing connects to it here.
 WORKER_ENV = {"PODIUM_INDEX_URL": "redis://127.0.0.1:6379/0"}
@@ -34,7 +40,11 @@ WORKER_ENV = {"PODIUM_INDEX_URL": "redis://127.0.0.1:6379/0"}
 
 def _needs(tmp_path: Path, shards: int) -> Needs:
     """What bootstrap gives the roles, built without touching a backend."""
-    raw = {"store": {"url": f"sqlite:///{tmp_path}/roles.db"}, "index": {"shards": shards}}
+    raw = {
+        "store": {"url": f"sqlite:///{tmp_path}/roles.db"},
+        "index": {"shards": shards},
+        "webhooks": [HOOK],  # the webhooks role starts only with an endpoint to send to
+    }
     return bootstrap.build(parse(raw)).needs()
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import groups, keys, lookups, windows
+from podium.api import groups, keys, lookups, webhooks, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -32,6 +32,7 @@ admin_routes = APIRouter(tags=["admin"])
 ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
+admin_routes.include_router(webhooks.router)  # webhook deliveries (api/webhooks.py)
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
 reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
 reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)

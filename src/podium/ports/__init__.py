@@ -6,6 +6,7 @@ One module per side, each a few small ``typing.Protocol`` classes by scope:
 - ``ports.index``: the rank index, the index's copy of profiles, and the rank source the
   reads rank through;
 - ``ports.log``: the change log between the outbox and the board updaters;
+- ``ports.webhooks``: reward and moderation events, delivered to webhooks;
 - ``ports.clock``: the time.
 
 Each port has several adapters (``store/``, ``index/``, ``log/``), held to one contract suite
@@ -49,6 +50,7 @@ from podium.ports.store import (
     ScoreStore,
     Windows,
 )
+from podium.ports.webhooks import Delivery, Due, WebhookEvents
 
 __all__ = [
     "Around",
@@ -56,6 +58,8 @@ __all__ = [
     "ChangeLog",
     "Clock",
     "Credentials",
+    "Delivery",
+    "Due",
     "EntryMetadata",
     "Estimated",
     "Lifetime",
@@ -81,5 +85,6 @@ __all__ = [
     "Spread",
     "SystemClock",
     "Top",
+    "WebhookEvents",
     "Windows",
 ]

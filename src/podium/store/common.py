@@ -25,6 +25,7 @@ from podium.domain.models import (
 from podium.domain.retention import StoredResult
 from podium.ports.status import Reachable
 from podium.ports.store import RecordHandle
+from podium.ports.webhooks import Delivery
 from podium.recording import RecordState, place_in_groups, plan_record
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
@@ -227,3 +228,25 @@ async def reachable(name: str, ping: Callable[[], Awaitable[None]]) -> Reachable
     except PodiumError as e:
         return Reachable(name, False, str(e))
     return Reachable(name, True)
+
+
+DELIVERY_COLS = (
+    "d.event_id, e.type, d.endpoint, d.state, d.attempts, d.first_at, d.next_at, "
+    "d.last_status, d.last_error, d.delivered_at"
+)
+
+
+def delivery_of(r: Row) -> Delivery:
+    pending = r["state"] == "pending"
+    return Delivery(
+        r["event_id"],
+        r["type"],
+        r["endpoint"],
+        r["state"],
+        r["attempts"],
+        r["first_at"],
+        r["next_at"] if pending else None,
+        r["last_status"],
+        r["last_error"],
+        r["delivered_at"],
+    )

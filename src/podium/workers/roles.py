@@ -11,7 +11,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from podium.errors import ConfigError
-from podium.workers import aggregator, freezer, heartbeats, pruner, reconciler, relay, updater
+from podium.workers import (
+    aggregator,
+    freezer,
+    heartbeats,
+    pruner,
+    reconciler,
+    relay,
+    updater,
+    webhooks,
+)
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium")
@@ -35,6 +44,7 @@ REGISTRY: tuple[Role, ...] = (
     Role("freezer", freezer.runners),  # windows that are due into final standings
     Role("reconciler", reconciler.runners),  # the index checked against the store
     Role("pruner", pruner.runners, pruner.not_needed),  # results past retention into files
+    Role("webhooks", webhooks.runners, webhooks.not_needed),  # reward events to endpoints
 )
 NAMES = tuple(r.name for r in REGISTRY)
 _BY_NAME = {r.name: r for r in REGISTRY}

@@ -29,6 +29,7 @@ from podium.store.common import (
 )
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database
+from podium.store.postgres.webhooks import release_window_frozen, write_window_frozen
 
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
@@ -107,14 +108,18 @@ class Windows(Database):
         return final_of(rows[0]) if rows else None
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
-        await self._execute(
-            "UPDATE frozen_windows SET archive = $3, checksum = $4 "
-            "WHERE board = $1 AND window_id = $2",
-            board,
-            window,
-            archive,
-            checksum,
-        )
+        async def run(c: Conn) -> None:
+            await c.execute(
+                "UPDATE frozen_windows SET archive = $3, checksum = $4 "
+                "WHERE board = $1 AND window_id = $2",
+                board,
+                window,
+                archive,
+                checksum,
+            )
+            await release_window_frozen(c, board, window, checksum)
+
+        await self._run(run)
 
     # -- a freeze in two steps, on the databases of a store split by player -----------------
     # (``store/split/windows.py``: every database fences the window, then the home decides;
@@ -158,6 +163,7 @@ class Windows(Database):
             if decided is None:
                 return False
             await write_final_standings(c, board, window_id, plan.final)
+            await write_window_frozen(c, board, window_id, now, plan.players, plan.final)
             return True
 
         return await self._run(run)
@@ -201,6 +207,7 @@ async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: floa
         plan.players,
     )
     await write_final_standings(c, spec.name, window.id, plan.final)
+    await write_window_frozen(c, spec.name, window.id, now, plan.players, plan.final)
     return True
 
 

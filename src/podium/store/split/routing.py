@@ -91,6 +91,10 @@ class Router:
     def home(self) -> PostgresStore:
         return self._dbs[self._home_url]
 
+    @property
+    def home_url(self) -> str:
+        return self._home_url
+
     def urls(self) -> list[str]:
         """Every database that holds players (the configured shards and any the map names),
         in a stable order: what a read of every player asks."""

@@ -230,4 +230,12 @@ def _one(conn: sqlite3.Connection, job: _Job) -> tuple[bool, Any]:
 def _statements(sql: str) -> list[str]:
     """Split a migration into statements (executescript would commit mid-migration)."""
     text = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
-    return [s for s in text.split(";") if s.strip()]
+    # A trigger's body holds semicolons of its own: a piece is a statement once SQLite
+    # says it is complete.
+    out, piece = [], ""
+    for part in text.split(";"):
+        piece += part + ";"
+        if sqlite3.complete_statement(piece):
+            out.append(piece)
+            piece = ""
+    return [s for s in out if s.strip(" \n;")]

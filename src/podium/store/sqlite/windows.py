@@ -24,6 +24,7 @@ from podium.store.common import (
     tally_of,
 )
 from podium.store.sqlite.db import Database
+from podium.store.sqlite.webhooks import release_window_frozen, write_window_frozen
 
 
 class Windows(Database):
@@ -97,13 +98,15 @@ class Windows(Database):
         return None if row is None else final_of(row)
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
-        await self._write(
-            lambda c: c.execute(
+        def run(c: sqlite3.Connection) -> None:
+            c.execute(
                 "UPDATE frozen_windows SET archive = ?, checksum = ? "
                 "WHERE board = ? AND window_id = ?",
                 (archive, checksum, board, window),
             )
-        )
+            release_window_frozen(c, board, window, checksum)
+
+        await self._write(run)
 
 
 def _freeze(c: sqlite3.Connection, spec: BoardSpec, window: Window, keep: int, now: float) -> bool:
@@ -131,4 +134,5 @@ def _freeze(c: sqlite3.Connection, spec: BoardSpec, window: Window, keep: int, n
             for e in plan.final
         ],
     )
+    write_window_frozen(c, spec.name, window.id, now, plan.players, plan.final)
     return True

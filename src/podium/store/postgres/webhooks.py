@@ -1,0 +1,141 @@
+"""Reward and moderation events on Postgres: fanned out into deliveries, claimed with
+``FOR UPDATE SKIP LOCKED`` (two workers never take the same delivery, and neither waits on
+the other), settled, listed (``ports/webhooks.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from podium.domain import events
+from podium.domain.models import FinalEntry
+from podium.ports.webhooks import Delivery, Due
+from podium.store.common import DELIVERY_COLS, delivery_of
+from podium.store.postgres.pool import Database
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+
+async def write_window_frozen(
+    c: Conn, board: str, window: str, now: float, players: int, final: Sequence[FinalEntry]
+) -> None:
+    """Inside the freeze's transaction: its event, held until the archive's sha256 is in."""
+    data = events.window_frozen_data(board, window, now, players, final)
+    await c.execute(
+        "INSERT INTO webhook_events (id, type, at, data, ready) VALUES ($1, $2, $3, $4, false) "
+        "ON CONFLICT (id) DO NOTHING",
+        events.window_frozen_id(board, window),
+        events.WINDOW_FROZEN,
+        float(now),
+        events.encode(data),
+    )
+
+
+async def release_window_frozen(c: Conn, board: str, window: str, checksum: str) -> None:
+    """Inside ``set_archive``'s transaction: the event completed with the sha256, and ready."""
+    event_id = events.window_frozen_id(board, window)
+    data = await c.fetchval("SELECT data FROM webhook_events WHERE id = $1 FOR UPDATE", event_id)
+    if data is not None:
+        await c.execute(
+            "UPDATE webhook_events SET data = $2, ready = true WHERE id = $1",
+            event_id,
+            events.with_archive(data, checksum),
+        )
+
+
+CLAIM = """
+UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_at = $2
+FROM (
+    SELECT event_id, endpoint FROM webhook_deliveries
+    WHERE state = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $3
+    FOR UPDATE SKIP LOCKED
+) due, webhook_events e
+WHERE d.event_id = due.event_id AND d.endpoint = due.endpoint AND e.id = d.event_id
+RETURNING d.event_id, d.endpoint, e.type, e.at, e.data, d.attempts, d.first_at
+"""
+
+
+class Webhooks(Database):
+    async def fan_out(
+        self, routes: Mapping[str, Sequence[str]], since: float, now: float, limit: int
+    ) -> int:
+        async def run(c: Conn) -> int:
+            rows = await c.fetch(
+                "SELECT id, type, at FROM webhook_events WHERE NOT fanned AND ready "
+                "ORDER BY at LIMIT $1 FOR UPDATE SKIP LOCKED",
+                limit,
+            )
+            pairs = [
+                (r["id"], url)
+                for r in rows
+                if r["at"] >= since
+                for url in routes.get(r["type"], ())
+            ]
+            await c.execute(
+                "INSERT INTO webhook_deliveries (event_id, endpoint, first_at, next_at) "
+                "SELECT e, u, $3, $3 FROM unnest($1::text[], $2::text[]) AS t(e, u) "
+                "ON CONFLICT DO NOTHING",
+                [e for e, _ in pairs],
+                [u for _, u in pairs],
+                float(now),
+            )
+            await c.execute(
+                "UPDATE webhook_events SET fanned = true WHERE id = ANY($1::text[])",
+                [r["id"] for r in rows],
+            )
+            return len(rows)
+
+        return await self._run(run)
+
+    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
+        rows = await self._run(lambda c: c.fetch(CLAIM, float(now), float(lease_until), limit))
+        rows = sorted(rows, key=lambda r: r["first_at"])
+        return [
+            Due(r["event_id"], r["endpoint"], r["type"], r["at"], r["data"], r["attempts"],
+                r["first_at"])
+            for r in rows
+        ]  # fmt: skip
+
+    async def settle(
+        self,
+        due: Due,
+        now: float,
+        *,
+        status: int | None,
+        error: str | None,
+        retry_at: float | None,
+        delivered: bool,
+    ) -> None:
+        state = events.DELIVERED if delivered else events.PENDING if retry_at else events.FAILED
+        await self._execute(
+            "UPDATE webhook_deliveries SET state = $1, next_at = $2, last_status = $3, "
+            "last_error = $4, delivered_at = $5 "
+            "WHERE event_id = $6 AND endpoint = $7 AND attempts = $8 AND state = 'pending'",
+            state,
+            float(retry_at or now),
+            status,
+            error,
+            float(now) if delivered else None,
+            due.event_id,
+            due.endpoint,
+            due.attempts,
+        )
+
+    async def deliveries(
+        self, state: str | None, after: tuple[float, str, str] | None, limit: int
+    ) -> list[Delivery]:
+        first, event_id, endpoint = after or (float("-inf"), "", "")
+        rows = await self._fetch(
+            f"SELECT {DELIVERY_COLS} FROM webhook_deliveries d "
+            "JOIN webhook_events e ON e.id = d.event_id "
+            "WHERE ($1::text IS NULL OR d.state = $1) "
+            "AND (d.first_at, d.event_id, d.endpoint) > ($2::float8, $3::text, $4::text) "
+            "ORDER BY d.first_at, d.event_id, d.endpoint LIMIT $5",
+            state,
+            float(first),
+            event_id,
+            endpoint,
+            limit,
+        )
+        return [delivery_of(r) for r in rows]

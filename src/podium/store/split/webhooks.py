@@ -1,0 +1,60 @@
+"""Reward and moderation events across databases. Each event lives where the change that
+made it committed: a freeze's on the home (with the final standings), a ban's or a flagged
+result's on the player's database. Rather than move events between databases (a second
+transaction that could fail apart from the first), every call here asks every database, the
+home included, and a claimed delivery remembers its database (``Due.source``) for its
+settling: one delivery worker serves them all, and several share them as on one database."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from podium.aio import gather_all
+from podium.ports.webhooks import Delivery, Due
+from podium.store.postgres import PostgresStore
+from podium.store.split.routing import Part
+
+
+class Webhooks(Part):
+    def _databases(self) -> list[str]:
+        return list(dict.fromkeys([self.router.home_url, *self.router.urls()]))
+
+    async def _every(self) -> list[tuple[str, PostgresStore]]:
+        await self.router.ready()
+        return [(u, self.router.db(u)) for u in self._databases()]
+
+    async def fan_out(
+        self, routes: Mapping[str, Sequence[str]], since: float, now: float, limit: int
+    ) -> int:
+        dbs = await self._every()
+        done = await gather_all(db.fan_out(routes, since, now, limit) for _, db in dbs)
+        return sum(done)
+
+    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
+        dbs = await self._every()
+        parts = await gather_all(db.claim_deliveries(now, lease_until, limit) for _, db in dbs)
+        return [replace(d, source=u) for (u, _), part in zip(dbs, parts, strict=True) for d in part]
+
+    async def settle(
+        self,
+        due: Due,
+        now: float,
+        *,
+        status: int | None,
+        error: str | None,
+        retry_at: float | None,
+        delivered: bool,
+    ) -> None:
+        await self.router.db(due.source).settle(
+            due, now, status=status, error=error, retry_at=retry_at, delivered=delivered
+        )
+
+    async def deliveries(
+        self, state: str | None, after: tuple[float, str, str] | None, limit: int
+    ) -> list[Delivery]:
+        dbs = await self._every()
+        parts = await gather_all(db.deliveries(state, after, limit) for _, db in dbs)
+        key = lambda d: (d.first_at, d.event_id, d.endpoint)  # noqa: E731
+        return list(heapq.merge(*parts, key=key))[:limit]

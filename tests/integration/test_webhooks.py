@@ -1,0 +1,290 @@
+"""Reward and moderation events delivered to a real HTTP receiver on every configuration:
+signed as Standard Webhooks sign (the receiver verifies each with standardwebhooks), retried
+through a 500, a timeout and a late answer under one event id, each body valid against
+``schemas/webhook-event.v1.json``, one window.frozen event however often the window is
+frozen, and no event from a ban that did not commit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
+
+from podium.domain import events
+from podium.domain.windows import WindowKind, WindowRule
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.ports import free_port
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "schemas" / "webhook-event.v1.json").read_text())
+EXAMPLES = json.loads((ROOT / "schemas" / "webhook-event.v1.example.json").read_text())
+VALID = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+TIMEOUT_S = 3.0  # the endpoint's timeout_s
+LATE_S = 0.3  # a late answer: well within the timeout
+# The first event the receiver sees is answered 500, then not within the timeout, then late
+# (but within it); every other attempt at once.
+PLAN = ("500", "timeout", "late")
+
+
+@dataclass
+class Receiver:
+    """A webhook endpoint on a free loopback port, in a thread of the test process."""
+
+    url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # (webhook-id, webhook-timestamp, body, what it answered) of every request, in order
+    requests: list[tuple[str, str, str, str]] = field(default_factory=list)
+    bad_signatures: list[str] = field(default_factory=list)
+    planned: str | None = None  # the event id the plan applies to
+
+    def answer(self, event_id: str) -> str:
+        with self.lock:
+            if self.planned is None:
+                self.planned = event_id
+            if event_id != self.planned:
+                return "ok"
+            tried = sum(1 for r in self.requests if r[0] == event_id)
+            return PLAN[tried] if tried < len(PLAN) else "ok"
+
+    def delivered(self) -> dict[str, dict[str, Any]]:
+        """Each event answered 2xx, by id: its body, parsed."""
+        with self.lock:
+            return {i: json.loads(b) for i, _, b, how in self.requests if how in ("ok", "late")}
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    rx = Receiver()
+    verifier = Webhook(SECRET)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"])).decode()
+            headers = {k: v for k, v in self.headers.items()}
+            try:
+                verifier.verify(body, headers)
+            except WebhookVerificationError as e:
+                rx.bad_signatures.append(str(e))
+                self.send_response(400)
+                self.end_headers()
+                return
+            event_id = self.headers["webhook-id"]
+            how = rx.answer(event_id)
+            with rx.lock:
+                rx.requests.append((event_id, self.headers["webhook-timestamp"], body, how))
+            if how == "timeout":
+                time.sleep(TIMEOUT_S + 1)  # the sender has given up by now
+            elif how == "late":
+                time.sleep(LATE_S)
+            try:
+                self.send_response(500 if how == "500" else 204)
+                self.end_headers()
+            except OSError:
+                pass  # the sender hung up: it timed out
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server.daemon_threads = True
+    rx.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/podium"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield rx
+    server.shutdown()
+    server.server_close()
+
+
+def hook(url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "url": url,
+        "secret": SECRET,
+        "events": ["window.frozen", "player.banned", "player.flagged"],
+        "timeout_s": TIMEOUT_S,
+        "retry_first_s": 0.1,  # so the retries come within a second or two, not minutes
+        **extra,
+    }
+
+
+async def wait_for(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll until ``check`` is truthy, with a generous deadline (retries, a timeout)."""
+    deadline = time.monotonic() + timeout
+    while not (out := await check()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return out
+
+
+async def all_deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
+    """Every delivery the admin route lists, a page of one at a time (the cursor walked)."""
+    out: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        query = {"limit": 1, **params, **({"cursor": cursor} if cursor else {})}
+        r = await api.client.get(
+            "/v1/admin/webhooks/deliveries", params=query, headers=api.auth(api.admin_key)
+        )
+        assert r.status_code == 200, r.text
+        out += r.json()["deliveries"]
+        cursor = r.json().get("next")
+        if cursor is None:
+            return out
+
+
+def test_every_example_is_valid() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    for example in EXAMPLES:
+        VALID.validate(example)
+    assert {e["type"] for e in EXAMPLES} == {"window.frozen", "player.banned", "player.flagged"}
+
+
+@pytest.mark.slow
+async def test_events_are_delivered_signed_and_retried_under_one_id(
+    make_api: Callable[..., Any], receiver: Receiver, tmp_path: Path
+) -> None:
+    api: Api = await make_api(
+        webhooks=[hook(receiver.url)], archive={"dir": str(tmp_path / "standings")}
+    )
+    now = time.time()
+    day = WindowRule(WindowKind.DAY).window_at(int(now))
+    assert day is not None
+    # A jump far above the player's last five results: accepted, and flagged.
+    for i in range(5):
+        r = await api.submit(f"m{i}", [("steady", 10), ("other", 20 + i)], ended_at=now)
+        assert r.status_code == 200, r.text
+    r = await api.submit("m-jump", [("steady", 400_000), ("other", 1)], ended_at=now)
+    assert r.status_code == 200, r.text
+    admin = api.auth(api.admin_key)
+    r = await api.client.post(
+        "/v1/admin/players/cheat/ban", json={"reason": "aimbot"}, headers=admin
+    )
+    assert r.status_code == 204, r.text
+    # Banned again while banned: the reason changes, no second event.
+    r = await api.client.post(
+        "/v1/admin/players/cheat/ban", json={"reason": "again"}, headers=admin
+    )
+    assert r.status_code == 204, r.text
+    # Frozen three times over, two through the API and once by the store itself: one event.
+    freeze = f"/v1/admin/boards/day/windows/{day.id}/freeze"
+    assert (await api.client.post(freeze, headers=admin)).status_code == 200
+    assert (await api.client.post(freeze, headers=admin)).status_code == 200
+    spec = api.podium.settings.board("day")
+    assert spec is not None
+    assert not await api.backends.store.freeze(spec, day, spec.exact_top, time.time())
+
+    async def three() -> dict[str, dict[str, Any]] | None:
+        got = receiver.delivered()
+        return got if len(got) == 3 else None
+
+    got = await wait_for(three)
+    assert got, f"not every event was delivered: {receiver.requests}"
+    assert not receiver.bad_signatures
+    by_type = {body["type"]: (event_id, body) for event_id, body in got.items()}
+    assert set(by_type) == {"window.frozen", "player.banned", "player.flagged"}
+    for body in got.values():
+        VALID.validate(body)
+
+    frozen_id, frozen = by_type["window.frozen"]
+    assert frozen_id == events.window_frozen_id("day", day.id)
+    info = (await api.podium.lifecycle.frozen("day"))[day.id]
+    data = frozen["data"]
+    assert data["sha256"] == info.checksum and data["players"] == 2
+    assert data["standings"] == f"/v1/boards/day/windows/{day.id}/standings"
+    assert [(e["rank"], e["playerId"], e["points"]) for e in data["top"]] == [
+        (1, "steady", 400_050),
+        (2, "other", 111),
+    ]
+    _, flagged = by_type["player.flagged"]
+    assert flagged["data"]["playerId"] == "steady" and flagged["data"]["matchId"] == "m-jump"
+    assert flagged["data"]["reason"].startswith("jump")
+    _, banned = by_type["player.banned"]
+    assert banned["data"]["playerId"] == "cheat" and banned["data"]["reason"] == "aimbot"
+
+    # The planned event: a 500, a timeout, a late answer, all under one id and one body.
+    with receiver.lock:
+        tries = [r for r in receiver.requests if r[0] == receiver.planned]
+    assert [how for *_, how in tries] == list(PLAN)
+    assert len({body for _, _, body, _ in tries}) == 1
+
+    async def settled() -> list[dict[str, Any]] | None:
+        listed = await all_deliveries(api)
+        return listed if all(d["state"] == "delivered" for d in listed) else None
+
+    listed = await wait_for(settled, timeout=30)
+    assert listed, "a delivery the receiver answered 2xx is not marked delivered"
+    assert len(listed) == 3  # one event per change, one delivery per event and endpoint
+    attempts = {d["eventId"]: d["attempts"] for d in listed}
+    assert attempts.pop(receiver.planned) == 3
+    assert set(attempts.values()) == {1}
+    for d in listed:
+        assert d["endpoint"] == receiver.url and d["lastStatus"] == 204
+        assert "nextAttemptAt" not in d and "deliveredAt" in d
+    assert await all_deliveries(api, state="pending") == []
+    assert len(await all_deliveries(api, state="delivered")) == 3
+
+
+@pytest.mark.slow
+async def test_an_endpoint_that_never_answers_is_given_up_on(
+    make_api: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Retried with backoff while its horizon lasts (here a second), then failed."""
+    port = free_port()  # nothing listens there: every attempt is refused
+    url = f"http://127.0.0.1:{port}/nowhere"
+    api: Api = await make_api(webhooks=[hook(url, retry_for_s=1.0, retry_first_s=0.05)])
+    r = await api.client.post(
+        "/v1/admin/players/p1/ban", json={"reason": "spam"}, headers=api.auth(api.admin_key)
+    )
+    assert r.status_code == 204, r.text
+
+    async def failed() -> list[dict[str, Any]]:
+        return await all_deliveries(api, state="failed")
+
+    [d] = await wait_for(failed, timeout=30)
+    assert d["type"] == "player.banned" and d["attempts"] >= 2
+    assert "lastStatus" not in d and d["lastError"]
+
+
+@pytest.mark.parametrize("config_kind", ["embedded", "production"], indirect=True)
+async def test_a_ban_that_does_not_commit_writes_no_event(api: Api) -> None:
+    """The event is part of the ban's own insert: rolled back with it."""
+    store: Any = api.backends.store
+
+    def count_sqlite(c: Any) -> int:
+        return int(c.execute("SELECT count(*) FROM webhook_events").fetchone()[0])
+
+    class Abort(Exception):
+        pass
+
+    if hasattr(store, "run"):  # Postgres
+
+        async def failing(c: Any) -> None:
+            await c.execute("INSERT INTO bans VALUES ('p9', 'x', 1.0)")
+            assert await c.fetchval("SELECT count(*) FROM webhook_events") == 1
+            raise Abort
+
+        with pytest.raises(Abort):
+            await store.run(failing)
+        counted = await store.run(lambda c: c.fetchval("SELECT count(*) FROM webhook_events"))
+    else:  # SQLite: inside the one writer's transaction
+
+        def failing_sqlite(c: Any) -> None:
+            c.execute("INSERT INTO bans VALUES ('p9', 'x', 1.0)")
+            assert count_sqlite(c) == 1
+            raise Abort
+
+        with pytest.raises(Abort):
+            await store._write(failing_sqlite)
+        counted = await store._read(count_sqlite)
+    assert counted == 0
+    assert await api.backends.store.banned(["p9"]) == set()
