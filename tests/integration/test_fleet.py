@@ -76,6 +76,10 @@ def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) 
     path = tmp / "podium.toml"
     path.write_text(
         f'[store]\nurl = "{home}"\nshards = {json.dumps(shards)}\n'
+        # Nine processes on three databases of a server the whole run shares (100
+        # connections): small pools, as the other split tests use (a loaded run was refused
+        # "too many clients" at the defaults).
+        "pool_size = 4\nread_pool_size = 3\n"
         f'[index]\nurl = "{REDIS_URL}"\nprefix = "{prefix}"\nshards = 16\n'
         f'[log]\nurl = "{nats_url}"\nstream = "{stream}"\npartitions = 4\n'
         "[server]\nread_rate_per_s = 0\n"
