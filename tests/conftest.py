@@ -86,6 +86,13 @@ class OwnDatabases:
         self.made += urls
         return urls
 
+    async def copies_of(self, url: str, n: int = 1) -> list[str]:
+        """``n`` copies of a database sealed for it (``Databases.seal``), given back like
+        the others."""
+        urls = await self.server.copies_of(url, n)
+        self.made += urls
+        return urls
+
 
 @pytest.fixture
 async def pg_databases(

@@ -50,6 +50,7 @@ class Databases:
         self.template: str | None = None
         self.ready: list[str] = []  # copies of the template nobody has taken yet
         self.retired: list[str] = []  # databases of finished tests, to drop
+        self.sealed: list[str] = []  # databases tests filled once and copy (``seal``)
 
     def url(self, name: str) -> str:
         return urlparse(self.admin_url)._replace(path=f"/{name}").geturl()
@@ -86,12 +87,34 @@ class Databases:
         if len(self.retired) >= DROP_BATCH:
             await self._drop_retired()
 
+    async def seal(self, url: str) -> None:
+        """Make a database a test filled (one of ``take``'s) a template of its own, for
+        ``copies_of``: closed to connections, as a copy needs. It is dropped at the end."""
+        name = urlparse(url).path.lstrip("/")
+        await self._admin(
+            f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false',
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{name}' AND pid <> pg_backend_pid()",
+        )
+        self.sealed.append(name)
+
+    async def copies_of(self, url: str, n: int) -> list[str]:
+        """``n`` copies of a sealed database (what a test seeded once, for several tests);
+        the caller gives them back as it does its own."""
+        names = _names(n)
+        await self._create(names, urlparse(url).path.lstrip("/"))
+        return [self.url(name) for name in names]
+
     async def close(self) -> None:
         """Drop everything made: the test databases, the copies never taken, the template."""
         self.retired += self.ready
         self.ready = []
         while self.retired:
             await self._drop_retired()
+        for name in self.sealed:
+            await self._admin(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
+            await self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.sealed = []
         template, self.template = self.template, None
         if template is not None:
             await self._admin(f'ALTER DATABASE "{template}" WITH IS_TEMPLATE false')

@@ -739,6 +739,25 @@ async def test_requeue_player_writes_one_row_per_tally(store: ScoreStore) -> Non
     ]
 
 
+async def test_requeue_players_writes_every_players_tallies_in_one_call(
+    store: ScoreStore,
+) -> None:
+    for i, points in enumerate((4, 7, 9)):
+        r = result(f"m{i}", points, player=f"p{i}")
+        await store.record(r, targets(r.ended_at), NOW, None)
+    await store.ack_changes([c.handle for c in await store.claim_changes(10, 30, NOW)])
+    # Each player once, whatever the list repeats; a player with no tally writes nothing.
+    assert await store.requeue_players(["p2", "p0", "nobody", "p0"], NOW + 5) == 4
+    assert await store.requeue_players([], NOW + 5) == 0
+    rows = await store.claim_changes(10, 30, NOW + 6)
+    assert sorted((c.player_id, c.board, c.tally.total, c.committed_at) for c in rows) == [
+        ("p0", "day", 4, NOW + 5),
+        ("p0", "week", 4, NOW + 5),
+        ("p2", "day", 9, NOW + 5),
+        ("p2", "week", 9, NOW + 5),
+    ]
+
+
 async def test_outbox_backlog_counts_and_ages(store: ScoreStore) -> None:
     assert await store.outbox_backlog(NOW) == (0, 0.0)
     r = result("m1", 4)

@@ -194,6 +194,12 @@ class Outbox(Protocol):
         """Write fresh outbox rows for every tally of a player (after an unban)."""
         ...
 
+    async def requeue_players(self, player_ids: Sequence[str], now: float) -> int:
+        """``requeue_player`` for many players in one transaction (a replay of the outbox by
+        time, ``log/outbox.py``); how many rows it wrote. Callers keep a batch small (a few
+        hundred players): each player's lock is held to its end."""
+        ...
+
     async def players_since(self, since: float) -> list[str]:
         """The players with a result recorded at ``since`` or later, by id (what a replay
         of the outbox by time sends again, through ``requeue_player``)."""

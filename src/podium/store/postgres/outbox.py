@@ -85,6 +85,32 @@ class Outbox(Database):
 
         return await self._run(run)
 
+    async def requeue_players(self, player_ids: Sequence[str], now: float) -> int:
+        ids = sorted(set(player_ids))
+        if not ids:
+            return 0
+        # Every player's record lock, in key order: a record holds one player's lock at a
+        # time and another batch takes them in the same order, so none waits in a circle.
+        # unnest yields the array in its order, and each row's lock is taken as it comes.
+        keys = sorted({locks.player_key(p) for p in ids})
+
+        async def run(c: Conn) -> int:
+            await c.execute(
+                "SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int[]) AS k",
+                locks.RECORD_NS,
+                keys,
+            )
+            status = await c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at, metadata) SELECT board, window_id, player_id, total, reached_at, "
+                "version, $2, metadata FROM tallies WHERE player_id = ANY($1::text[])",
+                ids,
+                float(now),
+            )
+            return rowcount(status)
+
+        return await self._run(run)
+
     async def players_since(self, since: float) -> list[str]:
         # A scan of the results: a replay is rare, and the only reader of this.
         rows = await self._fetch(

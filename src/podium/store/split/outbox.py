@@ -58,6 +58,10 @@ class Outbox(Part):
         await self.router.ready()
         return await self.router.of(player_id).requeue_player(player_id, now)
 
+    async def requeue_players(self, player_ids: Sequence[str], now: float) -> int:
+        done = await self.router.by_player(player_ids, lambda db, ps: db.requeue_players(ps, now))
+        return sum(done)
+
     async def players_since(self, since: float) -> list[str]:
         """Every database's players with a result since then, each counted only on the
         database the map puts them on (a bucket's old copy after a move is not theirs)."""

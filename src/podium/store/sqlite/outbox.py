@@ -3,6 +3,7 @@ lease and deleted once applied (``log/outbox.py`` reads them as the change log).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
@@ -73,6 +74,24 @@ class Outbox(Database):
                 "committed_at, metadata) SELECT board, window_id, player_id, total, reached_at, "
                 "version, ?, metadata FROM tallies WHERE player_id = ?",
                 (now, player_id),
+            )
+            return cur.rowcount
+
+        return await self._write(run)
+
+    async def requeue_players(self, player_ids: Sequence[str], now: float) -> int:
+        ids = sorted(set(player_ids))
+        if not ids:
+            return 0
+
+        def run(c: sqlite3.Connection) -> int:
+            # The one writer orders this among the records, as it does each player's.
+            cur = c.execute(
+                "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+                "committed_at, metadata) SELECT board, window_id, player_id, total, reached_at, "
+                "version, ?, metadata FROM tallies "
+                "WHERE player_id IN (SELECT value FROM json_each(?))",
+                (now, json.dumps(ids)),
             )
             return cur.rowcount
 
