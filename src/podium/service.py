@@ -11,7 +11,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``health``: whether the store and the index answer (``health.py``);
 - ``past``: past windows listed, their standings streamed, a player's history (``past.py``);
 - ``groups``: the groups of a board split by country, with their players (``groups.py``);
-- ``lookups``: players looked up by id on a board (``lookups.py``).
+- ``lookups``: players looked up by id on a board (``lookups.py``);
+- ``tournaments``: tournaments made, joined, counted and read (``tournaments.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -37,6 +38,7 @@ from podium.ports import Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.rebuilds import Rebuilds
+from podium.tournaments import Tournaments
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Service:
     past: Past
     groups: Groups
     lookups: Lookups
+    tournaments: Tournaments
 
     @classmethod
     def wire(
@@ -70,12 +73,13 @@ class Service:
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
         reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
+        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads)
         return cls(
             settings=settings,
             clock=clock,
             reads=reads,
             lifecycle=lifecycle,
-            matches=Matches(settings, store, lifecycle, clock),
+            matches=Matches(settings, store, lifecycle, clock, tournaments),
             keys=Keys(settings, store, clock),
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
             board_admin=BoardAdmin(store, reads, lifecycle),
@@ -84,4 +88,5 @@ class Service:
             past=Past(store, store, index, clock, lifecycle, archive, reads),
             groups=Groups(store, index, reads, lifecycle, clock),
             lookups=Lookups(reads),
+            tournaments=tournaments,
         )

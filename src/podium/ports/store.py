@@ -30,6 +30,7 @@ from podium.domain.models import (
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
 from podium.ports.status import Beats
+from podium.ports.tournaments import TournamentStore
 
 
 class RecordHandle:
@@ -293,6 +294,15 @@ class Retention(Protocol):
 
 
 class ScoreStore(
-    Lifetime, Credentials, Results, Outbox, Players, Windows, Retention, Beats, Protocol
+    Lifetime,
+    Credentials,
+    Results,
+    Outbox,
+    Players,
+    Windows,
+    Retention,
+    Beats,
+    TournamentStore,
+    Protocol,
 ):
     """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

@@ -18,12 +18,15 @@ from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
 from podium.store.postgres.record import Results
 from podium.store.postgres.retention import Retention
+from podium.store.postgres.tournaments import Tournaments
 from podium.store.postgres.windows import Windows
 
 __all__ = ["PostgresStore"]
 
 
-class PostgresStore(Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats):
+class PostgresStore(
+    Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats, Tournaments
+):
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
         """Does not connect: the pools open on first use, so a store can be built anywhere."""
