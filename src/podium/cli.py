@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, cli_ops, cli_plan, config, gcpolicy, metrics
+from podium import bootstrap, cli_ops, cli_plan, cli_tournament, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -519,6 +519,8 @@ for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
     app.command()(_command)
 # The capacity planner: its own module, arithmetic in domain/capacity.py.
 app.command("plan")(cli_plan.plan_command)
+# Tournaments: create, list, end (cli_tournament.py, through the admin's use cases).
+app.add_typer(cli_tournament.app, name="tournament")
 
 
 def main() -> None:

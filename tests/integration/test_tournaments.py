@@ -164,7 +164,7 @@ async def test_create_list_get_and_what_is_refused(cup: Cup) -> None:
         ({"id": "b", "modes": ["chess"]}, "modes"),
         ({"id": "b", "modes": []}, "modes"),
         ({"id": "b", "maxAttempts": 0}, "maxAttempts"),
-        ({"id": "b", "maxEntrants": 5}, "maxEntrants"),  # without joinRequired
+        ({"id": "b", "maxEntrants": 0}, "maxEntrants"),
         ({"id": "b", "aggregate": "median"}, "aggregate"),
         ({"id": "b", "startsAt": "tomorrow"}, "startsAt"),
         ({"id": "b", "category": "Has Caps"}, "category"),

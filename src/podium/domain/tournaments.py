@@ -223,8 +223,6 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
         raise TournamentError("endsAt", "must be after startsAt")
     if t.ends_at - t.starts_at > MAX_DURATION_S:
         raise TournamentError("endsAt", f"a tournament lasts at most {MAX_DURATION_S} seconds")
-    if t.max_entrants is not None and not t.join_required:
-        raise TournamentError("maxEntrants", "only a tournament with joinRequired has entrants")
     if t.max_entrants is not None and not 1 <= t.max_entrants <= MAX_ENTRANTS:
         raise TournamentError("maxEntrants", f"must be 1 to {MAX_ENTRANTS}")
     if t.max_attempts is not None and not 1 <= t.max_attempts <= MAX_ATTEMPTS:
