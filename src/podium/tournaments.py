@@ -30,11 +30,13 @@ from podium.domain.tournaments import (
     tournament_of,
 )
 from podium.domain.validation import id_problem
+from podium.domain.windows import indexed_window
 from podium.errors import Conflict, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Players, Results
 from podium.ports.tournaments import Joined, TournamentStore
 from podium.reads import Reads
+from podium.rebuilds import Rebuilds
 from podium.views import Page, PlayerRank
 
 log = logging.getLogger("podium.tournaments")
@@ -154,6 +156,18 @@ class Tournaments:
             await self.lifecycle.freeze(t.spec(), run)
         return t
 
+    async def rebuild_live(self, rebuilds: Rebuilds) -> int:
+        """Every run whose index key would still exist, refilled from the store (the start
+        of the in-process index, as ``Rebuilds.rebuild_live`` does for the boards)."""
+        now = self.clock.now()
+        total = 0
+        for t in await self.store.list_tournaments():
+            spec = t.spec()
+            if indexed_window(spec.rule, t.run().id, now) is not None and t.starts_at <= now:
+                self.reads.know(spec)
+                total += await rebuilds.rebuild(spec.name, t.run().id)
+        return total
+
     # -- joining --------------------------------------------------------------------------
 
     async def join(self, tournament_id: str, player_id: str) -> tuple[Tournament, bool]:
@@ -219,7 +233,7 @@ class Tournaments:
     async def _board(self, tournament_id: str, run: str | None) -> tuple[Tournament, str]:
         """The tournament and the run asked for, its spec known to the reads."""
         t = await self.get(tournament_id)
-        self.reads.boards.setdefault(t.board, t.spec())
+        self.reads.know(t.spec())
         own = t.run().id
         if run is not None and run != own:
             raise NotFound(f"tournament {tournament_id} has no run {run!r} (its run is {own})")

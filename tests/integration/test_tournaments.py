@@ -48,6 +48,7 @@ class Cup:
 
     def __init__(self, app: Any, client: httpx.AsyncClient, clock: Clock, game: str, admin: str):
         self.app, self.client, self.clock = app, client, clock
+        self.settings = app.state.backends.settings
         self.game, self.admin = game, admin
         # A day ahead of the real time, at a whole hour: Redis expires a run's keys by its
         # own clock, a week after the run's end.
@@ -305,3 +306,20 @@ async def test_ended_early_and_at_its_time_freeze_once(cup: Cup) -> None:
     assert await cup.top("short") == [(1, "a", 60), (2, "b", 20), (3, "c", 5)]
     me = await cup.get("/v1/tournaments/short/players/c")
     assert (me["rank"], me["points"]) == (3, 5)
+
+
+async def test_a_restarted_process_reads_the_runs_it_had(cup: Cup) -> None:
+    """The in-process index is rebuilt from the store at every start: runs included."""
+    await cup.create(aggregate="best")
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20})
+    again = create_app(cup.settings, roles=(), clock=cup.clock)
+    async with again.router.lifespan_context(again):
+        transport = httpx.ASGITransport(app=again)
+        async with httpx.AsyncClient(transport=transport, base_url="http://podium") as client:
+            r = await client.get("/v1/tournaments/cup/board")
+            assert r.status_code == 200, r.text
+            assert [(e["playerId"], e["points"]) for e in r.json()["entries"]] == [
+                ("b", 20),
+                ("a", 10),
+            ]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from annotated_types import Ge, Le
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
-from pydantic import BaseModel, BeforeValidator, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, Field, StrictBool, StrictInt
 
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
@@ -50,6 +51,10 @@ CursorQ = Annotated[
 ]
 SideQ = Annotated[int | None, Query(ge=0, le=50, description="rows on this side instead")]
 READ = responses(404, 422, 429, 503)
+# Bounds on the number itself, before the whole-number check (737.0 is 737), so that the
+# document publishes them (as minimum and maximum) on the integer's branch of an optional.
+Entrants = Annotated[StrictInt, Ge(1), Le(d.MAX_ENTRANTS), BeforeValidator(s._whole)]
+Attempts = Annotated[StrictInt, Ge(1), Le(d.MAX_ATTEMPTS), BeforeValidator(s._whole)]
 
 
 class TournamentIn(s._In):
@@ -62,10 +67,14 @@ class TournamentIn(s._In):
     startsAt: s.Rfc3339
     endsAt: s.Rfc3339
     joinRequired: StrictBool = False
-    maxEntrants: s.WholeNumber | None = Field(default=None, ge=1, le=d.MAX_ENTRANTS)
-    maxAttempts: s.WholeNumber | None = Field(
-        default=None, ge=1, le=d.MAX_ATTEMPTS, description="results that count per player"
-    )
+    # The bounds on the number itself, before the whole-number check, so that the document
+    # publishes them (as minimum and maximum) on the integer's branch.
+    maxEntrants: (
+        Annotated[StrictInt, Ge(1), Le(d.MAX_ENTRANTS), BeforeValidator(s._whole)] | None
+    ) = None
+    maxAttempts: (
+        Annotated[StrictInt, Ge(1), Le(d.MAX_ATTEMPTS), BeforeValidator(s._whole)] | None
+    ) = Field(default=None, description="results that count per player")
     category: str | None = Field(default=None, pattern=anchored(d.CATEGORY))
     metadata: s.Metadata = None
 

@@ -58,9 +58,10 @@ class Updater:
         more: Callable[[str], Awaitable[BoardSpec | None]] | None = None,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
-        # Boards made at run time (tournaments, tournaments.Specs): always versioned, which
-        # is right whichever way their totals move.
+        # Boards made at run time (tournaments, tournaments.Specs), versioned by the same
+        # rule as the configured ones (as a rebuild writes them).
         self._more = more
+        self._settings = settings
         self._versioned = {b.name for b in settings.boards if settings.versioned(b)}
         self._store = store
         self._index = index
@@ -153,7 +154,7 @@ class Updater:
         versioned = spec is not None and spec.name in self._versioned
         if spec is None and self._more is not None:
             spec = await self._more(key.board)
-            versioned = True
+            versioned = spec is not None and self._settings.versioned(spec)
         if spec is None:
             log.warning(
                 "dropping %d changes for board %s, which is no longer configured",
