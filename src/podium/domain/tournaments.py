@@ -88,9 +88,9 @@ class Tournament:
         return self.ends_at if self.ended_early is None else min(self.ends_at, self.ended_early)
 
     def state(self, now: float) -> State:
-        if now < self.starts_at and self.ended_early is None:
-            return State.UPCOMING
-        return State.LIVE if now < self.end else State.ENDED
+        if now >= self.end:  # its time is up, or the admin ended it (even before it began)
+            return State.ENDED
+        return State.UPCOMING if now < self.starts_at else State.LIVE
 
     def rule(self) -> RunRule:
         return RunRule(
