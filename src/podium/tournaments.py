@@ -239,6 +239,19 @@ class Tournaments:
             raise NotFound(f"tournament {tournament_id} has no run {run!r} (its run is {own})")
         return t, own
 
+    async def live_board(self, tournament_id: str) -> str:
+        """The board a live tournament's stream follows (its spec known to the reads); a
+        tournament that is not live is a 404 that says where its board is read."""
+        t = await self.get(tournament_id)
+        state = t.state(self.clock.now())
+        if state is not State.LIVE:
+            raise NotFound(
+                f"tournament {t.id} is {state.value}, not live: read its board at "
+                f"/v1/tournaments/{t.id}/board"
+            )
+        self.reads.know(t.spec())
+        return t.board
+
     async def page(
         self,
         tournament_id: str,

@@ -21,6 +21,7 @@ from podium.service import Service
 from podium.tournaments import Specs, freeze_due
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
+from tests.integration.test_web import RawStream
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
 
@@ -323,3 +324,27 @@ async def test_a_restarted_process_reads_the_runs_it_had(cup: Cup) -> None:
                 ("b", 20),
                 ("a", 10),
             ]
+
+
+async def test_a_live_tournament_streams_its_top(cup: Cup) -> None:
+    await cup.create()
+    await cup.create(id="later", startsAt=rfc3339(cup.t0 + HOUR))
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10})
+    cup.app.state.streams.heartbeat_s = 0.05
+    watch = RawStream(cup.app, "/v1/tournaments/cup/stream")
+    assert (await asyncio.wait_for(watch.sent.get(), 5))["status"] == 200
+    first = await watch.event(timeout=5)
+    assert first["board"] == "cup" and [e["playerId"] for e in first["entries"]] == ["a"]
+    await cup.submit("m2", cup.t0 + 120, {"b": 30})
+    deadline = time.monotonic() + 10
+    while True:  # the broadcaster reads the top about once a second
+        frame = await watch.event(timeout=5)
+        if [(e["playerId"], e["points"]) for e in frame["entries"]] == [("b", 30), ("a", 10)]:
+            break
+        assert time.monotonic() < deadline, frame
+    watch.hang_up.set()
+    await asyncio.wait_for(watch.task, 5)
+    for tid, says in (("later", "upcoming, not live"), ("nope", "no tournament")):
+        problem = await cup.get(f"/v1/tournaments/{tid}/stream", 404)
+        assert says in problem["detail"], problem
