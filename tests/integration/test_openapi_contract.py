@@ -38,8 +38,9 @@ from schemathesis.config import SchemathesisConfig
 from podium.domain.metadata import METADATA_MAX
 from tests.integration.test_crash import _free_port
 
-# a podium process, and a thousand requests generated from the OpenAPI document
-pytestmark = pytest.mark.slow
+# a podium process, and a thousand requests generated from the OpenAPI document: over 30
+# operations, about four minutes on a busy 2-core machine, past the default 300 s timeout
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 EXAMPLES = 60  # per operation, for each of the positive and negative phases
 MIN_REQUESTS = 1000
