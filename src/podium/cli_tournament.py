@@ -17,7 +17,7 @@ import typer
 from podium.bootstrap import Backends
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.metadata import MetadataError, canonical
-from podium.domain.tournaments import State, Tournament
+from podium.domain.tournaments import FOREVER, State, Tournament
 from podium.domain.windows import to_epoch, to_rfc3339
 
 app = typer.Typer(no_args_is_help=True, help="Tournaments: create, list, end.")
@@ -46,9 +46,13 @@ def _line(t: Tournament, now: float) -> str:
     if t.max_attempts is not None:
         limits.append(f"{t.max_attempts} attempts")
     extra = f" ({'; '.join(limits)})" if limits else ""
+    ends = "" if t.ends_at == FOREVER else to_rfc3339(t.ends_at)
+    when = f"{to_rfc3339(t.starts_at)} .. {ends}"
+    if t.schedule is not None:
+        when += f" every {t.schedule!r} for {t.duration_s} s"
     return (
-        f"{t.id}  {t.state(now).value:8}  {to_rfc3339(t.starts_at)} .. {to_rfc3339(t.ends_at)}  "
-        f"{','.join(t.modes)}  {t.aggregate.value}  {t.title}{extra}"
+        f"{t.id}  {t.state(now).value:8}  {when}  {','.join(t.modes)}  {t.aggregate.value}  "
+        f"{t.title}{extra}"
     )
 
 
@@ -57,8 +61,18 @@ def create(
     tournament_id: Annotated[str, typer.Argument(metavar="ID", help="The tournament's id.")],
     title: Annotated[str, typer.Option(help="What players see.")],
     modes: Annotated[str, typer.Option(help="The modes that count, comma-separated.")],
-    starts_at: Annotated[str, typer.Option(help="RFC 3339, e.g. 2026-12-04T18:00:00Z.")],
-    ends_at: Annotated[str, typer.Option(help="RFC 3339, after --starts-at.")],
+    starts_at: Annotated[
+        str | None, typer.Option(help="RFC 3339, e.g. 2026-12-04T18:00:00Z (with --schedule: now).")
+    ] = None,
+    ends_at: Annotated[
+        str | None, typer.Option(help="RFC 3339, after --starts-at (with --schedule: never).")
+    ] = None,
+    schedule: Annotated[
+        str | None, typer.Option(help="Recurring: a run at every start of this cron (UTC).")
+    ] = None,
+    duration_seconds: Annotated[
+        int | None, typer.Option(help="Recurring: each run's length.")
+    ] = None,
     aggregate: Annotated[Aggregate, typer.Option(help="How results fold.")] = Aggregate.SUM,
     order: Annotated[Order, typer.Option(help="desc: more is better.")] = Order.DESC,
     ties: Annotated[Ties, typer.Option(help="first: who reached it first.")] = Ties.FIRST,
@@ -79,23 +93,32 @@ def create(
         except (ValueError, MetadataError) as e:
             typer.echo(f"podium: --metadata: {e}", err=True)
             raise typer.Exit(2) from None
-    t = Tournament(
-        tournament_id,
-        title,
-        tuple(m for m in modes.split(",") if m),
-        aggregate,
-        order,
-        ties,
-        _time("--starts-at", starts_at),
-        _time("--ends-at", ends_at),
-        join_required,
-        max_entrants,
-        max_attempts,
-        category,
-        meta,
-    )
+    starts = None if starts_at is None else _time("--starts-at", starts_at)
+    ends = None if ends_at is None else _time("--ends-at", ends_at)
     settings = cli._settings(config_file)
-    stored, created = cli._run(settings, lambda b: b.podium.tournaments.create(t))
+
+    async def run(b: Backends) -> tuple[Tournament, bool]:
+        first, last = b.podium.tournaments.span(starts, ends, schedule is not None)
+        t = Tournament(
+            tournament_id,
+            title,
+            tuple(m for m in modes.split(",") if m),
+            aggregate,
+            order,
+            ties,
+            first,
+            last,
+            join_required,
+            max_entrants,
+            max_attempts,
+            category,
+            meta,
+            schedule=schedule,
+            duration_s=duration_seconds,
+        )
+        return await b.podium.tournaments.create(t)
+
+    stored, created = cli._run(settings, run)
     typer.echo(("created " if created else "exists, the same: ") + _line(stored, stored.created_at))
 
 

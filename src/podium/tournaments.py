@@ -27,10 +27,12 @@ from podium.domain.tournaments import (
     TournamentError,
     TournamentSpec,
     check,
+    run_id,
+    span,
     tournament_of,
 )
 from podium.domain.validation import id_problem
-from podium.domain.windows import indexed_window
+from podium.domain.windows import Window, WindowError, indexed_window
 from podium.errors import Conflict, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Players, Results
@@ -69,17 +71,35 @@ class Specs:
 
 
 async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
-    """The freezer's pass over tournaments: each run past its end and its late time, not
-    frozen yet, freezes now (the store's freeze is once, whoever asks). Returns how many."""
+    """The freezer's pass over tournaments: each run anyone played in, past its end and its
+    late time (or ended by the admin), not frozen yet, freezes now (the store's freeze is
+    once, whoever asks). Returns how many."""
     now = clock.now()
     froze = 0
     for t in await store.list_tournaments():
-        spec, run = t.spec(), t.run()
-        if now < t.ends_at + spec.freeze_after_s or await lifecycle.is_frozen(spec.name, run.id):
-            continue
-        done, _ = await lifecycle.freeze(spec, run)
-        froze += int(done)
+        spec = t.spec()
+        frozen = await lifecycle.frozen(spec.name)
+        for run in await _played(t, lifecycle):
+            if run.id in frozen or run.start > now:
+                continue
+            assert run.end is not None
+            ended = t.ended_early is not None and run.start <= t.ended_early <= now
+            if ended or now >= run.end + spec.freeze_after_s:
+                done, _ = await lifecycle.freeze(spec, run)
+                froze += int(done)
     return froze
+
+
+async def _played(t: Tournament, lifecycle: Lifecycle) -> list[Window]:
+    """The runs of ``t`` that anyone has a tally in, as the store lists them."""
+    rule = t.rule()
+    out = []
+    for window_id in await lifecycle.store.windows(t.board):
+        try:
+            out.append(rule.parse(window_id))
+        except WindowError:
+            continue  # not a run of this definition: nothing to freeze
+    return out
 
 
 class Tournaments:
@@ -124,6 +144,14 @@ class Tournaments:
         self._list.clear()
         return stored, created
 
+    def span(self, starts_at: int | None, ends_at: int | None, recurring: bool) -> tuple[int, int]:
+        """A request's start and end, with a recurring tournament's defaults (422 naming
+        what a one-shot one lacks)."""
+        try:
+            return span(starts_at, ends_at, recurring, self.clock.now())
+        except TournamentError as e:
+            raise InvalidInput(str(e)) from None
+
     async def all(
         self, category: str | None = None, state: State | None = None
     ) -> list[Tournament]:
@@ -151,8 +179,8 @@ class Tournaments:
         t = await self.store.end_tournament(tournament_id, self.clock.now())
         assert t is not None
         self._list.clear()
-        run = t.run()
-        if run.start <= self.clock.now():
+        run = t.run_at(self.clock.now())  # the open run, or the last to begin
+        if run is not None:
             await self.lifecycle.freeze(t.spec(), run)
         return t
 
@@ -163,9 +191,10 @@ class Tournaments:
         total = 0
         for t in await self.store.list_tournaments():
             spec = t.spec()
-            if indexed_window(spec.rule, t.run().id, now) is not None and t.starts_at <= now:
-                self.reads.know(spec)
-                total += await rebuilds.rebuild(spec.name, t.run().id)
+            for run in await _played(t, self.lifecycle):
+                if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
+                    self.reads.know(spec)
+                    total += await rebuilds.rebuild(spec.name, run.id)
         return total
 
     # -- joining --------------------------------------------------------------------------
@@ -211,7 +240,7 @@ class Tournaments:
                 continue
             spec = t.spec()
             run = spec.rule.window_at(ended_at)
-            if run is None or now >= t.ends_at + spec.freeze_after_s:
+            if run is None or run.end is None or now >= run.end + spec.freeze_after_s:
                 continue
             if await self.lifecycle.is_frozen(spec.name, run.id):
                 continue
@@ -230,14 +259,27 @@ class Tournaments:
 
     # -- the updater and the reads ------------------------------------------------------------
 
-    async def _board(self, tournament_id: str, run: str | None) -> tuple[Tournament, str]:
-        """The tournament and the run asked for, its spec known to the reads."""
+    async def _board(self, tournament_id: str, run: str | None) -> tuple[Tournament, str, bool]:
+        """The tournament, the run asked for (by default the open one, or the last to
+        begin; before the first, the next), and whether it has begun. Its spec is made known
+        to the reads."""
         t = await self.get(tournament_id)
-        self.reads.know(t.spec())
-        own = t.run().id
-        if run is not None and run != own:
-            raise NotFound(f"tournament {tournament_id} has no run {run!r} (its run is {own})")
-        return t, own
+        spec = t.spec()
+        self.reads.know(spec)
+        now = self.clock.now()
+        if run is None:
+            w = t.run_at(now)
+            if w is None:
+                nxt = spec.rule.next_start(int(now))
+                return t, "" if nxt is None else run_id(nxt), False
+            return t, w.id, True
+        try:
+            w = spec.rule.parse(run)
+        except WindowError as e:
+            raise NotFound(f"tournament {tournament_id} has no run {run!r}: {e}") from None
+        if w.start > now:
+            raise NotFound(f"run {run} of tournament {tournament_id} has not begun")
+        return t, w.id, True
 
     async def live_board(self, tournament_id: str) -> str:
         """The board a live tournament's stream follows (its spec known to the reads); a
@@ -260,10 +302,10 @@ class Tournaments:
         limit: int,
         cursor: str | None = None,
     ) -> Page:
-        t, run_id = await self._board(tournament_id, run)
-        if t.starts_at > self.clock.now():  # upcoming: no one on it yet
-            return Page(t.id, run_id, self.clock.now(), [])
-        page = await self.reads.page(t.board, run_id, offset, limit, None, cursor)
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:  # upcoming: no one on it yet
+            return Page(t.id, run, self.clock.now(), [])
+        page = await self.reads.page(t.board, run, offset, limit, None, cursor)
         return replace(page, board=t.id)
 
     async def rank(
@@ -276,19 +318,17 @@ class Tournaments:
         below: int | None = None,
     ) -> tuple[PlayerRank, int | None]:
         """The player's rank with neighbors, and their attempts left (None: no limit)."""
-        t, run_id = await self._board(tournament_id, run)
-        if t.starts_at > self.clock.now():
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:
             raise NotFound(f"player {player_id} is not on tournament {t.id}: it has not begun")
-        found = await self.reads.player_rank(
-            t.board, player_id, neighbors, run_id, None, above, below
-        )
+        found = await self.reads.player_rank(t.board, player_id, neighbors, run, None, above, below)
         left = None
         if t.max_attempts is not None:
             used = next(
                 (
                     s.tally.version
                     for s in await self.results.player_standings(player_id)
-                    if (s.board, s.window) == (t.board, run_id)
+                    if (s.board, s.window) == (t.board, run)
                 ),
                 0,
             )
@@ -296,8 +336,8 @@ class Tournaments:
         return replace(found, board=t.id), left
 
     async def friends(self, tournament_id: str, player_id: str, run: str | None) -> Page:
-        t, run_id = await self._board(tournament_id, run)
-        if t.starts_at > self.clock.now():
-            return Page(t.id, run_id, self.clock.now(), [])
-        page = await self.reads.friends_page(t.board, player_id, run_id)
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:
+            return Page(t.id, run, self.clock.now(), [])
+        page = await self.reads.friends_page(t.board, player_id, run)
         return replace(page, board=t.id)

@@ -13,7 +13,7 @@ fixed, time is not), each player once in a match (JSON Schema's ``uniqueItems`` 
 whole items, not one field of them), and entry metadata of at most 512 bytes as UTF-8 JSON
 (no keyword bounds an object's encoded size; ``maxLength`` counts a string's characters).
 A tournament's run is given an end an hour after its start, now (no keyword compares two
-fields)."""
+fields), and a recurring one a cron expression with runs shorter than the time between them."""
 
 from __future__ import annotations
 
@@ -186,6 +186,8 @@ def _as_a_game_server_sends(case: Case) -> None:
         body["endsAt"] = (start + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         if _too_large(body.get("metadata")):
             del body["metadata"]
+        if body.get("schedule") is not None or body.get("durationSeconds") is not None:
+            body.update(schedule="0 * * * *", durationSeconds=1800)  # a cron, runs apart
         return
     if not case.operation.path.startswith("/v1/matches/"):
         return

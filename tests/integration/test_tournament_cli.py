@@ -42,5 +42,15 @@ async def test_create_list_and_end_from_the_command_line(
     assert ended.exit_code == 0 and ended.output.startswith("ended cup  ended"), ended.output
     listed = await podium(conf, "tournament", "list", "--state", "live")
     assert listed.exit_code == 0 and listed.output == "", listed.output
+    hourly = await podium(
+        conf, "tournament", "create", "hourly", "--title", "Hourly", "--modes", "default",
+        "--schedule", "0 * * * *", "--duration-seconds", "1800",
+    )  # fmt: skip
+    assert hourly.exit_code == 0 and "every '0 * * * *' for 1800 s" in hourly.output, hourly
+    overlap = await podium(
+        conf, "tournament", "create", "h2", "--title", "H", "--modes", "default",
+        "--schedule", "0 * * * *", "--duration-seconds", "7200",
+    )  # fmt: skip
+    assert overlap.exit_code == 1 and "durationSeconds" in overlap.output, overlap.output
     missing = await podium(conf, "tournament", "end", "nope")
     assert missing.exit_code == 1 and "no tournament" in missing.output, missing.output

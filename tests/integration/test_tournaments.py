@@ -153,7 +153,7 @@ async def test_create_list_get_and_what_is_refused(cup: Cup) -> None:
     made = await cup.create(category="weekly", maxAttempts=3, metadata={"prize": "gold"})
     assert made["state"] == "upcoming" and made["nextStartsAt"] == rfc3339(cup.t0)
     assert (made["maxAttempts"], made["entrants"], made["metadata"]) == (3, 0, {"prize": "gold"})
-    assert made["run"] == time.strftime("%Y%m%dT%H%M", time.gmtime(cup.t0))
+    assert made["run"] is None  # none has begun
     # the same create again is the same create; another definition under its id a 409
     again = await cup.create(200, category="weekly", maxAttempts=3, metadata={"prize": "gold"})
     assert again == made
@@ -170,7 +170,11 @@ async def test_create_list_get_and_what_is_refused(cup: Cup) -> None:
         ({"id": "b", "aggregate": "median"}, "aggregate"),
         ({"id": "b", "startsAt": "tomorrow"}, "startsAt"),
         ({"id": "b", "category": "Has Caps"}, "category"),
-        ({"id": "b", "schedule": "0 18 * * FRI"}, "schedule"),  # not in this slice
+        ({"id": "b", "startsAt": None}, "startsAt"),  # required without a schedule
+        ({"id": "b", "schedule": "every day"}, "schedule"),
+        ({"id": "b", "schedule": "0 * * * *"}, "durationSeconds"),  # required with one
+        ({"id": "b", "schedule": "0 * * * *", "durationSeconds": 7200}, "durationSeconds"),
+        ({"id": "b", "durationSeconds": 60}, "durationSeconds"),  # only with a schedule
     ]
     for fields, named in refused:
         problem = await cup.create(422, **fields)
@@ -348,3 +352,52 @@ async def test_a_live_tournament_streams_its_top(cup: Cup) -> None:
     for tid, says in (("later", "upcoming, not live"), ("nope", "no tournament")):
         problem = await cup.get(f"/v1/tournaments/{tid}/stream", 404)
         assert says in problem["detail"], problem
+
+
+async def test_a_recurring_tournament_runs_on_its_schedule(cup: Cup) -> None:
+    """Every hour on the hour, for 30 minutes: each run its own standings and attempts, a
+    result between two runs counts for none, a past run is read with ?run= and frozen once,
+    and an end by the admin freezes the open run and opens no more."""
+    made = await cup.create(
+        id="hourly", schedule="0 * * * *", durationSeconds=1800, endsAt=None, maxAttempts=2
+    )
+    assert (made["endsAt"], made["state"], made["run"]) == (None, "upcoming", None)
+    assert made["nextStartsAt"] == rfc3339(cup.t0)
+    first, second = (time.strftime("%Y%m%dT%H%M", time.gmtime(cup.t0 + h * HOUR)) for h in (0, 1))
+
+    cup.clock.t = cup.t0 + 600
+    live = await cup.get("/v1/tournaments/hourly")
+    assert (live["state"], live["run"], live["nextStartsAt"]) == (
+        "live",
+        first,
+        rfc3339(cup.t0 + HOUR),
+    )
+    m1 = await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 5})
+    assert m1["a"]["tournaments"] == {"hourly": {"points": 10, "attemptsLeft": 1}}
+    cup.clock.t = cup.t0 + 2400  # between two runs
+    gap = await cup.submit("gap", cup.t0 + 2000, {"a": 7})
+    assert "tournaments" not in gap["a"]
+    between = await cup.get("/v1/tournaments/hourly")
+    assert (between["state"], between["run"]) == ("upcoming", first)
+
+    cup.clock.t = cup.t0 + HOUR + 600
+    m2 = await cup.submit("m2", cup.t0 + HOUR + 60, {"a": 3})
+    assert m2["a"]["tournaments"] == {"hourly": {"points": 3, "attemptsLeft": 1}}
+    assert await cup.top("hourly") == [(1, "a", 3)]
+    assert await cup.top("hourly", run=first) == [(1, "a", 10), (2, "b", 5)]
+    b = cup.app.state.backends
+    assert await freeze_due(b.store, cup.podium.lifecycle, cup.clock) == 1  # the first run
+    assert await freeze_due(b.store, cup.podium.lifecycle, cup.clock) == 0
+    assert await cup.top("hourly", run=first) == [(1, "a", 10), (2, "b", 5)]  # final standings
+    me = await cup.get("/v1/tournaments/hourly/players/a", run=first)
+    assert (me["rank"], me["points"], me["attemptsLeft"]) == (1, 10, 1)
+    for run in (time.strftime("%Y%m%dT%H%M", time.gmtime(cup.t0 + 2 * HOUR)), "20000101T0000"):
+        await cup.get("/v1/tournaments/hourly/board", 404, run=run)
+
+    r = await cup.client.delete("/v1/admin/tournaments/hourly", headers=cup.auth(cup.admin))
+    assert r.status_code == 200 and r.json()["state"] == "ended", r.text
+    assert r.json()["nextStartsAt"] is None
+    assert await cup.top("hourly", run=second) == [(1, "a", 3)]  # frozen now
+    cup.clock.t = cup.t0 + 2 * HOUR + 60  # no run opens after the end
+    after = await cup.submit("m3", cup.t0 + 2 * HOUR + 30, {"a": 1})
+    assert "tournaments" not in after["a"]

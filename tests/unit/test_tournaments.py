@@ -30,7 +30,8 @@ MODES = {"default": 1000, "ranked": 5000, "huge": 2**39}
 
 
 def test_the_run_is_the_one_window() -> None:
-    rule, run = CUP.rule(), CUP.run()
+    rule, run = CUP.rule(), CUP.run_at(T0)
+    assert run is not None
     assert (run.id, run.start, run.end) == ("20261130T0100", T0, T0 + 2 * HOUR)
     assert rule.window_at(T0) == run and rule.window_at(T0 + 2 * HOUR - 1) == run
     assert rule.window_at(T0 - 1) is None and rule.window_at(T0 + 2 * HOUR) is None
@@ -96,7 +97,8 @@ def _result(points: int, at: int, match: str) -> ResultRecord:
 
 def test_attempts_count_every_result_that_counts_then_only_the_boards() -> None:
     spec = replace(CUP, max_attempts=2).spec()
-    run = CUP.run()
+    run = CUP.run_at(T0)
+    assert run is not None
     day = BoardSpec("day", WindowRule(WindowKind.DAY))
     targets = [
         (Target("day", "2026-11-30", T0 - HOUR), day),
@@ -114,3 +116,40 @@ def test_attempts_count_every_result_that_counts_then_only_the_boards() -> None:
         ({"day": 70}, {"cup": Entered(50, 0)}),  # a worse result counted: an attempt used
         ({"day": 160}, {"cup": Entered(50, 0)}),  # past maxAttempts: the board only
     ]
+
+
+def test_a_series_runs_on_its_schedule_within_its_bounds() -> None:
+    hourly = replace(
+        CUP, schedule="0 * * * *", duration_s=1800, starts_at=T0, ends_at=T0 + 3 * HOUR
+    )
+    check(hourly, set(MODES), MODES)
+    rule = hourly.rule()
+    first = rule.window_at(T0 + 60)
+    assert first is not None and (first.id, first.end) == ("20261130T0100", T0 + 1800)
+    assert rule.window_at(T0 + 1800) is None  # between two runs
+    assert hourly.state(T0 + 1800).value == "upcoming" and hourly.state(T0).value == "live"
+    assert rule.next_start(T0 + 1800) == T0 + HOUR
+    last = rule.latest(T0 + 10 * HOUR)  # the last run to start before ends_at
+    assert last is not None and last.start == T0 + 2 * HOUR
+    assert rule.next_start(T0 + 2 * HOUR) is None and hourly.state(T0 + 3 * HOUR).value == "ended"
+    assert rule.latest(T0 - 1) is None and rule.next_start(T0 - 7200) == T0  # not before starts_at
+    assert rule.before(last) is not None and rule.before(first) is None
+    with pytest.raises(WindowError):
+        rule.parse("20261130T0000")  # a start of the schedule, before the series
+    assert hourly.spec().codec.time_bits == 11  # 1800 s of a run
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"schedule": "every hour", "duration_s": 60}, "schedule"),
+        ({"schedule": "0  * * * *", "duration_s": 60}, "schedule"),  # two spaces
+        ({"schedule": "0 * * * *"}, "durationSeconds"),
+        ({"schedule": "0 * * * *", "duration_s": 3601}, "durationSeconds"),  # runs overlap
+        ({"duration_s": 60}, "durationSeconds"),  # without a schedule
+    ],
+)
+def test_a_schedule_refused_names_its_field(change: dict[str, object], field: str) -> None:
+    with pytest.raises(TournamentError) as e:
+        check(replace(CUP, **change), set(MODES), MODES)  # type: ignore[arg-type]
+    assert e.value.field == field

@@ -51,10 +51,14 @@ CursorQ = Annotated[
 ]
 SideQ = Annotated[int | None, Query(ge=0, le=50, description="rows on this side instead")]
 READ = responses(404, 422, 429, 503)
-# Bounds on the number itself, before the whole-number check (737.0 is 737), so that the
-# document publishes them (as minimum and maximum) on the integer's branch of an optional.
+
+
+# Whole numbers bounded on the number itself, before the whole-number check (737.0 is 737),
+# so that the document publishes the bounds (as minimum and maximum) on the integer's branch
+# of an optional field.
 Entrants = Annotated[StrictInt, Ge(1), Le(d.MAX_ENTRANTS), BeforeValidator(s._whole)]
 Attempts = Annotated[StrictInt, Ge(1), Le(d.MAX_ATTEMPTS), BeforeValidator(s._whole)]
+Seconds = Annotated[StrictInt, Ge(1), Le(d.MAX_DURATION_S), BeforeValidator(s._whole)]
 
 
 class TournamentIn(s._In):
@@ -64,17 +68,27 @@ class TournamentIn(s._In):
     aggregate: Literal["sum", "best", "last"] = "sum"
     order: Literal["desc", "asc"] = "desc"
     ties: Literal["first", "shared"] = "first"
-    startsAt: s.Rfc3339
-    endsAt: s.Rfc3339
+    startsAt: s.Rfc3339 | None = Field(
+        default=None,
+        description="required without a schedule; with one, the earliest a run starts "
+        "(default: now)",
+    )
+    endsAt: s.Rfc3339 | None = Field(
+        default=None,
+        description="required without a schedule; with one, no run starts at or after it "
+        "(default: never)",
+    )
+    schedule: str | None = Field(
+        default=None,
+        max_length=200,
+        description="recurring: a run at every start of this cron expression (5 fields, UTC)",
+    )
+    durationSeconds: Seconds | None = Field(
+        default=None, description="recurring: each run's length"
+    )
     joinRequired: StrictBool = False
-    # The bounds on the number itself, before the whole-number check, so that the document
-    # publishes them (as minimum and maximum) on the integer's branch.
-    maxEntrants: (
-        Annotated[StrictInt, Ge(1), Le(d.MAX_ENTRANTS), BeforeValidator(s._whole)] | None
-    ) = None
-    maxAttempts: (
-        Annotated[StrictInt, Ge(1), Le(d.MAX_ATTEMPTS), BeforeValidator(s._whole)] | None
-    ) = Field(default=None, description="results that count per player")
+    maxEntrants: Entrants | None = None
+    maxAttempts: Attempts | None = Field(default=None, description="results that count per player")
     category: str | None = Field(default=None, pattern=anchored(d.CATEGORY))
     metadata: s.Metadata = None
 
@@ -88,9 +102,13 @@ class TournamentOut(BaseModel):
     ties: Literal["first", "shared"]
     state: Literal["upcoming", "live", "ended"]
     startsAt: str
-    endsAt: str
+    endsAt: str | None = Field(description="null: a recurring tournament with no end")
     endedAt: str | None = Field(default=None, description="when the admin ended it early")
-    run: str = Field(description="its run's id, for ?run=")
+    schedule: str | None = None
+    durationSeconds: int | None = None
+    run: str | None = Field(
+        description="the open run's id, or the last to begin (for ?run=); null before the first"
+    )
     nextStartsAt: str | None = Field(default=None, description="when its next run starts")
     joinRequired: bool
     entrants: int = Field(description="players who joined")
@@ -124,6 +142,8 @@ def _podium(request: Request) -> Service:
 
 def _out(t: d.Tournament, now: float) -> TournamentOut:
     state = t.state(now)
+    run = t.run_at(now)
+    nxt = t.rule().next_start(int(now)) if state is not d.State.ENDED else None
     return TournamentOut(
         id=t.id,
         title=t.title,
@@ -133,10 +153,12 @@ def _out(t: d.Tournament, now: float) -> TournamentOut:
         ties=t.ties.value,
         state=state.value,
         startsAt=to_rfc3339(t.starts_at),
-        endsAt=to_rfc3339(t.ends_at),
+        endsAt=None if t.ends_at == d.FOREVER else to_rfc3339(t.ends_at),
         endedAt=None if t.ended_early is None else to_rfc3339(t.ended_early),
-        run=t.run().id,
-        nextStartsAt=to_rfc3339(t.starts_at) if state is d.State.UPCOMING else None,
+        schedule=t.schedule,
+        durationSeconds=t.duration_s,
+        run=None if run is None else run.id,
+        nextStartsAt=None if nxt is None else to_rfc3339(nxt),
         joinRequired=t.join_required,
         entrants=t.entrants,
         maxEntrants=t.max_entrants,
@@ -157,6 +179,11 @@ def _out(t: d.Tournament, now: float) -> TournamentOut:
 )
 async def create_tournament(request: Request, response: Response, body: TournamentIn) -> Any:
     podium = _podium(request)
+    starts, ends = podium.tournaments.span(
+        None if body.startsAt is None else to_epoch(body.startsAt),
+        None if body.endsAt is None else to_epoch(body.endsAt),
+        body.schedule is not None,
+    )
     t = d.Tournament(
         body.id,
         body.title,
@@ -164,13 +191,15 @@ async def create_tournament(request: Request, response: Response, body: Tourname
         Aggregate(body.aggregate),
         Order(body.order),
         Ties(body.ties),
-        to_epoch(body.startsAt),
-        to_epoch(body.endsAt),
+        starts,
+        ends,
         body.joinRequired,
         body.maxEntrants,
         body.maxAttempts,
         body.category,
         None if body.metadata is None else canonical(body.metadata),
+        schedule=body.schedule,
+        duration_s=body.durationSeconds,
     )
     stored, created = await podium.tournaments.create(t)
     response.status_code = 201 if created else 200

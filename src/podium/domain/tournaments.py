@@ -3,9 +3,12 @@
 A tournament is a definition (``Tournament``), and for counting and reading it is one more
 board target: a ``TournamentSpec`` (a ``BoardSpec`` that knows its attempts) over a rule with
 a single window, its run, whose id is its start in the schedule's basic form
-(``20261204T1800``). Its board's name is the tournament id behind ``BOARD_PREFIX``, a
-character no configured board name may hold, so that its tallies, outbox changes, index keys,
-freeze and final standings are a board window's like any other, and never collide with one.
+(``20261204T1800``) (``RunRule``); or, recurring, a cron schedule's windows that start
+between ``starts_at`` and ``ends_at`` (``SeriesRule``), each run a window of its own.
+
+Its board's name is the tournament id behind ``BOARD_PREFIX``, a character no configured
+board name may hold, so that its tallies, outbox changes, index keys, freeze and final
+standings are a board window's like any other, and never collide with one.
 
 ``maxAttempts``: every result that counts raises the tournament tally's version, even when
 it leaves the total alone (a worse score on a ``best`` tournament), so the version is the
@@ -22,6 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
+from podium.domain import schedule
 from podium.domain.boards import Aggregate, BoardSpec, Order, Tally, Ties
 from podium.domain.codec import time_bits_for
 from podium.domain.validation import ID, ID_RE, text_problem
@@ -36,6 +40,7 @@ MAX_ENTRANTS = 10_000_000
 MAX_ATTEMPTS = 10_000
 MAX_DURATION_S = 366 * 86_400  # a run's seconds are packed into the score (docs §2)
 FREEZE_AFTER_S = 600  # late results a run takes after its end, as a board's default
+FOREVER = 253_402_300_799  # 9999-12-31T23:59:59Z: a recurring tournament with no end
 
 
 class State(StrEnum):
@@ -72,6 +77,10 @@ class Tournament:
     created_at: float = 0.0
     ended_early: float | None = None  # when DELETE ended it; None: it runs to ends_at
     entrants: int = 0  # players who joined
+    # Recurring: a run at every start of the cron ``schedule`` (UTC), ``duration_s`` long,
+    # from ``starts_at``; ``ends_at`` is when runs stop starting (``FOREVER``: never).
+    schedule: str | None = None
+    duration_s: int | None = None
 
     def same_definition(self, other: Tournament) -> bool:
         """Whether ``other`` asks for this very tournament: a create of it again is the
@@ -90,12 +99,28 @@ class Tournament:
     def state(self, now: float) -> State:
         if now >= self.end:  # its time is up, or the admin ended it (even before it began)
             return State.ENDED
-        return State.UPCOMING if now < self.starts_at else State.LIVE
+        rule = self.rule()
+        if rule.window_at(int(now)) is not None:
+            return State.LIVE
+        # Before its run, or between two runs of a schedule: upcoming while one is to come.
+        return State.UPCOMING if rule.next_start(int(now)) is not None else State.ENDED
 
-    def rule(self) -> RunRule:
+    def rule(self) -> RunRule | SeriesRule:
+        if self.schedule is not None:
+            return SeriesRule(
+                WindowKind.SCHEDULE,
+                schedule=self.schedule,
+                duration=self.duration_s,
+                first=self.starts_at,
+                last=self.ends_at,
+            )
         return RunRule(
             WindowKind.SCHEDULE, duration=self.ends_at - self.starts_at, run_start=self.starts_at
         )
+
+    def run_at(self, now: float) -> Window | None:
+        """The run open at ``now``, else the last to begin; None before the first."""
+        return self.rule().latest(int(now))
 
     def spec(self) -> TournamentSpec:
         return TournamentSpec(
@@ -109,14 +134,12 @@ class Tournament:
             max_attempts=self.max_attempts,
         )
 
-    def run(self) -> Window:
-        return self.rule().run
-
 
 def _definition(t: Tournament) -> tuple[object, ...]:
     return (
         t.id, t.title, t.modes, t.aggregate, t.order, t.ties, t.starts_at, t.ends_at,
-        t.join_required, t.max_entrants, t.max_attempts, t.category, t.metadata,
+        t.join_required, t.max_entrants, t.max_attempts, t.category, t.metadata, t.schedule,
+        t.duration_s,
     )  # fmt: skip
 
 
@@ -167,6 +190,24 @@ class RunRule(WindowRule):
 
 
 @dataclass(frozen=True, slots=True)
+class SeriesRule(WindowRule):
+    """A recurring tournament's runs: the schedule's windows that start in ``[first,
+    last)``. Every walk over windows goes through ``latest``, which keeps to the bounds."""
+
+    first: int = 0
+    last: int = FOREVER
+
+    def latest(self, t: int) -> Window | None:
+        w = WindowRule.latest(self, min(t, self.last - 1))
+        return w if w is not None and w.start >= self.first else None
+
+    def next_start(self, t: int) -> int | None:
+        assert self.schedule is not None
+        n = schedule.next_start(self.schedule, max(t, self.first - 1))
+        return n if n is not None and n < self.last else None
+
+
+@dataclass(frozen=True, slots=True)
 class TournamentSpec(BoardSpec):
     """A tournament's board: a ``BoardSpec`` that counts attempts (``max_attempts``: None,
     no limit)."""
@@ -203,6 +244,22 @@ def totals_of(spec: BoardSpec, tally: Tally) -> dict[str, int]:
     return out
 
 
+def span(
+    starts_at: int | None, ends_at: int | None, recurring: bool, now: float
+) -> tuple[int, int]:
+    """A definition's ``starts_at`` and ``ends_at`` from what a request gave: a one-shot
+    tournament names both; a recurring one starts now and never ends unless told."""
+    if starts_at is None:
+        if not recurring:
+            raise TournamentError("startsAt", "required without a schedule")
+        starts_at = int(now)
+    if ends_at is None:
+        if not recurring:
+            raise TournamentError("endsAt", "required without a schedule")
+        ends_at = FOREVER
+    return starts_at, ends_at
+
+
 def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) -> None:
     """Every rule of a definition, raising ``TournamentError`` naming the first field wrong.
     ``points_bound``: the largest |points| of each mode, which a total must be able to hold."""
@@ -221,8 +278,13 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
         raise TournamentError("modes", "a mode is named twice")
     if t.ends_at <= t.starts_at:
         raise TournamentError("endsAt", "must be after startsAt")
-    if t.ends_at - t.starts_at > MAX_DURATION_S:
-        raise TournamentError("endsAt", f"a tournament lasts at most {MAX_DURATION_S} seconds")
+    if t.schedule is None:
+        if t.duration_s is not None:
+            raise TournamentError("durationSeconds", "only with a schedule")
+        if t.ends_at - t.starts_at > MAX_DURATION_S:
+            raise TournamentError("endsAt", f"a tournament lasts at most {MAX_DURATION_S} s")
+    else:
+        _check_schedule(t)
     if t.max_entrants is not None and not 1 <= t.max_entrants <= MAX_ENTRANTS:
         raise TournamentError("maxEntrants", f"must be 1 to {MAX_ENTRANTS}")
     if t.max_attempts is not None and not 1 <= t.max_attempts <= MAX_ATTEMPTS:
@@ -234,13 +296,36 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
     # maxAttempts that many; an open sum is held to its capacity result by result.
     limit = t.spec().codec.points_limit
     held = 1 if t.aggregate is not Aggregate.SUM else t.max_attempts
+    bits = time_bits_for(t.rule().max_length)
     for m in t.modes:
         if held is not None and points_bound.get(m, 0) * held >= limit:
             raise TournamentError(
                 "modes",
                 f"mode {m!r}'s points could not fit a total of this tournament "
-                f"(|total| < {limit} with {time_bits_for(t.ends_at - t.starts_at)} bits of time)",
+                f"(|total| < {limit} with {bits} bits of time)",
             )
+
+
+def _check_schedule(t: Tournament) -> None:
+    """A schedule podium takes (domain/schedule.py), with runs that never overlap."""
+    assert t.schedule is not None
+    try:
+        expr = schedule.check(t.schedule)
+    except schedule.ScheduleError as e:
+        raise TournamentError("schedule", str(e)) from None
+    if expr != t.schedule:
+        raise TournamentError("schedule", f"write it with one space between fields: {expr!r}")
+    if t.duration_s is None:
+        raise TournamentError("durationSeconds", "required with a schedule")
+    if not 1 <= t.duration_s <= MAX_DURATION_S:
+        raise TournamentError("durationSeconds", f"must be 1 to {MAX_DURATION_S}")
+    gap, _ = schedule.shortest_gap(expr)
+    if t.duration_s > gap:
+        raise TournamentError(
+            "durationSeconds",
+            f"{t.duration_s} s is longer than the {gap} s between two starts of "
+            f"{expr!r}: runs would overlap",
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 COLS = (
     "id, title, modes, aggregate, sort_order, ties, starts_at, ends_at, join_required, "
-    "max_entrants, max_attempts, category, metadata, created_at, ended_early, entrants"
+    "max_entrants, max_attempts, category, metadata, created_at, ended_early, entrants, "
+    "schedule, duration_s"
 )
 _ONE = f"SELECT {COLS} FROM tournaments WHERE id = $1"
 
@@ -42,6 +43,8 @@ def _tournament(r: asyncpg.Record) -> Tournament:
         r["created_at"],
         r["ended_early"],
         r["entrants"],
+        r["schedule"],
+        r["duration_s"],
     )
 
 
@@ -51,11 +54,12 @@ class Tournaments(Database):
             inserted = await c.fetchval(
                 "INSERT INTO tournaments (id, title, modes, aggregate, sort_order, ties, "
                 "starts_at, ends_at, join_required, max_entrants, max_attempts, category, "
-                "metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-                "$12, $13, $14) ON CONFLICT (id) DO NOTHING RETURNING true",
+                "metadata, created_at, schedule, duration_s) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                "$8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING "
+                "RETURNING true",
                 t.id, t.title, list(t.modes), t.aggregate.value, t.order.value, t.ties.value,
                 t.starts_at, t.ends_at, t.join_required, t.max_entrants, t.max_attempts,
-                t.category, t.metadata, float(t.created_at),
+                t.category, t.metadata, float(t.created_at), t.schedule, t.duration_s,
             )  # fmt: skip
             row = await c.fetchrow(_ONE, t.id)
             assert row is not None

@@ -14,7 +14,8 @@ from podium.store.sqlite.db import Database
 
 COLS = (
     "id, title, modes, aggregate, sort_order, ties, starts_at, ends_at, join_required, "
-    "max_entrants, max_attempts, category, metadata, created_at, ended_early, entrants"
+    "max_entrants, max_attempts, category, metadata, created_at, ended_early, entrants, "
+    "schedule, duration_s"
 )
 
 
@@ -36,6 +37,8 @@ def _tournament(r: Any) -> Tournament:
         r["created_at"],
         r["ended_early"],
         r["entrants"],
+        r["schedule"],
+        r["duration_s"],
     )
 
 
@@ -49,14 +52,15 @@ class Tournaments(Database):
         row = (
             t.id, t.title, ",".join(t.modes), t.aggregate.value, t.order.value, t.ties.value,
             t.starts_at, t.ends_at, int(t.join_required), t.max_entrants, t.max_attempts,
-            t.category, t.metadata, t.created_at,
+            t.category, t.metadata, t.created_at, t.schedule, t.duration_s,
         )  # fmt: skip
 
         def run(c: sqlite3.Connection) -> tuple[Tournament, bool]:
             cur = c.execute(
                 "INSERT OR IGNORE INTO tournaments (id, title, modes, aggregate, sort_order, "
                 "ties, starts_at, ends_at, join_required, max_entrants, max_attempts, category, "
-                "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, created_at, schedule, duration_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             stored = _one(c, t.id)

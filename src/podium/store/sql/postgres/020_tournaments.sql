@@ -18,7 +18,9 @@ CREATE TABLE IF NOT EXISTS tournaments (
     metadata      text,
     created_at    double precision NOT NULL,
     ended_early   double precision,
-    entrants      integer NOT NULL DEFAULT 0
+    entrants      integer NOT NULL DEFAULT 0,
+    schedule      text,                   -- recurring: a cron expression (UTC)
+    duration_s    integer                 -- recurring: each run's length
 );
 CREATE TABLE IF NOT EXISTS tournament_entrants (
     tournament_id text NOT NULL,

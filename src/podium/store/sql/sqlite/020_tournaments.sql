@@ -17,7 +17,9 @@ CREATE TABLE IF NOT EXISTS tournaments (
     metadata      TEXT,
     created_at    REAL NOT NULL,
     ended_early   REAL,                   -- when DELETE ended it
-    entrants      INTEGER NOT NULL DEFAULT 0
+    entrants      INTEGER NOT NULL DEFAULT 0,
+    schedule      TEXT,                   -- recurring: a cron expression (UTC)
+    duration_s    INTEGER                 -- recurring: each run's length
 );
 CREATE TABLE IF NOT EXISTS tournament_entrants (
     tournament_id TEXT NOT NULL,
