@@ -222,6 +222,7 @@ class Backends:
         await self.store.migrate()
         if self.topology.in_process_index:
             n = await self.podium.rebuilds.rebuild_live()
+            n += await self.podium.tournaments.rebuild_live(self.podium.rebuilds)  # and runs
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()

@@ -12,7 +12,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, cli_ops, cli_plan, config, gcpolicy, metrics
+from podium import bootstrap, cli_ops, cli_plan, cli_tournament, config, gcpolicy, metrics
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -522,6 +522,8 @@ for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
 app.command("plan")(cli_plan.plan_command)
 # The load generator: its own package, driving a running podium through podium.client.
 app.command("loadgen")(loadgen_command)
+# Tournaments: create, list, end (cli_tournament.py, through the admin's use cases).
+app.add_typer(cli_tournament.app, name="tournament")
 
 
 def main() -> None:

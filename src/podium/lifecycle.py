@@ -27,6 +27,7 @@ from podium.views import Entry, Page, PlayerRank, entry, ranks_in_order
 log = logging.getLogger("podium.freezer")
 
 FROZEN_CACHE_S = 1.0  # how long a process trusts its list of frozen windows
+TOURNAMENTS_HELD = 1000  # tournament boards whose frozen windows one process holds besides
 
 
 class Lifecycle:
@@ -43,9 +44,10 @@ class Lifecycle:
         self.clock = clock
         self.archive = archive
         self.profiles = profiles
-        # Each board's frozen windows, by board. Only configured boards are asked about, so
-        # one entry per board is the whole bound: none is evicted while it is still fresh.
-        boards_held = max(1, len(settings.boards))
+        # Each board's frozen windows, by board: one entry per configured board, and room for
+        # the live tournaments' boards (tournaments.py), so that none is evicted while it is
+        # still fresh (a full cache evicts on every record that asks of one more board).
+        boards_held = max(1, len(settings.boards)) + TOURNAMENTS_HELD
         self._frozen: Cache[str, dict[str, FrozenWindow]] = Cache(
             boards_held, FROZEN_CACHE_S, clock.now
         )

@@ -26,24 +26,32 @@ from podium.domain.models import (
 )
 from podium.domain.retention import oldest_accepted
 from podium.domain.suspicion import RECENT, flag_for
+from podium.domain.tournaments import Entered, tournament_totals
 from podium.domain.validation import id_problem, results_problem
 from podium.domain.windows import WindowKind, to_rfc3339
 from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, MatchFacts, MatchRead, Results
 from podium.recording import HOUR, check_cap, check_replay
+from podium.tournaments import Tournaments
 
 log = logging.getLogger("podium.matches")
 
 
 class Matches:
     def __init__(
-        self, settings: Settings, store: Results, lifecycle: Lifecycle, clock: Clock
+        self,
+        settings: Settings,
+        store: Results,
+        lifecycle: Lifecycle,
+        clock: Clock,
+        tournaments: Tournaments | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle  # which windows were frozen early
         self.clock = clock
+        self.tournaments = tournaments  # live tournaments: more targets, chosen by player
 
     def targets(self, mode: str, ended_at: int, now: float) -> list[tuple[Target, BoardSpec]]:
         """The board windows a result counts for: the window holding ``ended_at`` on every
@@ -68,6 +76,19 @@ class Matches:
         results: Sequence[PlayerResult],
     ) -> dict[str, dict[str, int]]:
         """Record the match's results for ``key``; each player's totals after it, by board."""
+        done = await self.record_all(key, match_id, mode_name, ended_at, duration_s, results)
+        return {p: boards for p, (boards, _) in done.items()}
+
+    async def record_all(
+        self,
+        key: ApiKey,
+        match_id: str,
+        mode_name: str,
+        ended_at: int,
+        duration_s: int,
+        results: Sequence[PlayerResult],
+    ) -> dict[str, tuple[dict[str, int], dict[str, Entered]]]:
+        """``record``, with each player's tournament totals beside their board totals."""
         now = self.clock.now()
         mode = self.settings.mode(mode_name)
         if mode is None:
@@ -102,6 +123,11 @@ class Matches:
             )
 
         ids = [r.player_id for r in results]
+        # Each player's tournaments besides: where joining is required, only theirs.
+        extra: dict[str, list[tuple[Target, BoardSpec]]] = {p: [] for p in ids}
+        if self.tournaments is not None:
+            extra = await self.tournaments.targets(mode.name, ended_at, now, ids)
+        read_targets = targets + list({t: (t, s) for p in ids for t, s in extra[p]}.values())
         cap = mode.max_results_per_player_per_hour
         # The match is claimed for this key (unless another has it), with its facts, in the
         # same round trip as the read of everything the checks below need, and each player's
@@ -115,7 +141,7 @@ class Matches:
             mode.name,
             RECENT,
             None if cap is None else now - HOUR,
-            targets,
+            read_targets,
             ended_at=ended_at,
             duration_s=duration_s,
         )
@@ -132,8 +158,9 @@ class Matches:
         # second server racing on the same new id meanwhile is refused 403 and, on retry,
         # finds the id free; the same key's concurrent record re-claims in its own write.
         try:
+            by_player = {p: targets + extra[p] for p in ids}
             outcomes, records = await self._write(
-                key, match_id, mode, ended_at, duration_s, results, metadata, targets, read, now
+                key, match_id, mode, ended_at, duration_s, results, metadata, by_player, read, now
             )
         except Exception:
             if read.claimed:
@@ -144,7 +171,11 @@ class Matches:
         metrics.RESULTS_FLAGGED.inc(
             sum(1 for o, r in zip(outcomes, records, strict=True) if r.flag and not o.replayed)
         )
-        return {r.player_id: o.totals for r, o in zip(records, outcomes, strict=True)}
+        specs = {t.board: s for p in ids for t, s in extra[p]}
+        return {
+            r.player_id: tournament_totals(o.totals, specs)
+            for r, o in zip(records, outcomes, strict=True)
+        }
 
     async def _write(
         self,
@@ -155,7 +186,7 @@ class Matches:
         duration_s: int,
         results: Sequence[PlayerResult],
         metadata: Sequence[str | None],
-        targets: Sequence[tuple[Target, BoardSpec]],
+        targets: dict[str, list[tuple[Target, BoardSpec]]],
         read: MatchRead,
         now: float,
     ) -> tuple[list[RecordOutcome], list[ResultRecord]]:
@@ -201,12 +232,13 @@ class Matches:
         for rec in records:
             handle = read.handle(rec.player_id)
             if handle is not None:
-                handle.check(rec, targets, now, cap)
+                handle.check(rec, targets[rec.player_id], now, cap)
         # One transaction per player (the store is split by player); they run concurrently,
         # each written from the read above when nothing in it has changed meanwhile. All of
         # them finish before a failure is raised, so a release comes after every write.
         outcomes = await gather_all(
-            self.store.record(r, targets, now, cap, read.handle(r.player_id)) for r in records
+            self.store.record(r, targets[r.player_id], now, cap, read.handle(r.player_id))
+            for r in records
         )
         return outcomes, records
 

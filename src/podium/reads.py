@@ -98,6 +98,10 @@ class Reads:
             PAGES_HELD, settings.server.page_cache_s, clock.now
         )
 
+    def know(self, spec: BoardSpec) -> None:
+        """A board made at run time (a tournament's run), read like a configured one."""
+        self.boards.setdefault(spec.name, spec)
+
     def board(self, name: str) -> BoardSpec:
         spec = self.boards.get(name)
         if spec is None:

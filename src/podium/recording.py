@@ -13,6 +13,7 @@ from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
 from podium.domain.models import ResultRecord, Target
 from podium.domain.plans import UNKNOWN_GROUP, group_of
+from podium.domain.tournaments import TournamentSpec, attempt, totals_of
 from podium.domain.validation import capacity
 from podium.domain.windows import GROUP_SEP
 from podium.errors import Conflict, Forbidden, InvalidInput, RateLimited, WindowClosed
@@ -60,6 +61,8 @@ def step(
 ) -> Tally | None:
     """Fold one result into one tally, refusing a total the board cannot encode."""
     new = fold(spec, current, result.points, result.ended_at)
+    if isinstance(spec, TournamentSpec):
+        new = attempt(spec, current, new)  # the version counts the results that counted
     if new is not None and result.metadata is not None:
         # The tally a result changes carries its metadata: on best and last boards only the
         # result that set the score changes it, on sums every one that moved the total.
@@ -94,13 +97,15 @@ def fold_targets(
     for target, spec in live:
         key = (target.board, target.window)
         cur = current.get(key)
-        new = step(spec, target, cur, result)
+        # Past a tournament's maxAttempts the result counts for the boards only.
+        exhausted = isinstance(spec, TournamentSpec) and spec.exhausted(cur)
+        new = None if exhausted else step(spec, target, cur, result)
         if new is not None:
             current[key] = new
             changes.append((target, new))
         final = new or cur
         assert final is not None
-        totals[target.board] = final.total
+        totals.update(totals_of(spec, final))
     return totals, changes
 
 
@@ -171,9 +176,10 @@ def plan_record(
         check_replay(state.existing, result)
         # In target order, so a repeated board name resolves the same way everywhere.
         stored = {
-            t.board: state.tallies[(t.board, t.window)].total
-            for t, _ in placed
+            board: total
+            for t, spec in placed
             if (t.board, t.window) in state.tallies
+            for board, total in totals_of(spec, state.tallies[(t.board, t.window)]).items()
         }
         return RecordPlan(stored, True, [])
     check_cap(state.count, hourly_cap, state.oldest, now, result)

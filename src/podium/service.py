@@ -13,6 +13,7 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``groups``: the groups of a board split by country, with their players (``groups.py``);
 - ``lookups``: players looked up by id on a board (``lookups.py``);
 - ``webhooks``: the admin's list of webhook deliveries (``webhook_admin.py``).
+- ``tournaments``: tournaments made, joined, counted and read (``tournaments.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -38,6 +39,7 @@ from podium.ports import Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.rebuilds import Rebuilds
+from podium.tournaments import Tournaments
 from podium.webhook_admin import WebhookAdmin
 
 
@@ -57,6 +59,7 @@ class Service:
     groups: Groups
     lookups: Lookups
     webhooks: WebhookAdmin
+    tournaments: Tournaments
 
     @classmethod
     def wire(
@@ -73,12 +76,13 @@ class Service:
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
         reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
+        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads)
         return cls(
             settings=settings,
             clock=clock,
             reads=reads,
             lifecycle=lifecycle,
-            matches=Matches(settings, store, lifecycle, clock),
+            matches=Matches(settings, store, lifecycle, clock, tournaments),
             keys=Keys(settings, store, clock),
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
             board_admin=BoardAdmin(store, reads, lifecycle),
@@ -88,4 +92,5 @@ class Service:
             groups=Groups(store, index, reads, lifecycle, clock),
             lookups=Lookups(reads),
             webhooks=WebhookAdmin(store),
+            tournaments=tournaments,
         )

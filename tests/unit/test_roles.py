@@ -24,7 +24,7 @@ RUNNERS = {
     "relay": ["relay"],
     "updater": ["updater", "backlog", "profiles"],
     "aggregator": ["aggregator"],
-    "freezer": ["freezer"],
+    "freezer": ["freezer", "tournament-freezer"],  # boards' windows, tournaments' runs
     "reconciler": ["reconciler"],
     "pruner": ["pruner"],
     "webhooks": ["webhooks"],

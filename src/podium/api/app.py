@@ -19,6 +19,7 @@ from podium.api.routes import ROUTERS
 from podium.config import Settings
 from podium.ports import Clock
 from podium.web import routes as web
+from podium.web import tournaments as web_tournaments
 
 
 def create_app(
@@ -85,6 +86,7 @@ def create_app(
         app.include_router(ROUTERS[kind])
     if "read" in kinds:
         web.install(app)  # the browser pages read boards
+        app.include_router(web_tournaments.router)  # a live tournament's stream
     docs.install(app)
     app.add_middleware(protocol.JsonBodies, table=app.state.route_table)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)

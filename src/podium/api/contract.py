@@ -26,6 +26,11 @@ def publish(schema: Schema, settings: Settings) -> None:
         _match(models["MatchIn"], models.get("ResultIn", {}), settings)
     if "KeyIn" in models:
         _key(models["KeyIn"], settings)
+    if "TournamentIn" in models:  # its modes are configured ones, each once; its title a name
+        props = models["TournamentIn"]["properties"]
+        props["modes"]["items"] = {"type": "string", "enum": [m.name for m in settings.modes]}
+        props["modes"]["uniqueItems"] = True
+        props["title"]["pattern"] = v.name_pattern()
     if "ProfileIn" in models:
         props = models["ProfileIn"]["properties"]
         _string_of(props["name"])["pattern"] = v.name_pattern()

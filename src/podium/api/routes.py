@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import groups, keys, lookups, webhooks, windows
+from podium.api import groups, keys, lookups, tournaments, webhooks, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -36,6 +36,9 @@ admin_routes.include_router(webhooks.router)  # webhook deliveries (api/webhooks
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
 reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
 reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)
+admin_routes.include_router(tournaments.admin_router)  # tournaments (api/tournaments.py)
+writes.include_router(tournaments.write_router)
+reads.include_router(tournaments.read_router)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]
@@ -94,7 +97,12 @@ def _entry(e: Entry) -> s.EntryOut:
     )
 
 
-@writes.post("/v1/matches/{matchId}/results", response_model=s.MatchOut, responses=WRITE)
+@writes.post(
+    "/v1/matches/{matchId}/results",
+    response_model=s.MatchOut,
+    response_model_exclude_none=True,
+    responses=WRITE,
+)
 async def post_results(
     body: s.MatchIn,
     request: Request,
@@ -102,7 +110,7 @@ async def post_results(
     key: Annotated[ApiKey, Depends(game_server)],
 ) -> s.MatchOut:
     with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
-        totals = await _podium(request).matches.record(
+        totals = await _podium(request).matches.record_all(
             key,
             matchId,
             body.mode,
@@ -112,7 +120,19 @@ async def post_results(
         )
     metrics.MATCHES_ACCEPTED.inc()
     return s.MatchOut(
-        matchId=matchId, players=[s.PlayerTotals(playerId=p, totals=t) for p, t in totals.items()]
+        matchId=matchId,
+        players=[
+            s.PlayerTotals(
+                playerId=p,
+                totals=boards,
+                tournaments={
+                    tid: s.TournamentTotal(points=e.points, attemptsLeft=e.attempts_left)
+                    for tid, e in entered.items()
+                }
+                or None,
+            )
+            for p, (boards, entered) in totals.items()
+        ],
     )
 
 

@@ -109,9 +109,17 @@ class MatchIn(_In):
     results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 
 
+class TournamentTotal(BaseModel):
+    points: int
+    attemptsLeft: int | None = Field(default=None, description="absent: no maxAttempts")
+
+
 class PlayerTotals(BaseModel):
     playerId: str
     totals: dict[str, int]
+    tournaments: dict[str, TournamentTotal] | None = Field(
+        default=None, description="by tournament id, where the result counted for one"
+    )
 
 
 class MatchOut(BaseModel):

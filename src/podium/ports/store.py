@@ -30,6 +30,7 @@ from podium.domain.models import (
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
 from podium.ports.status import Beats
+from podium.ports.tournaments import TournamentStore
 from podium.ports.webhooks import WebhookEvents
 
 
@@ -309,6 +310,7 @@ class ScoreStore(
     Retention,
     Beats,
     WebhookEvents,
+    TournamentStore,
     Protocol,
 ):
     """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

@@ -16,6 +16,7 @@ from podium.domain.boards import BoardSpec
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Windows
+from podium.tournaments import freeze_due
 from podium.workers.runner import Needs, Runner
 
 PERIOD_S = 5.0  # how often the freezer looks for windows that are due
@@ -87,4 +88,11 @@ class Freezer:
 
 def runners(n: Needs) -> list[Runner]:
     freezer = Freezer(n.settings, n.store, n.clock, n.lifecycle)
-    return [Runner("freezer", freezer.step, idle_sleep_s=PERIOD_S)]
+
+    async def tournaments() -> int:
+        return await freeze_due(n.store, n.lifecycle, n.clock)
+
+    return [
+        Runner("freezer", freezer.step, idle_sleep_s=PERIOD_S),
+        Runner("tournament-freezer", tournaments, idle_sleep_s=PERIOD_S),
+    ]

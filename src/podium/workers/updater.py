@@ -28,12 +28,13 @@ from collections.abc import Awaitable, Callable
 
 from podium import metrics
 from podium.config import Settings
-from podium.domain.boards import Order
+from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import WindowError, index_expiry, parse_window
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
+from podium.tournaments import Specs
 from podium.workers import mender
 from podium.workers.runner import Needs, Runner
 
@@ -55,8 +56,13 @@ class Updater:
         copy: ProfileCopy,
         changes: ChangeLog,
         clock: Clock,
+        more: Callable[[str], Awaitable[BoardSpec | None]] | None = None,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
+        # Boards made at run time (tournaments, tournaments.Specs), versioned by the same
+        # rule as the configured ones (as a rebuild writes them).
+        self._more = more
+        self._settings = settings
         self._versioned = {b.name for b in settings.boards if settings.versioned(b)}
         self._store = store
         self._index = index
@@ -146,6 +152,10 @@ class Updater:
 
     async def _apply(self, key: BoardKey, group: list[Change]) -> None:
         spec = self._boards.get(key.board)
+        versioned = spec is not None and spec.name in self._versioned
+        if spec is None and self._more is not None:
+            spec = await self._more(key.board)
+            versioned = spec is not None and self._settings.versioned(spec)
         if spec is None:
             log.warning(
                 "dropping %d changes for board %s, which is no longer configured",
@@ -162,7 +172,7 @@ class Updater:
             # configuration changed under old changes; they cannot be applied as they are.
             log.error("dropping %d changes for %s/%s: %s", len(group), key.board, key.window, e)
             return
-        versions = [c.tally.version for c in writes] if spec.name in self._versioned else None
+        versions = [c.tally.version for c in writes] if versioned else None
         if entries:
             await self._index.write(
                 key,
@@ -224,7 +234,7 @@ def runners(n: Needs) -> list[Runner]:
     exported, the index's copy of profiles kept complete, and the index mended after it
     lost writes (``mender.py``)."""
     w = n.settings.workers
-    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock)
+    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, Specs(n.store, n.clock))
     backlog = BacklogMonitor(n.store, n.clock)
     copier = ProfileCopier(n.fill_profiles, n.copy)
     return [
@@ -240,7 +250,7 @@ async def replay(n: Needs, since_s: float) -> int:
     (``podium worker --roles updater --replay-since``), before the roles start: what
     mends a board whose index lost writes. Returns how many changes were applied."""
     view = await n.log.replay(n.clock.now() - since_s)
-    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock)
+    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock, Specs(n.store, n.clock))
     applied, backoff = 0, 0.05
     try:
         while True:

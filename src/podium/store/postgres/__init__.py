@@ -18,6 +18,7 @@ from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
 from podium.store.postgres.record import Results
 from podium.store.postgres.retention import Retention
+from podium.store.postgres.tournaments import Tournaments
 from podium.store.postgres.webhooks import Webhooks
 from podium.store.postgres.windows import Windows
 
@@ -25,7 +26,7 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(
-    Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats, Webhooks
+    Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats, Webhooks, Tournaments
 ):
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:

@@ -35,13 +35,16 @@ from podium.store.split.players import Credentials, Players
 from podium.store.split.results import Results
 from podium.store.split.retention import Retention
 from podium.store.split.routing import Router
+from podium.store.split.tournaments import Tournaments
 from podium.store.split.webhooks import Webhooks
 from podium.store.split.windows import Windows
 
 __all__ = ["SplitStore"]
 
 
-class SplitStore(Credentials, Results, Outbox, Players, Windows, Moves, Retention, Beats, Webhooks):
+class SplitStore(
+    Credentials, Results, Outbox, Players, Windows, Moves, Retention, Beats, Webhooks, Tournaments
+):
     """Every port, each a part over one ``Router`` (``self.router``: the databases and the
     bucket map), which the parts share and nothing else of theirs."""
 

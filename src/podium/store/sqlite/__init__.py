@@ -14,13 +14,16 @@ from podium.store.sqlite.outbox import Outbox
 from podium.store.sqlite.players import Players
 from podium.store.sqlite.record import Results
 from podium.store.sqlite.retention import Retention
+from podium.store.sqlite.tournaments import Tournaments
 from podium.store.sqlite.webhooks import Webhooks
 from podium.store.sqlite.windows import Windows
 
 __all__ = ["GROUP_MAX", "SqliteStore"]
 
 
-class SqliteStore(Credentials, Results, Outbox, Players, Windows, Retention, Beats, Webhooks):
+class SqliteStore(
+    Credentials, Results, Outbox, Players, Windows, Retention, Beats, Webhooks, Tournaments
+):
     @classmethod
     def from_url(cls, url: str) -> SqliteStore:
         path = url.removeprefix("sqlite:///") or "podium.db"

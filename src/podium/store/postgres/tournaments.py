@@ -1,0 +1,130 @@
+"""Tournaments on Postgres: their definitions and entrants. A join holds the tournament's
+row (``FOR UPDATE``) while it counts and inserts, so joins racing for the last place queue
+one behind another and never overfill it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from podium.domain.boards import Aggregate, Order, Ties
+from podium.domain.tournaments import Tournament
+from podium.ports.tournaments import Joined
+from podium.store.postgres.pool import Database
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+COLS = (
+    "id, title, modes, aggregate, sort_order, ties, starts_at, ends_at, join_required, "
+    "max_entrants, max_attempts, category, metadata, created_at, ended_early, entrants, "
+    "schedule, duration_s"
+)
+_ONE = f"SELECT {COLS} FROM tournaments WHERE id = $1"
+
+
+def _tournament(r: asyncpg.Record) -> Tournament:
+    return Tournament(
+        r["id"],
+        r["title"],
+        tuple(r["modes"]),
+        Aggregate(r["aggregate"]),
+        Order(r["sort_order"]),
+        Ties(r["ties"]),
+        r["starts_at"],
+        r["ends_at"],
+        r["join_required"],
+        r["max_entrants"],
+        r["max_attempts"],
+        r["category"],
+        r["metadata"],
+        r["created_at"],
+        r["ended_early"],
+        r["entrants"],
+        r["schedule"],
+        r["duration_s"],
+    )
+
+
+class Tournaments(Database):
+    async def create_tournament(self, t: Tournament) -> tuple[Tournament, bool]:
+        async def run(c: Conn) -> tuple[Tournament, bool]:
+            inserted = await c.fetchval(
+                "INSERT INTO tournaments (id, title, modes, aggregate, sort_order, ties, "
+                "starts_at, ends_at, join_required, max_entrants, max_attempts, category, "
+                "metadata, created_at, schedule, duration_s) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                "$8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING "
+                "RETURNING true",
+                t.id, t.title, list(t.modes), t.aggregate.value, t.order.value, t.ties.value,
+                t.starts_at, t.ends_at, t.join_required, t.max_entrants, t.max_attempts,
+                t.category, t.metadata, float(t.created_at), t.schedule, t.duration_s,
+            )  # fmt: skip
+            row = await c.fetchrow(_ONE, t.id)
+            assert row is not None
+            return _tournament(row), bool(inserted)
+
+        return await self._run(run)
+
+    async def tournament(self, tournament_id: str) -> Tournament | None:
+        rows = await self._run(lambda c: c.fetch(_ONE, tournament_id), tx=False)
+        return _tournament(rows[0]) if rows else None
+
+    async def list_tournaments(self) -> list[Tournament]:
+        rows = await self._run(
+            lambda c: c.fetch(f"SELECT {COLS} FROM tournaments ORDER BY starts_at, id"), tx=False
+        )
+        return [_tournament(r) for r in rows]
+
+    async def end_tournament(self, tournament_id: str, now: float) -> Tournament | None:
+        sql = (
+            "UPDATE tournaments SET ended_early = coalesce(ended_early, $2) WHERE id = $1 "
+            f"RETURNING {COLS}"
+        )
+        rows = await self._run(lambda c: c.fetch(sql, tournament_id, float(now)), tx=False)
+        return _tournament(rows[0]) if rows else None
+
+    async def join_tournament(self, tournament_id: str, player_id: str, now: float) -> Joined:
+        async def run(c: Conn) -> Joined:
+            row = await c.fetchrow(_ONE + " FOR UPDATE", tournament_id)
+            if row is None:
+                return Joined.MISSING
+            t = _tournament(row)
+            there = await c.fetchval(
+                "SELECT true FROM tournament_entrants WHERE tournament_id = $1 AND player_id = $2",
+                tournament_id,
+                player_id,
+            )
+            if there:
+                return Joined.ALREADY
+            if now >= t.end:
+                return Joined.ENDED
+            if t.max_entrants is not None and t.entrants >= t.max_entrants:
+                return Joined.FULL
+            await c.execute(
+                "INSERT INTO tournament_entrants (tournament_id, player_id, joined_at) "
+                "VALUES ($1, $2, $3)",
+                tournament_id,
+                player_id,
+                float(now),
+            )
+            await c.execute(
+                "UPDATE tournaments SET entrants = entrants + 1 WHERE id = $1", tournament_id
+            )
+            return Joined.JOINED
+
+        return await self._run(run)
+
+    async def entrants_among(
+        self, tournament_ids: Sequence[str], player_ids: Sequence[str]
+    ) -> set[tuple[str, str]]:
+        if not tournament_ids or not player_ids:
+            return set()
+        rows = await self._fetch(
+            "SELECT tournament_id, player_id FROM tournament_entrants "
+            "WHERE tournament_id = ANY($1::text[]) AND player_id = ANY($2::text[])",
+            list(tournament_ids),
+            list(player_ids),
+        )
+        return {(r["tournament_id"], r["player_id"]) for r in rows}

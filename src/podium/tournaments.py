@@ -1,0 +1,343 @@
+"""Tournaments, the use cases: created, listed and ended by the admin, joined for players by
+a game server, counted as one more board target of a match, and read as a board.
+
+A tournament's standings are a board window's (``domain/tournaments.py``): the record path
+folds a result into its tally in the same transaction as the boards' (``matches.py`` asks
+``targets`` here), the updater writes it to the index (``spec``), the reads page and rank it
+(``page``, ``rank``, ``friends``, through ``reads.py`` with its spec registered), and its end
+freezes it into final standings through the lifecycle, exactly once (``end`` now; the
+freezer's ``due`` pass at its time).
+
+Knows the ports, never an adapter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from podium.caching import Cache
+from podium.config import Settings
+from podium.domain.boards import BoardSpec
+from podium.domain.models import Target
+from podium.domain.tournaments import (
+    State,
+    Tournament,
+    TournamentError,
+    TournamentSpec,
+    check,
+    run_id,
+    span,
+    tournament_of,
+)
+from podium.domain.validation import id_problem
+from podium.domain.windows import Window, WindowError, indexed_window
+from podium.errors import Conflict, InvalidInput, NotFound
+from podium.lifecycle import Lifecycle
+from podium.ports import Clock, Players, Results
+from podium.ports.tournaments import Joined, TournamentStore
+from podium.reads import Reads
+from podium.rebuilds import Rebuilds
+from podium.views import Page, PlayerRank
+
+log = logging.getLogger("podium.tournaments")
+
+LIST_HELD_S = 1.0  # how long a process trusts its list of tournaments on the record path
+SPECS_HELD = 10_000  # tournament boards whose spec one process holds
+MISSING_HELD_S = 5.0  # a board name with no tournament is asked again after this
+
+
+class Specs:
+    """Tournament boards' specs by board name (``~<id>``), for the updater: a definition
+    never changes once created (an early end is a freeze, which the store checks itself),
+    so a spec is held while there is room; a name with no tournament is asked again."""
+
+    def __init__(self, store: TournamentStore, clock: Clock) -> None:
+        self.store = store
+        self._held: Cache[str, TournamentSpec | None] = Cache(SPECS_HELD, MISSING_HELD_S, clock.now)
+
+    async def __call__(self, board: str) -> BoardSpec | None:
+        """None for a configured board's name, or a tournament that does not exist."""
+        tid = tournament_of(board)
+        if tid is None:
+            return None
+
+        async def load() -> TournamentSpec | None:
+            t = await self.store.tournament(tid)
+            return None if t is None else t.spec()
+
+        return await self._held.get_or_load(board, load)
+
+
+async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
+    """The freezer's pass over tournaments: each run anyone played in, past its end and its
+    late time (or ended by the admin), not frozen yet, freezes now (the store's freeze is
+    once, whoever asks). Returns how many."""
+    now = clock.now()
+    froze = 0
+    for t in await store.list_tournaments():
+        spec = t.spec()
+        frozen = await lifecycle.frozen(spec.name)
+        for run in await _played(t, lifecycle):
+            if run.id in frozen or run.start > now:
+                continue
+            assert run.end is not None
+            ended = t.ended_early is not None and run.start <= t.ended_early <= now
+            if ended or now >= run.end + spec.freeze_after_s:
+                done, _ = await lifecycle.freeze(spec, run)
+                froze += int(done)
+    return froze
+
+
+async def _played(t: Tournament, lifecycle: Lifecycle) -> list[Window]:
+    """The runs of ``t`` that anyone has a tally in, as the store lists them."""
+    rule = t.rule()
+    out = []
+    for window_id in await lifecycle.store.windows(t.board):
+        try:
+            out.append(rule.parse(window_id))
+        except WindowError:
+            continue  # not a run of this definition: nothing to freeze
+    return out
+
+
+class Tournaments:
+    def __init__(
+        self,
+        settings: Settings,
+        store: TournamentStore,
+        results: Results,
+        players: Players,
+        clock: Clock,
+        lifecycle: Lifecycle,
+        reads: Reads,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.results = results
+        self.players = players
+        self.clock = clock
+        self.lifecycle = lifecycle
+        self.reads = reads
+        self._list: Cache[int, list[Tournament]] = Cache(1, LIST_HELD_S, clock.now)
+        self.specs = Specs(store, clock)
+
+    # -- the admin's calls --------------------------------------------------------------
+
+    async def create(self, t: Tournament) -> tuple[Tournament, bool]:
+        """The tournament, and whether this call created it: the same definition again is
+        the same create; another under its id is a 409."""
+        modes = {m.name: max(abs(m.min_points), abs(m.max_points)) for m in self.settings.modes}
+        try:
+            check(t, set(modes), modes)
+        except TournamentError as e:
+            raise InvalidInput(str(e)) from None
+        stored, created = await self.store.create_tournament(
+            replace(t, created_at=self.clock.now(), ended_early=None, entrants=0)
+        )
+        if not created and not stored.same_definition(t):
+            raise Conflict(
+                f"tournament {t.id} exists with another definition; choose another id "
+                "(a create of the same definition again is answered with the one there is)"
+            )
+        self._list.clear()
+        return stored, created
+
+    def span(self, starts_at: int | None, ends_at: int | None, recurring: bool) -> tuple[int, int]:
+        """A request's start and end, with a recurring tournament's defaults (422 naming
+        what a one-shot one lacks)."""
+        try:
+            return span(starts_at, ends_at, recurring, self.clock.now())
+        except TournamentError as e:
+            raise InvalidInput(str(e)) from None
+
+    async def all(
+        self, category: str | None = None, state: State | None = None
+    ) -> list[Tournament]:
+        now = self.clock.now()
+        return [
+            t
+            for t in await self.store.list_tournaments()
+            if (category is None or t.category == category)
+            and (state is None or t.state(now) is state)
+        ]
+
+    async def get(self, tournament_id: str) -> Tournament:
+        if why := id_problem("tournament id", tournament_id):
+            raise InvalidInput(why)
+        t = await self.store.tournament(tournament_id)
+        if t is None:
+            raise NotFound(f"no tournament {tournament_id!r}")
+        return t
+
+    async def end(self, tournament_id: str) -> Tournament:
+        """End it now, as if its time were up: no result counts for it from here, and its
+        run (once begun) freezes into final standings, exactly once. Ending it again
+        changes nothing."""
+        await self.get(tournament_id)
+        t = await self.store.end_tournament(tournament_id, self.clock.now())
+        assert t is not None
+        self._list.clear()
+        run = t.run_at(self.clock.now())  # the open run, or the last to begin
+        if run is not None:
+            await self.lifecycle.freeze(t.spec(), run)
+        return t
+
+    async def rebuild_live(self, rebuilds: Rebuilds) -> int:
+        """Every run whose index key would still exist, refilled from the store (the start
+        of the in-process index, as ``Rebuilds.rebuild_live`` does for the boards)."""
+        now = self.clock.now()
+        total = 0
+        for t in await self.store.list_tournaments():
+            spec = t.spec()
+            for run in await _played(t, self.lifecycle):
+                if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
+                    self.reads.know(spec)
+                    total += await rebuilds.rebuild(spec.name, run.id)
+        return total
+
+    # -- joining --------------------------------------------------------------------------
+
+    async def join(self, tournament_id: str, player_id: str) -> tuple[Tournament, bool]:
+        """Join a player (a game server's call): whether they joined now (False: before)."""
+        if why := id_problem("playerId", player_id):
+            raise InvalidInput(why)
+        t = await self.get(tournament_id)
+        now = self.clock.now()
+        if t.ended_early is not None and t.ended_early <= now:
+            joined = Joined.ENDED  # ended by the admin: no need to ask
+        else:
+            joined = await self.store.join_tournament(tournament_id, player_id, now)
+        match joined:
+            case Joined.MISSING:
+                raise NotFound(f"no tournament {tournament_id!r}")
+            case Joined.FULL:
+                raise Conflict(
+                    f"tournament {tournament_id} is full: {t.max_entrants} of "
+                    f"{t.max_entrants} entrants have joined"
+                )
+            case Joined.ENDED:
+                raise Conflict(f"tournament {tournament_id} has ended: no one joins it now")
+        return await self.get(tournament_id), joined is Joined.JOINED
+
+    # -- the record path --------------------------------------------------------------------
+
+    async def _live(self) -> list[Tournament]:
+        return await self._list.get_or_load(0, self.store.list_tournaments)
+
+    async def targets(
+        self, mode: str, ended_at: int, now: float, player_ids: Sequence[str]
+    ) -> dict[str, list[tuple[Target, BoardSpec]]]:
+        """By player, the tournament runs a result of theirs counts for: every tournament of
+        ``mode`` whose run holds ``ended_at`` and still takes results (not ended early,
+        within its late time, not frozen), where the player joined if it asks for that. The
+        store checks the freeze again in the record's transaction, and ``maxAttempts``
+        there (``recording.fold_targets``)."""
+        found: list[tuple[Tournament, Target, TournamentSpec]] = []
+        for t in await self._live():
+            if mode not in t.modes or t.ended_early is not None:
+                continue
+            spec = t.spec()
+            run = spec.rule.window_at(ended_at)
+            if run is None or run.end is None or now >= run.end + spec.freeze_after_s:
+                continue
+            if await self.lifecycle.is_frozen(spec.name, run.id):
+                continue
+            found.append((t, Target(spec.name, run.id, run.start), spec))
+        out: dict[str, list[tuple[Target, BoardSpec]]] = {p: [] for p in player_ids}
+        if not found:
+            return out
+        joined = await self.store.entrants_among(
+            [t.id for t, _, _ in found if t.join_required], player_ids
+        )
+        for t, target, spec in found:
+            for p in player_ids:
+                if not t.join_required or (t.id, p) in joined:
+                    out[p].append((target, spec))
+        return out
+
+    # -- the updater and the reads ------------------------------------------------------------
+
+    async def _board(self, tournament_id: str, run: str | None) -> tuple[Tournament, str, bool]:
+        """The tournament, the run asked for (by default the open one, or the last to
+        begin; before the first, the next), and whether it has begun. Its spec is made known
+        to the reads."""
+        t = await self.get(tournament_id)
+        spec = t.spec()
+        self.reads.know(spec)
+        now = self.clock.now()
+        if run is None:
+            w = t.run_at(now)
+            if w is None:
+                nxt = spec.rule.next_start(int(now))
+                return t, "" if nxt is None else run_id(nxt), False
+            return t, w.id, True
+        try:
+            w = spec.rule.parse(run)
+        except WindowError as e:
+            raise NotFound(f"tournament {tournament_id} has no run {run!r}: {e}") from None
+        if w.start > now:
+            raise NotFound(f"run {run} of tournament {tournament_id} has not begun")
+        return t, w.id, True
+
+    async def live_board(self, tournament_id: str) -> str:
+        """The board a live tournament's stream follows (its spec known to the reads); a
+        tournament that is not live is a 404 that says where its board is read."""
+        t = await self.get(tournament_id)
+        state = t.state(self.clock.now())
+        if state is not State.LIVE:
+            raise NotFound(
+                f"tournament {t.id} is {state.value}, not live: read its board at "
+                f"/v1/tournaments/{t.id}/board"
+            )
+        self.reads.know(t.spec())
+        return t.board
+
+    async def page(
+        self,
+        tournament_id: str,
+        run: str | None,
+        offset: int,
+        limit: int,
+        cursor: str | None = None,
+    ) -> Page:
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:  # upcoming: no one on it yet
+            return Page(t.id, run, self.clock.now(), [])
+        page = await self.reads.page(t.board, run, offset, limit, None, cursor)
+        return replace(page, board=t.id)
+
+    async def rank(
+        self,
+        tournament_id: str,
+        player_id: str,
+        neighbors: int,
+        run: str | None,
+        above: int | None = None,
+        below: int | None = None,
+    ) -> tuple[PlayerRank, int | None]:
+        """The player's rank with neighbors, and their attempts left (None: no limit)."""
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:
+            raise NotFound(f"player {player_id} is not on tournament {t.id}: it has not begun")
+        found = await self.reads.player_rank(t.board, player_id, neighbors, run, None, above, below)
+        left = None
+        if t.max_attempts is not None:
+            used = next(
+                (
+                    s.tally.version
+                    for s in await self.results.player_standings(player_id)
+                    if (s.board, s.window) == (t.board, run)
+                ),
+                0,
+            )
+            left = max(0, t.max_attempts - used)
+        return replace(found, board=t.id), left
+
+    async def friends(self, tournament_id: str, player_id: str, run: str | None) -> Page:
+        t, run, begun = await self._board(tournament_id, run)
+        if not begun:
+            return Page(t.id, run, self.clock.now(), [])
+        page = await self.reads.friends_page(t.board, player_id, run)
+        return replace(page, board=t.id)
