@@ -19,13 +19,14 @@ from podium.reads import Reads
 log = logging.getLogger("podium.rebuilds")
 
 # A copier of profiles that stops (its process died) holds the copy this long at most; one
-# that lives renews it with each page of 1,000 profiles.
+# that lives renews it with each page of 5,000 profiles (pages of 1,000 made a start with a
+# million profiles a thousand reads and lease renewals).
 COPY_LEASE_S = 60.0
 
 
 class RebuildStore(Players, Windows, Protocol):
-    """What a rebuild reads: the standings of a window (``Windows``), who is banned, every
-    profile (``Players``)."""
+    """What a rebuild reads: the tallies of a window (``Windows.tally_rows``), who is
+    banned, every profile (``Players``)."""
 
 
 class Rebuilds:
@@ -49,16 +50,25 @@ class Rebuilds:
         """Replace one board window in the index with what the store holds."""
         spec = self.reads.board(board)
         w = self.reads.window(spec, window_id)
+        # Plain rows and lists, the codec's encode bound once: this loop runs for every
+        # entry of the board (a million at an embedded start), so each object and lookup
+        # per row shows in the start's time (BENCHMARKS.md, issue 23).
+        encode, start = spec.codec.encode, w.start
         entries: list[tuple[str, int]] = []
         versions: list[int] = []
-        metadata: list[Meta] = []
-        async for batch in self.store.standings(board, w.id):
-            banned = await self.store.banned([s.player_id for s in batch])
-            for s in batch:
-                if s.player_id not in banned:
-                    entries.append((s.player_id, spec.score(s.tally, w)))
-                    versions.append(s.tally.version)
-                    metadata.append((s.tally.version, s.tally.metadata))
+        texts: list[str | None] = []
+        async for batch in self.store.tally_rows(board, w.id):
+            banned = await self.store.banned([r[0] for r in batch])
+            for player, total, reached_at, version, text in batch:
+                if player not in banned:
+                    entries.append((player, encode(total, reached_at - start)))
+                    versions.append(version)
+                    texts.append(text)
+        # Metadata only where some entry has any: every adapter keeps an entry's metadata
+        # only when it has a text, so None says the same as a (version, None) per entry.
+        metadata: list[Meta] | None = None
+        if any(t is not None for t in texts):
+            metadata = list(zip(versions, texts, strict=True))
         await self.index.replace(
             BoardKey(board, w.id),
             entries,
@@ -80,7 +90,7 @@ class Rebuilds:
                     total += await self.rebuild(spec.name, window_id)
         return total
 
-    async def copy_profiles(self, page: int = 1000) -> int | None:
+    async def copy_profiles(self, page: int = 5000) -> int | None:
         """Copy every profile from the store into the index, then mark the copy complete;
         return how many, or None if another copier is at it (or took over). Profiles that
         change meanwhile come through the outbox with newer versions, so the copy can be

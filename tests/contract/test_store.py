@@ -661,6 +661,15 @@ async def test_player_standings_windows_and_paged_standings(store: ScoreStore) -
     assert flat[2] == Standing("day", "2026-10-24", "p3", Tally(10, T0 + 100, 1))
     assert [b async for b in store.standings("day", "1999-01-01")] == []
 
+    # what a rebuild reads: the same tallies as plain rows, paged the same way
+    rows = [b async for b in store.tally_rows("day", "2026-10-24", batch=2)]
+    assert [len(b) for b in rows] == [2, 2, 1]
+    assert [r for b in rows for r in b] == [
+        (s.player_id, s.tally.total, s.tally.reached_at, s.tally.version, s.tally.metadata)
+        for s in flat
+    ]
+    assert [b async for b in store.tally_rows("day", "1999-01-01")] == []
+
 
 async def test_tallied_says_who_has_a_tally_in_one_window(store: ScoreStore) -> None:
     players = [f"t{i}" for i in range(12)]  # enough to land on every database of a split
@@ -952,6 +961,8 @@ async def test_metadata_is_stored_with_the_result_and_the_tally_it_set(store: Sc
     assert [(s.player_id, s.tally.metadata) for s in page] == [("p1", None)]
     [page] = [p async for p in store.standings("best", "all")]
     assert [(s.player_id, s.tally.metadata) for s in page] == [("p1", CAR)]
+    [rows] = [p async for p in store.tally_rows("best", "all")]
+    assert [(r[0], r[4]) for r in rows] == [("p1", CAR)]
 
 
 async def test_a_retry_with_other_metadata_conflicts(store: ScoreStore) -> None:

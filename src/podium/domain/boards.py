@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
 from typing import Any, TypeVar
@@ -71,12 +71,19 @@ class BoardSpec:
     modes: tuple[str, ...] | None = None  # None: every mode counts
     group_by: str | None = None  # a player attribute ("country"): one board per value
     ranks_below_top: Below = Below.ESTIMATED
+    # Made once here, not on every read of ``codec``: a rebuild packs a score for every
+    # entry of a board, and building the codec each time was a fifth of a start's CPU
+    # (BENCHMARKS.md, issue 23). Not a field of the spec's identity: it follows from them.
+    _codec: ScoreCodec = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        packs_time = self.ties is Ties.FIRST and self.rule.kind is not WindowKind.ALL
+        bits = time_bits_for(self.rule.max_length) if packs_time else 0
+        object.__setattr__(self, "_codec", ScoreCodec(bits, descending=self.order is Order.DESC))
 
     @property
     def codec(self) -> ScoreCodec:
-        packs_time = self.ties is Ties.FIRST and self.rule.kind is not WindowKind.ALL
-        bits = time_bits_for(self.rule.max_length) if packs_time else 0
-        return ScoreCodec(bits, descending=self.order is Order.DESC)
+        return self._codec
 
     def counts(self, mode: str) -> bool:
         return self.modes is None or mode in self.modes

@@ -10,7 +10,7 @@ not fit is refused loudly: a silently wrapped value would corrupt the order arou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_BITS = 53
 
@@ -37,19 +37,16 @@ class ScoreCodec:
 
     time_bits: int
     descending: bool = True
+    # |points| must stay strictly below ``points_limit``; ``time_limit`` is 2^T. Computed
+    # once: ``encode`` runs for every entry of a rebuild.
+    points_limit: int = field(init=False, repr=False, compare=False)
+    time_limit: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 0 <= self.time_bits < MAX_BITS:
             raise EncodingError(f"time bits must be in [0, {MAX_BITS}), got {self.time_bits}")
-
-    @property
-    def points_limit(self) -> int:
-        """|points| must stay strictly below this."""
-        return 1 << (MAX_BITS - self.time_bits)
-
-    @property
-    def time_limit(self) -> int:
-        return 1 << self.time_bits
+        object.__setattr__(self, "points_limit", 1 << (MAX_BITS - self.time_bits))
+        object.__setattr__(self, "time_limit", 1 << self.time_bits)
 
     def encode(self, points: int, seconds_into_window: int = 0) -> int:
         if not -self.points_limit < points < self.points_limit:

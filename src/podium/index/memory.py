@@ -69,6 +69,30 @@ class _Board:
         self.scores[member] = score
         self.entries.add((score, member))
 
+    def load(
+        self,
+        entries: Sequence[tuple[str, int]],
+        versions: Sequence[int] | None,
+        metadata: Sequence[Meta] | None,
+    ) -> None:
+        """Fill an empty board with these entries (``banned`` already set), as ``set``,
+        ``versions[member] = ...`` and ``set_meta`` for each in turn would: a member given
+        twice keeps its last. The sorted list is built once from all of them, one sort in
+        C, where adding a million one at a time was half of an embedded start
+        (BENCHMARKS.md, issue 23)."""
+        if self.banned:
+            keep = [i for i, (m, _) in enumerate(entries) if m not in self.banned]
+            entries = [entries[i] for i in keep]
+            versions = None if versions is None else [versions[i] for i in keep]
+            metadata = None if metadata is None else [metadata[i] for i in keep]
+        self.scores = dict(entries)
+        self.entries = SortedList(zip(self.scores.values(), self.scores.keys(), strict=True))
+        if versions is not None:
+            self.versions = {m: v for (m, _), v in zip(entries, versions, strict=True)}
+        if metadata is not None:
+            for (m, _), (version, text) in zip(entries, metadata, strict=True):
+                self.set_meta(m, version, text)
+
     def remove(self, member: str) -> None:
         old = self.scores.pop(member, None)
         if old is not None:
@@ -371,13 +395,7 @@ class MemoryIndex:
         old = self._get(key)
         if old is not None:
             fresh.banned = set(old.banned)
-        for i, (member, score) in enumerate(entries):
-            if member not in fresh.banned:
-                fresh.set(member, score)
-                if versions is not None:
-                    fresh.versions[member] = versions[i]
-                if metadata is not None:
-                    fresh.set_meta(member, *metadata[i])
+        fresh.load(entries, versions, metadata)
         self._boards[key] = fresh
 
 

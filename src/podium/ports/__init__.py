@@ -48,6 +48,7 @@ from podium.ports.store import (
     Results,
     Retention,
     ScoreStore,
+    TallyRow,
     Windows,
 )
 from podium.ports.webhooks import Delivery, Due, WebhookEvents
@@ -84,6 +85,7 @@ __all__ = [
     "SplitBoards",
     "Spread",
     "SystemClock",
+    "TallyRow",
     "Top",
     "WebhookEvents",
     "Windows",

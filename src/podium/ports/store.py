@@ -33,6 +33,10 @@ from podium.ports.status import Beats
 from podium.ports.tournaments import TournamentStore
 from podium.ports.webhooks import WebhookEvents
 
+# A stored tally as a rebuild reads it (``Windows.tally_rows``): player_id, total,
+# reached_at, version, entry metadata.
+TallyRow = tuple[str, int, int, int, str | None]
+
 
 class RecordHandle:
     """What a store's ``open_match`` saw of one player, for that same store's ``record`` to
@@ -247,6 +251,14 @@ class Windows(Protocol):
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
         """Every stored tally of one board window, in batches (for rebuilds)."""
+        ...
+
+    def tally_rows(
+        self, board: str, window: str, batch: int = 10_000
+    ) -> AsyncIterator[list[TallyRow]]:
+        """``standings`` as plain rows, ``(player_id, total, reached_at, version,
+        metadata)``, in pages by player id: what a rebuild reads, a tuple a tally rather
+        than two objects (a million of them at an embedded start)."""
         ...
 
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:

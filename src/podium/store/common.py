@@ -24,12 +24,13 @@ from podium.domain.models import (
 )
 from podium.domain.retention import StoredResult
 from podium.ports.status import Reachable
-from podium.ports.store import RecordHandle
+from podium.ports.store import RecordHandle, TallyRow
 from podium.ports.webhooks import Delivery
 from podium.recording import RecordState, place_in_groups, plan_record
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
 TALLY_COLS = "board, window_id, player_id, total, reached_at, version, metadata"
+ROW_COLS = "player_id, total, reached_at, version, metadata"  # a TallyRow, in its order
 CHANGE_COLS = (
     "id, board, window_id, player_id, total, reached_at, version, committed_at, removed, metadata"
 )
@@ -182,6 +183,17 @@ async def standings_by_player(
     while rows := list(await page(after)):
         yield rows
         after = rows[-1].player_id
+
+
+async def rows_by_player(
+    page: Callable[[str], Awaitable[Sequence[TallyRow]]],
+) -> AsyncIterator[list[TallyRow]]:
+    """``standings_by_player`` for plain rows (``Windows.tally_rows``): the player id is
+    each row's first column."""
+    after = ""
+    while rows := list(await page(after)):
+        yield rows
+        after = rows[-1][0]
 
 
 STORED_COLS = (

@@ -17,12 +17,15 @@ from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import FreezePlan, plan_freeze
 from podium.domain.windows import Window
+from podium.ports.store import TallyRow
 from podium.store.common import (
     FINAL_COLS,
     FROZEN_COLS,
+    ROW_COLS,
     TALLY_COLS,
     final_of,
     frozen_of,
+    rows_by_player,
     standing_of,
     standings_by_player,
     tally_of,
@@ -60,6 +63,25 @@ class Windows(Database):
             limit,
         )
         return [standing_of(r) for r in rows]
+
+    def tally_rows(
+        self, board: str, window: str, batch: int = 10_000
+    ) -> AsyncIterator[list[TallyRow]]:
+        return rows_by_player(lambda after: self.tally_rows_page(board, window, after, batch))
+
+    async def tally_rows_page(
+        self, board: str, window: str, after: str, limit: int
+    ) -> list[TallyRow]:
+        """A page of ``tally_rows``, as ``standings_page`` is of ``standings``."""
+        rows = await self._fetch(
+            f"SELECT {ROW_COLS} FROM tallies WHERE board = $1 AND window_id = $2 "
+            "AND player_id > $3 ORDER BY player_id LIMIT $4",
+            board,
+            window,
+            after,
+            limit,
+        )
+        return [tuple(r) for r in rows]
 
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         ids = list(set(player_ids))

@@ -30,7 +30,8 @@ from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window
 from podium.errors import Unavailable
-from podium.store.common import standings_by_player
+from podium.ports.store import TallyRow
+from podium.store.common import rows_by_player, standings_by_player
 from podium.store.split.routing import Part, Router
 
 log = logging.getLogger("podium.store")
@@ -55,6 +56,18 @@ class Windows(Part):
             lambda after: self.router.merged_pages(
                 lambda db, start: db.standings_page(board, window, start, batch),
                 lambda s: s.player_id,
+                batch,
+                after,
+            )
+        )
+
+    def tally_rows(
+        self, board: str, window: str, batch: int = 10_000
+    ) -> AsyncIterator[list[TallyRow]]:
+        return rows_by_player(
+            lambda after: self.router.merged_pages(
+                lambda db, start: db.tally_rows_page(board, window, start, batch),
+                lambda r: r[0],
                 batch,
                 after,
             )

@@ -13,12 +13,15 @@ from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window
+from podium.ports.store import TallyRow
 from podium.store.common import (
     FINAL_COLS,
     FROZEN_COLS,
+    ROW_COLS,
     TALLY_COLS,
     final_of,
     frozen_of,
+    rows_by_player,
     standing_of,
     standings_by_player,
     tally_of,
@@ -42,6 +45,24 @@ class Windows(Database):
             return [standing_of(r) for r in rows]
 
         return standings_by_player(page)
+
+    def tally_rows(
+        self, board: str, window: str, batch: int = 10_000
+    ) -> AsyncIterator[list[TallyRow]]:
+        def read(c: sqlite3.Connection, after: str) -> list[TallyRow]:
+            cur = c.cursor()
+            cur.row_factory = None  # tuples, as they come: no sqlite3.Row to read by name
+            rows: list[TallyRow] = cur.execute(
+                f"SELECT {ROW_COLS} FROM tallies WHERE board = ? AND window_id = ? "
+                "AND player_id > ? ORDER BY player_id LIMIT ?",
+                (board, window, after, batch),
+            ).fetchall()
+            return rows
+
+        async def page(after: str) -> list[TallyRow]:
+            return await self._read(lambda c: read(c, after))
+
+        return rows_by_player(page)
 
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         ids = list(set(player_ids))
