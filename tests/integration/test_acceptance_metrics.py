@@ -32,7 +32,7 @@ async def test_accepted_matches_and_refusals_are_counted_apart(
         raise RuntimeError("a bug")
 
     failed = sample("podium_results_rejected_total", status="500")
-    monkeypatch.setattr(api.podium.matches, "record", broken)
+    monkeypatch.setattr(api.podium.matches, "record_all", broken)  # what the route calls
     # The app answers 500 (problems.py), then the test transport raises the error again.
     with pytest.raises(RuntimeError, match="a bug"):
         await api.submit("m3", [("a", 1)])

@@ -19,7 +19,7 @@ async def test_a_match_past_the_cap_is_refused_and_its_retry_lands(make_api: Any
     api: Api = await make_api(server={"max_pending_matches": 2})
     gate = asyncio.Event()
     entered = 0
-    record = api.podium.matches.record
+    record = api.podium.matches.record_all  # what the route calls
 
     async def held(*args: Any, **kwargs: Any) -> Any:
         nonlocal entered
@@ -27,7 +27,7 @@ async def test_a_match_past_the_cap_is_refused_and_its_retry_lands(make_api: Any
         await gate.wait()  # two matches stay in flight until the gate opens
         return await record(*args, **kwargs)
 
-    api.podium.matches.record = held  # type: ignore[method-assign]
+    api.podium.matches.record_all = held  # type: ignore[method-assign]
     first = [asyncio.create_task(api.submit(f"m{i}", [(f"p{i}", 10)])) for i in range(2)]
 
     async def both_in() -> bool:

@@ -71,7 +71,13 @@ def _get_paths(api: Api) -> list[str]:
     """A path for every GET route of the app, its parameters filled in with things that
     exist (so that GET answers 200 on most of them)."""
     app = api.client._transport.app  # type: ignore[attr-defined]
-    fill = {"board": "week", "playerId": "a", "name": "app.js", "window": "2020-W01"}
+    fill = {
+        "board": "week",
+        "playerId": "a",
+        "name": "app.js",
+        "window": "2020-W01",
+        "tournamentId": "cup",  # live: made by the test below
+    }
     paths = []
     for route in iter_route_contexts(app.router.routes):
         if "GET" not in (route.methods or ()):
@@ -84,7 +90,24 @@ def _get_paths(api: Api) -> list[str]:
     return [*paths, "/static/app.js", "/nope", "/v1/boards/nope"]
 
 
+def _tournament() -> dict[str, Any]:
+    """A tournament live for the next hour, of the mode every test here submits."""
+    now = time.time()
+    at = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    return {
+        "id": "cup",
+        "title": "Cup",
+        "modes": ["default"],
+        "startsAt": at(now - 60),
+        "endsAt": at(now + 3600),
+    }
+
+
 async def test_head_answers_every_get_route_as_get_without_a_body(api: Api) -> None:
+    made = await api.client.post(
+        "/v1/admin/tournaments", json=_tournament(), headers=api.auth(api.admin_key)
+    )
+    assert made.status_code == 201, made.text
     assert (await api.submit("m1", [("a", 5), ("b", 3)])).status_code == 200
     await api.settle()
     paths = _get_paths(api)
@@ -145,11 +168,15 @@ def _bodies() -> dict[tuple[str, str], dict[str, Any]]:
         ("PUT", "/v1/players/{playerId}/profile"): {"name": "Vex"},
         ("PUT", "/v1/players/{playerId}/friends"): {"friends": ["b"]},
         ("POST", "/v1/admin/players/{playerId}/ban"): {"reason": "aimbot"},
+        ("POST", "/v1/admin/tournaments"): _tournament(),
+        ("POST", "/v1/tournaments/{tournamentId}/entrants"): {"playerId": "a"},
     }
 
 
 def _url(path: str) -> str:
-    return path.replace("{playerId}", "a").replace("{matchId}", "m1")
+    return (
+        path.replace("{playerId}", "a").replace("{matchId}", "m1").replace("{tournamentId}", "cup")
+    )
 
 
 async def _state(api: Api) -> dict[str, Any]:
@@ -162,6 +189,7 @@ async def _state(api: Api) -> dict[str, Any]:
         "profile": profiles.get("a"),
         "friends": await store.friends("a"),
         "banned": await store.banned(["a"]),
+        "tournaments": (await api.client.get("/v1/tournaments")).json(),
     }
 
 
