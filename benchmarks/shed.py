@@ -78,6 +78,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=2.0)
     p.add_argument("--write-rate", type=float, default=250.0, help="matches/s of 2 players")
     p.add_argument("--readers", type=int, default=64, help="closed-loop readers")
+    p.add_argument(
+        "--alone",
+        type=float,
+        default=5.0,
+        help="measured seconds of the writes alone on each server before its readers cell "
+        "(the machine's state; 0: none)",
+    )
     p.add_argument("--page-share", type=float, default=0.25, help="share of reads: top page")
     common_args(p, wait_s=30, unit="cell")
     p.set_defaults(repeat=1)
@@ -94,7 +101,11 @@ def podium(stack: contextlib.ExitStack, env: Env, shed: bool) -> Server:
     return start_server(stack, Server(name, argv, port, env.tmp / f"{name}.log", env=flag))
 
 
-async def cell(server: Server, key: str, args: argparse.Namespace, seed: int) -> dict[str, Any]:
+async def cell(
+    server: Server, key: str, args: argparse.Namespace, seed: int, readers: int, duration: float
+) -> dict[str, Any]:
+    """The writer for ``--warmup`` + ``duration`` s beside ``readers`` closed-loop readers;
+    only what starts after the warm-up counts."""
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     tag = f"s{secrets.token_hex(4)}"
@@ -104,7 +115,7 @@ async def cell(server: Server, key: str, args: argparse.Namespace, seed: int) ->
 
     async with (
         http_client(server.url, 128) as wclient,
-        http_client(server.url, args.readers) as rclient,
+        http_client(server.url, max(1, readers)) as rclient,
     ):
 
         async def fire(i: int, req: Req) -> str:
@@ -133,21 +144,21 @@ async def cell(server: Server, key: str, args: argparse.Namespace, seed: int) ->
                         await asyncio.wait_for(stop.wait(), 1.0)
 
         await wait_quiet(args.quiet, 30.0)
-        readers = [asyncio.create_task(reader(n)) for n in range(args.readers)]
-        total = args.warmup + args.duration
+        tasks = [asyncio.create_task(reader(n)) for n in range(readers)]
+        total = args.warmup + duration
         writer = asyncio.create_task(open_loop(args.write_rate, total, fire, drain_s=15.0))
         await asyncio.sleep(args.warmup)
         t_measure = time.perf_counter()
         mid = await scrape(wclient)
         cpu = CpuMeter({"server": server.pid}, PG_DB["name"])
         cpu.begin()
-        await asyncio.sleep(args.duration)
+        await asyncio.sleep(duration)
         cores = cpu.end()
         t_end = time.perf_counter()
         after = await scrape(wclient)
         stop.set()
         res = await writer
-        await asyncio.gather(*readers)
+        await asyncio.gather(*tasks)
 
     # The writes sent inside the measured window, by their intended start.
     t0w = min(r.intended for r in res.reqs)
@@ -235,6 +246,14 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     on = [r["on"] for r in runs]
     for label, path, fmt in rows:
         print(f"{label:<26} {fmt(col(off, *path)):>24} {fmt(col(on, *path)):>24}")
+    if all("alone on" in r for r in runs):
+        for label, path in (
+            ("writes alone: accept p99", ("writes", "latency", "p99")),
+            ("writes alone: server p99", ("server_accept", "p99")),
+        ):
+            a_off = med_spread(col([r["alone off"] for r in runs], *path))
+            a_on = med_spread(col([r["alone on"] for r in runs], *path))
+            print(f"{label:<26} {a_off:>24} {a_on:>24}")
     p99_off, p99_on = col(off, "writes", "latency", "p99"), col(on, "writes", "latency", "p99")
     ratio = [a / b for a, b in zip(p99_off, p99_on, strict=True) if b == b and b > 0]
     if ratio:
@@ -264,12 +283,16 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
             server = podium(stack, env, shed)
             try:
                 await server.wait_ready(wait_s=120)
-                r = await cell(server, key, args, seed=rnd * 2 + shed)
+                name = "on" if shed else "off"
+                if args.alone > 0:  # the machine's state now: the writes without the readers
+                    alone = await cell(server, key, args, rnd * 4 + shed + 2, 0, args.alone)
+                    out[f"alone {name}"] = alone
+                    print_cell(f"shedding {name}, writes alone", alone)
+                r = await cell(server, key, args, rnd * 4 + shed, args.readers, args.duration)
             finally:
                 server.stop()
-            name = "on" if shed else "off"
             out[name] = r
-            print_cell(f"shedding {name}", r)
+            print_cell(f"shedding {name}, {args.readers} readers", r)
         runs.append(out)
     print_summary(runs, args)
     if args.json:
