@@ -204,6 +204,18 @@ class ServerSettings:
     """How long a match id stays claimed by a key that has no result in it yet: a request
     that died between its claim and its writes (a crash, a kill -9) leaves such a claim, and
     once it is this old another key may record the match. Longer than any request takes."""
+    shed_reads: Flag = True
+    """When this process is saturated, refuse reads (503, Retry-After: 1) before accepting
+    results slows: far-down reads first, then friends, then the top page (served from its
+    last copy where there is one), a player's own rank last (README, "Results before
+    reads"; docs/architecture.md, domain/admission.py). Results are never shed."""
+    shed_lag_ms: Annotated[
+        float, Strict(), Gt(0), _float, _says(_NUMBER, "expected more than 0")
+    ] = 5.0
+    """The event loop's smoothed lag at which the first class of reads is shed; the next
+    classes at 2, 3 and 4 times it. A result waits this long at each of its handful of store
+    round trips: 5 ms keeps its accept under 100 ms (BENCHMARKS.md, "Results before
+    reads")."""
 
 
 @table(frozen=True, config=_TABLE)

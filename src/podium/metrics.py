@@ -192,6 +192,32 @@ READ_LIMITER_FAILOPEN = Counter(
     "Reads served unlimited because the shared limiter's Redis could not be reached",
     registry=REGISTRY,
 )
+READS_SHED = Counter(
+    "podium_reads_shed",
+    "Reads refused with 503 because this process was saturated and results come first, by "
+    "class: far (pages past the top, distributions, look-ups, past windows, history), "
+    "friends, page (a top page with no copy to serve stale), rank (a player's own)",
+    ["route_class"],
+    registry=REGISTRY,
+)
+READS_STALE = Counter(
+    "podium_reads_stale",
+    "Top pages answered from this process's last copy (stale) while top pages were shed",
+    registry=REGISTRY,
+)
+SHED_LEVEL = Gauge(
+    "podium_shed_level",
+    "Classes of reads this process sheds now: 0 none, 1 far, 2 + friends, 3 + top pages "
+    "without a copy, 4 + own ranks",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
+LOOP_LAG_SECONDS = Gauge(
+    "podium_event_loop_lag_seconds",
+    "How late the event loop's timers fire, smoothed: what the load gate sheds reads by",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
 
 
 def readable() -> CollectorRegistry:

@@ -12,11 +12,12 @@ from fastapi.openapi.utils import get_openapi
 
 from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
-from podium.api import contract, docs, problems, protocol
+from podium.api import contract, docs, problems, protocol, shedding
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
 from podium.config import Settings
+from podium.domain.admission import Limits
 from podium.ports import Clock
 from podium.web import routes as web
 from podium.web import tournaments as web_tournaments
@@ -46,6 +47,7 @@ def create_app(
             gcpolicy.settle()
             backends.start_roles(roles)
             async with (
+                shedding.ticking(app.state.shed_gate),
                 web.serving(app, backends.podium),
                 demo_mode.running(backends.podium, enabled=demo),
             ):
@@ -76,6 +78,11 @@ def create_app(
     app.state.encoded_pages = EncodedPages()
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
     app.state.route_table = protocol.RouteTable(app)
+    app.state.shed_gate = shedding.LoadGate(  # results before reads (api/shedding.py)
+        Limits.of(settings.server.shed_lag_ms, settings.server.max_pending_matches),
+        lambda: app.state.pending_matches.now,
+        enabled=settings.server.shed_reads and settings.server.api != "write",
+    )
     problems.install(app)
     kinds = {
         "all": ("read", "write", "admin", "ops"),
@@ -91,6 +98,7 @@ def create_app(
     app.add_middleware(protocol.JsonBodies, table=app.state.route_table)
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     app.add_middleware(protocol.HeadAsGet)
+    app.add_middleware(shedding.ShedReads, gate=app.state.shed_gate)
     app.add_middleware(web.Headers)  # outermost: on every response, the 413s included
     return app
 

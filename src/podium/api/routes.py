@@ -188,6 +188,8 @@ async def board_page(
         page = await podium.reads.page(board, window, offset, limit, group, cursor)
         if cursor is None:
             body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
+            if offset == 0 and window is None:  # served stale while pages are shed
+                request.app.state.shed_gate.keep_page(request.scope, body)
         else:
             body = page_json(page)
     # Every process holds a page for page_cache_s, the same for everyone: say so.
