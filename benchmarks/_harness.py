@@ -394,6 +394,25 @@ def num_spread(values: Sequence[float], fmt: str = "{:.0f}") -> str:
     )
 
 
+def col(runs: Sequence[dict[str, Any]], *path: str) -> list[float]:
+    """One figure of every run, found by its keys (``col(runs, "podium", "p99")``); NaN where
+    a run lacks it, so the spreads above leave it out."""
+    out = []
+    for x in runs:
+        v: Any = x
+        for p in path:
+            v = v.get(p) if isinstance(v, dict) else None
+        out.append(float("nan") if v is None else float(v))
+    return out
+
+
+def save_json(args: Any, **figures: Any) -> None:
+    """``--json FILE``: the arguments and the figures of a run, for comparing runs later."""
+    if args.json:
+        meta = {k: str(v) for k, v in vars(args).items()}
+        args.json.write_text(json.dumps({"args": meta, **figures}, indent=1))
+
+
 # -- Prometheus ---------------------------------------------------------------------------
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import random
 import secrets
 import shutil
@@ -72,6 +71,7 @@ from _harness import (
     player_id,
     podium_server,
     sample,
+    save_json,
     scrape,
     summary,
     wait_quiet,
@@ -502,9 +502,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
                 print_pgbench(rate, pg)
             runs.append({"rate": rate, "podium": p, "bare": b, "pgbench": pg})
     print_summary(runs, args)
-    if args.json:
-        meta = {k: str(v) for k, v in vars(args).items()}
-        args.json.write_text(json.dumps({"args": meta, "runs": runs}, indent=1))
+    save_json(args, runs=runs)
 
 
 def main() -> None:

@@ -51,7 +51,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import json
 import random
 import secrets
 import time
@@ -68,6 +67,7 @@ from _harness import (
     bare_server,
     bench_main,
     closed_loop,
+    col,
     common_args,
     cpu_line,
     create_key,
@@ -80,6 +80,7 @@ from _harness import (
     open_loop,
     player_id,
     podium_server,
+    save_json,
     scrape,
     summary,
     wait_quiet,
@@ -431,16 +432,6 @@ def line(label: str, r: dict[str, Any]) -> str:
     return text + f"\n      {cpu_line(r['cpu'])}"
 
 
-def col(xs: list[dict[str, Any]], *path: str) -> list[float]:
-    out = []
-    for x in xs:
-        v: Any = x
-        for p in path:
-            v = v.get(p) if isinstance(v, dict) else None
-        out.append(float("nan") if v is None else float(v))
-    return out
-
-
 def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\n== summary: median [min-max] over {args.repeat} run(s); times in ms ==")
     names = sorted({k for r in runs for k in r}, key=lambda k: (k.split("@")[1], k))
@@ -623,9 +614,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
                 cells[name]["writer"] = w
         runs.append(cells)
     print_summary(runs, args)
-    if args.json:
-        meta = {k: str(v) for k, v in vars(args).items()}
-        args.json.write_text(json.dumps({"args": meta, "preload": pre, "runs": runs}, indent=1))
+    save_json(args, preload=pre, runs=runs)
 
 
 def main() -> None:

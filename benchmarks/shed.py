@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import random
 import secrets
 import sys
@@ -46,6 +45,7 @@ from _harness import (
     Req,
     Server,
     bench_main,
+    col,
     common_args,
     cpu_line,
     create_key,
@@ -59,6 +59,7 @@ from _harness import (
     open_loop,
     player_id,
     sample,
+    save_json,
     scrape,
     start_server,
     summary,
@@ -212,16 +213,6 @@ def print_cell(label: str, r: dict[str, Any]) -> None:
     print(f"    {cpu_line(r['cpu'])}", flush=True)
 
 
-def col(rs: list[dict[str, Any]], *path: str) -> list[float]:
-    out = []
-    for x in rs:
-        v: Any = x
-        for p in path:
-            v = v.get(p) if isinstance(v, dict) else None
-        out.append(float("nan") if v is None else float(v))
-    return out
-
-
 def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\n== summary: median [min-max] over {len(runs)} round(s); times in ms ==")
     print(
@@ -295,9 +286,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
             print_cell(f"shedding {name}, {args.readers} readers", r)
         runs.append(out)
     print_summary(runs, args)
-    if args.json:
-        meta = {k: str(v) for k, v in vars(args).items()}
-        args.json.write_text(json.dumps({"args": meta, "runs": runs}, indent=1))
+    save_json(args, runs=runs)
 
 
 def main() -> None:

@@ -40,6 +40,7 @@ from _harness import (
     player_id,
     podium_server,
     rfc3339_now,
+    save_json,
     scrape,
     wait_quiet,
 )
@@ -156,9 +157,7 @@ async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace)
     print(f"{'accept p99 (client)':28}{p99[0]:>22}{p99[1]:>22}")
     ok = [num_spread([float(r["ok"]) for r in runs[m]]) for m in MODES]
     print(f"{'matches accepted':28}{ok[0]:>22}{ok[1]:>22}")
-    if args.json:
-        meta = {k: str(v) for k, v in vars(args).items()}
-        args.json.write_text(json.dumps({"args": meta, "runs": runs}, indent=1))
+    save_json(args, runs=runs)
 
 
 def main() -> None:
