@@ -107,3 +107,9 @@ def next_attempt(
     delay *= 0.5 + 0.5 * (rng or random).random()
     at = now + delay
     return None if at > first_at + retry.for_s else at
+
+
+def settled_state(delivered: bool, retry_at: float | None) -> str:
+    """A delivery's state after an attempt: delivered, pending while a retry is due, else
+    failed (``next_attempt`` found the retry horizon past)."""
+    return DELIVERED if delivered else PENDING if retry_at else FAILED

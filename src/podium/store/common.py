@@ -25,7 +25,7 @@ from podium.domain.models import (
 from podium.domain.retention import StoredResult
 from podium.ports.status import Reachable
 from podium.ports.store import RecordHandle, TallyRow
-from podium.ports.webhooks import Delivery
+from podium.ports.webhooks import Delivery, Due
 from podium.recording import RecordState, place_in_groups, plan_record
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
@@ -261,4 +261,11 @@ def delivery_of(r: Row) -> Delivery:
         r["last_status"],
         r["last_error"],
         r["delivered_at"],
+    )
+
+
+def due_of(r: Row) -> Due:
+    """A claimed delivery's row, as both stores' claims read it."""
+    return Due(
+        r["event_id"], r["endpoint"], r["type"], r["at"], r["data"], r["attempts"], r["first_at"]
     )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from podium.domain import events
 from podium.domain.models import FinalEntry
 from podium.ports.webhooks import Delivery, Due
-from podium.store.common import DELIVERY_COLS, delivery_of
+from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.postgres.pool import Database
 
 if TYPE_CHECKING:
@@ -91,11 +91,7 @@ class Webhooks(Database):
     async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
         rows = await self._run(lambda c: c.fetch(CLAIM, float(now), float(lease_until), limit))
         rows = sorted(rows, key=lambda r: r["first_at"])
-        return [
-            Due(r["event_id"], r["endpoint"], r["type"], r["at"], r["data"], r["attempts"],
-                r["first_at"])
-            for r in rows
-        ]  # fmt: skip
+        return [due_of(r) for r in rows]
 
     async def settle(
         self,
@@ -107,7 +103,7 @@ class Webhooks(Database):
         retry_at: float | None,
         delivered: bool,
     ) -> None:
-        state = events.DELIVERED if delivered else events.PENDING if retry_at else events.FAILED
+        state = events.settled_state(delivered, retry_at)
         await self._execute(
             "UPDATE webhook_deliveries SET state = $1, next_at = $2, last_status = $3, "
             "last_error = $4, delivered_at = $5 "

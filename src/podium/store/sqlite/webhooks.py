@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from podium.domain import events
 from podium.domain.models import FinalEntry
 from podium.ports.webhooks import Delivery, Due
-from podium.store.common import DELIVERY_COLS, delivery_of
+from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.sqlite.db import Database
 
 
@@ -82,11 +82,7 @@ class Webhooks(Database):
                 "WHERE event_id = ? AND endpoint = ?",
                 [(r["attempts"], lease_until, r["event_id"], r["endpoint"]) for r in rows],
             )
-            return [
-                Due(r["event_id"], r["endpoint"], r["type"], r["at"], r["data"], r["attempts"],
-                    r["first_at"])
-                for r in rows
-            ]  # fmt: skip
+            return [due_of(r) for r in rows]
 
         return await self._write(run)
 
@@ -100,7 +96,7 @@ class Webhooks(Database):
         retry_at: float | None,
         delivered: bool,
     ) -> None:
-        state = events.DELIVERED if delivered else events.PENDING if retry_at else events.FAILED
+        state = events.settled_state(delivered, retry_at)
         await self._write(
             lambda c: c.execute(
                 "UPDATE webhook_deliveries SET state = ?, next_at = ?, last_status = ?, "
