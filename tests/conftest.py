@@ -29,9 +29,13 @@ from tests.pg_databases import Databases
 
 T = TypeVar("T")
 
-POSTGRES_URL = os.environ.get(
-    "PODIUM_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
+# ``PODIUM_TEST_POSTGRES`` names a server the run shares with whatever else uses it: its tests
+# then run one at a time on one worker (``worker_group``). Without it each worker starts a
+# Postgres of its own from the installed ``initdb`` (``tests/pg_cluster.py``), and the tests on
+# Postgres spread over every worker; with no ``initdb`` either, the machine's server is shared.
+SHARED_POSTGRES = os.environ.get("PODIUM_TEST_POSTGRES")
+POSTGRES_URL = SHARED_POSTGRES or "postgresql://postgres@127.0.0.1:5432/postgres"
+
 REDIS_URL = os.environ.get("PODIUM_TEST_REDIS", "redis://127.0.0.1:6379/0")
 REQUIRE = os.environ.get("PODIUM_REQUIRE_SERVICES") == "1"
 
@@ -62,15 +66,35 @@ def _in_a_thread(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(asyncio.run, work()).result()
 
 
+def _private_postgres() -> bool:
+    from tests.pg_cluster import installed
+
+    return SHARED_POSTGRES is None and installed()
+
+
+PRIVATE_POSTGRES = _private_postgres()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Databases]:
-    """The session's databases on the machine's Postgres (``tests/pg_databases.py``): the
-    migrated template, made on first use, and the copies of it; all dropped at the end."""
-    databases = Databases(POSTGRES_URL)
+    """The session's databases (``tests/pg_databases.py``): the migrated template, made on
+    first use, and the copies of it; all dropped at the end. On this worker's own Postgres,
+    started here and stopped at the end, unless the run was given a shared server."""
+    if not PRIVATE_POSTGRES:
+        databases = Databases(POSTGRES_URL)
+        try:
+            yield databases
+        finally:
+            _in_a_thread(databases.close)
+        return
+    from tests.pg_cluster import PgCluster
+
+    server = PgCluster(for_tests=True)
     try:
-        yield databases
+        server.start()
+        yield Databases(server.url)
     finally:
-        _in_a_thread(databases.close)
+        server.destroy()  # its databases with it
 
 
 class OwnDatabases:
@@ -100,7 +124,7 @@ async def pg_databases(
 ) -> AsyncIterator[OwnDatabases]:
     """The test's maker of Postgres databases: copies of the migrated template, or empty
     ones for a test marked ``empty_database``; given back (to be dropped) afterwards."""
-    need(POSTGRES_URL, "PostgreSQL")
+    need(postgres_server.admin_url, "PostgreSQL")
     mine = OwnDatabases(
         postgres_server, request.node.get_closest_marker("empty_database") is not None
     )
@@ -112,7 +136,7 @@ async def pg_databases(
 
 @pytest.fixture
 async def postgres_url(pg_databases: OwnDatabases) -> str:
-    """A fresh database on the machine's Postgres: migrated already (its store's
+    """A fresh database on the tests' Postgres: migrated already (its store's
     ``migrate()`` finds nothing to do), or empty under ``empty_database``."""
     [url] = await pg_databases.make(1)
     return url
@@ -179,7 +203,7 @@ async def stored_results(store: ScoreStore, match_id: str, player_ids: list[str]
 
 # -- which tests share a worker (pytest-xdist, ``--dist loadgroup``) -------------------------
 
-# What a test that uses the machine's Postgres asks for, by name or as its parameter.
+# What a test that uses the tests' Postgres asks for, by name or as its parameter.
 _POSTGRES_FIXTURES = {"pg_databases", "postgres_url", "postgres_databases", "split_databases"}
 _POSTGRES_KINDS = {"postgres", "production", "split", "split2", "split3"}
 
@@ -199,13 +223,15 @@ def _uses_postgres(item: pytest.Item) -> bool:
 def worker_group(item: pytest.Item) -> str | None:
     """The group whose tests run one after another on one worker: the log contract's
     bodies on the 3-node JetStream cluster (one cluster for the run, its streams made
-    ahead), and every test on the machine's Postgres (its connections are shared with the
-    whole machine: one test's worth at a time, as without workers). The rest goes to
-    whichever worker is free: the log contract on one JetStream server among them (a store
-    on Postgres, one connection at a time, while its leases are waited out)."""
+    ahead), and, when the run shares a Postgres server (``PODIUM_TEST_POSTGRES``, or no
+    ``initdb`` to start one), every test on it (its connections are shared with the whole
+    machine: one test's worth at a time, as without workers). Each worker's own Postgres
+    needs no group. The rest goes to whichever worker is free: the log contract on one
+    JetStream server among them (a store on Postgres, one connection at a time, while its
+    leases are waited out)."""
     if item.path.name == "test_log.py" and "[nats" in item.nodeid:
         return "nats-cluster" if "[nats-cluster]" in item.nodeid else None
-    if _uses_postgres(item):
+    if not PRIVATE_POSTGRES and _uses_postgres(item):
         return "postgres"
     return None
 

@@ -1,5 +1,7 @@
 """A private PostgreSQL cluster that a test starts, stops mid-run and starts again: a real
-outage of one database, without touching the machine's shared server.
+outage of one database, without touching the machine's shared server. Each pytest worker
+also runs the suite's own databases on one (``for_tests``, from ``tests/conftest.py``), so
+that the tests on Postgres need not queue for one shared server's connections.
 
 Made with the installed ``initdb`` and ``pg_ctl`` in a temporary directory, on a free
 loopback port, with trust authentication and no fsync (its data is thrown away; commits are still
@@ -27,8 +29,23 @@ def _bin(name: str) -> str | None:
     return found[-1] if found else shutil.which(name)
 
 
+def installed() -> bool:
+    """Whether ``initdb`` and ``pg_ctl`` are here to start a cluster of the tests' own."""
+    return _bin("initdb") is not None and _bin("pg_ctl") is not None
+
+
+# A worker's own server for the whole suite (``for_tests``): its data is thrown away, so
+# nothing is flushed to disk (a crash of the machine is the only way to lose a commit, and
+# then the run is lost anyway), and enough connections for a fleet test's nine processes.
+FOR_TESTS = (
+    "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 "
+    "-c shared_buffers=64MB"
+)
+
+
 class PgCluster:
-    def __init__(self) -> None:
+    def __init__(self, *, for_tests: bool = False) -> None:
+        self.for_tests = for_tests
         initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
         if initdb is None or pg_ctl is None:
             message = "initdb and pg_ctl are not installed"
@@ -59,6 +76,8 @@ class PgCluster:
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} "
             "-c fsync=off"  # a stop here is a process crash, not the machine's: nothing lost
         )
+        if self.for_tests:
+            options += f" {FOR_TESTS}"
         log = os.path.join(self.dir, "log")
         self._run(self._pg_ctl, "-D", self.data, "-l", log, "-o", options, "-w", "start")
 

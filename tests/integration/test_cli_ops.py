@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from click.testing import Result
@@ -176,10 +177,9 @@ async def test_status_lists_every_part_and_the_roles_that_beat(
     [database] = report["store"]
     assert database["up"] is True
     # named without user or password: the file, or host:port/database
-    pg = (backend_urls.postgres_url or "").rsplit("/", 1)[-1]
-    assert database["name"] == (
-        f"{tmp_path}/podium.db" if config_kind == "embedded" else f"127.0.0.1:5432/{pg}"
-    )
+    pg = urlparse(backend_urls.postgres_url or "")
+    named = f"{pg.hostname}:{pg.port}{pg.path}"
+    assert database["name"] == (f"{tmp_path}/podium.db" if config_kind == "embedded" else named)
     [node] = report["index"]
     assert node["up"] is True
     if config_kind == "embedded":

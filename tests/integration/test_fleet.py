@@ -13,24 +13,23 @@ import asyncio
 import contextlib
 import json
 import random
-import secrets
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import httpx
 import pytest
 
 from podium import bootstrap, config
 from podium.domain.models import Target
-from tests.conftest import POSTGRES_URL, REDIS_URL, need
+from tests.conftest import REDIS_URL, need
 from tests.integration.conftest import two_player_match
 from tests.integration.fleet import Fleet
 from tests.integration.test_crash import _free_port
 from tests.nats_cluster import delete_stream, need_nats, stream_name
+from tests.pg_databases import Databases
 
 PLAYERS = [f"p{i:03d}" for i in range(40)]
 BOARDS = ("all", "top")  # "top": an exact top of 5, so most of its ranks are estimates
@@ -41,26 +40,13 @@ SENDERS = 6
 
 
 @pytest.fixture
-async def databases() -> AsyncIterator[list[str]]:
-    """Three fresh databases on the machine's Postgres (home and two shards), dropped after."""
-    need(POSTGRES_URL, "PostgreSQL")
-    import asyncpg
-
-    names = [f"podium_test_{secrets.token_hex(4)}" for _ in range(3)]
-    admin = await asyncpg.connect(POSTGRES_URL)
-    try:
-        for name in names:
-            await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    u = urlparse(POSTGRES_URL)
-    yield [u._replace(path=f"/{n}").geturl() for n in names]
-    admin = await asyncpg.connect(POSTGRES_URL)
-    try:
-        for name in names:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+async def databases(postgres_server: Databases) -> AsyncIterator[list[str]]:
+    """Three empty databases (home and two shards) on the tests' Postgres: the fleet
+    migrates them itself. Dropped after."""
+    need(postgres_server.admin_url, "PostgreSQL")
+    urls = await postgres_server.take(3, empty=True)
+    yield urls
+    await postgres_server.give_back(urls)
 
 
 @pytest.fixture

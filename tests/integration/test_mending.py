@@ -45,7 +45,7 @@ import redis.asyncio as aioredis
 from podium.domain.sharding import shard_of, shard_tag
 from podium.index.cluster import cluster_client
 from podium.store.postgres import PostgresStore
-from tests.conftest import POSTGRES_URL, OwnDatabases, need
+from tests.conftest import OwnDatabases, need
 from tests.integration.fleet import Fleet
 from tests.pg_databases import Databases
 from tests.ports import free_ports
@@ -190,7 +190,7 @@ def seeded(
 ) -> Iterator[Seeded]:
     """The 20,000 players, recorded once through the API (on the in-process index, whose
     updater empties the outbox as it goes) into a database each test copies."""
-    need(POSTGRES_URL, "PostgreSQL")
+    need(postgres_server.admin_url, "PostgreSQL")
     tmp = tmp_path_factory.mktemp("seed")
     [url] = _run(postgres_server.take(1))
     fleet = Fleet(_config(tmp, url, "memory://"), tmp)

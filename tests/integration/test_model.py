@@ -26,7 +26,7 @@ from podium.domain.models import ApiKey, Message, PlayerResult, Target
 from podium.errors import Conflict
 from podium.ports import BoardKey
 from podium.workers.updater import Updater
-from tests.conftest import POSTGRES_URL, REDIS_URL, need
+from tests.conftest import REDIS_URL, need
 from tests.integration.conftest import settings_for
 
 DAY = 86_400
@@ -201,7 +201,6 @@ def _settings(kind: str, tmp: str, pg: str | None, prefix: str | None) -> Settin
 def test_backends_match_the_model(kind: str, tmp_path: Any, request: pytest.FixtureRequest) -> None:
     pg = prefix = None
     if kind == "production":
-        need(POSTGRES_URL, "PostgreSQL")
         need(REDIS_URL, "Redis")
         pg = request.getfixturevalue("postgres_url")
         prefix = request.getfixturevalue("redis_prefix")
