@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from podium.domain import events
 from podium.domain.models import FinalEntry
+from podium.domain.tournaments import tournament_of
 from podium.ports.webhooks import Delivery, Due
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.postgres.pool import Database
@@ -20,13 +21,24 @@ if TYPE_CHECKING:
 async def write_window_frozen(
     c: Conn, board: str, window: str, now: float, players: int, final: Sequence[FinalEntry]
 ) -> None:
-    """Inside the freeze's transaction: its event, held until the archive's sha256 is in."""
-    data = events.window_frozen_data(board, window, now, players, final)
+    """Inside the freeze's transaction: its event (a window.frozen, or a tournament run's
+    tournament.ended with the tournament's row as it is now), held until the archive's
+    sha256 is in."""
+    event_type, event_id = events.freeze_event(board, window)
+    info = None
+    if event_type == events.TOURNAMENT_ENDED:
+        row = await c.fetchrow(
+            "SELECT title, category, metadata FROM tournaments WHERE id = $1",
+            tournament_of(board),
+        )
+        if row is not None:
+            info = events.TournamentInfo(row["title"], row["category"], row["metadata"])
+    data = events.freeze_data(board, window, now, players, final, info)
     await c.execute(
         "INSERT INTO webhook_events (id, type, at, data, ready) VALUES ($1, $2, $3, $4, false) "
         "ON CONFLICT (id) DO NOTHING",
-        events.window_frozen_id(board, window),
-        events.WINDOW_FROZEN,
+        event_id,
+        event_type,
         float(now),
         events.encode(data),
     )
@@ -34,7 +46,7 @@ async def write_window_frozen(
 
 async def release_window_frozen(c: Conn, board: str, window: str, checksum: str) -> None:
     """Inside ``set_archive``'s transaction: the event completed with the sha256, and ready."""
-    event_id = events.window_frozen_id(board, window)
+    _, event_id = events.freeze_event(board, window)
     data = await c.fetchval("SELECT data FROM webhook_events WHERE id = $1 FOR UPDATE", event_id)
     if data is not None:
         await c.execute(

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from podium.domain import events
 from podium.domain.models import FinalEntry
+from podium.domain.tournaments import tournament_of
 from podium.ports.webhooks import Delivery, Due
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.sqlite.db import Database
@@ -23,17 +24,28 @@ def write_window_frozen(
     players: int,
     final: Sequence[FinalEntry],
 ) -> None:
-    """Inside the freeze's transaction: its event, held until the archive's sha256 is in."""
-    data = events.window_frozen_data(board, window, now, players, final)
+    """Inside the freeze's transaction: its event (a window.frozen, or a tournament run's
+    tournament.ended with the tournament's row as it is now), held until the archive's
+    sha256 is in."""
+    event_type, event_id = events.freeze_event(board, window)
+    info = None
+    if event_type == events.TOURNAMENT_ENDED:
+        row = c.execute(
+            "SELECT title, category, metadata FROM tournaments WHERE id = ?",
+            (tournament_of(board),),
+        ).fetchone()
+        if row is not None:
+            info = events.TournamentInfo(row["title"], row["category"], row["metadata"])
+    data = events.freeze_data(board, window, now, players, final, info)
     c.execute(
         "INSERT OR IGNORE INTO webhook_events (id, type, at, data, ready) VALUES (?, ?, ?, ?, 0)",
-        (events.window_frozen_id(board, window), events.WINDOW_FROZEN, now, events.encode(data)),
+        (event_id, event_type, now, events.encode(data)),
     )
 
 
 def release_window_frozen(c: sqlite3.Connection, board: str, window: str, checksum: str) -> None:
     """Inside ``set_archive``'s transaction: the event completed with the sha256, and ready."""
-    event_id = events.window_frozen_id(board, window)
+    _, event_id = events.freeze_event(board, window)
     row = c.execute("SELECT data FROM webhook_events WHERE id = ?", (event_id,)).fetchone()
     if row is not None:
         c.execute(
