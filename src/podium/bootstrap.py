@@ -221,11 +221,16 @@ class Backends:
     async def start(self) -> None:
         await self.store.migrate()
         if self.topology.in_process_index:
-            n = await self.podium.rebuilds.rebuild_live()
-            n += await self.podium.tournaments.rebuild_live(self.podium.rebuilds)  # and runs
+            n = await self.rebuild_live()
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()
+
+    async def rebuild_live(self) -> int:
+        """Every live window refilled from the store, tournaments' runs too: at the start of
+        the in-process index, and by the mender for a Redis that lost its data."""
+        n = await self.podium.rebuilds.rebuild_live()
+        return n + await self.podium.tournaments.rebuild_live(self.podium.rebuilds)
 
     async def _marked(self) -> None:
         """A Redis index without its generation markers (new, or emptied while no process
@@ -256,7 +261,7 @@ class Backends:
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
             self.generations,
-            self.podium.rebuilds.rebuild_live,
+            self.rebuild_live,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:

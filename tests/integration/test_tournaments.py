@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from podium.api.app import create_app
+from podium.ports import BoardKey
 from podium.service import Service
 from podium.tournaments import Specs, freeze_due
 from podium.workers.updater import Updater
@@ -460,3 +461,22 @@ async def test_past_runs_listed_and_their_standings_downloaded(cup: Cup) -> None
     ):
         await cup.get(path, status)
     await cup.get("/v1/tournaments/hourly/runs", 422, cursor="garbage!")
+
+
+async def test_a_lost_index_gets_its_runs_back_with_the_boards(cup: Cup) -> None:
+    """What the mender rebuilds after an index lost its data (and the in-process index at
+    start) is every live window, a tournament's live runs among them."""
+    await cup.create()
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20})
+    b = cup.app.state.backends
+    run = (await cup.get("/v1/tournaments/cup"))["run"]
+    key = BoardKey("~cup", run)
+    for p in ("a", "b"):  # gone from the index, as from a Redis that restarted empty
+        await b.index.ban([key], p)
+        await b.index.unban([key], p)
+    cup.podium.reads.clear_cache()
+    assert await cup.top("cup") == []
+    assert await b.rebuild_live() >= 2
+    cup.podium.reads.clear_cache()
+    assert await cup.top("cup") == [(1, "b", 20), (2, "a", 10)]
