@@ -25,10 +25,10 @@ from podium.mending import MarkedRanks
 from podium.ports import (
     ChangeLog,
     Clock,
-    Outbox,
     ProfileCopy,
     RankIndex,
     RankSource,
+    Relayed,
     ScoreStore,
     Snapshots,
     SystemClock,
@@ -169,18 +169,19 @@ def _log(
         from podium.log.events import source_of
         from podium.log.nats import NatsLog
 
-        databases: Callable[[], Awaitable[Mapping[str, Outbox]]]
+        databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
         if split is not None:
-            # Each database's own outbox, relayed under a lease of its own; the list is
-            # asked for at every step, since a bucket can move to a database not yet seen.
-            async def every() -> Mapping[str, Outbox]:
-                return {source_of(u): o for u, o in (await split.outboxes()).items()}
+            # Each database's own outbox and events, relayed under a lease of its own (the
+            # home too, for a freeze's events); the list is asked for at every step, since
+            # a bucket can move to a database not yet seen.
+            async def every() -> Mapping[str, Relayed]:
+                return {source_of(u): o for u, o in (await split.relayed()).items()}
 
             databases = every
         else:
-            one: Mapping[str, Outbox] = {source_of(settings.store.url): store}
+            one: Mapping[str, Relayed] = {source_of(settings.store.url): store}
 
-            async def just_one() -> Mapping[str, Outbox]:
+            async def just_one() -> Mapping[str, Relayed]:
                 return one
 
             databases = just_one

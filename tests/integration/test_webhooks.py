@@ -11,13 +11,15 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import nats
+import nats.js.errors
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
@@ -25,6 +27,7 @@ from podium.domain import events
 from podium.domain.windows import WindowKind, WindowRule, to_rfc3339
 from podium.tournaments import freeze_due
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.ports import free_port
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -316,6 +319,74 @@ async def test_a_tournament_run_ends_in_one_tournament_ended_event(
         assert file.status_code == 200 and file.headers["content-encoding"] == "gzip"
         raw = b"".join([chunk async for chunk in file.aiter_raw()])
     assert hashlib.sha256(raw).hexdigest() == data["sha256"]
+
+
+@pytest.fixture
+async def nats_stream() -> AsyncIterator[tuple[str, str]]:
+    """(the machine's NATS URL, a stream name of this test's own, deleted afterwards)."""
+    url = need_nats()
+    name = stream_name()
+    try:
+        yield url, name
+    finally:
+        await delete_stream([url], name)
+
+
+async def stream_events(url: str, name: str) -> list[Any]:
+    """Every message on the stream's events subjects, as a subscriber of our own reads them."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(name)
+        out = []
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            m = await js.get_msg(name, seq)
+            if m.subject.startswith(f"{name}.events."):
+                out.append(m)
+        return out
+    except nats.js.errors.NotFoundError:
+        return []  # not made yet
+    finally:
+        await nc.close()
+
+
+async def test_events_go_on_the_nats_stream_when_it_is_the_log(
+    nats_stream: tuple[str, str], make_api: Callable[..., Any], tmp_path: Path
+) -> None:
+    """With NATS as the log the relay puts each event on ``<stream>.events.<type>`` too,
+    from the database it was written on (a freeze's on the home of a split store, a ban's
+    on the player's), the webhook body under the event's id, and no webhook configured."""
+    url, name = nats_stream
+    api: Api = await make_api(
+        log={"url": url, "stream": name}, archive={"dir": str(tmp_path / "standings")}
+    )
+    now = time.time()
+    day = WindowRule(WindowKind.DAY).window_at(int(now))
+    assert day is not None
+    r = await api.submit("m1", [("a", 10), ("b", 20)], ended_at=now)
+    assert r.status_code == 200, r.text
+    admin = api.auth(api.admin_key)
+    r = await api.client.post("/v1/admin/players/c/ban", json={"reason": "aimbot"}, headers=admin)
+    assert r.status_code == 204, r.text
+    freeze = f"/v1/admin/boards/day/windows/{day.id}/freeze"
+    assert (await api.client.post(freeze, headers=admin)).status_code == 200
+
+    async def both() -> list[Any] | None:
+        got = await stream_events(url, name)
+        return got if len(got) >= 2 else None
+
+    got = await wait_for(both)
+    assert got, "the events did not reach the stream"
+    by_type = {m.subject.removeprefix(f"{name}.events."): m for m in got}
+    assert len(got) == 2 and set(by_type) == {"window.frozen", "player.banned"}
+    for m in got:
+        VALID.validate(json.loads(m.data))
+    frozen = by_type["window.frozen"]
+    assert frozen.headers["Nats-Msg-Id"] == events.window_frozen_id("day", day.id)
+    data = json.loads(frozen.data)["data"]
+    info = (await api.podium.lifecycle.frozen("day"))[day.id]
+    assert data["sha256"] == info.checksum and data["players"] == 2
+    assert json.loads(by_type["player.banned"].data)["data"]["playerId"] == "c"
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from podium.domain import events
 from podium.domain.models import FinalEntry
 from podium.domain.tournaments import tournament_of
-from podium.ports.webhooks import Delivery, Due
+from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.sqlite.db import Database
 
@@ -142,3 +142,44 @@ class Webhooks(Database):
             ).fetchall()
         )
         return [delivery_of(r) for r in rows]
+
+    async def prune_events(
+        self, before: float, limit: int, *, fanned: bool, published: bool
+    ) -> int:
+        def run(c: sqlite3.Connection) -> int:
+            ids = [
+                (r["id"],)
+                for r in c.execute(
+                    "SELECT id FROM webhook_events e WHERE at < ? AND (fanned = 1 OR NOT ?) "
+                    "AND (published = 1 OR NOT ?) AND NOT EXISTS (SELECT 1 FROM "
+                    "webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending') "
+                    "ORDER BY at LIMIT ?",
+                    (before, fanned, published, limit),
+                ).fetchall()
+            ]
+            c.executemany("DELETE FROM webhook_deliveries WHERE event_id = ?", ids)
+            c.executemany("DELETE FROM webhook_events WHERE id = ?", ids)
+            return len(ids)
+
+        return await self._write(run)
+
+    # -- onto the change log's stream (log/nats_relay.py) ------------------------------------
+
+    async def unpublished_events(self, limit: int) -> list[Event]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT id, type, at, data FROM webhook_events WHERE ready = 1 AND published = 0 "
+                "ORDER BY at LIMIT ?",
+                (limit,),
+            ).fetchall()
+        )
+        return [Event(r["id"], r["type"], r["at"], r["data"]) for r in rows]
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            await self._write(
+                lambda c: c.executemany(
+                    "UPDATE webhook_events SET published = 1 WHERE id = ?",
+                    [(i,) for i in event_ids],
+                )
+            )
