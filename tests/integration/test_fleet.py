@@ -159,12 +159,12 @@ class Relays:
                 out[k] = (await kv.get(k)).value.decode()
         return out
 
-    async def held_by(self, pids: dict[int, int], timeout: float = 20) -> None:
+    async def held_by(self, pids: dict[int, int], timeout: float = 60) -> None:
         """Until each process in ``pids`` holds that many leases, and nobody else any."""
         await self.shared(pids, sum(pids.values()), exact=True, timeout=timeout)
 
     async def shared(
-        self, pids: dict[int, int], total: int, *, exact: bool = False, timeout: float = 20
+        self, pids: dict[int, int], total: int, *, exact: bool = False, timeout: float = 60
     ) -> None:
         """Until the ``total`` leases are held by the processes in ``pids`` alone, each
         holding that many (``exact``) or at least that many."""
