@@ -57,12 +57,12 @@ def db_url(name: str) -> str:
 async def relay_child(stream: str, urls: list[str]) -> None:
     from podium.log.events import source_of
     from podium.log.nats import NatsLog
-    from podium.ports import Outbox
+    from podium.ports import Relayed
     from podium.store.postgres import PostgresStore
 
     stores = {source_of(u): PostgresStore.from_url(u) for u in urls}
 
-    async def databases() -> Mapping[str, Outbox]:
+    async def databases() -> Mapping[str, Relayed]:
         return stores
 
     log = NatsLog([NATS_URL], stream, WallClock(), lease_s=LEASE_S, databases=databases)

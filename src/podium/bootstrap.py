@@ -25,10 +25,10 @@ from podium.mending import MarkedRanks
 from podium.ports import (
     ChangeLog,
     Clock,
-    Outbox,
     ProfileCopy,
     RankIndex,
     RankSource,
+    Relayed,
     ScoreStore,
     Snapshots,
     SystemClock,
@@ -169,18 +169,19 @@ def _log(
         from podium.log.events import source_of
         from podium.log.nats import NatsLog
 
-        databases: Callable[[], Awaitable[Mapping[str, Outbox]]]
+        databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
         if split is not None:
-            # Each database's own outbox, relayed under a lease of its own; the list is
-            # asked for at every step, since a bucket can move to a database not yet seen.
-            async def every() -> Mapping[str, Outbox]:
-                return {source_of(u): o for u, o in (await split.outboxes()).items()}
+            # Each database's own outbox and events, relayed under a lease of its own (the
+            # home too, for a freeze's events); the list is asked for at every step, since
+            # a bucket can move to a database not yet seen.
+            async def every() -> Mapping[str, Relayed]:
+                return {source_of(u): o for u, o in (await split.relayed()).items()}
 
             databases = every
         else:
-            one: Mapping[str, Outbox] = {source_of(settings.store.url): store}
+            one: Mapping[str, Relayed] = {source_of(settings.store.url): store}
 
-            async def just_one() -> Mapping[str, Outbox]:
+            async def just_one() -> Mapping[str, Relayed]:
                 return one
 
             databases = just_one
@@ -221,11 +222,16 @@ class Backends:
     async def start(self) -> None:
         await self.store.migrate()
         if self.topology.in_process_index:
-            n = await self.podium.rebuilds.rebuild_live()
-            n += await self.podium.tournaments.rebuild_live(self.podium.rebuilds)  # and runs
+            n = await self.rebuild_live()
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()
+
+    async def rebuild_live(self) -> int:
+        """Every live window refilled from the store, tournaments' runs too: at the start of
+        the in-process index, and by the mender for a Redis that lost its data."""
+        n = await self.podium.rebuilds.rebuild_live()
+        return n + await self.podium.tournaments.rebuild_live(self.podium.rebuilds)
 
     async def _marked(self) -> None:
         """A Redis index without its generation markers (new, or emptied while no process
@@ -256,7 +262,7 @@ class Backends:
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
             self.generations,
-            self.podium.rebuilds.rebuild_live,
+            self.rebuild_live,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:

@@ -233,6 +233,10 @@ class StoreSettings:
     """Results stay in the store this many days (by ``endedAt``), then the pruner moves
     them to a gzip CSV per day under ``[archive] dir``; older ones are refused (422). Tallies,
     final standings and match claims stay. 0: keep every result, refuse none."""
+    keep_events_days: Count = 30
+    """Reward and moderation events (webhooks) stay this many days, then the pruner deletes
+    those done with: every delivery delivered or failed (and, with NATS as the log, on the
+    stream). 0: keep every event."""
 
 
 @table(frozen=True, config=_TABLE)

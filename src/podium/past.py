@@ -24,6 +24,7 @@ from podium.archive import Archive
 from podium.caching import Cache
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow
+from podium.domain.tournaments import tournament_of
 from podium.domain.windows import (
     GROUP_RE,
     Window,
@@ -232,21 +233,22 @@ class Past:
 
     async def _not_frozen(self, spec: BoardSpec, w: Window) -> Exception:
         now = self.clock.now()
+        name = _named(spec.name)
         if spec.rule.kind is WindowKind.ALL:
             return Conflict(f"board {spec.name} is all-time: its one window is never frozen")
         assert w.end is not None
         if w.start <= now < w.end:
             return Conflict(
-                f"window {w.id} of {spec.name} is open: it is frozen {spec.freeze_after_s} s "
+                f"window {w.id} of {name} is open: it is frozen {spec.freeze_after_s} s "
                 f"after it closes at {to_rfc3339(w.end)}"
             )
         if w.start <= now and await self._has_players(spec.name, w.id):
             due = w.end + spec.freeze_after_s
             when = f"at {to_rfc3339(due)}" if due > now else "by the freezer's next pass"
             return Conflict(
-                f"window {w.id} of {spec.name} is closed and not frozen yet: it is frozen {when}"
+                f"window {w.id} of {name} is closed and not frozen yet: it is frozen {when}"
             )
-        return NotFound(f"board {spec.name} has no window {w.id}: nobody played in it")
+        return NotFound(f"{name} has no window {w.id}: nobody played in it")
 
     async def _check(self, spec: BoardSpec, w: Window) -> FrozenWindow:
         """The frozen window, with its archive file here and holding the bytes its sha256
@@ -333,6 +335,12 @@ def _check_group(spec: BoardSpec, group: str | None, *, required: bool) -> None:
         return
     if not GROUP_RE.fullmatch(group):
         raise InvalidInput(f"group {group!r} must be a two-letter country code")
+
+
+def _named(board: str) -> str:
+    """A board as a message names it: a tournament's (``~<id>``) by its tournament."""
+    tid = tournament_of(board)
+    return f"board {board}" if tid is None else f"tournament {tid}"
 
 
 def _in_group(w: Window, group: str | None) -> Window:

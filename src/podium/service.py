@@ -76,7 +76,8 @@ class Service:
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
         reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
-        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads)
+        past = Past(store, store, index, clock, lifecycle, archive, reads)
+        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads, past)
         return cls(
             settings=settings,
             clock=clock,
@@ -88,7 +89,7 @@ class Service:
             board_admin=BoardAdmin(store, reads, lifecycle),
             rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
             health=Health(store, index),
-            past=Past(store, store, index, clock, lifecycle, archive, reads),
+            past=past,
             groups=Groups(store, index, reads, lifecycle, clock),
             lookups=Lookups(reads),
             webhooks=WebhookAdmin(store),

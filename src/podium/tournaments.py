@@ -35,6 +35,7 @@ from podium.domain.validation import id_problem
 from podium.domain.windows import Window, WindowError, indexed_window
 from podium.errors import Conflict, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
+from podium.past import Download, Format, Past, WindowList
 from podium.ports import Clock, Players, Results
 from podium.ports.tournaments import Joined, TournamentStore
 from podium.reads import Reads
@@ -112,6 +113,7 @@ class Tournaments:
         clock: Clock,
         lifecycle: Lifecycle,
         reads: Reads,
+        past: Past,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -120,6 +122,7 @@ class Tournaments:
         self.clock = clock
         self.lifecycle = lifecycle
         self.reads = reads
+        self.past = past
         self._list: Cache[int, list[Tournament]] = Cache(1, LIST_HELD_S, clock.now)
         self.specs = Specs(store, clock)
 
@@ -334,6 +337,25 @@ class Tournaments:
             )
             left = max(0, t.max_attempts - used)
         return replace(found, board=t.id), left
+
+    # -- past runs ------------------------------------------------------------------------
+
+    async def runs(self, tournament_id: str, cursor: str | None, limit: int) -> WindowList:
+        """Its runs, newest first, as a board's windows are listed (``Past.windows``): the
+        open one, closed ones not frozen yet, and every frozen one with its standings
+        file's sha256."""
+        t = await self.get(tournament_id)
+        self.reads.know(t.spec())
+        listed = await self.past.windows(t.board, None, cursor, limit)
+        return replace(listed, board=t.id)
+
+    async def standings(self, tournament_id: str, run: str, fmt: Format, gzip: bool) -> Download:
+        """A frozen run's final standings file, as a board window's (``Past.standings``):
+        a run not frozen yet is a 409, one that is not a run of it a 404."""
+        t, run, begun = await self._board(tournament_id, run)
+        assert begun  # _board answers 404 for a run that has not begun
+        found = await self.past.standings(t.board, run, fmt, gzip)
+        return replace(found, board=t.id)
 
     async def friends(self, tournament_id: str, player_id: str, run: str | None) -> Page:
         t, run, begun = await self._board(tournament_id, run)

@@ -222,7 +222,7 @@ async def test_the_stream_it_makes(stream: tuple[str, str], store: SqliteStore) 
     try:
         js = nc.jetstream()
         info = await js.stream_info(name)
-        assert info.config.subjects == [f"{name}.changes.>"]
+        assert info.config.subjects == [f"{name}.changes.>", f"{name}.events.>"]
         assert info.config.duplicate_window == DUPLICATE_WINDOW_S
         assert info.config.max_age == 3600.0
         assert info.config.num_replicas == 1  # one server: one copy
@@ -345,3 +345,82 @@ async def test_what_podium_cannot_read_is_not_delivered(stream: tuple[str, str])
             await nc.close()
     finally:
         await log.close()
+
+
+WEBHOOK_SCHEMA = json.loads((ROOT / "schemas" / "webhook-event.v1.json").read_text())
+
+
+async def test_events_go_on_their_own_subjects_once_under_their_ids(
+    stream: tuple[str, str], store: SqliteStore
+) -> None:
+    """A ban's event and a freeze's (once its sha256 is in) on ``<stream>.events.<type>``,
+    the webhook body under ``Nats-Msg-Id`` = the event id; published again after a relay
+    died before it marked them, and dropped as duplicates; never delivered to the
+    consumers of changes."""
+    url, name = stream
+    clock = Clock()
+    validator = jsonschema.Draft202012Validator(WEBHOOK_SCHEMA)
+    await record(store, "p1", "m1", 10)
+    await store.ban("p9", "aimbot", time.time())
+    day = DAY.rule.window_at(T0 + 100)
+    assert day is not None
+    assert await store.freeze(DAY, day, 100, time.time())
+
+    class DiesBeforeMarking:
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(store, attr)
+
+        async def mark_published(self, ids: Any) -> None:
+            raise RuntimeError("killed")
+
+    crashed = NatsLog([url], name, clock, partitions=4, outbox=DiesBeforeMarking(), source="db1")  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError):
+        await crashed.relay(100)
+    await crashed.close()
+    log = NatsLog([url], name, clock, partitions=4, outbox=store, source="db1")
+    try:
+        await log.relay(100)  # the ban's event again (the freeze's waits for its sha256)
+        await store.set_archive(DAY.name, day.id, "day/x.csv.gz", "ab" * 32)
+        assert await log.relay(100) == 1  # the freeze's, now complete
+        assert await log.relay(100) == 0  # every event marked: none again
+        changes = await drain(log)
+    finally:
+        await log.close()
+    assert {m.player_id for m in changes} == {"p1"}  # the changes' consumers see no event
+    got = [m for m in await raw_messages(url, name) if ".events." in m.subject]
+    by_id = {m.headers["Nats-Msg-Id"]: m for m in got}
+    assert len(got) == len(by_id) == 2  # the re-published ban dropped as a duplicate
+    frozen = by_id[f"window.frozen:day:{day.id}"]
+    assert frozen.subject == f"{name}.events.window.frozen"
+    body = json.loads(frozen.data)
+    validator.validate(body)
+    assert body["data"]["sha256"] == "ab" * 32 and body["data"]["players"] == 1
+    [(ban_id, ban)] = [(i, m) for i, m in by_id.items() if i != f"window.frozen:day:{day.id}"]
+    assert ban.subject == f"{name}.events.player.banned" and ban_id.startswith("evt_")
+    validator.validate(json.loads(ban.data))
+    assert json.loads(ban.data)["data"]["playerId"] == "p9"
+
+
+async def test_a_stream_made_before_events_is_given_their_subject(
+    stream: tuple[str, str], store: SqliteStore
+) -> None:
+    url, name = stream
+    first = NatsLog([url], name, Clock(), partitions=2, outbox=store)
+    await first.relay(1)  # makes the stream
+    await first.close()
+    nc = await nats.connect(url)
+    try:  # as a podium from before events made it: the changes' subjects alone
+        js = nc.jetstream()
+        info = await js.stream_info(name)
+        info.config.subjects = [f"{name}.changes.>"]
+        await js.update_stream(info.config)
+        await store.ban("p9", "aimbot", time.time())
+        again = NatsLog([url], name, Clock(), partitions=2, outbox=store)
+        try:
+            assert await again.relay(10) == 1
+        finally:
+            await again.close()
+        subjects = (await js.stream_info(name)).config.subjects
+        assert subjects == [f"{name}.changes.>", f"{name}.events.>"]
+    finally:
+        await nc.close()

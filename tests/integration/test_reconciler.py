@@ -17,9 +17,12 @@ import pytest
 from podium import bootstrap, metrics
 from podium.bootstrap import Backends
 from podium.config import parse
+from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
+from podium.domain.tournaments import Tournament
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
+from podium.tournaments import Specs
 from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
@@ -278,3 +281,42 @@ async def test_a_stray_member_whose_result_is_on_its_way_is_not_removed(
         assert await board(b, name) == await expected(b, name)
         assert "g" in await board(b, name)
     assert extra_repairs() == before  # g was never taken off, not even for a moment
+
+
+async def test_a_tournaments_live_run_is_held_to_the_store(backends: Backends) -> None:
+    """A tournament's run is a window of its board ``~<id>``: walked, and repaired, as a
+    configured board's windows are (a member deleted, one too high, one too low, a stray)."""
+    b = backends
+    start = int(NOW) - 600
+    cup = Tournament(
+        "cup", "The Cup", ("default",), Aggregate.SUM, Order.DESC, Ties.FIRST, start, start + 7200
+    )
+    await b.podium.tournaments.create(cup)
+    await record(b, "m1", {f"t{i}": 10 * i + 5 for i in range(8)}, int(NOW) - 100)
+    up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
+    while await up.step():
+        pass
+    spec = (await b.podium.tournaments.get("cup")).spec()
+    w = spec.rule.window_at(int(NOW))
+    assert w is not None
+    key = BoardKey(spec.name, w.id)
+
+    async def held() -> dict[str, int]:
+        return dict(await b.index.page(key, 0, 1000, descending=True))
+
+    want: dict[str, int] = {}
+    async for page in b.store.standings(spec.name, w.id):
+        want |= {s.player_id: spec.score(s.tally, w) for s in page}
+    assert len(want) == 8 and await held() == want
+    exp = index_expiry(w)
+    for p in ("t1", "t2", "t3"):
+        await b.index.ban([key], p)
+        await b.index.unban([key], p)
+    versions = [1] if b.settings.versioned(spec) else None
+    await b.index.write(key, [("t2", want["t2"] + (1 << 40))], descending=True, expire_at=exp)
+    await b.index.write(key, [("t3", want["t3"] - (1 << 40))], descending=True, expire_at=exp)
+    await b.index.write(key, [("ghost", 10**6)], descending=True, expire_at=exp, versions=versions)
+    assert await held() != want
+    rec = Reconciler(b.settings, b.store, b.index, b.clock, batch=5)
+    await run(rec, steps=24)  # two boards' windows and the run, two walks each
+    assert await held() == want

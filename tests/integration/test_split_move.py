@@ -290,3 +290,35 @@ async def test_a_move_killed_halfway_is_undone_by_abort(
         assert isinstance(out, RecordOutcome) and out.totals == {"week": 5}
     finally:
         await store.close()
+
+
+async def test_a_move_sends_no_event_twice(
+    postgres_databases: Callable[[int], Awaitable[list[str]]],  # noqa: F811
+) -> None:
+    """A flagged result's event and a ban's stay on the database they were written on, and
+    are delivered from there: the copy a move makes of the result and the ban writes no
+    event (a flag's would be the same id twice, a ban's a second event under a new id)."""
+    home, other, new = await postgres_databases(3)
+    store = SplitStore.from_urls(home, [home, other])
+    await store.migrate()
+    p = in_bucket(7, 1)[0]
+    source = store.url_of(p)
+    try:
+        flagged = ResultRecord(p, "m1", "k", "ranked", T0 + 100, 60, 10, flag="jump: a test")
+        await store.record(flagged, TARGETS, NOW, None)
+        await store.ban(p, "aimbot", NOW)
+        while changes := await store.claim_changes(100, 60.0, NOW):  # as the updaters do
+            await store.ack_changes([m.handle for m in changes if isinstance(m.handle, int)])
+        before = [(e.event_id, e.event_type) for e in await store.unpublished_events(100)]
+        assert sorted(t for _, t in before) == ["player.banned", "player.flagged"]
+        assert await store.move_bucket(7, new, grace_s=0)
+        assert store.url_of(p) == new
+        assert await store.router.db(new).unpublished_events(100) == []
+        after = [(e.event_id, e.event_type) for e in await store.unpublished_events(100)]
+        assert sorted(after) == sorted(before)
+        assert {
+            (e.event_id, e.event_type)
+            for e in await store.router.db(source).unpublished_events(100)
+        } == set(before)
+    finally:
+        await store.close()

@@ -8,6 +8,8 @@ at its time by the freezer, exactly once, then read from the final standings."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +19,7 @@ import httpx
 import pytest
 
 from podium.api.app import create_app
+from podium.ports import BoardKey
 from podium.service import Service
 from podium.tournaments import Specs, freeze_due
 from podium.workers.updater import Updater
@@ -401,3 +404,79 @@ async def test_a_recurring_tournament_runs_on_its_schedule(cup: Cup) -> None:
     cup.clock.t = cup.t0 + 2 * HOUR + 60  # no run opens after the end
     after = await cup.submit("m3", cup.t0 + 2 * HOUR + 30, {"a": 1})
     assert "tournaments" not in after["a"]
+
+
+async def test_past_runs_listed_and_their_standings_downloaded(cup: Cup) -> None:
+    """A recurring tournament's runs listed newest first, by a cursor, each frozen one with
+    its standings file (CSV, the file itself, JSON lines) and the sha256 of that file."""
+    await cup.create(id="hourly", schedule="0 * * * *", durationSeconds=1800, endsAt=None)
+    first, second = (time.strftime("%Y%m%dT%H%M", time.gmtime(cup.t0 + h * HOUR)) for h in (0, 1))
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 5, "c": 5})
+    listed = await cup.get("/v1/tournaments/hourly/runs")
+    assert listed["board"] == "hourly"
+    assert [(w["id"], w["state"], w["players"]) for w in listed["windows"]] == [(first, "open", 3)]
+    problem = await cup.get(f"/v1/tournaments/hourly/runs/{first}/standings", 409)
+    assert "is open" in problem["detail"] and "tournament hourly" in problem["detail"]
+
+    cup.clock.t = cup.t0 + HOUR + 600
+    await cup.submit("m2", cup.t0 + HOUR + 60, {"a": 3})
+    b = cup.app.state.backends
+    assert await freeze_due(b.store, cup.podium.lifecycle, cup.clock) == 1  # the first run
+    page = await cup.get("/v1/tournaments/hourly/runs", limit=1)
+    assert [(w["id"], w["state"]) for w in page["windows"]] == [(second, "open")]
+    rest = await cup.get("/v1/tournaments/hourly/runs", limit=1, cursor=page["next"])
+    [run] = rest["windows"]
+    assert "next" not in rest
+    assert (run["id"], run["state"], run["players"]) == (first, "frozen", 3)
+    url = run["standings"]
+    assert url == f"/v1/tournaments/hourly/runs/{first}/standings"
+    frozen = (await cup.podium.lifecycle.frozen("~hourly"))[first]
+    assert run["sha256"] == frozen.checksum and len(run["sha256"]) == 64
+
+    r = await cup.client.get(url, headers={"Accept-Encoding": "identity"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/csv")
+    assert 'filename="hourly-' in r.headers["content-disposition"]
+    # equal points reached in the same second: the board's order of ids (invariant 4)
+    assert r.text.strip().splitlines()[1:] == [
+        f"1,1,a,10,{cup.t0 + 60}",
+        f"2,2,c,5,{cup.t0 + 60}",
+        f"3,3,b,5,{cup.t0 + 60}",
+    ]
+    async with cup.client.stream("GET", url, headers={"Accept-Encoding": "gzip"}) as s:
+        assert s.status_code == 200 and s.headers["content-encoding"] == "gzip"
+        raw = b"".join([chunk async for chunk in s.aiter_raw()])
+    assert hashlib.sha256(raw).hexdigest() == run["sha256"]
+    jl = await cup.client.get(url, params={"format": "jsonl"})
+    assert jl.headers["content-type"].startswith("application/x-ndjson")
+    assert [json.loads(x)["playerId"] for x in jl.text.splitlines()] == ["a", "c", "b"]
+
+    for path, status in (
+        (f"/v1/tournaments/hourly/runs/{second}/standings", 409),  # open
+        ("/v1/tournaments/hourly/runs/20000101T0000/standings", 404),  # not a run
+        (f"/v1/tournaments/nope/runs/{first}/standings", 404),
+        ("/v1/tournaments/nope/runs", 404),
+        ("/v1/tournaments/hourly/runs/tomorrow/standings", 422),
+    ):
+        await cup.get(path, status)
+    await cup.get("/v1/tournaments/hourly/runs", 422, cursor="garbage!")
+
+
+async def test_a_lost_index_gets_its_runs_back_with_the_boards(cup: Cup) -> None:
+    """What the mender rebuilds after an index lost its data (and the in-process index at
+    start) is every live window, a tournament's live runs among them."""
+    await cup.create()
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20})
+    b = cup.app.state.backends
+    run = (await cup.get("/v1/tournaments/cup"))["run"]
+    key = BoardKey("~cup", run)
+    for p in ("a", "b"):  # gone from the index, as from a Redis that restarted empty
+        await b.index.ban([key], p)
+        await b.index.unban([key], p)
+    cup.podium.reads.clear_cache()
+    assert await cup.top("cup") == []
+    assert await b.rebuild_live() >= 2
+    cup.podium.reads.clear_cache()
+    assert await cup.top("cup") == [(1, "b", 20), (2, "a", 10)]

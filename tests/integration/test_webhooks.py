@@ -7,22 +7,27 @@ frozen, and no event from a ban that did not commit."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import nats
+import nats.js.errors
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from podium.domain import events
-from podium.domain.windows import WindowKind, WindowRule
+from podium.domain.windows import WindowKind, WindowRule, to_rfc3339
+from podium.tournaments import freeze_due
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.ports import free_port
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -146,7 +151,12 @@ def test_every_example_is_valid() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     for example in EXAMPLES:
         VALID.validate(example)
-    assert {e["type"] for e in EXAMPLES} == {"window.frozen", "player.banned", "player.flagged"}
+    assert {e["type"] for e in EXAMPLES} == {
+        "window.frozen",
+        "tournament.ended",
+        "player.banned",
+        "player.flagged",
+    }
 
 
 @pytest.mark.slow
@@ -232,6 +242,151 @@ async def test_events_are_delivered_signed_and_retried_under_one_id(
         assert "nextAttemptAt" not in d and "deliveredAt" in d
     assert await all_deliveries(api, state="pending") == []
     assert len(await all_deliveries(api, state="delivered")) == 3
+
+
+async def test_a_tournament_run_ends_in_one_tournament_ended_event(
+    make_api: Callable[..., Any], receiver: Receiver, tmp_path: Path
+) -> None:
+    """Ended early by the admin, frozen again by the admin, the freezer's pass and the store
+    itself: one tournament.ended, valid against the schema, carrying the tournament, its
+    run, the top of its final standings with ranks, and the standings file's sha256."""
+    receiver.planned = "none"  # every attempt answered at once: retries are tested above
+    api: Api = await make_api(
+        webhooks=[hook(receiver.url, events=["tournament.ended", "window.frozen"])],
+        archive={"dir": str(tmp_path / "standings")},
+    )
+    admin = api.auth(api.admin_key)
+    now = time.time()
+    made = await api.client.post(
+        "/v1/admin/tournaments",
+        json={
+            "id": "cup",
+            "title": "The Cup",
+            "modes": ["default"],
+            "ties": "shared",
+            "startsAt": to_rfc3339(now - 120),
+            "endsAt": to_rfc3339(now + 3600),
+            "category": "weekly",
+            "metadata": {"prizes": [100, 50]},
+        },
+        headers=admin,
+    )
+    assert made.status_code == 201, made.text
+    run = made.json()["run"]
+    r = await api.submit("m1", [("a", 30), ("b", 30), ("c", 10)], ended_at=now - 60)
+    assert r.status_code == 200, r.text
+    assert r.json()["players"][0]["tournaments"] == {"cup": {"points": 30}}
+
+    ended = await api.client.delete("/v1/admin/tournaments/cup", headers=admin)
+    assert ended.status_code == 200, ended.text
+    again = await api.client.delete("/v1/admin/tournaments/cup", headers=admin)
+    assert again.status_code == 200, again.text
+    t = await api.podium.tournaments.get("cup")
+    spec = t.spec()
+    w = spec.rule.parse(run)
+    froze, info = await api.podium.lifecycle.freeze(spec, w)
+    assert not froze
+    assert await freeze_due(api.backends.store, api.podium.lifecycle, api.podium.clock) == 0
+    assert not await api.backends.store.freeze(spec, w, spec.exact_top, time.time())
+
+    async def one() -> dict[str, dict[str, Any]] | None:
+        return receiver.delivered() or None
+
+    got = await wait_for(one)
+    assert got, f"no event was delivered: {receiver.requests}"
+    await asyncio.sleep(1.0)  # time for a second event, if one were (wrongly) written
+    got = receiver.delivered()
+    assert list(got) == [events.tournament_ended_id("cup", run)], got
+    [(body_id, body)] = got.items()
+    VALID.validate(body)
+    assert body["type"] == "tournament.ended" and not receiver.bad_signatures
+    data = body["data"]
+    assert (data["tournament"], data["run"], data["title"]) == ("cup", run, "The Cup")
+    assert (data["category"], data["metadata"]) == ("weekly", {"prizes": [100, 50]})
+    assert data["players"] == 3 and data["sha256"] == info.checksum
+    assert data["standings"] == f"/v1/tournaments/cup/runs/{run}/standings"
+    # shared ranks on equal points; equal scores in the board's order of ids (invariant 4)
+    assert [(e["position"], e["rank"], e["playerId"], e["points"]) for e in data["top"]] == [
+        (1, 1, "b", 30),
+        (2, 1, "a", 30),
+        (3, 3, "c", 10),
+    ]
+    listed = await all_deliveries(api)
+    assert [(d["type"], d["eventId"]) for d in listed] == [("tournament.ended", body_id)]
+    # the link is the run's standings file, the very bytes the sha256 is of
+    headers = {"Accept-Encoding": "gzip"}
+    async with api.client.stream("GET", data["standings"], headers=headers) as file:
+        assert file.status_code == 200 and file.headers["content-encoding"] == "gzip"
+        raw = b"".join([chunk async for chunk in file.aiter_raw()])
+    assert hashlib.sha256(raw).hexdigest() == data["sha256"]
+
+
+@pytest.fixture
+async def nats_stream() -> AsyncIterator[tuple[str, str]]:
+    """(the machine's NATS URL, a stream name of this test's own, deleted afterwards)."""
+    url = need_nats()
+    name = stream_name()
+    try:
+        yield url, name
+    finally:
+        await delete_stream([url], name)
+
+
+async def stream_events(url: str, name: str) -> list[Any]:
+    """Every message on the stream's events subjects, as a subscriber of our own reads them."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(name)
+        out = []
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            m = await js.get_msg(name, seq)
+            if m.subject.startswith(f"{name}.events."):
+                out.append(m)
+        return out
+    except nats.js.errors.NotFoundError:
+        return []  # not made yet
+    finally:
+        await nc.close()
+
+
+async def test_events_go_on_the_nats_stream_when_it_is_the_log(
+    nats_stream: tuple[str, str], make_api: Callable[..., Any], tmp_path: Path
+) -> None:
+    """With NATS as the log the relay puts each event on ``<stream>.events.<type>`` too,
+    from the database it was written on (a freeze's on the home of a split store, a ban's
+    on the player's), the webhook body under the event's id, and no webhook configured."""
+    url, name = nats_stream
+    api: Api = await make_api(
+        log={"url": url, "stream": name}, archive={"dir": str(tmp_path / "standings")}
+    )
+    now = time.time()
+    day = WindowRule(WindowKind.DAY).window_at(int(now))
+    assert day is not None
+    r = await api.submit("m1", [("a", 10), ("b", 20)], ended_at=now)
+    assert r.status_code == 200, r.text
+    admin = api.auth(api.admin_key)
+    r = await api.client.post("/v1/admin/players/c/ban", json={"reason": "aimbot"}, headers=admin)
+    assert r.status_code == 204, r.text
+    freeze = f"/v1/admin/boards/day/windows/{day.id}/freeze"
+    assert (await api.client.post(freeze, headers=admin)).status_code == 200
+
+    async def both() -> list[Any] | None:
+        got = await stream_events(url, name)
+        return got if len(got) >= 2 else None
+
+    got = await wait_for(both)
+    assert got, "the events did not reach the stream"
+    by_type = {m.subject.removeprefix(f"{name}.events."): m for m in got}
+    assert len(got) == 2 and set(by_type) == {"window.frozen", "player.banned"}
+    for m in got:
+        VALID.validate(json.loads(m.data))
+    frozen = by_type["window.frozen"]
+    assert frozen.headers["Nats-Msg-Id"] == events.window_frozen_id("day", day.id)
+    data = json.loads(frozen.data)["data"]
+    info = (await api.podium.lifecycle.frozen("day"))[day.id]
+    assert data["sha256"] == info.checksum and data["players"] == 2
+    assert json.loads(by_type["player.banned"].data)["data"]["playerId"] == "c"
 
 
 @pytest.mark.slow

@@ -41,3 +41,23 @@ def test_window_frozen_carries_the_top_then_its_archive() -> None:
     done = json.loads(events.with_archive(events.encode(data), "ab" * 32))
     assert done["sha256"] == "ab" * 32 and done["standings"].endswith("/2026-W44/standings")
     assert events.window_frozen_id("week", "2026-W44") == "window.frozen:week:2026-W44"
+
+
+def test_a_tournament_runs_freeze_is_a_tournament_ended_event() -> None:
+    final = [FinalEntry(1, 1, "a", 30, 0), FinalEntry(2, 1, "b", 30, 5)]
+    assert events.freeze_event("~cup", "20261204T1800") == (
+        "tournament.ended",
+        "tournament.ended:cup:20261204T1800",
+    )
+    week = events.freeze_event("week", "2026-W44")
+    assert week == ("window.frozen", "window.frozen:week:2026-W44")
+    info = events.TournamentInfo("The Cup", None, '{"prize":"gold"}')
+    data = events.freeze_data("~cup", "20261204T1800", 1_793_000_000.0, 2, final, info)
+    assert (data["tournament"], data["run"], data["title"]) == ("cup", "20261204T1800", "The Cup")
+    assert data["metadata"] == {"prize": "gold"} and data["category"] is None
+    assert "board" not in data and data["players"] == 2
+    assert data["standings"] == "/v1/tournaments/cup/runs/20261204T1800/standings"
+    assert [(e["rank"], e["playerId"]) for e in data["top"]] == [(1, "a"), (1, "b")]
+    # a row gone (it never is: tournaments are not deleted): the id alone
+    bare = events.freeze_data("~cup", "20261204T1800", 1_793_000_000.0, 2, final)
+    assert "title" not in bare and bare["tournament"] == "cup"

@@ -26,7 +26,7 @@ RUNNERS = {
     "aggregator": ["aggregator"],
     "freezer": ["freezer", "tournament-freezer"],  # boards' windows, tournaments' runs
     "reconciler": ["reconciler"],
-    "pruner": ["pruner"],
+    "pruner": ["pruner", "event-pruner"],  # results past retention, old events
     "webhooks": ["webhooks"],
 }
 HOOK = {

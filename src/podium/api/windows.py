@@ -16,7 +16,7 @@ from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.validation import ID_IS
 from podium.domain.windows import to_rfc3339
-from podium.past import Format
+from podium.past import Download, Format, WindowList
 from podium.service import Service
 
 router = APIRouter(tags=["read"], dependencies=[Depends(read_limit)])
@@ -30,6 +30,15 @@ GroupQ = Annotated[
 CursorQ = Annotated[
     str | None,
     Query(max_length=200, description="the `next` of the previous page, as it was given"),
+]
+FormatQ = Annotated[
+    Literal["csv", "jsonl"] | None,
+    Query(description="csv or jsonl; without it, the Accept header chooses (CSV first)"),
+]
+TournamentId = Annotated[str, Path(pattern=s.ID, description=f"a tournament's id: {ID_IS}")]
+RunP = Annotated[
+    str,
+    Path(max_length=13, pattern=r"^\d{8}T\d{4}$", description="a run's id: its start (UTC)"),
 ]
 CSV = "text/csv"
 JSONL = "application/x-ndjson"
@@ -98,6 +107,12 @@ async def list_windows(
     """The board's windows, newest first: the open one, closed ones not frozen yet, and
     every frozen one with its standings file's sha256."""
     listed = await _podium(request).past.windows(board, group, cursor, limit)
+    return _listed(listed, f"/v1/boards/{board}/windows")
+
+
+def _listed(listed: WindowList, base: str) -> WindowsOut:
+    """A list of windows (or of a tournament's runs), each frozen one with the path of its
+    standings under ``base``."""
     out = []
     for w in listed.windows:
         frozen = w.state == "frozen"
@@ -111,7 +126,7 @@ async def list_windows(
                 players=w.players,
                 frozenAt=None if w.frozen_at is None else to_rfc3339(w.frozen_at),
                 sha256=w.sha256,
-                standings=f"/v1/boards/{board}/windows/{w.id}/standings" if frozen else None,
+                standings=f"{base}/{w.id}/standings" if frozen else None,
             )
         )
     return WindowsOut(board=listed.board, windows=out, next=listed.next)
@@ -144,16 +159,22 @@ async def standings(
     request: Request,
     board: Board,
     window: WindowP,
-    format: Annotated[
-        Literal["csv", "jsonl"] | None,
-        Query(description="csv or jsonl; without it, the Accept header chooses (CSV first)"),
-    ] = None,
+    format: FormatQ = None,
 ) -> StreamingResponse:
     """A frozen window's final standings, streamed from its file: a window not frozen yet
     is a 409."""
+    fmt, gzip = _chosen(request, format)
+    return _download(await _podium(request).past.standings(board, window, fmt, gzip), fmt)
+
+
+def _chosen(request: Request, format: Literal["csv", "jsonl"] | None) -> tuple[Format, bool]:
+    """The format asked for (by ``?format=`` or Accept), and whether to send the file
+    itself, gzip-encoded."""
     fmt: Format = format or _accepted(request.headers.get("accept", ""))
-    gzip = fmt == "csv" and _takes_gzip(request.headers.get("accept-encoding", ""))
-    d = await _podium(request).past.standings(board, window, fmt, gzip)
+    return fmt, fmt == "csv" and _takes_gzip(request.headers.get("accept-encoding", ""))
+
+
+def _download(d: Download, fmt: Format) -> StreamingResponse:
     headers = {
         "ETag": f'"{d.sha256}"' if d.gzip else f'"{d.sha256}-{fmt}"',
         "Cache-Control": "public, max-age=3600",  # frozen standings never change
@@ -165,6 +186,46 @@ async def standings(
         digest = base64.b64encode(bytes.fromhex(d.sha256)).decode()
         headers["Repr-Digest"] = f"sha-256=:{digest}:"
     return StreamingResponse(d.body, media_type=d.media_type, headers=headers)
+
+
+# -- a tournament's runs: its windows, in the same shapes (``Tournaments.runs``) ---------------
+
+
+@router.get(
+    "/v1/tournaments/{tournamentId}/runs",
+    response_model=WindowsOut,
+    response_model_exclude_none=True,
+    responses=responses(404, 422, 429, 503),
+)
+async def list_runs(
+    request: Request,
+    tournamentId: TournamentId,
+    cursor: CursorQ = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> WindowsOut:
+    """The tournament's runs, newest first, as a board's windows are listed (``board`` is
+    the tournament's id): the open run, closed ones not frozen yet, and every frozen one
+    with its standings file's sha256."""
+    listed = await _podium(request).tournaments.runs(tournamentId, cursor, limit)
+    return _listed(listed, f"/v1/tournaments/{tournamentId}/runs")
+
+
+@router.get(
+    "/v1/tournaments/{tournamentId}/runs/{run}/standings",
+    response_class=StreamingResponse,
+    responses={**STANDINGS_OK, **responses(404, 409, 422, 429, 503)},
+)
+async def run_standings(
+    request: Request,
+    tournamentId: TournamentId,
+    run: RunP,
+    format: FormatQ = None,
+) -> StreamingResponse:
+    """A frozen run's final standings, streamed from its file, as a board window's: a run
+    not frozen yet is a 409, one that is not a run of the tournament a 404."""
+    fmt, gzip = _chosen(request, format)
+    d = await _podium(request).tournaments.standings(tournamentId, run, fmt, gzip)
+    return _download(d, fmt)
 
 
 @router.get(

@@ -17,18 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from podium.domain.models import FinalEntry
+from podium.domain.tournaments import tournament_of
 from podium.domain.windows import to_rfc3339
 
 WINDOW_FROZEN = "window.frozen"
 PLAYER_FLAGGED = "player.flagged"
 PLAYER_BANNED = "player.banned"
-# Named in the config's allowed list so that a file can subscribe to them now; nothing
-# emits them yet (tournaments and cohorts are built elsewhere).
-TOURNAMENT_ENDED = "tournament.ended"
+TOURNAMENT_ENDED = "tournament.ended"  # a tournament run's freeze: its board is "~<id>"
+# Named in the config's allowed list so that a file can subscribe to it now; nothing emits
+# it yet (cohorts are built elsewhere).
 COHORT_FROZEN = "cohort.frozen"
 EVENT_TYPES = (WINDOW_FROZEN, TOURNAMENT_ENDED, COHORT_FROZEN, PLAYER_FLAGGED, PLAYER_BANNED)
 
-TOP_N = 100  # final standings a window.frozen event carries; the rest are behind its link
+TOP_N = 100  # final standings a freeze's event carries; the rest are behind its link
 
 # A delivery's states.
 PENDING = "pending"
@@ -46,29 +47,78 @@ def window_frozen_id(board: str, window: str) -> str:
     return f"{WINDOW_FROZEN}:{board}:{window}"
 
 
+def tournament_ended_id(tournament_id: str, run: str) -> str:
+    """As ``window_frozen_id``: a run freezes once, so its event has one id."""
+    return f"{TOURNAMENT_ENDED}:{tournament_id}:{run}"
+
+
+def freeze_event(board: str, window: str) -> tuple[str, str]:
+    """The type and id of the event a freeze of this board window writes: a tournament
+    run's (its board is ``~<id>``, ``domain/tournaments.py``) is a tournament.ended, any
+    other a window.frozen."""
+    tid = tournament_of(board)
+    if tid is None:
+        return WINDOW_FROZEN, window_frozen_id(board, window)
+    return TOURNAMENT_ENDED, tournament_ended_id(tid, window)
+
+
 def standings_path(board: str, window: str) -> str:
+    tid = tournament_of(board)
+    if tid is not None:
+        return f"/v1/tournaments/{tid}/runs/{window}/standings"
     return f"/v1/boards/{board}/windows/{window}/standings"
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentInfo:
+    """What a tournament.ended event says of its tournament, read in the freeze's
+    transaction from the tournament's row (None when there is no row: the event then
+    carries the id alone)."""
+
+    title: str
+    category: str | None
+    metadata: str | None  # canonical JSON, as the store keeps it
+
+
+def freeze_data(
+    board: str,
+    window: str,
+    frozen_at: float,
+    players: int,
+    final: Sequence[FinalEntry],
+    tournament: TournamentInfo | None = None,
+) -> dict[str, Any]:
+    """What a reward job needs: the window (or the tournament and its run), its size, the
+    top of its final standings with ranks, and where the full standings are. ``sha256``
+    (of the archive file, which holds every player) is filled in when the archive is
+    written (``with_archive``); the event is held back until then."""
+    top = [
+        {"position": e.position, "rank": e.rank, "playerId": e.player_id, "points": e.points}
+        for e in final[:TOP_N]
+    ]
+    head: dict[str, Any]
+    tid = tournament_of(board)
+    if tid is None:
+        head = {"board": board, "window": window}
+    else:
+        head = {"tournament": tid, "run": window}
+        if tournament is not None:
+            meta = None if tournament.metadata is None else json.loads(tournament.metadata)
+            head |= {"title": tournament.title, "category": tournament.category, "metadata": meta}
+    return head | {
+        "frozenAt": to_rfc3339(frozen_at),
+        "players": players,
+        "standings": standings_path(board, window),
+        "sha256": None,
+        "top": top,
+    }
 
 
 def window_frozen_data(
     board: str, window: str, frozen_at: float, players: int, final: Sequence[FinalEntry]
 ) -> dict[str, Any]:
-    """What a reward job needs: the window, its size, the top of its final standings with
-    ranks, and where the full standings are. ``sha256`` (of the archive file, which holds
-    every player) is filled in when the archive is written (``with_archive``); the event is
-    held back until then."""
-    return {
-        "board": board,
-        "window": window,
-        "frozenAt": to_rfc3339(frozen_at),
-        "players": players,
-        "standings": standings_path(board, window),
-        "sha256": None,
-        "top": [
-            {"position": e.position, "rank": e.rank, "playerId": e.player_id, "points": e.points}
-            for e in final[:TOP_N]
-        ],
-    }
+    """A window.frozen event's data (``freeze_data`` of a configured board)."""
+    return freeze_data(board, window, frozen_at, players, final)
 
 
 def encode(data: dict[str, Any]) -> str:
@@ -77,7 +127,7 @@ def encode(data: dict[str, Any]) -> str:
 
 
 def with_archive(stored: str, sha256: str) -> str:
-    """A window.frozen event's stored data once its archive file is written."""
+    """A freeze's event's stored data once its archive file is written."""
     data = json.loads(stored)
     data["sha256"] = sha256
     return encode(data)

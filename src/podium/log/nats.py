@@ -5,6 +5,9 @@ partition is ``bucket_of(player) % partitions``, so one player's changes share o
 and keep their order. The stream is made on first use if missing (file storage, limits
 retention for ``[log] retention_s`` so that a replay by time can reach back, a duplicate
 window of ``DUPLICATE_WINDOW_S``); one made with another partition count is refused.
+Reward and moderation events go on it too, on ``<stream>.events.<type>``
+(``nats_relay.py``), which no consumer of changes reads; a stream made before them is
+given that subject at first use.
 
 **Relay.** ``relay`` moves committed outbox rows into the stream, with message ids that
 make a re-publish harmless (``nats_relay.py``), from every store database this process
@@ -36,6 +39,7 @@ time, delivers what the stream held when it was made, and is deleted when closed
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -69,7 +73,7 @@ from podium.log.nats_lease import RelayLeases
 from podium.log.nats_pull import Pull
 from podium.log.nats_relay import Publisher
 from podium.log.nats_replay import NatsReplay
-from podium.ports import Clock, Outbox
+from podium.ports import Clock, Relayed
 
 log = logging.getLogger("podium.log")
 
@@ -101,9 +105,9 @@ class NatsLog:
         lease_s: float = 10.0,
         replicas: int = 0,
         retention_s: float = 86_400.0,
-        outbox: Outbox | None = None,
+        outbox: Relayed | None = None,
         source: str = "",
-        databases: Callable[[], Awaitable[Mapping[str, Outbox]]] | None = None,
+        databases: Callable[[], Awaitable[Mapping[str, Relayed]]] | None = None,
         holder: str = "",
     ) -> None:
         """``databases`` gives the outbox of every store database by its source name
@@ -119,7 +123,7 @@ class NatsLog:
         if databases is None and outbox is not None:
             one = {source: outbox}
 
-            async def just_one() -> Mapping[str, Outbox]:
+            async def just_one() -> Mapping[str, Relayed]:
                 return one
 
             databases = just_one
@@ -149,6 +153,11 @@ class NatsLog:
 
     def subject(self, partition: int) -> str:
         return f"{self._stream}.changes.{partition}"
+
+    @property
+    def events_subject(self) -> str:
+        """Every event's subject: ``<stream>.events.<type>`` (``nats_relay.py``)."""
+        return f"{self._stream}.events.>"
 
     # -- connection and stream ---------------------------------------------------------
 
@@ -201,7 +210,7 @@ class NatsLog:
             config = StreamConfig(
                 name=self._stream,
                 description=described,
-                subjects=[f"{self._stream}.changes.>"],
+                subjects=[f"{self._stream}.changes.>", self.events_subject],
                 retention=RetentionPolicy.LIMITS,
                 storage=StorageType.FILE,
                 max_age=self._retention_s,
@@ -222,6 +231,14 @@ class NatsLog:
                 f"({info.config.description!r}, expected {described!r}); partitions are "
                 "fixed for a stream's life: use another stream name"
             )
+        subjects = list(info.config.subjects or [])
+        if self.events_subject not in subjects:
+            # Made by a podium from before events went on the stream: one more subject,
+            # which changes nothing for the consumers of changes.
+            config = dataclasses.replace(info.config, subjects=[*subjects, self.events_subject])
+            with translated(f"update stream {self._stream}"):
+                await js.update_stream(config)
+            log.info("stream %s: events subject %s added", self._stream, self.events_subject)
 
     def _pull(self, nc: Client, js: JetStreamContext, partition: int) -> Pull:
         config = ConsumerConfig(
@@ -242,7 +259,8 @@ class NatsLog:
         return self._leases
 
     async def relay(self, limit: int) -> int:
-        """Up to ``limit`` rows of each store database this process holds the lease of."""
+        """Up to ``limit`` rows of each store database this process holds the lease of, and
+        up to ``limit`` of its events."""
         if self._databases is None:
             return 0  # a consumer only: the relays are elsewhere
         nc, js = await self._ready()
@@ -259,20 +277,17 @@ class NatsLog:
         margin = min(REQUEST_TIMEOUT_S, self._leases.ttl / 3)
         publisher = Publisher(js, self._stream, self._partitions, margin)
         now = self._clock.now()
-        moved = await asyncio.gather(
-            *(
+        work = [
+            job
+            for source, deadline in held.items()
+            for job in (
                 publisher.relay(
-                    outboxes[source],
-                    source,
-                    limit,
-                    self._lease_s,
-                    now,
-                    deadline - margin,
-                )
-                for source, deadline in held.items()
-            ),
-            return_exceptions=True,
-        )
+                    outboxes[source], source, limit, self._lease_s, now, deadline - margin
+                ),
+                publisher.publish_events(outboxes[source], limit, deadline - margin),
+            )
+        ]
+        moved = await asyncio.gather(*work, return_exceptions=True)
         for m in moved:  # every database to its end, then the first failure raised
             if isinstance(m, BaseException):
                 raise m

@@ -16,6 +16,14 @@ A player's rows are published one after another: the first of every player at on
 every second, and so on, each wave awaited; a player's chain stops at its first failure and
 the rest of its rows go back to the outbox at once. So the stream never holds a player's
 later change before an earlier one, whatever fails.
+
+Reward and moderation events (``domain/events.py``) go the same way, on subjects of their
+own, ``<stream>.events.<type>`` (``<stream>.events.tournament.ended``): each ready event the
+database has not marked published, its body the webhook body (``schemas/webhook-event.v1
+.json``) and its ``Nats-Msg-Id`` the event's id, then marked published once the stream
+acked it. A crash in between publishes it again: the duplicate window drops it, and past
+that window a subscriber dedupes on the id, as a webhook receiver does. Events have no
+order to keep: they are published at once, each on its own.
 """
 
 from __future__ import annotations
@@ -25,10 +33,11 @@ import time
 
 from nats.js import JetStreamContext
 
+from podium.domain import events
 from podium.domain.models import Message
 from podium.log.events import encode, message_id, partition_of
 from podium.log.nats_errors import translated
-from podium.ports import Outbox
+from podium.ports import Event, EventStream, Outbox
 
 
 class Publisher:
@@ -87,6 +96,36 @@ class Publisher:
             raise error
         return len(sent)
 
+    async def publish_events(self, store: EventStream, limit: int, stop_by: float) -> int:
+        """Up to ``limit`` of the database's events not on the stream yet, published and
+        marked so, none published after ``stop_by``; how many."""
+        if time.monotonic() >= stop_by:
+            return 0
+        found = await store.unpublished_events(limit)
+        if not found:
+            return 0
+        outcomes = await asyncio.gather(
+            *(self._publish_event(e) for e in found), return_exceptions=True
+        )
+        done = [e.event_id for e, o in zip(found, outcomes, strict=True) if o is None]
+        await store.mark_published(done)
+        for o in outcomes:
+            if isinstance(o, BaseException):
+                raise o
+        return len(done)
+
+    async def _publish_event(self, e: Event) -> None:
+        subject = event_subject(self._stream, e.event_type)
+        body = events.body(e.event_type, e.at, e.data).encode()
+        with translated(f"publish to {subject}"):
+            await self._js.publish(
+                subject,
+                body,
+                timeout=self._timeout,
+                stream=self._stream,
+                headers={"Nats-Msg-Id": e.event_id},
+            )
+
     async def _publish(self, m: Message, source: str) -> None:
         row = row_of(m)
         payload = encode(m, source, row)
@@ -96,6 +135,11 @@ class Publisher:
             await self._js.publish(
                 subject, payload, timeout=self._timeout, stream=self._stream, headers=headers
             )
+
+
+def event_subject(stream: str, event_type: str) -> str:
+    """Where an event of this type goes: ``<stream>.events.window.frozen``, and so on."""
+    return f"{stream}.events.{event_type}"
 
 
 def row_of(m: Message) -> int:

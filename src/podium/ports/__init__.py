@@ -36,7 +36,7 @@ from podium.ports.index import (
     Spread,
     Top,
 )
-from podium.ports.log import ChangeLog
+from podium.ports.log import ChangeLog, Relayed
 from podium.ports.store import (
     Credentials,
     Lifetime,
@@ -51,7 +51,7 @@ from podium.ports.store import (
     TallyRow,
     Windows,
 )
-from podium.ports.webhooks import Delivery, Due, WebhookEvents
+from podium.ports.webhooks import Delivery, Due, Event, EventStream, WebhookEvents
 
 __all__ = [
     "Around",
@@ -63,6 +63,8 @@ __all__ = [
     "Due",
     "EntryMetadata",
     "Estimated",
+    "Event",
+    "EventStream",
     "Lifetime",
     "MatchFacts",
     "MatchRead",
@@ -75,6 +77,7 @@ __all__ = [
     "RankIndex",
     "RankSource",
     "RecordHandle",
+    "Relayed",
     "Results",
     "Resumed",
     "Retention",

@@ -47,6 +47,13 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from podium.domain.models import Message
+from podium.ports.store import Outbox
+from podium.ports.webhooks import EventStream
+
+
+class Relayed(Outbox, EventStream, Protocol):
+    """What a relay reads of one store database: its outbox rows (the changes), and its
+    reward and moderation events, which go on the stream too when NATS is the log."""
 
 
 class ChangeLog(Protocol):

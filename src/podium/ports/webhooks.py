@@ -2,8 +2,9 @@
 change wrote in its own transaction, turned into deliveries, claimed, settled and listed.
 
 Events are written by the stores' own writes (a freeze, a ban, a flagged result), never
-through this port; the webhooks role (``workers/webhooks.py``) and the admin's list of
-deliveries are its only callers.
+through this port; the webhooks role (``workers/webhooks.py``), the admin's list of
+deliveries, the pruner (old events out) and, when NATS is the log, the relay
+(``EventStream``: events onto the stream, ``log/nats_relay.py``) are its only callers.
 """
 
 from __future__ import annotations
@@ -45,7 +46,31 @@ class Delivery:
     delivered_at: float | None
 
 
-class WebhookEvents(Protocol):
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A ready event, as the relay publishes it: its id, type, time and stored data."""
+
+    event_id: str
+    event_type: str
+    at: float
+    data: str
+
+
+class EventStream(Protocol):
+    """One database's events on their way to the change log's stream (NATS), at least
+    once: read, published, then marked, by the relay that holds the database's lease."""
+
+    async def unpublished_events(self, limit: int) -> list[Event]:
+        """Up to ``limit`` ready events (a freeze's once its sha256 is in) not marked
+        published yet, oldest first."""
+        ...
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        """These events are on the stream: not read by ``unpublished_events`` again."""
+        ...
+
+
+class WebhookEvents(EventStream, Protocol):
     async def fan_out(
         self, routes: Mapping[str, Sequence[str]], since: float, now: float, limit: int
     ) -> int:
@@ -80,4 +105,14 @@ class WebhookEvents(Protocol):
     ) -> list[Delivery]:
         """Up to ``limit`` deliveries (in ``state``, or any), oldest first, from the first
         after ``after`` (``(first_at, event_id, endpoint)`` of the last one seen)."""
+        ...
+
+    async def prune_events(
+        self, before: float, limit: int, *, fanned: bool, published: bool
+    ) -> int:
+        """Up to ``limit`` events from before ``before`` deleted, with their deliveries:
+        only those done with: no delivery pending (each delivered or failed), and with
+        ``fanned`` made deliveries of already (webhooks are configured), with ``published``
+        on the stream already (NATS is the log). How many events went. Safe with several
+        callers at once."""
         ...

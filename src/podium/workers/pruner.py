@@ -12,6 +12,11 @@ stay: board totals come from tallies, a match id stays claimed, and a retry of a
 result is refused by its ``endedAt`` before it could count again.
 
 ``podium archive results --before DATE`` runs the same passes by hand (``prune_before``).
+
+Beside it, old reward and moderation events (``EventPruner``): those older than ``[store]
+keep_events_days`` that are done with (every delivery delivered or failed, none pending; on
+the stream too when NATS is the log), deleted with their deliveries, ``PAGE`` at a time.
+An event still owed to anyone is never pruned, however old.
 """
 
 from __future__ import annotations
@@ -24,14 +29,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from podium.domain.retention import StoredResult, oldest_accepted, prunable
-from podium.ports import Clock, Retention
+from podium.ports import Clock, Retention, WebhookEvents
 from podium.result_archive import DayWriter, DirLock, Holds
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.workers")
 T = TypeVar("T")
 
-PERIOD_S = 300.0  # how often the pruner looks for a day past the retention
+PERIOD_S = 300.0  # how often the pruner looks for a day (and events) past the retention
+DAY_S = 86_400
 PAGE = 1_000  # results per read and per delete transaction
 DUTY = 0.5  # at most this share of the time on the store: a pause as long as each call
 
@@ -129,17 +135,73 @@ class Pruner:
         return out
 
 
+class EventPruner:
+    """Old events out of the store, done with: ``fanned`` (webhooks are configured, so an
+    event is done once its deliveries are made and settled) and ``published`` (NATS is the
+    log, so it must be on the stream too)."""
+
+    def __init__(
+        self,
+        store: WebhookEvents,
+        clock: Clock,
+        keep_days: int,
+        *,
+        fanned: bool,
+        published: bool,
+        page: int = PAGE,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.keep_days = keep_days
+        self.fanned = fanned
+        self.published = published
+        self.page = page
+
+    async def step(self) -> int:
+        """Every event past the retention that is done with, a page at a time, each page a
+        short transaction; how many went."""
+        before = self.clock.now() - self.keep_days * DAY_S
+        total = 0
+        while True:
+            started = time.monotonic()
+            n = await self.store.prune_events(
+                before, self.page, fanned=self.fanned, published=self.published
+            )
+            total += n
+            if n < self.page:
+                break
+            await asyncio.sleep((time.monotonic() - started) * (1.0 - DUTY) / DUTY)
+        if total:
+            log.info("pruner: %d events older than %d days deleted", total, self.keep_days)
+        return total
+
+
 def _held(holds: Holds, page: list[StoredResult]) -> list[tuple[str, str]]:
     """The keys of the rows of a page that the day file holds."""
     return [(r.player_id, r.match_id) for r in page if holds(r.key)]
 
 
 def not_needed(n: Needs) -> str | None:
-    if n.settings.store.keep_results_days == 0:
-        return "store.keep_results_days = 0 keeps every result"
+    store = n.settings.store
+    if store.keep_results_days == 0 and store.keep_events_days == 0:
+        return "store.keep_results_days = 0 and keep_events_days = 0 keep everything"
     return None
 
 
 def runners(n: Needs) -> list[Runner]:
-    pruner = Pruner(n.store, n.settings.archive.dir, n.clock, n.settings.store.keep_results_days)
-    return [Runner("pruner", pruner.step, idle_sleep_s=PERIOD_S, full=PAGE)]
+    store = n.settings.store
+    out = []
+    if store.keep_results_days:
+        pruner = Pruner(n.store, n.settings.archive.dir, n.clock, store.keep_results_days)
+        out.append(Runner("pruner", pruner.step, idle_sleep_s=PERIOD_S, full=PAGE))
+    if store.keep_events_days:
+        events = EventPruner(
+            n.store,
+            n.clock,
+            store.keep_events_days,
+            fanned=bool(n.settings.webhooks),
+            published=n.settings.log.url.startswith("nats://"),
+        )
+        # It loops over its pages itself: one pass a period, whatever it did.
+        out.append(Runner("event-pruner", events.step, idle_sleep_s=PERIOD_S, full=1 << 30))
+    return out

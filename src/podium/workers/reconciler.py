@@ -2,7 +2,8 @@
 to what the store says, and repairs what differs (invariant 1 of docs/architecture.md: the
 store is the record, the index a copy).
 
-What it samples: two walks of every live board window (not frozen, its index key not yet
+What it samples: two walks of every live board window, a tournament's live runs among them
+(each a window of its board ``~<id>``; not frozen, its index key not yet
 expired). One is a keyset walk, by player id, over the store's tallies of the window; the
 other a keyset walk, in board order, over the index's members of it (``RankIndex.page_after``,
 the last row of a page the cursor of the next), which finds what the first cannot see: a
@@ -84,6 +85,7 @@ from podium.domain.windows import (
     parse_window,
 )
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
+from podium.ports.tournaments import TournamentStore
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.reconciler")
@@ -96,7 +98,7 @@ SKEW_S = 1.0
 EXAMPLES = 5  # players named in a repair's warning
 
 
-class ReconcilerStore(Results, Outbox, Players, Windows, Protocol):
+class ReconcilerStore(Results, Outbox, Players, Windows, TournamentStore, Protocol):
     """What the reconciler reads of the store."""
 
 
@@ -158,10 +160,18 @@ class Reconciler:
 
     # -- the walk ----------------------------------------------------------------------
 
+    async def _specs(self) -> list[BoardSpec]:
+        """The configured boards, then every tournament's board (``~<id>``: its runs are
+        windows of it, written to the index as a board's are), each known by name for the
+        confirmation of its suspects."""
+        made = [t.spec() for t in await self._store.list_tournaments()]
+        self._boards = {b.name: b for b in self._settings.boards} | {b.name: b for b in made}
+        return [*self._settings.boards, *made]
+
     async def _live(self) -> list[_Walk | _IndexWalk]:
         now = self._clock.now()
         out: list[_Walk | _IndexWalk] = []
-        for spec in self._settings.boards:
+        for spec in await self._specs():
             frozen = await self._store.frozen(spec.name)
             for wid in await self._store.windows(spec.name):
                 if wid in frozen:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from podium.domain import events
 from podium.domain.models import FinalEntry
-from podium.ports.webhooks import Delivery, Due
+from podium.domain.tournaments import tournament_of
+from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.postgres.pool import Database
 
@@ -20,13 +21,24 @@ if TYPE_CHECKING:
 async def write_window_frozen(
     c: Conn, board: str, window: str, now: float, players: int, final: Sequence[FinalEntry]
 ) -> None:
-    """Inside the freeze's transaction: its event, held until the archive's sha256 is in."""
-    data = events.window_frozen_data(board, window, now, players, final)
+    """Inside the freeze's transaction: its event (a window.frozen, or a tournament run's
+    tournament.ended with the tournament's row as it is now), held until the archive's
+    sha256 is in."""
+    event_type, event_id = events.freeze_event(board, window)
+    info = None
+    if event_type == events.TOURNAMENT_ENDED:
+        row = await c.fetchrow(
+            "SELECT title, category, metadata FROM tournaments WHERE id = $1",
+            tournament_of(board),
+        )
+        if row is not None:
+            info = events.TournamentInfo(row["title"], row["category"], row["metadata"])
+    data = events.freeze_data(board, window, now, players, final, info)
     await c.execute(
         "INSERT INTO webhook_events (id, type, at, data, ready) VALUES ($1, $2, $3, $4, false) "
         "ON CONFLICT (id) DO NOTHING",
-        events.window_frozen_id(board, window),
-        events.WINDOW_FROZEN,
+        event_id,
+        event_type,
         float(now),
         events.encode(data),
     )
@@ -34,7 +46,7 @@ async def write_window_frozen(
 
 async def release_window_frozen(c: Conn, board: str, window: str, checksum: str) -> None:
     """Inside ``set_archive``'s transaction: the event completed with the sha256, and ready."""
-    event_id = events.window_frozen_id(board, window)
+    _, event_id = events.freeze_event(board, window)
     data = await c.fetchval("SELECT data FROM webhook_events WHERE id = $1 FOR UPDATE", event_id)
     if data is not None:
         await c.execute(
@@ -53,6 +65,25 @@ FROM (
 ) due, webhook_events e
 WHERE d.event_id = due.event_id AND d.endpoint = due.endpoint AND e.id = d.event_id
 RETURNING d.event_id, d.endpoint, e.type, e.at, e.data, d.attempts, d.first_at
+"""
+
+
+# Old events done with, a batch of them locked (two pruners share the work), then their
+# deliveries and themselves deleted in the same statement.
+PRUNE = """
+WITH gone AS (
+    SELECT id FROM webhook_events e
+    WHERE at < $1 AND (fanned OR NOT $3) AND (published OR NOT $4)
+    AND NOT EXISTS (
+        SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending'
+    )
+    ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED
+), deliveries AS (
+    DELETE FROM webhook_deliveries WHERE event_id IN (SELECT id FROM gone)
+), events AS (
+    DELETE FROM webhook_events WHERE id IN (SELECT id FROM gone) RETURNING 1
+)
+SELECT count(*) FROM events
 """
 
 
@@ -135,3 +166,29 @@ class Webhooks(Database):
             limit,
         )
         return [delivery_of(r) for r in rows]
+
+    async def prune_events(
+        self, before: float, limit: int, *, fanned: bool, published: bool
+    ) -> int:
+        n = await self._run(lambda c: c.fetchval(PRUNE, float(before), limit, fanned, published))
+        return int(n)
+
+    # -- onto the change log's stream (log/nats_relay.py) ------------------------------------
+
+    async def unpublished_events(self, limit: int) -> list[Event]:
+        rows = await self._run(
+            lambda c: c.fetch(
+                "SELECT id, type, at, data FROM webhook_events WHERE ready AND NOT published "
+                "ORDER BY at LIMIT $1",
+                limit,
+            ),
+            tx=False,
+        )
+        return [Event(r["id"], r["type"], r["at"], r["data"]) for r in rows]
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            await self._execute(
+                "UPDATE webhook_events SET published = true WHERE id = ANY($1::text[])",
+                list(event_ids),
+            )

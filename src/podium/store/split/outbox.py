@@ -75,6 +75,13 @@ class Outbox(Part):
         await r.ready()
         return {u: r.db(u) for u in r.urls()}
 
+    async def relayed(self) -> dict[str, PostgresStore]:
+        """What a relay per database reads when NATS is the log: every database that holds
+        players (``outboxes``), and the home, for the events a freeze writes there (its
+        outbox is empty unless it holds players too)."""
+        found = await self.outboxes()
+        return {self.router.home_url: self.router.home, **found}
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         parts = (await self.router.each(lambda db: db.outbox_backlog(now))).values()
         return sum(n for n, _ in parts), max((age for _, age in parts), default=0.0)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from podium.aio import gather_all
-from podium.ports.webhooks import Delivery, Due
+from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.postgres import PostgresStore
 from podium.store.split.routing import Part
 
@@ -58,3 +58,24 @@ class Webhooks(Part):
         parts = await gather_all(db.deliveries(state, after, limit) for _, db in dbs)
         key = lambda d: (d.first_at, d.event_id, d.endpoint)  # noqa: E731
         return list(heapq.merge(*parts, key=key))[:limit]
+
+    async def prune_events(
+        self, before: float, limit: int, *, fanned: bool, published: bool
+    ) -> int:
+        dbs = await self._every()
+        done = await gather_all(
+            db.prune_events(before, limit, fanned=fanned, published=published) for _, db in dbs
+        )
+        return sum(done)
+
+    # The relay reads each database's events under that database's lease (``log/nats.py``);
+    # these two serve a caller of the whole store.
+
+    async def unpublished_events(self, limit: int) -> list[Event]:
+        dbs = await self._every()
+        parts = await gather_all(db.unpublished_events(limit) for _, db in dbs)
+        return list(heapq.merge(*parts, key=lambda e: e.at))[:limit]
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        dbs = await self._every()
+        await gather_all(db.mark_published(event_ids) for _, db in dbs)

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from podium.domain import events
 from podium.domain.models import FinalEntry
-from podium.ports.webhooks import Delivery, Due
+from podium.domain.tournaments import tournament_of
+from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
 from podium.store.sqlite.db import Database
 
@@ -23,17 +24,28 @@ def write_window_frozen(
     players: int,
     final: Sequence[FinalEntry],
 ) -> None:
-    """Inside the freeze's transaction: its event, held until the archive's sha256 is in."""
-    data = events.window_frozen_data(board, window, now, players, final)
+    """Inside the freeze's transaction: its event (a window.frozen, or a tournament run's
+    tournament.ended with the tournament's row as it is now), held until the archive's
+    sha256 is in."""
+    event_type, event_id = events.freeze_event(board, window)
+    info = None
+    if event_type == events.TOURNAMENT_ENDED:
+        row = c.execute(
+            "SELECT title, category, metadata FROM tournaments WHERE id = ?",
+            (tournament_of(board),),
+        ).fetchone()
+        if row is not None:
+            info = events.TournamentInfo(row["title"], row["category"], row["metadata"])
+    data = events.freeze_data(board, window, now, players, final, info)
     c.execute(
         "INSERT OR IGNORE INTO webhook_events (id, type, at, data, ready) VALUES (?, ?, ?, ?, 0)",
-        (events.window_frozen_id(board, window), events.WINDOW_FROZEN, now, events.encode(data)),
+        (event_id, event_type, now, events.encode(data)),
     )
 
 
 def release_window_frozen(c: sqlite3.Connection, board: str, window: str, checksum: str) -> None:
     """Inside ``set_archive``'s transaction: the event completed with the sha256, and ready."""
-    event_id = events.window_frozen_id(board, window)
+    _, event_id = events.freeze_event(board, window)
     row = c.execute("SELECT data FROM webhook_events WHERE id = ?", (event_id,)).fetchone()
     if row is not None:
         c.execute(
@@ -130,3 +142,44 @@ class Webhooks(Database):
             ).fetchall()
         )
         return [delivery_of(r) for r in rows]
+
+    async def prune_events(
+        self, before: float, limit: int, *, fanned: bool, published: bool
+    ) -> int:
+        def run(c: sqlite3.Connection) -> int:
+            ids = [
+                (r["id"],)
+                for r in c.execute(
+                    "SELECT id FROM webhook_events e WHERE at < ? AND (fanned = 1 OR NOT ?) "
+                    "AND (published = 1 OR NOT ?) AND NOT EXISTS (SELECT 1 FROM "
+                    "webhook_deliveries d WHERE d.event_id = e.id AND d.state = 'pending') "
+                    "ORDER BY at LIMIT ?",
+                    (before, fanned, published, limit),
+                ).fetchall()
+            ]
+            c.executemany("DELETE FROM webhook_deliveries WHERE event_id = ?", ids)
+            c.executemany("DELETE FROM webhook_events WHERE id = ?", ids)
+            return len(ids)
+
+        return await self._write(run)
+
+    # -- onto the change log's stream (log/nats_relay.py) ------------------------------------
+
+    async def unpublished_events(self, limit: int) -> list[Event]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT id, type, at, data FROM webhook_events WHERE ready = 1 AND published = 0 "
+                "ORDER BY at LIMIT ?",
+                (limit,),
+            ).fetchall()
+        )
+        return [Event(r["id"], r["type"], r["at"], r["data"]) for r in rows]
+
+    async def mark_published(self, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            await self._write(
+                lambda c: c.executemany(
+                    "UPDATE webhook_events SET published = 1 WHERE id = ?",
+                    [(i,) for i in event_ids],
+                )
+            )
