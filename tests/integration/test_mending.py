@@ -73,6 +73,8 @@ MEND_S = 30.0  # from the failover (or the flush) until the board must equal the
 # replay after a busy minute does (one transaction a player once made that longer than
 # MEND_S, and the last writes stayed off the board meanwhile).
 REPLAY_S = 3600
+FAILOVERS = 'podium_index_failovers_total{shard="0"}'  # the worker's, by shard
+REPLAYED = "podium_replayed_changes_total"
 FLOWING = 20  # matches acknowledged after the stream began before a test breaks anything
 
 
@@ -232,6 +234,7 @@ class Served:
     game: Game
     client: httpx.AsyncClient
     store_url: str
+    metrics_port: int  # the worker's /metrics
 
     @property
     def worker_log(self) -> Path:
@@ -248,6 +251,15 @@ class Served:
     def count(self, text: str) -> int:
         return self.worker_log.read_text(errors="replace").count(text)
 
+    async def counted(self, sample: str) -> float:
+        """One sample of the worker's /metrics (``name{labels}``); 0 where not yet counted."""
+        async with httpx.AsyncClient(timeout=10) as c:
+            text = (await c.get(f"http://127.0.0.1:{self.metrics_port}/metrics")).text
+        for line in text.splitlines():
+            if line.startswith(f"{sample} "):
+                return float(line.split()[-1])
+        return 0.0
+
 
 @pytest.fixture
 async def served(tmp_path: Path, seeded: Seeded, pg_databases: OwnDatabases) -> AsyncIterator[Any]:
@@ -258,11 +270,12 @@ async def served(tmp_path: Path, seeded: Seeded, pg_databases: OwnDatabases) -> 
     async def start(index_url: str, shards: int = 1, replay_s: int = REPLAY_S) -> Served:
         [store_url] = await pg_databases.copies_of(seeded.url)
         fleet = Fleet(_config(tmp_path, store_url, index_url, shards, replay_s), tmp_path)
-        (port,) = free_ports(1)
+        port, metrics = free_ports(2)
         fleet.start("api", "serve", "--no-workers", port=port)
-        fleet.start("worker", "worker", "--roles", "relay,updater")
+        fleet.start("worker", "worker", "--roles", "relay,updater", "--metrics-port", str(metrics))
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10)
-        s = Served(fleet, Game(client, seeded.key, "m", dict(seeded.acked)), client, store_url)
+        game = Game(client, seeded.key, "m", dict(seeded.acked))
+        s = Served(fleet, game, client, store_url, metrics)
         started.append(s)
         await fleet.api_ready("api")
         await fleet.worker_ready("worker")
@@ -443,6 +456,8 @@ async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_repl
     streaming = asyncio.create_task(s.game.stream(stop))
     await s.game.flowing()
     old, replica = sentinels.primary, sentinels.replicas[0]
+    # The start's rebuild may have been the worker's, and counted as shard 0's.
+    failovers, replayed = await s.counted(FAILOVERS), await s.counted(REPLAYED)
     # The worker (updater and mender) is paused over the kill, so that what the replica
     # lacks is certain: the test takes it from the replica before anyone could write to it
     # or look. Results keep arriving at the API (into the store) meanwhile.
@@ -458,22 +473,31 @@ async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_repl
         worker.send_signal(signal.SIGCONT)
     promoted = await asyncio.to_thread(sentinels.wait_promoted, old.port)
     assert promoted is replica
+    promoted_s = time.monotonic() - cut
     deadline = time.monotonic() + MEND_S  # from the promotion
     await s.logged("the Redis node behind the index changed", 0, deadline)
     await s.game.flowing()  # results still reach the board, through the new primary
     stop.set()
     await streaming
     why = await _equal_by(s, promoted.url, deadline)
+    assert await s.counted(FAILOVERS) >= failovers + 1  # seen by the one worker
     if replay_s == 0:
         assert "not replaying" in s.worker_log.read_text()
+        assert await s.counted(REPLAYED) == replayed
         assert why, "the lost writes came back with the replay off: the test shows nothing"
         print(f"with index.failover_replay_s = 0, {MEND_S:.0f} s after the promotion: {why}")
         return
     if why:
         s.fleet.dump()
     assert not why, why
+    # What was replayed and why, in the log and in the counter alike.
+    log = s.worker_log.read_text()
+    said = re.findall(r"node behind the index changed \(.*?\): .*?, so (\d+) changes", log)
+    assert len(said) == 1, said
+    assert await s.counted(REPLAYED) - replayed == int(said[0]) > 0
     print(
-        f"{len(recent)} players taken from the replica; the board equal to the store "
+        f"promoted {promoted_s:.1f} s after the kill; {len(recent)} players taken from the "
+        "replica; the board equal to the store "
         f"{time.monotonic() - deadline + MEND_S:.1f} s after the promotion"
     )
 
