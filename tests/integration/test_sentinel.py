@@ -7,6 +7,7 @@ mending after it, is ``test_mending.py``'s (a deployment of its own that it brea
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -52,8 +53,19 @@ async def backends(tmp_path: Path, redis_sentinel: Sentinels) -> AsyncIterator[B
 
 
 def _replicated(sentinels: Sentinels) -> None:
-    """Until the replica has every write the primary took."""
-    assert sentinels.primary.cli("wait", "1", "5000").strip() == "1"
+    """Until the replica has applied every write the primary had taken when called (WAIT
+    would not do: it waits for the writes of its own connection, and redis-cli's has none)."""
+    goal = _offset(sentinels.primary.cli("info", "replication"), "master_repl_offset")
+    deadline = time.monotonic() + 30
+    while _offset(sentinels.replicas[0].cli("info", "replication"), "slave_repl_offset") < goal:
+        assert time.monotonic() < deadline, "the replica did not catch up"
+        time.sleep(0.01)
+
+
+def _offset(info: str, field: str) -> int:
+    return int(
+        next(line for line in info.splitlines() if line.startswith(f"{field}:"))[len(field) + 1 :]
+    )
 
 
 async def test_the_index_snapshots_and_limiter_reach_the_primary(
@@ -140,3 +152,15 @@ async def test_a_service_no_sentinel_knows_is_an_outage_that_says_so(
     assert time.monotonic() - began < 30
     [node] = await b.index.nodes()
     assert not node.up and "No master found" in (node.why or "")
+
+
+@pytest.mark.parametrize("replicas", [False, True], ids=["primary", "replicas"])
+async def test_a_burst_of_first_reads_asks_sentinel_once_per_question(
+    backends: Build, replicas: bool
+) -> None:
+    """A fresh process's first burst opens its pool's connections at once, each asking the
+    Sentinels for its node: asked one by one, most of them failed (the Sentinel clients' own
+    pools are of 100)."""
+    b = backends(read_from_replicas=replicas)
+    counts = await asyncio.gather(*(b.index.count(KEY) for _ in range(600)))
+    assert counts == [0] * 600

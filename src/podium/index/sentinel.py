@@ -19,11 +19,15 @@ at once, which the generation markers see (``generations.py``: ``INFO`` goes to 
 With ``read_from_replicas`` the rank reads (the scripts that only read, and the sorted-set
 reads: ``READS``) go to the replicas Sentinel lists, round robin, and to the primary when it
 lists none; everything else (writes, the markers, hashes, ``INFO``) to the primary.
+
+The question to the Sentinels is asked once for all the connections that open while it is
+under way (``_Sentinel``), never answered from a cache: an answer is always a new one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -36,6 +40,38 @@ from podium.index.redis import POOL_CONNECTIONS, TIMEOUTS
 # only read (``EVALSHA_RO``), and the plain sorted-set reads. The generation markers (GET,
 # MGET) and the rebuild lock stay on the primary, where they are decided.
 READS = frozenset({"EVALSHA_RO", "EVAL_RO", "ZRANGE", "ZCARD", "ZMSCORE"})
+
+
+class _Sentinel(Sentinel):
+    """redis-py's Sentinel, whose questions (which node is the primary, which are replicas)
+    are asked once for every caller that asks while one is under way. A pool asks at every
+    new connection, and a burst of reads opens up to ``POOL_CONNECTIONS`` at once: asked
+    one by one, those questions overflow the Sentinel clients' own pools (100 connections),
+    and 500 of a burst of 600 first commands failed with MasterNotFoundError."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+        self._asking: dict[tuple[str, str], asyncio.Future[Any]] = {}
+
+    async def _once(self, what: str, service: str, ask: Callable[[str], Awaitable[Any]]) -> Any:
+        task = self._asking.get((what, service))
+        if task is None or task.done():
+            task = asyncio.ensure_future(ask(service))
+            task.add_done_callback(_retrieved)
+            self._asking[(what, service)] = task
+        return await asyncio.shield(task)
+
+    async def discover_master(self, service_name: str) -> Any:
+        return await self._once("master", service_name, super().discover_master)
+
+    async def discover_slaves(self, service_name: str) -> Any:
+        return await self._once("replicas", service_name, super().discover_slaves)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """A question every asker stopped waiting for: its error read, not reported unread."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Pool(SentinelConnectionPool, BlockingConnectionPool):
@@ -86,7 +122,7 @@ def sentinel_client(
     asked: dict[str, Any] = dict(timeouts)
     if sentinel_password is not None:
         asked["password"] = sentinel_password
-    manager = Sentinel(list(sentinels), sentinel_kwargs=asked)  # type: ignore[no-untyped-call]
+    manager = _Sentinel(list(sentinels), sentinel_kwargs=asked)
     options: dict[str, Any] = {
         "db": db,
         "decode_responses": True,
