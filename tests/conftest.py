@@ -175,6 +175,26 @@ def redis_cluster() -> Iterator[Any]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_sentinel() -> Iterator[Any]:
+    """A private Redis primary and its replica, which one private Sentinel watches, for the
+    whole session: the rank index contract and the Sentinel client's tests
+    (``tests/redis_sentinel.py``). Nothing kills it: the failover tests start their own."""
+    from tests.redis_cluster import REDIS_CLI, REDIS_SERVER
+    from tests.redis_sentinel import start_sentinels
+
+    if REDIS_SERVER is None or REDIS_CLI is None:
+        message = "redis-server and redis-cli are not installed: no Sentinel to start"
+        if REQUIRE:
+            pytest.fail(f"{message} and PODIUM_REQUIRE_SERVICES=1")
+        pytest.skip(message)
+    sentinels = start_sentinels(replicas=1, sentinels=1)
+    try:
+        yield sentinels
+    finally:
+        sentinels.stop()
+
+
 @pytest.fixture
 async def cluster_prefix(redis_cluster: Any) -> AsyncIterator[str]:
     """A key prefix of our own on the session's Redis Cluster; its keys are deleted

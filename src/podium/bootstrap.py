@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive import FileArchive
@@ -36,7 +36,14 @@ from podium.ports import (
 from podium.ports.generations import Generations
 from podium.ranking import SnapshotRanks
 from podium.service import Service
-from podium.topology import IndexKind, LogKind, StoreKind, Topology
+from podium.topology import (
+    IndexKind,
+    LogKind,
+    StoreKind,
+    Topology,
+    is_sentinel_url,
+    sentinel_address,
+)
 from podium.workers import mender, roles, updater
 from podium.workers.runner import Needs, Runner
 
@@ -63,6 +70,8 @@ def topology(settings: Settings) -> Topology:
     index: IndexKind
     if index_url.startswith("memory://"):
         index = "memory"
+    elif is_sentinel_url(index_url):
+        index = "sentinel"
     else:
         from podium.index.cluster import is_cluster_url
 
@@ -131,19 +140,45 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     from podium.index.redis import RedisIndex
     from podium.index.redis_snapshots import RedisSnapshots
 
-    if n == 1 and topo.index == "redis":  # one Redis, one shard: today's keys, untagged
-        redis = RedisIndex.from_url(url, prefix=prefix)
+    replicas = settings.index.read_from_replicas
+    if topo.index == "sentinel":  # one Redis, the primary Sentinel names (and its replicas)
+        client = _sentinel(settings, read_from_replicas=replicas)
+    else:
+        client = client_for(url, read_from_replicas=replicas)
+    if n == 1 and topo.index != "cluster":  # one Redis, one shard: today's keys, untagged
+        redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
         return IndexParts(redis, redis.copy, snaps, None, marks)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py).
-    client = client_for(url, read_from_replicas=settings.index.read_from_replicas)
     shards = shard_indexes(client, prefix, n)
     split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
     assert split.copy is not None
     marks = RedisGenerations(client, [(s.shard, s.keys) for s in shards])
     return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split, marks)
+
+
+def _sentinel(
+    settings: Settings, *, read_from_replicas: bool = False, timeout_s: float | None = None
+) -> Any:
+    """The client of the primary that ``redis+sentinel://`` names (``index/sentinel.py``)."""
+    from podium.index.sentinel import sentinel_client
+
+    try:
+        at = sentinel_address(settings.index.url)
+    except ValueError as e:  # the settings checked it already; a Settings made by hand
+        raise ConfigError(f"index.url: {e}") from None
+    return sentinel_client(
+        at.sentinels,
+        at.service,
+        db=at.db,
+        username=at.username,
+        password=at.password,
+        sentinel_password=at.sentinel_password,
+        read_from_replicas=read_from_replicas,
+        timeout_s=timeout_s,
+    )
 
 
 def read_limiter(settings: Settings, topo: Topology) -> Buckets:
@@ -155,8 +190,13 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
         raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:
         return ReadLimiter(server.read_rate_per_s, server.read_burst)
-    from podium.index.ratelimit import RedisReadLimiter
+    from podium.index.ratelimit import TIMEOUT_S, RedisReadLimiter
 
+    if topo.index == "sentinel":
+        client = _sentinel(settings, timeout_s=TIMEOUT_S)
+        return RedisReadLimiter(
+            client, settings.index.prefix, server.read_rate_per_s, server.read_burst
+        )
     return RedisReadLimiter.from_url(
         url, settings.index.prefix, server.read_rate_per_s, server.read_burst
     )

@@ -50,6 +50,7 @@ from podium.domain.models import Mode
 from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
 from podium.errors import ConfigError
+from podium.topology import is_sentinel_url, sentinel_address
 from podium.webhook_config import WebhookTable, check_unique
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -133,10 +134,23 @@ StoreUrl = Annotated[
     StringConstraints(strict=True, pattern=r"^(sqlite:///|postgres(ql)?://)"),
     _says(_STRING, "expected sqlite:///PATH or postgresql://..."),
 ]
+
+
+def _sentinel_url(url: str) -> str:
+    """A ``redis+sentinel://`` URL is read whole now (topology.py), so that a bad one stops
+    the start naming the field, rather than the first connection failing later."""
+    if is_sentinel_url(url):
+        sentinel_address(url)  # its ValueError says what is wrong, and not the password
+    return url
+
+
 IndexUrl = Annotated[
     str,
-    StringConstraints(strict=True, pattern=r"^(memory://|redis(\+cluster)?://|rediss://)"),
-    _says(_STRING, "expected memory://, redis://... or redis+cluster://..."),
+    StringConstraints(
+        strict=True, pattern=r"^(memory://|redis(\+cluster|\+sentinel)?://|rediss://)"
+    ),
+    _says(_STRING, "expected memory://, redis://..., redis+cluster://... or redis+sentinel://..."),
+    AfterValidator(_sentinel_url),
 ]
 LogUrl = Annotated[
     str,
@@ -250,8 +264,9 @@ class IndexSettings:
     ] = "podium"
     """Every Redis key starts with this."""
     read_from_replicas: Flag = False
-    """Rank reads from the replicas of a Redis Cluster, writes to its primaries: a replica
-    may lag its primary by a few milliseconds, which a rank read can afford."""
+    """Rank reads from the replicas of a Redis Cluster (or those Sentinel lists, on
+    redis+sentinel://), writes to the primaries: a replica may lag its primary by a few
+    milliseconds, which a rank read can afford."""
     failover_replay_s: Count = 60
     """When a Redis node behind the index changed (a replica took over, or it restarted
     from a snapshot), every process that writes boards applies the change log's last this

@@ -5,15 +5,21 @@ how many shards, which change log.
 place that reads them); every other module that must know (the command line, the start of the
 in-process index, which rank source the reads use) asks this value instead of reading a URL
 again. It holds kinds and counts only, never an adapter, so it imports nothing of podium.
+
+It also reads the one index URL that names more than a server, ``redis+sentinel://``
+(``sentinel_address``), for the settings' check (config.py) and for bootstrap, which hands
+the parts to the Sentinel adapter (``index/sentinel.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import parse_qs, unquote, urlsplit
 
 StoreKind = Literal["sqlite", "postgres", "split"]  # split: Postgres databases by player
-IndexKind = Literal["memory", "redis", "cluster"]  # memory: this process's own
+# memory: this process's own; sentinel: one Redis primary that Sentinel names, its replicas
+IndexKind = Literal["memory", "redis", "cluster", "sentinel"]
 LogKind = Literal["outbox", "nats"]
 
 
@@ -41,3 +47,82 @@ class Topology:
         tops, and reads answer from its snapshot. One shard is the whole board, every rank
         on it exact, as on an index that is not split."""
         return self.shards > 1
+
+
+SENTINEL_SCHEME = "redis+sentinel"
+SENTINEL_PORT = 26379  # Sentinel's own port, where a host names none
+SENTINEL_FORM = "redis+sentinel://[user:password@]HOST:PORT[,HOST:PORT...]/SERVICE[?db=N]"
+_SENTINEL_OPTIONS = ("db", "sentinel_password")
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelAddress:
+    """What ``redis+sentinel://`` names: the Sentinels to ask, the service (Sentinel's name
+    for the primary it watches, ``sentinel monitor <SERVICE> ...``), the database, and the
+    credentials of the Redis nodes (the URL's user and password) and of the Sentinels
+    themselves (``?sentinel_password=``; none by default: Sentinels often have none)."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+
+
+def is_sentinel_url(url: str) -> bool:
+    return url.startswith(f"{SENTINEL_SCHEME}://")
+
+
+def sentinel_address(url: str) -> SentinelAddress:
+    """The parts of a ``redis+sentinel://`` URL; ValueError saying what is wrong (never
+    echoing the URL, which may hold a password)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a "[" without its "]"
+        raise ValueError(f"expected {SENTINEL_FORM}: not a URL") from None
+    if parts.scheme != SENTINEL_SCHEME:
+        raise ValueError(f"expected {SENTINEL_FORM}: not a Sentinel URL")
+    auth, _, hosts = parts.netloc.rpartition("@")
+    user, _, password = auth.partition(":")
+    sentinels = tuple(_host_port(h) for h in hosts.split(","))
+    service = parts.path.removeprefix("/")
+    if not service or "/" in service:
+        raise ValueError(f"expected {SENTINEL_FORM}: the path must be the service's name alone")
+    try:
+        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
+    except ValueError:
+        raise ValueError(f"expected {SENTINEL_FORM}: the query is not name=value&...") from None
+    unknown = sorted(set(query) - set(_SENTINEL_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown option {unknown[0]!r} (known: {', '.join(_SENTINEL_OPTIONS)})")
+    if any(len(v) > 1 for v in query.values()):
+        raise ValueError("an option is given twice in the query")
+    db = query.get("db", ["0"])[0]
+    if not db.isdigit():
+        raise ValueError(f"?db=: expected a database number (0 or more), got {db!r}")
+    return SentinelAddress(
+        sentinels,
+        unquote(service),
+        int(db),
+        unquote(user) or None,
+        unquote(password) or None,
+        query.get("sentinel_password", [""])[0] or None,
+    )
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    """``host``, ``host:port`` or ``[::1]:port``; Sentinel's own port where none is given."""
+    text = text.strip()
+    if text.startswith("["):  # an IPv6 address, bracketed
+        host, _, rest = text[1:].partition("]")
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+        rest = f":{port}"
+    else:
+        host, rest = text, ""
+    port = rest.removeprefix(":")
+    fine = rest == "" or (rest.startswith(":") and port.isdigit() and 0 < int(port) < 65536)
+    if not host or not fine:
+        raise ValueError(f"expected {SENTINEL_FORM}: {text!r} is not a Sentinel's HOST:PORT")
+    return host, int(port) if rest else SENTINEL_PORT

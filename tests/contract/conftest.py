@@ -2,13 +2,15 @@
 
 The rank index adapters a suite runs on (``INDEXES``): the in-process index; today's
 single Redis index on the machine's Redis; one shard of a split board on that Redis (shard
-3: its keys carry the tag ``{s03}``); and one shard on the tests' own Redis Cluster, whose
-shard turns from test to test so that the suite's keys land on every primary.
+3: its keys carry the tag ``{s03}``); one shard on the tests' own Redis Cluster, whose
+shard turns from test to test so that the suite's keys land on every primary; and the
+single index through Sentinel, on a private primary.
 """
 
 from __future__ import annotations
 
 import itertools
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +21,9 @@ import redis.asyncio as aioredis
 from podium.index.cluster import client_for, cluster_client, shard_indexes
 from podium.index.memory import MemoryIndex
 from podium.index.redis import RedisIndex
+from podium.index.sentinel import sentinel_client
 from podium.index.split import SplitIndex
+from podium.topology import sentinel_address
 from tests.conftest import REDIS_URL, OwnDatabases
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
@@ -27,7 +31,10 @@ REDIS_INDEXES = SINGLE_INDEXES[1:]
 # A whole board split across shards (index/split.py), as bootstrap builds it: 4 in-process
 # shards; 16 hash-tag shards on the machine's Redis; 16 on the tests' own Redis Cluster.
 SPLIT_INDEXES = ["memory-split", "redis-split", "cluster-split"]
-INDEXES = SINGLE_INDEXES + SPLIT_INDEXES
+# The single index reached through Sentinel (index/sentinel.py), on a private primary that
+# one private Sentinel watches: the rank index contract only (the other suites' bodies run
+# on the same RedisIndex over a plain client).
+INDEXES = [*SINGLE_INDEXES, "sentinel", *SPLIT_INDEXES]
 SPLIT_SHARDS = {"memory-split": 4, "redis-split": 16, "cluster-split": 16}
 SHARD = 3  # the shard of the machine's Redis the suites use
 _turn = itertools.count(7)  # the cluster's shard, a different one each test
@@ -42,6 +49,7 @@ class Backend:
     prefix: str | None = None
     shard: int | None = None
     cluster_url: str | None = None
+    sentinel_url: str | None = None
 
     def index(self) -> Any:
         """The index, with its copy of profiles as ``copy`` (bootstrap hands it out)."""
@@ -51,6 +59,9 @@ class Backend:
             return MemoryIndex()
         if self.cluster_url is not None:
             return RedisIndex(cluster_client(self.cluster_url), self.prefix, shard=self.shard)
+        if self.sentinel_url is not None:
+            at = sentinel_address(self.sentinel_url)
+            return RedisIndex(sentinel_client(at.sentinels, at.service), self.prefix)
         return RedisIndex.from_url(REDIS_URL, prefix=self.prefix, shard=self.shard)
 
     def _split(self, n: int) -> SplitIndex:
@@ -78,6 +89,9 @@ def backend_of(request: pytest.FixtureRequest, kind: str) -> Backend:
         cluster = request.getfixturevalue("redis_cluster")
         prefix: str = request.getfixturevalue("cluster_prefix")
         return Backend(kind, prefix, next(_turn) % 16, cluster.url)
+    if kind == "sentinel":  # a private server: a prefix of the test's own, left behind
+        sentinels = request.getfixturevalue("redis_sentinel")
+        return Backend(kind, f"podium-test-{secrets.token_hex(4)}", sentinel_url=sentinels.url())
     prefix = request.getfixturevalue("redis_prefix")
     return Backend(kind, prefix, SHARD if kind == "redis-shard" else None)
 

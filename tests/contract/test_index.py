@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 import pytest
 import redis.asyncio as aioredis
 from redis import exceptions as rx
+from redis.asyncio.sentinel import MasterNotFoundError, SlaveNotFoundError
 
 from podium.domain.boards import in_board_order
 from podium.errors import IndexUnavailable, InternalError, Unavailable
@@ -796,11 +797,19 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
         ConnectionResetError(104, "Connection reset by peer"),
         TimeoutError(),
         OSError(113, "No route to host"),
+        MasterNotFoundError("No master found for 'podium'"),
+        SlaveNotFoundError("No slave found for 'podium'"),
     ],
     ids=lambda e: type(e).__name__,
 )
 def test_redis_transient_errors_are_unavailable(error: BaseException) -> None:
     assert isinstance(translate(error), IndexUnavailable)
+
+
+def test_a_sentinel_that_names_no_primary_is_an_outage_that_says_sentinel() -> None:
+    found = translate(MasterNotFoundError("No master found for 'podium'"))
+    assert isinstance(found, IndexUnavailable)
+    assert str(found) == "redis sentinel: No master found for 'podium'"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from podium.bootstrap import topology
 from podium.config import parse
 from podium.errors import ConfigError
-from podium.topology import Topology
+from podium.topology import SentinelAddress, Topology, sentinel_address
 
 PG = "postgresql://podium@db0.invalid/podium"
 
@@ -25,6 +25,10 @@ PG = "postgresql://podium@db0.invalid/podium"
         (
             {"store": {"url": PG, "shards": [PG]}, "index": {"url": "redis+cluster://r:7000"}},
             Topology("split", "cluster", 1, "outbox"),
+        ),
+        (
+            {"store": {"url": PG}, "index": {"url": "redis+sentinel://s1,s2/mymaster"}},
+            Topology("postgres", "sentinel", 1, "outbox"),
         ),
     ],
 )
@@ -64,3 +68,64 @@ def test_the_command_line_says_it_as_a_configuration_error(args: list[str]) -> N
     out = CliRunner().invoke(app, args, env={"PODIUM_SERVER_API": "read"})
     assert out.exit_code == 2
     assert "podium: configuration error: server.api: " in out.output
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "redis+sentinel://s1:26379,s2:26380/mymaster",
+            SentinelAddress((("s1", 26379), ("s2", 26380)), "mymaster"),
+        ),
+        # Sentinel's own port where none is given; IPv6 in brackets, or bare without a port
+        (
+            "redis+sentinel://s1,[::1]:5000,::2/m",
+            SentinelAddress((("s1", 26379), ("::1", 5000), ("::2", 26379)), "m"),
+        ),
+        (
+            "redis+sentinel://:s%40cret@s1/m?db=3",
+            SentinelAddress((("s1", 26379),), "m", 3, None, "s@cret"),
+        ),
+        (
+            "redis+sentinel://user:pw@s1/m?sentinel_password=sp",
+            SentinelAddress((("s1", 26379),), "m", 0, "user", "pw", "sp"),
+        ),
+    ],
+)
+def test_a_sentinel_url_names_the_sentinels_the_service_and_the_credentials(
+    url: str, expected: SentinelAddress
+) -> None:
+    assert sentinel_address(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("redis+sentinel://s1/", "the path must be the service's name alone"),
+        ("redis+sentinel://s1", "the path must be the service's name alone"),
+        ("redis+sentinel://s1/m/0", "the path must be the service's name alone"),
+        ("redis+sentinel:///m", "'' is not a Sentinel's HOST:PORT"),
+        ("redis+sentinel://s1,/m", "'' is not a Sentinel's HOST:PORT"),
+        ("redis+sentinel://s1:x/m", "'s1:x' is not a Sentinel's HOST:PORT"),
+        ("redis+sentinel://s1:70000/m", "'s1:70000' is not a Sentinel's HOST:PORT"),
+        ("redis+sentinel://s1:/m", "'s1:' is not a Sentinel's HOST:PORT"),
+        ("redis+sentinel://[::1/m", "not a URL"),
+        ("redis+sentinel://s1/m?db=one", "?db=: expected a database number (0 or more)"),
+        ("redis+sentinel://s1/m?db", "the query is not name=value"),
+        ("redis+sentinel://s1/m?db=1&db=2", "an option is given twice"),
+        ("redis+sentinel://s1/m?ssl=1", "unknown option 'ssl' (known: db, sentinel_password)"),
+    ],
+)
+def test_a_bad_sentinel_url_is_a_config_error_naming_the_field(url: str, said: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse({"index": {"url": url}})
+    assert str(e.value).startswith("index.url: ")
+    assert said in str(e.value)
+
+
+def test_a_bad_sentinel_url_is_refused_without_echoing_its_password() -> None:
+    with pytest.raises(ConfigError) as e:
+        parse({"index": {"url": "redis+sentinel://:hunter2@s1/m?db=x&sentinel_password=pw2"}})
+    assert "hunter2" not in str(e.value) and "pw2" not in str(e.value)
+    with pytest.raises(ConfigError, match=r"^index\.url: "):  # from the environment alike
+        parse({}, {"PODIUM_INDEX_URL": "redis+sentinel://s1"})

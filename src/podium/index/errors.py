@@ -18,11 +18,18 @@ from __future__ import annotations
 from types import TracebackType
 
 from redis import exceptions as rx
+from redis.asyncio.sentinel import MasterNotFoundError, SlaveNotFoundError
 
 from podium.errors import IndexUnavailable, InternalError, PodiumError
 
 # (driver error, podium error), the first match wins.
 TABLE: tuple[tuple[type[BaseException], type[PodiumError]], ...] = (
+    # Sentinel (redis+sentinel://): no Sentinel that answered names a primary it thinks up
+    # (a failover under way, or every Sentinel unreachable), or none lists a replica nor the
+    # primary to read from. redis-py makes both ConnectionErrors; named here first, so that
+    # the 503's cause in the log says Sentinel.
+    (MasterNotFoundError, IndexUnavailable),
+    (SlaveNotFoundError, IndexUnavailable),
     # The connection: refused, reset, closed; a pool with no connection left; a server
     # still LOADING its data set (BusyLoadingError); credentials refused (the server can't
     # be used until they are fixed, and nothing was changed).
@@ -65,6 +72,8 @@ TRANSIENT_CLUSTER = (
     "startup_nodes could not agree",
 )
 
+SENTINEL = (MasterNotFoundError, SlaveNotFoundError)
+
 CAUGHT = (rx.RedisError, rx.RedisClusterException, OSError)
 
 
@@ -77,7 +86,8 @@ def translate(e: BaseException) -> PodiumError:
     for driver, ours in TABLE:
         if isinstance(e, driver):
             if ours is IndexUnavailable:
-                return IndexUnavailable(f"redis: {e}")
+                said = "redis sentinel" if driver in SENTINEL else "redis"
+                return IndexUnavailable(f"{said}: {e}")
             return InternalError(
                 f"the rank index refused a command ({type(e).__name__}): a bug, logged"
             )

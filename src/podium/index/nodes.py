@@ -1,6 +1,7 @@
 """Where an index shard's keys are, and how that Redis replicates (``podium status``).
 
-On one Redis the node is the client's own; on Redis Cluster, the primary of the slot the
+On one Redis the node is the client's own (behind Sentinel, the primary it names now); on
+Redis Cluster, the primary of the slot the
 shard's hash tag maps to (its profile copy's key is in that slot, keys.py). ``INFO
 replication`` there gives the node's role, its ``master_repl_offset`` and each replica's
 offset, whose difference is the replica's lag in bytes: what a failover would lose.
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.sentinel import SentinelConnectionPool
 
 from podium.index.errors import CAUGHT, translate
 from podium.ports.status import IndexNode, Replica
@@ -30,6 +32,12 @@ async def describe(client: Any, key: str, shard: int | None) -> IndexNode:
                 return IndexNode(shard, name, up=False, why="no node serves the shard's slot")
             name = f"{node.host}:{node.port}"
             info = await node.execute_command("INFO", "replication")
+        elif isinstance(pool := client.connection_pool, SentinelConnectionPool):
+            # behind Sentinel: the primary it names now (redis-py's pool is untyped)
+            sentinel: Any = pool
+            host, port = await sentinel.get_master_address()
+            name = f"{host}:{port}"
+            info = await client.info("replication")
         else:
             kwargs = client.connection_pool.connection_kwargs
             name = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
