@@ -223,6 +223,7 @@ class Backends:
         if self.topology.in_process_index:
             n = await self.podium.rebuilds.rebuild_live()
             n += await self.podium.tournaments.rebuild_live(self.podium.rebuilds)  # and runs
+            n += await self.podium.leagues.rebuild_live(self.podium.rebuilds)  # and cohorts
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()
@@ -256,8 +257,14 @@ class Backends:
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
             self.generations,
-            self.podium.rebuilds.rebuild_live,
+            self._rebuild_live,
+            self.podium.leagues,
         )
+
+    async def _rebuild_live(self) -> int:
+        """Every live board window refilled from the store, a league's cohorts too."""
+        n = await self.podium.rebuilds.rebuild_live()
+        return n + await self.podium.leagues.rebuild_live(self.podium.rebuilds)
 
     def start_roles(self, names: Sequence[str]) -> None:
         """Start the roles named (``workers/roles.py``); an unknown name is a ConfigError."""

@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from podium.domain.cohorts import Move
 from podium.domain.models import FinalEntry
 from podium.domain.windows import to_rfc3339
 
 WINDOW_FROZEN = "window.frozen"
 PLAYER_FLAGGED = "player.flagged"
 PLAYER_BANNED = "player.banned"
-# Named in the config's allowed list so that a file can subscribe to them now; nothing
-# emits them yet (tournaments and cohorts are built elsewhere).
+# Named in the config's allowed list so that a file can subscribe to it now; nothing
+# emits it yet (tournaments are built elsewhere).
 TOURNAMENT_ENDED = "tournament.ended"
-COHORT_FROZEN = "cohort.frozen"
+COHORT_FROZEN = "cohort.frozen"  # a league cohort's final standings and tier moves
 EVENT_TYPES = (WINDOW_FROZEN, TOURNAMENT_ENDED, COHORT_FROZEN, PLAYER_FLAGGED, PLAYER_BANNED)
 
 TOP_N = 100  # final standings a window.frozen event carries; the rest are behind its link
@@ -67,6 +68,38 @@ def window_frozen_data(
         "top": [
             {"position": e.position, "rank": e.rank, "playerId": e.player_id, "points": e.points}
             for e in final[:TOP_N]
+        ],
+    }
+
+
+def cohort_frozen_id(board: str, cohort: str) -> str:
+    """A cohort freezes once (its window's freeze), so its event's id is derived from it."""
+    return f"{COHORT_FROZEN}:{board}:{cohort}"
+
+
+def cohort_frozen_data(
+    board: str, window: str, cohort: str, tier: str, frozen_at: float, moves: Sequence[Move]
+) -> dict[str, Any]:
+    """What a league's reward job needs: the cohort, its tier, and every member with their
+    final place and the tier they play the next window in (a cohort is small: all of it)."""
+    return {
+        "board": board,
+        "window": window,
+        "cohort": cohort,
+        "tier": tier,
+        "frozenAt": to_rfc3339(frozen_at),
+        "players": len(moves),
+        "cohortPath": f"/v1/boards/{board}/cohorts/{cohort}",
+        "members": [
+            {
+                "position": m.position,
+                "rank": m.rank,
+                "playerId": m.player_id,
+                "points": m.points,
+                "move": m.change,
+                "nextTier": m.next_tier,
+            }
+            for m in moves
         ],
     }
 

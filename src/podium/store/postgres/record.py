@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from podium.domain.boards import BoardSpec, Tally
+from podium.domain.cohorts import pending_tier
 from podium.domain.models import (
     Flagged,
     MatchQuery,
@@ -47,6 +48,7 @@ from podium.store.common import (
     standing_of,
 )
 from podium.store.postgres import locks
+from podium.store.postgres.cohorts import place
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
@@ -170,6 +172,9 @@ class Results(Database):
         since = None if hourly_cap is None else float(now - HOUR)
 
         async def run(c: Conn) -> RecordOutcome:
+            if any(pending_tier(t.window) for t, _ in targets):
+                # A league's first result in the window: placed inside the transaction.
+                return await _record_locked(c, result, targets, now, since, hourly_cap)
             if isinstance(handle, Seen):
                 written = await _record_seen(c, result, targets, handle, now, since, hourly_cap)
                 if written is not None:
@@ -354,6 +359,8 @@ async def _record_locked(
             # The player's group, under the same lock a move between groups takes.
             country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
         placed = place_in_groups(targets, country)
+        if any(pending_tier(t.window) for t, _ in placed):
+            placed = await place(c, pid, result.match_id, placed, now)
         boards, windows = pairs([t for t, _ in placed])
         row = await c.fetchrow(
             RECORD_READ, pid, result.match_id, result.mode, since, boards, windows

@@ -1,0 +1,294 @@
+"""Leagues on Postgres: placing a player in a cohort inside their record's transaction,
+under a lock on the tier (``locks.COHORT_NS``), so that racing first results never overfill
+a cohort; the cohorts and tiers read; a cohort's freeze with its tier moves and its event
+(``ports/cohorts.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from podium.domain import cohorts, events
+from podium.domain.boards import BoardSpec
+from podium.domain.models import Target
+from podium.domain.plans import CohortFreezePlan, plan_cohort_freeze
+from podium.domain.windows import Window
+from podium.ports.cohorts import Cohort, Standing
+from podium.store.common import Row, tally_of
+from podium.store.postgres import locks
+from podium.store.postgres.pool import Database
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+COHORT_COLS = "board, cohort, window_id, tier, members"
+
+
+def _cohort(r: Row) -> Cohort:
+    return Cohort(r["board"], r["cohort"], r["window_id"], r["tier"], r["members"])
+
+
+async def place(
+    c: Conn,
+    player_id: str,
+    match_id: str,
+    targets: Sequence[tuple[Target, BoardSpec]],
+    now: float,
+) -> list[tuple[Target, BoardSpec]]:
+    """Inside a record's transaction, after its locks (the player's, and its board windows'
+    shared): each pending cohort target as the cohort the player is in, placing them now on
+    their first result in the window; left out on a retry of a result stored before they
+    were placed, or in a window frozen (or fenced) here."""
+    out: list[tuple[Target, BoardSpec]] = []
+    for t, spec in targets:
+        found = cohorts.pending_tier(t.window)
+        if found is None or spec.league is None:
+            out.append((t, spec))
+            continue
+        window, tier = found
+        row = await c.fetchrow(
+            "SELECT m.cohort, "
+            "EXISTS (SELECT 1 FROM results WHERE player_id = $3 AND match_id = $4) AS stored, "
+            "EXISTS (SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2) AS frozen "
+            "FROM (SELECT 1) AS one LEFT JOIN cohort_members m "
+            "ON m.board = $1 AND m.window_id = $2 AND m.player_id = $3",
+            t.board,
+            window,
+            player_id,
+            match_id,
+        )
+        assert row is not None
+        if row["cohort"] is not None:
+            out.append((Target(t.board, row["cohort"], t.start), spec))
+            continue
+        if row["stored"] or row["frozen"]:
+            continue
+        league = spec.league
+        cohort = await _allocate(c, t.board, window, league.tier(tier), league.cohort_size)
+        await c.execute(
+            "INSERT INTO cohort_members (board, window_id, player_id, cohort, placed_at) "
+            "VALUES ($1, $2, $3, $4, $5)",
+            t.board,
+            window,
+            player_id,
+            cohort,
+            float(now),
+        )
+        out.append((Target(t.board, cohort, t.start), spec))
+    return out
+
+
+async def _allocate(c: Conn, board: str, window: str, tier: str, size: int) -> str:
+    """The cohort a new member of ``tier`` goes to, its count raised (or a new one made),
+    under the tier's lock to the end of the record's transaction."""
+    await c.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        locks.COHORT_NS,
+        locks.cohort_key(board, window, tier),
+    )
+    rows = await c.fetch(
+        "SELECT cohort, members FROM cohorts WHERE board = $1 AND window_id = $2 AND tier = $3 "
+        "AND members < $4 ORDER BY n LIMIT 1",
+        board,
+        window,
+        tier,
+        size,
+    )
+    made = await c.fetchval(
+        "SELECT count(*) FROM cohorts WHERE board = $1 AND window_id = $2 AND tier = $3",
+        board,
+        window,
+        tier,
+    )
+    cohort, after = cohorts.fill([(r["cohort"], r["members"]) for r in rows], int(made), size)
+    if cohort is not None:
+        await c.execute(
+            "UPDATE cohorts SET members = $3 WHERE board = $1 AND cohort = $2", board, cohort, after
+        )
+        return cohort
+    origin = await c.fetchval("SELECT origin FROM cohort_origin")
+    cohort = cohorts.cohort_id(window, tier, after, origin)
+    await c.execute(
+        "INSERT INTO cohorts (board, window_id, tier, n, cohort, members) "
+        "VALUES ($1, $2, $3, $4, $5, 1)",
+        board,
+        window,
+        tier,
+        after,
+        cohort,
+    )
+    return cohort
+
+
+class Cohorts(Database):
+    async def placements(
+        self, board: str, window: str, player_ids: Sequence[str]
+    ) -> dict[str, str]:
+        if not player_ids:
+            return {}
+        rows = await self._fetch(
+            "SELECT player_id, cohort FROM cohort_members WHERE board = $1 AND window_id = $2 "
+            "AND player_id = ANY($3::text[])",
+            board,
+            window,
+            list(set(player_ids)),
+        )
+        return {r["player_id"]: r["cohort"] for r in rows}
+
+    async def tiers(self, board: str, player_ids: Sequence[str]) -> dict[str, str]:
+        if not player_ids:
+            return {}
+        rows = await self._fetch(
+            "SELECT player_id, tier FROM league_tiers WHERE board = $1 "
+            "AND player_id = ANY($2::text[])",
+            board,
+            list(set(player_ids)),
+        )
+        return {r["player_id"]: r["tier"] for r in rows}
+
+    async def player_tiers(self, player_id: str) -> list[Standing]:
+        rows = await self._fetch(
+            "SELECT board, tier, cohort, moved FROM league_tiers WHERE player_id = $1 "
+            "ORDER BY board",
+            player_id,
+        )
+        return [Standing(r["board"], r["tier"], r["cohort"], r["moved"]) for r in rows]
+
+    async def cohort(self, board: str, cohort_id: str) -> Cohort | None:
+        rows = await self._fetch(
+            f"SELECT {COHORT_COLS} FROM cohorts WHERE board = $1 AND cohort = $2",
+            board,
+            cohort_id,
+        )
+        return _cohort(rows[0]) if rows else None
+
+    async def cohorts(self, board: str, window: str) -> list[Cohort]:
+        rows = await self._fetch(
+            f"SELECT {COHORT_COLS} FROM cohorts WHERE board = $1 AND window_id = $2 "
+            "ORDER BY cohort",
+            board,
+            window,
+        )
+        return [_cohort(r) for r in rows]
+
+    async def members(self, board: str, cohort_id: str) -> list[str]:
+        rows = await self._fetch(
+            "SELECT player_id FROM cohort_members WHERE board = $1 AND cohort = $2 "
+            "ORDER BY player_id",
+            board,
+            cohort_id,
+        )
+        return [r["player_id"] for r in rows]
+
+    async def freeze_cohort(
+        self, spec: BoardSpec, cohort: Cohort, window: Window, now: float
+    ) -> bool:
+        async def run(c: Conn) -> bool:
+            await _lock_window(c, spec.name, window.id)
+            done = await c.fetchval(
+                "SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2",
+                spec.name,
+                window.id,
+            )
+            if done:
+                return False
+            rows = await c.fetch(
+                "SELECT t.player_id, t.total, t.reached_at, t.version, "
+                "EXISTS (SELECT 1 FROM bans b WHERE b.player_id = t.player_id) AS banned "
+                "FROM tallies t WHERE t.board = $1 AND t.window_id = $2",
+                spec.name,
+                window.id,
+            )
+            banned = {r["player_id"] for r in rows if r["banned"]}
+            tallies = [(r["player_id"], tally_of(r)) for r in rows]
+            plan = plan_cohort_freeze(spec, window, cohort.tier, tallies, banned, now)
+            await write_cohort_freeze(c, spec.name, window, plan, now, fence=False)
+            return True
+
+        return await self._run(run)
+
+    # -- on the home of a store split by player (``store/split/cohorts.py``) ---------------
+
+    async def decide_cohort_freeze(
+        self, board: str, window: Window, plan: CohortFreezePlan, now: float
+    ) -> bool:
+        """In one transaction under the window's lock: the cohort frozen with the plan (its
+        standings, tiers and event), or False if another freezer decided first."""
+
+        async def run(c: Conn) -> bool:
+            await _lock_window(c, board, window.id)
+            return await write_cohort_freeze(c, board, window, plan, now, fence=True)
+
+        return await self._run(run)
+
+
+async def _lock_window(c: Conn, board: str, window_id: str) -> None:
+    await c.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)", locks.WINDOW_NS, locks.window_key(board, window_id)
+    )
+
+
+async def write_cohort_freeze(
+    c: Conn, board: str, window: Window, plan: CohortFreezePlan, now: float, *, fence: bool
+) -> bool:
+    """The freeze's rows: the frozen window (over a fence row, when ``fence``: a split
+    store's), its final standings, every member's tier (a later window's decision stays),
+    the event. False when it was decided already."""
+    if fence:  # a split store's home: its fence row becomes the frozen window
+        decided = await c.fetchval(
+            "INSERT INTO frozen_windows (board, window_id, frozen_at, players, archive, fence) "
+            "VALUES ($1, $2, $3, $4, '', false) ON CONFLICT (board, window_id) DO UPDATE SET "
+            "frozen_at = excluded.frozen_at, players = excluded.players, archive = '', "
+            "fence = false WHERE frozen_windows.fence RETURNING 1",
+            board,
+            window.id,
+            float(now),
+            plan.players,
+        )
+    else:  # under the window's lock, found not frozen
+        decided = await c.fetchval(
+            "INSERT INTO frozen_windows (board, window_id, frozen_at, players, archive) "
+            "VALUES ($1, $2, $3, $4, '') RETURNING 1",
+            board,
+            window.id,
+            float(now),
+            plan.players,
+        )
+    if decided is None:
+        return False
+    f = plan.final
+    await c.execute(
+        "INSERT INTO final_standings (board, window_id, position, rank, player_id, points, "
+        "reached_at) SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], "
+        "$6::bigint[], $7::bigint[])",
+        board,
+        window.id,
+        [e.position for e in f],
+        [e.rank for e in f],
+        [e.player_id for e in f],
+        [e.points for e in f],
+        [e.reached_at for e in f],
+    )
+    m = plan.moves
+    await c.execute(
+        "INSERT INTO league_tiers (board, player_id, tier, cohort, window_start, moved) "
+        "SELECT $1, p, t, $4, $5, mv FROM unnest($2::text[], $3::text[], $6::text[]) "
+        "AS u(p, t, mv) ON CONFLICT (board, player_id) DO UPDATE SET tier = excluded.tier, "
+        "cohort = excluded.cohort, window_start = excluded.window_start, moved = excluded.moved "
+        "WHERE excluded.window_start >= league_tiers.window_start",
+        board,
+        [x.player_id for x in m],
+        [x.next_tier for x in m],
+        window.id,
+        window.start,
+        [x.change for x in m],
+    )
+    await c.execute(
+        "INSERT INTO webhook_events (id, type, at, data, ready) VALUES ($1, $2, $3, $4, true) "
+        "ON CONFLICT (id) DO NOTHING",
+        plan.event_id,
+        events.COHORT_FROZEN,
+        float(now),
+        plan.event,
+    )
+    return True
