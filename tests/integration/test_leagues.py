@@ -22,6 +22,7 @@ import pytest
 
 from podium.api.app import create_app
 from podium.domain import events
+from podium.ports import BoardKey
 from podium.service import Service
 from podium.tournaments import Specs
 from podium.workers.updater import Updater
@@ -292,6 +293,11 @@ async def test_first_results_racing_never_overfill_a_cohort(league: League) -> N
     assert all(len(v) <= 3 for v in seen.values()) and sum(map(len, seen.values())) == 11
     if lg.kind != "split":  # one database: filled first come, one cohort left open
         assert sorted(len(v) for v in seen.values()) == [2, 3, 3, 3], seen
+    split = lg.app.state.backends.split
     for cohort_id, members in seen.items():
         c = await lg.get(f"/v1/boards/day/cohorts/{cohort_id}")
         assert sorted(m["playerId"] for m in c["members"]) == sorted(members)
+        if split is not None:  # a split index: the whole cohort on one shard, one sorted set
+            key = BoardKey("day", cohort_id)
+            counts = [await shard.count(key) for shard in split.shards]
+            assert sorted(counts)[-1] == len(members) and sum(counts) == len(members), counts

@@ -146,7 +146,9 @@ def test_every_example_is_valid() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     for example in EXAMPLES:
         VALID.validate(example)
-    assert {e["type"] for e in EXAMPLES} == {"window.frozen", "player.banned", "player.flagged"}
+    assert {e["type"] for e in EXAMPLES} == {
+        "window.frozen", "cohort.frozen", "player.banned", "player.flagged"
+    }
 
 
 @pytest.mark.slow
