@@ -147,7 +147,10 @@ def test_every_example_is_valid() -> None:
     for example in EXAMPLES:
         VALID.validate(example)
     assert {e["type"] for e in EXAMPLES} == {
-        "window.frozen", "cohort.frozen", "player.banned", "player.flagged"
+        "window.frozen",
+        "cohort.frozen",
+        "player.banned",
+        "player.flagged",
     }
 
 

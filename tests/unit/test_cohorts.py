@@ -56,7 +56,7 @@ def test_a_league_refused_names_the_field(fields: dict[str, object], named: str)
 
 
 def test_league_rules_checked_in_the_domain_too() -> None:
-    with pytest.raises(LeagueError, match="^tiers"):
+    with pytest.raises(LeagueError, match=r"^tiers"):
         League(30, (), 0, 0)
     assert LEAGUE.lowest == "bronze" and LEAGUE.tier("gone") == "bronze"
     assert LEAGUE.moved("diamond", 1) == "diamond" and LEAGUE.moved("bronze", -1) == "bronze"
