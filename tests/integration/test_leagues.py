@@ -21,9 +21,10 @@ import jsonschema
 import pytest
 
 from podium.api.app import create_app
-from podium.domain import events
+from podium.domain import cohorts, events
 from podium.ports import BoardKey
 from podium.service import Service
+from podium.store.postgres.cohorts import STRIPES
 from podium.tournaments import Specs
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
@@ -113,17 +114,31 @@ class League:
     async def cohort_of(self, player: str, status: int = 200, **params: Any) -> Any:
         return await self.get(f"/v1/boards/day/players/{player}/cohort", status, **params)
 
+    @property
+    def stripes(self) -> int:
+        """How many stripes of players fill cohorts of their own (Postgres stripes them)."""
+        return 1 if self.kind == "embedded" else STRIPES
+
+    def numbers(self, player: str) -> list[int]:
+        """The numbers of the first cohorts of a tier that ``player``'s stripe makes."""
+        s = cohorts.stripe_of(player, self.stripes)
+        return [s + 1 + self.stripes * k for k in range(3)]
+
     def together(self, n: int, prefix: str) -> list[str]:
-        """``n`` player ids on one database (on a split store, cohorts are made on the
-        database of the players placed, so first come is counted there)."""
+        """``n`` player ids placed in the same cohorts first come: of one stripe, and on a
+        split store on one database (cohorts are made on the database of the players
+        placed, so first come is counted there)."""
         store = self.app.state.backends.store
-        if self.kind != "split":
-            return [f"{prefix}{i}" for i in range(n)]
+
+        def where(p: str) -> tuple[str, int]:
+            db = store.url_of(p) if self.kind == "split" else ""
+            return db, cohorts.stripe_of(p, self.stripes)
+
         found: list[str] = []
         i = 0
         while len(found) < n:
             p = f"{prefix}{i}"
-            if not found or store.url_of(p) == store.url_of(found[0]):
+            if not found or where(p) == where(found[0]):
                 found.append(p)
             i += 1
         return found
@@ -181,9 +196,10 @@ async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: 
     assert again["players"][0]["totals"] == {"week": 10, "day": 10}
     await lg.apply()
 
+    one, two, three = lg.numbers(p0)
     first = await lg.cohort_of(p0)
     window = first["window"]
-    assert plain(first["cohortId"]) == f"{window}.bronze-1" and first["tier"] == "bronze"
+    assert plain(first["cohortId"]) == f"{window}.bronze-{one}" and first["tier"] == "bronze"
     assert first["size"] == 3 and first["frozen"] is False
     assert first["endsAt"] == rfc3339(lg.day0 + DAY)
     # the lowest tier promotes its top and demotes no one
@@ -195,9 +211,9 @@ async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: 
     assert by_id == first | {"asOf": by_id["asOf"]}
     ids = {p: plain((await lg.cohort_of(p))["cohortId"]) for p in players}
     assert ids == {
-        **dict.fromkeys([p0, p1, p2], f"{window}.bronze-1"),
-        **dict.fromkeys([p3, p4, p5], f"{window}.bronze-2"),
-        p6: f"{window}.bronze-3",
+        **dict.fromkeys([p0, p1, p2], f"{window}.bronze-{one}"),
+        **dict.fromkeys([p3, p4, p5], f"{window}.bronze-{two}"),
+        p6: f"{window}.bronze-{three}",
     }
     # more results move the ranks, never the cohort
     await lg.submit("m-late", t + 100, {p0: 50, p4: 1})
@@ -206,7 +222,7 @@ async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: 
     assert moved["cohortId"] == first["cohortId"]
     assert [m["playerId"] for m in moved["members"]] == [p0, p2, p1]
 
-    problem = await lg.get(f"/v1/boards/day/cohorts/{window}.bronze-9", 404)
+    problem = await lg.get(f"/v1/boards/day/cohorts/{window}.bronze-99", 404)
     assert "no cohort" in problem["detail"]
     await lg.cohort_of("nobody", 404)
     await lg.get(f"/v1/boards/week/players/{p0}/cohort", 404)  # not a league board
@@ -235,13 +251,13 @@ async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: 
 
     sent = await lg.events()
     assert sorted(plain(i) for i, _ in sent) == sorted(
-        events.cohort_frozen_id("day", f"{window}.bronze-{n}") for n in (1, 2, 3)
+        events.cohort_frozen_id("day", f"{window}.bronze-{n}") for n in (one, two, three)
     )
     for _, body in sent:
         VALID.validate(body)
-    one = next(b for i, b in sent if plain(i).endswith("bronze-1"))["data"]
-    assert one["tier"] == "bronze" and one["window"] == window
-    assert [(m["playerId"], m["rank"], m["move"], m["nextTier"]) for m in one["members"]] == [
+    data = next(b for i, b in sent if plain(i).endswith(f"bronze-{one}"))["data"]
+    assert data["tier"] == "bronze" and data["window"] == window
+    assert [(m["playerId"], m["rank"], m["move"], m["nextTier"]) for m in data["members"]] == [
         (p0, 1, "up", "silver"), (p2, 2, "stay", "bronze"), (p1, 3, "stay", "bronze")
     ]  # fmt: skip
 
@@ -260,21 +276,22 @@ async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: 
 async def test_a_banned_player_leaves_their_cohort(league: League) -> None:
     lg = league
     t = lg.day0 + HOUR
-    await lg.submit("m1", t, {"a": 10, "b": 20, "c": 30})
+    a, b, c = lg.together(3, "x")
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
     await lg.apply()
-    cohort = (await lg.cohort_of("a"))["cohortId"]
+    cohort = (await lg.cohort_of(a))["cohortId"]
     r = await lg.client.post(
-        "/v1/admin/players/c/ban", json={"reason": "cheat"}, headers=lg.auth(lg.admin)
+        f"/v1/admin/players/{c}/ban", json={"reason": "cheat"}, headers=lg.auth(lg.admin)
     )
     assert r.status_code == 204, r.text
     lg.podium.reads.clear_cache()
     after = await lg.get(f"/v1/boards/day/cohorts/{cohort}")
-    assert [m["playerId"] for m in after["members"]] == ["b", "a"]
+    assert [m["playerId"] for m in after["members"]] == [b, a]
     lg.clock.t = lg.day0 + DAY + 61
     assert await lg.podium.leagues.freeze_due() == 1
     final = await lg.get(f"/v1/boards/day/cohorts/{cohort}")
-    assert [(m["playerId"], m["rank"]) for m in final["members"]] == [("b", 1), ("a", 2)]
-    assert (await lg.get("/v1/players/c/tiers"))["boards"][0]["cohortId"] is None
+    assert [(m["playerId"], m["rank"]) for m in final["members"]] == [(b, 1), (a, 2)]
+    assert (await lg.get(f"/v1/players/{c}/tiers"))["boards"][0]["cohortId"] is None
 
 
 async def test_first_results_racing_never_overfill_a_cohort(league: League) -> None:
@@ -291,7 +308,16 @@ async def test_first_results_racing_never_overfill_a_cohort(league: League) -> N
         seen.setdefault(c["cohortId"], []).append(p)
         assert p in [m["playerId"] for m in c["members"]]
     assert all(len(v) <= 3 for v in seen.values()) and sum(map(len, seen.values())) == 11
-    if lg.kind != "split":  # one database: filled first come, one cohort left open
+    # at most one cohort left part-full by each stripe (on each database of a split store)
+    stripes = {
+        (
+            lg.kind == "split" and lg.app.state.backends.store.url_of(p),
+            cohorts.stripe_of(p, lg.stripes),
+        )
+        for p in players
+    }
+    assert sum(len(v) < 3 for v in seen.values()) <= len(stripes), seen
+    if lg.kind == "embedded":  # one database, no stripes: first come, one cohort left open
         assert sorted(len(v) for v in seen.values()) == [2, 3, 3, 3], seen
     split = lg.app.state.backends.split
     for cohort_id, members in seen.items():

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from podium.domain.models import FinalEntry
-from podium.domain.sharding import shard_of
+from podium.domain.sharding import bucket_of, shard_of
 from podium.domain.windows import Window, WindowError, WindowRule, parse_window
 
 SEP = "."  # window id, SEP, cohort: no window id holds a dot (domain/windows.py)
@@ -184,6 +184,12 @@ def fill(open_cohorts: Sequence[tuple[str, int]], made: int, size: int) -> tuple
         if members < size:
             return cohort, members + 1
     return None, made + 1
+
+
+def stripe_of(player_id: str, stripes: int) -> int:
+    """The stripe of players a placement queues in, on a store that stripes them (each
+    stripe fills cohorts of its own, numbered ``stripe + 1``, ``stripe + 1 + stripes``, ...)."""
+    return bucket_of(player_id) % stripes if stripes > 1 else 0
 
 
 # -- zones and moves ---------------------------------------------------------------------

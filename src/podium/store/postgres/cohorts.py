@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
 COHORT_COLS = "board, cohort, window_id, tier, members"
+# Placements of a tier queue on one lock per stripe of players, each held until its record
+# commits: with one, a window's first results placed one at a time (25 a second on a busy
+# 2-core machine, benchmarks/cohort_accept.py); each stripe fills cohorts of its own, first
+# come, so at most this many are left part-full in a tier when the window ends.
+STRIPES = 8
 
 
 def _cohort(r: Row) -> Cohort:
@@ -37,87 +42,35 @@ async def place(
 ) -> list[tuple[Target, BoardSpec]]:
     """Inside a record's transaction, after its locks (the player's, and its board windows'
     shared): each pending cohort target as the cohort the player is in, placing them now on
-    their first result in the window; left out on a retry of a result stored before they
-    were placed, or in a window frozen (or fenced) here."""
+    their first result in the window (``podium_place_cohort``, migration 016: one round
+    trip); left out on a retry of a result stored before they were placed, or in a window
+    frozen (or fenced) here."""
     out: list[tuple[Target, BoardSpec]] = []
+    stripe = cohorts.stripe_of(player_id, STRIPES)
     for t, spec in targets:
         found = cohorts.pending_tier(t.window)
         if found is None or spec.league is None:
             out.append((t, spec))
             continue
         window, tier = found
-        row = await c.fetchrow(
-            "SELECT m.cohort, "
-            "EXISTS (SELECT 1 FROM results WHERE player_id = $3 AND match_id = $4) AS stored, "
-            "EXISTS (SELECT 1 FROM frozen_windows WHERE board = $1 AND window_id = $2) AS frozen "
-            "FROM (SELECT 1) AS one LEFT JOIN cohort_members m "
-            "ON m.board = $1 AND m.window_id = $2 AND m.player_id = $3",
+        tier = spec.league.tier(tier)
+        cohort = await c.fetchval(
+            "SELECT podium_place_cohort($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             t.board,
             window,
+            tier,
+            spec.league.cohort_size,
+            stripe,
+            STRIPES,
             player_id,
             match_id,
-        )
-        assert row is not None
-        if row["cohort"] is not None:
-            out.append((Target(t.board, row["cohort"], t.start), spec))
-            continue
-        if row["stored"] or row["frozen"]:
-            continue
-        league = spec.league
-        cohort = await _allocate(c, t.board, window, league.tier(tier), league.cohort_size)
-        await c.execute(
-            "INSERT INTO cohort_members (board, window_id, player_id, cohort, placed_at) "
-            "VALUES ($1, $2, $3, $4, $5)",
-            t.board,
-            window,
-            player_id,
-            cohort,
             float(now),
+            locks.COHORT_NS,
+            locks.cohort_key(t.board, window, f"{tier}/{stripe}"),
         )
-        out.append((Target(t.board, cohort, t.start), spec))
+        if cohort is not None:
+            out.append((Target(t.board, cohort, t.start), spec))
     return out
-
-
-async def _allocate(c: Conn, board: str, window: str, tier: str, size: int) -> str:
-    """The cohort a new member of ``tier`` goes to, its count raised (or a new one made),
-    under the tier's lock to the end of the record's transaction."""
-    await c.execute(
-        "SELECT pg_advisory_xact_lock($1, $2)",
-        locks.COHORT_NS,
-        locks.cohort_key(board, window, tier),
-    )
-    rows = await c.fetch(
-        "SELECT cohort, members FROM cohorts WHERE board = $1 AND window_id = $2 AND tier = $3 "
-        "AND members < $4 ORDER BY n LIMIT 1",
-        board,
-        window,
-        tier,
-        size,
-    )
-    made = await c.fetchval(
-        "SELECT count(*) FROM cohorts WHERE board = $1 AND window_id = $2 AND tier = $3",
-        board,
-        window,
-        tier,
-    )
-    cohort, after = cohorts.fill([(r["cohort"], r["members"]) for r in rows], int(made), size)
-    if cohort is not None:
-        await c.execute(
-            "UPDATE cohorts SET members = $3 WHERE board = $1 AND cohort = $2", board, cohort, after
-        )
-        return cohort
-    origin = await c.fetchval("SELECT origin FROM cohort_origin")
-    cohort = cohorts.cohort_id(window, tier, after, origin)
-    await c.execute(
-        "INSERT INTO cohorts (board, window_id, tier, n, cohort, members) "
-        "VALUES ($1, $2, $3, $4, $5, 1)",
-        board,
-        window,
-        tier,
-        after,
-        cohort,
-    )
-    return cohort
 
 
 class Cohorts(Database):
