@@ -133,6 +133,11 @@ def is_cohort(window_id: str) -> bool:
     return parse(window_id) is not None
 
 
+def of_league(window_id: str) -> bool:
+    """Whether a target's window is a cohort's, placed or pending."""
+    return window_id.endswith(PENDING) or parse(window_id) is not None
+
+
 def pending_tier(window_id: str) -> tuple[str, str] | None:
     """(window, tier) of a pending target's window; None for any other window id."""
     if not window_id.endswith(PENDING):

@@ -33,44 +33,66 @@ def _cohort(r: Row) -> Cohort:
     return Cohort(r["board"], r["cohort"], r["window_id"], r["tier"], r["members"])
 
 
-async def place(
-    c: Conn,
-    player_id: str,
-    match_id: str,
-    targets: Sequence[tuple[Target, BoardSpec]],
-    now: float,
+async def known(
+    c: Conn, player_id: str, targets: Sequence[tuple[Target, BoardSpec]]
 ) -> list[tuple[Target, BoardSpec]]:
-    """Inside a record's transaction, after its locks (the player's, and its board windows'
-    shared): each pending cohort target as the cohort the player is in, placing them now on
-    their first result in the window (``podium_place_cohort``, migration 016: one round
-    trip); left out on a retry of a result stored before they were placed, or in a window
-    frozen (or fenced) here."""
+    """Inside a record's transaction, after its player's lock (so no other record places
+    them meanwhile): each pending cohort target as the cohort the player was placed in, if
+    a record placed them; the rest stay pending, placed by the write (``place_args``)."""
     out: list[tuple[Target, BoardSpec]] = []
-    stripe = cohorts.stripe_of(player_id, STRIPES)
     for t, spec in targets:
         found = cohorts.pending_tier(t.window)
-        if found is None or spec.league is None:
+        if found is None:
             out.append((t, spec))
             continue
-        window, tier = found
-        tier = spec.league.tier(tier)
         cohort = await c.fetchval(
-            "SELECT podium_place_cohort($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "SELECT cohort FROM cohort_members WHERE board = $1 AND window_id = $2 "
+            "AND player_id = $3",
             t.board,
-            window,
-            tier,
-            spec.league.cohort_size,
-            stripe,
-            STRIPES,
+            found[0],
             player_id,
-            match_id,
-            float(now),
-            locks.COHORT_NS,
-            locks.cohort_key(t.board, window, f"{tier}/{stripe}"),
         )
-        if cohort is not None:
-            out.append((Target(t.board, cohort, t.start), spec))
+        out.append((t if cohort is None else Target(t.board, cohort, t.start), spec))
     return out
+
+
+def place_args(
+    player_id: str, match_id: str, target: Target, spec: BoardSpec, now: float
+) -> list[object]:
+    """The arguments of ``podium_place_cohort`` (migration 016) for a pending target: the
+    player placed under the lock of their stripe of the tier, in one statement, last in the
+    record's transaction, so that the lock is held for that statement and the commit."""
+    found = cohorts.pending_tier(target.window)
+    assert found is not None and spec.league is not None
+    window, tier = found
+    tier = spec.league.tier(tier)
+    stripe = cohorts.stripe_of(player_id, STRIPES)
+    return [
+        target.board,
+        window,
+        tier,
+        spec.league.cohort_size,
+        stripe,
+        STRIPES,
+        player_id,
+        match_id,
+        float(now),
+        locks.COHORT_NS,
+        locks.cohort_key(target.board, window, f"{tier}/{stripe}"),
+    ]
+
+
+PLACE = "SELECT podium_place_cohort($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+
+
+async def place(
+    c: Conn, player_id: str, match_id: str, target: Target, spec: BoardSpec, now: float
+) -> str:
+    """One placement on its own statement (a record with pending targets on several league
+    boards places all but the last so)."""
+    cohort = await c.fetchval(PLACE, *place_args(player_id, match_id, target, spec, now))
+    assert cohort is not None, "placed only where the record writes a new result"
+    return str(cohort)
 
 
 class Cohorts(Database):
