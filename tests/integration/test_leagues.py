@@ -22,10 +22,12 @@ import pytest
 
 from podium.api.app import create_app
 from podium.domain import cohorts, events
+from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
 from podium.service import Service
 from podium.store.postgres.cohorts import STRIPES
 from podium.tournaments import Specs
+from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 
@@ -327,3 +329,28 @@ async def test_first_results_racing_never_overfill_a_cohort(league: League) -> N
             key = BoardKey("day", cohort_id)
             counts = [await shard.count(key) for shard in split.shards]
             assert sorted(counts)[-1] == len(members) and sum(counts) == len(members), counts
+
+
+async def test_the_reconciler_mends_a_cohort_key(league: League) -> None:
+    """A cohort is a window of its board to the reconciler too: a member lost and a score
+    written wrong behind podium's back are put back from the store."""
+    lg = league
+    t = lg.day0 + HOUR
+    a, b, c = lg.together(3, "z")
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
+    await lg.apply()
+    cohort = (await lg.cohort_of(a))["cohortId"]
+    before = (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"]
+    back = lg.app.state.backends
+    key = BoardKey("day", cohort)
+    w = cohorts.window_of(back.settings.board("day").rule, cohort)
+    for p in (a, b):  # ban + unban clears a member and its version: then a plain write lands
+        await back.index.ban([key], p)
+        await back.index.unban([key], p)
+    await back.index.write(key, [(b, 1 << 40)], descending=True, expire_at=index_expiry(w))
+    broken = (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"]
+    assert [m["playerId"] for m in broken] == [b, c]
+    rec = Reconciler(back.settings, back.store, back.index, back.clock, batch=5)
+    for _ in range(40):
+        await rec.step()
+    assert (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"] == before
