@@ -139,7 +139,7 @@ class Leagues:
             raise NotFound(f"board {board} has no cohort {cohort_id!r}")
         assert spec.league is not None
         now = self.clock.now()
-        frozen = await self.lifecycle.is_frozen(board, c.id)
+        frozen = c.id in await self.store.frozen_cohorts(board, [c.id])
         if frozen:
             final = await self.lifecycle.store.final_page(board, c.id, 1, spec.league.cohort_size)
             rows = [(e.player_id, e.points, e.rank) for e in final]
@@ -218,17 +218,16 @@ class Leagues:
         now = self.clock.now()
         froze = 0
         for spec in self.boards.values():
-            frozen = await self.lifecycle.frozen(spec.name)
             for window_id in await self._closed(spec, now):
-                for c in await self.store.cohorts(spec.name, window_id):
+                found = await self.store.cohorts(spec.name, window_id)
+                frozen = await self.store.frozen_cohorts(spec.name, [c.id for c in found])
+                for c in found:
                     if c.id in frozen:
                         continue
                     w = cohorts.cohort_window(spec.rule, c.id)
                     if w is None:
                         continue
                     froze += int(await self.store.freeze_cohort(spec, c, w, now))
-            if froze:
-                self.lifecycle.forget(spec.name)
         return froze
 
     async def _closed(self, spec: BoardSpec, now: float) -> list[str]:

@@ -60,10 +60,6 @@ class Lifecycle:
     async def is_frozen(self, board: str, window_id: str) -> bool:
         return window_id in await self.frozen(board)
 
-    def forget(self, board: str) -> None:
-        """Read the board's frozen windows again on next use (a league's cohorts froze)."""
-        self._frozen.forget(board)
-
     # -- freezing ---------------------------------------------------------------------
 
     async def freeze(self, spec: BoardSpec, window: Window) -> tuple[bool, FrozenWindow]:

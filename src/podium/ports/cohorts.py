@@ -66,6 +66,10 @@ class CohortStore(Protocol):
         """Everyone placed in the cohort, by id."""
         ...
 
+    async def frozen_cohorts(self, board: str, cohort_ids: Sequence[str]) -> set[str]:
+        """Which of these cohorts are frozen (``Windows.frozen`` leaves cohorts out)."""
+        ...
+
     async def freeze_cohort(
         self, spec: BoardSpec, cohort: Cohort, window: Window, now: float
     ) -> bool:

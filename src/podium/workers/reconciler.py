@@ -75,7 +75,7 @@ from podium import metrics
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
-from podium.domain.cohorts import cohort_window, window_of
+from podium.domain.cohorts import base_window, cohort_window, window_of
 from podium.domain.models import Standing
 from podium.domain.windows import (
     Window,
@@ -164,8 +164,8 @@ class Reconciler:
         for spec in self._settings.boards:
             frozen = await self._store.frozen(spec.name)
             for wid in await self._store.windows(spec.name):
-                if wid in frozen:
-                    continue  # served from its final standings, not from the index
+                if wid in frozen or base_window(wid) in frozen:
+                    continue  # served from its final standings (a cohort's: its window's)
                 w = _indexed(spec, wid, now)
                 if w is not None:
                     key = BoardKey(spec.name, wid)

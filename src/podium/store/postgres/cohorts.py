@@ -155,6 +155,19 @@ class Cohorts(Database):
         )
         return [r["player_id"] for r in rows]
 
+    async def frozen_cohorts(self, board: str, cohort_ids: Sequence[str]) -> set[str]:
+        """Frozen here: decided, not only fenced (a cohort's freeze writes an archive of ''
+        since it keeps no file; a split store's fence row has none)."""
+        if not cohort_ids:
+            return set()
+        rows = await self._fetch(
+            "SELECT window_id FROM frozen_windows WHERE board = $1 "
+            "AND window_id = ANY($2::text[]) AND archive IS NOT NULL",
+            board,
+            list(set(cohort_ids)),
+        )
+        return {r["window_id"] for r in rows}
+
     async def freeze_cohort(
         self, spec: BoardSpec, cohort: Cohort, window: Window, now: float
     ) -> bool:

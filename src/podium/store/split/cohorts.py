@@ -46,6 +46,9 @@ class Cohorts(Windows):
         found = await self.router.each(lambda db: db.members(board, cohort_id))
         return sorted({p for part in found.values() for p in part})
 
+    async def frozen_cohorts(self, board: str, cohort_ids: Sequence[str]) -> set[str]:
+        return await self.router.home.frozen_cohorts(board, cohort_ids)
+
     async def freeze_cohort(
         self, spec: BoardSpec, cohort: Cohort, window: Window, now: float
     ) -> bool:

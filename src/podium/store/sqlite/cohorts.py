@@ -163,6 +163,19 @@ class Cohorts(Database):
         )
         return [r["player_id"] for r in rows]
 
+    async def frozen_cohorts(self, board: str, cohort_ids: Sequence[str]) -> set[str]:
+        ids = list(set(cohort_ids))
+        if not ids:
+            return set()
+        marks = ",".join("?" * len(ids))
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT window_id FROM frozen_windows WHERE board = ? AND window_id IN ({marks})",
+                (board, *ids),
+            ).fetchall()
+        )
+        return {r["window_id"] for r in rows}
+
     async def freeze_cohort(
         self, spec: BoardSpec, cohort: Cohort, window: Window, now: float
     ) -> bool:
