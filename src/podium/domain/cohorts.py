@@ -9,8 +9,9 @@ small sorted set, kept whole on one index shard (``cohort_shard``).
 
 A player's first result in a window places them: the record asks for the pending target
 ``2026-W44.gold*`` (their tier), and the store, inside the record's transaction, puts them
-in the first open cohort of that tier (fewest made first), or makes a new one, under a lock
-on the tier (``fill``). A retry finds the placement the first record made.
+in the first open cohort of that tier (the first made first), or makes a new one (``fill``),
+in an order the store keeps (SQLite's one writer; on Postgres a lock on the player's stripe
+of the tier, ``stripe_of``). A retry finds the placement the first record made.
 
 When a window freezes, each cohort freezes on its own, exactly once, and its top
 ``promote`` move a tier up and its bottom ``demote`` a tier down (``plan_moves``), written in
