@@ -268,10 +268,12 @@ class Backends:
         await self._marked()
 
     async def rebuild_live(self) -> int:
-        """Every live window refilled from the store, tournaments' runs too: at the start of
-        the in-process index, and by the mender for a Redis that lost its data."""
+        """Every live window refilled from the store, tournaments' runs and leagues' cohorts
+        too: at the start of the in-process index, and by the mender for a Redis that lost
+        its data."""
         n = await self.podium.rebuilds.rebuild_live()
-        return n + await self.podium.tournaments.rebuild_live(self.podium.rebuilds)
+        n += await self.podium.tournaments.rebuild_live(self.podium.rebuilds)
+        return n + await self.podium.leagues.rebuild_live(self.podium.rebuilds)
 
     async def _marked(self) -> None:
         """A Redis index without its generation markers (new, or emptied while no process
@@ -303,6 +305,7 @@ class Backends:
             self.podium.rebuilds.copy_profiles,
             self.generations,
             self.rebuild_live,
+            self.podium.leagues,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:

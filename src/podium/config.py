@@ -22,7 +22,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from annotated_types import Ge, Gt, Le, MinLen
+from annotated_types import Ge, Gt, Le, MaxLen, MinLen
 from pydantic import (
     AfterValidator,
     AwareDatetime,
@@ -46,6 +46,7 @@ from pydantic_core import ErrorDetails, core_schema
 
 from podium.domain import schedule
 from podium.domain.boards import Aggregate, Below, BoardSpec, Order, Ties, can_fall
+from podium.domain.cohorts import MAX_COHORT, MAX_TIERS, League, LeagueError
 from podium.domain.models import Mode
 from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
@@ -429,6 +430,48 @@ class _BoardTable:
     """Schedule boards (and only they): how long each window lasts, in seconds; no longer
     than the shortest time between two starts of the schedule."""
 
+    cohort_size: Annotated[
+        Annotated[int, Strict(), Ge(2), Le(MAX_COHORT)] | None,
+        _says(_WHOLE, f"expected 2 to {MAX_COHORT}"),
+    ] = None
+    """A league board: each window is played besides in cohorts of this many players
+    (first come; a player's first result in a window places them in their tier)."""
+    tiers: Annotated[
+        Annotated[tuple[Name, ...], MinLen(1), MaxLen(MAX_TIERS)] | None,
+        _says("expected a list of tier names, lowest first", f"name 1 to {MAX_TIERS} tiers"),
+    ] = None
+    """A league board's tiers, lowest first (a new player starts in the first)."""
+    promote: Annotated[int, Strict(), Ge(0), _says(_WHOLE, "expected 0 or more")] = 0
+    """A league board: how many of each cohort's top move a tier up when its window freezes."""
+    demote: Annotated[int, Strict(), Ge(0), _says(_WHOLE, "expected 0 or more")] = 0
+    """A league board: how many of each cohort's bottom move a tier down."""
+
+    @model_validator(mode="after")
+    def _league(self) -> Self:
+        if self.cohort_size is None:
+            if self.tiers is not None or self.promote or self.demote:
+                which = (
+                    "tiers" if self.tiers is not None else "promote" if self.promote else "demote"
+                )
+                raise ValueError(f"{which}: only on a league board (with cohort_size)")
+            return self
+        if self.tiers is None:
+            raise ValueError("tiers: required on a league board (with cohort_size)")
+        if self.window is WindowKind.ALL:
+            raise ValueError("cohort_size: not on an all-time board (cohorts live a window)")
+        if self.group_by is not None:
+            raise ValueError("cohort_size: not on a board split by group_by")
+        try:
+            League(self.cohort_size, self.tiers, self.promote, self.demote)
+        except LeagueError as e:
+            raise ValueError(str(e)) from None
+        if self.exact_top < self.cohort_size:
+            raise ValueError(
+                f"exact_top: at least cohort_size ({self.cohort_size}), which a cohort's "
+                "final standings keep whole"
+            )
+        return self
+
     @field_validator("schedule")
     @classmethod
     def _cron(cls, expr: str | None, info: ValidationInfo) -> str | None:
@@ -487,6 +530,9 @@ class _BoardTable:
             freeze_after_s=self.freeze_after_s,
             modes=self.modes,
             group_by=self.group_by,
+            league=None
+            if self.cohort_size is None or self.tiers is None
+            else League(self.cohort_size, self.tiers, self.promote, self.demote),
         )
 
 

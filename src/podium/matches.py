@@ -30,6 +30,7 @@ from podium.domain.tournaments import Entered, tournament_totals
 from podium.domain.validation import id_problem, results_problem
 from podium.domain.windows import WindowKind, to_rfc3339
 from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
+from podium.leagues import Leagues
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, MatchFacts, MatchRead, Results
 from podium.recording import HOUR, check_cap, check_replay
@@ -46,12 +47,14 @@ class Matches:
         lifecycle: Lifecycle,
         clock: Clock,
         tournaments: Tournaments | None = None,
+        leagues: Leagues | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.lifecycle = lifecycle  # which windows were frozen early
         self.clock = clock
         self.tournaments = tournaments  # live tournaments: more targets, chosen by player
+        self.leagues = leagues  # league boards' cohorts: one more target each, by player
 
     def targets(self, mode: str, ended_at: int, now: float) -> list[tuple[Target, BoardSpec]]:
         """The board windows a result counts for: the window holding ``ended_at`` on every
@@ -127,6 +130,11 @@ class Matches:
         extra: dict[str, list[tuple[Target, BoardSpec]]] = {p: [] for p in ids}
         if self.tournaments is not None:
             extra = await self.tournaments.targets(mode.name, ended_at, now, ids)
+        if self.leagues is not None and self.leagues.boards:
+            # Each player's cohort (or, on a first result, the pending target of their tier,
+            # placed by the store inside the record's transaction).
+            for p, more in (await self.leagues.targets(targets, ids)).items():
+                extra[p] = extra[p] + more
         read_targets = targets + list({t: (t, s) for p in ids for t, s in extra[p]}.values())
         cap = mode.max_results_per_player_per_hour
         # The match is claimed for this key (unless another has it), with its facts, in the

@@ -12,6 +12,7 @@ import secrets
 from typing import Protocol
 
 from podium.config import Settings
+from podium.domain.cohorts import cohort_window
 from podium.domain.windows import index_expiry, indexed_window
 from podium.ports import BoardKey, Clock, Meta, Players, ProfileCopy, RankIndex, Windows
 from podium.reads import Reads
@@ -49,7 +50,8 @@ class Rebuilds:
     async def rebuild(self, board: str, window_id: str) -> int:
         """Replace one board window in the index with what the store holds."""
         spec = self.reads.board(board)
-        w = self.reads.window(spec, window_id)
+        # A league's cohort is a window of its board (domain/cohorts.py) no read names.
+        w = cohort_window(spec.rule, window_id) or self.reads.window(spec, window_id)
         # Plain rows and lists, the codec's encode bound once: this loop runs for every
         # entry of the board (a million at an embedded start), so each object and lookup
         # per row shows in the start's time (BENCHMARKS.md, issue 23).

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
+from podium.domain.cohorts import of_league
 from podium.domain.models import ResultRecord, Target
 from podium.domain.plans import UNKNOWN_GROUP, group_of
 from podium.domain.tournaments import TournamentSpec, attempt, totals_of
@@ -105,7 +106,8 @@ def fold_targets(
             changes.append((target, new))
         final = new or cur
         assert final is not None
-        totals.update(totals_of(spec, final))
+        if not of_league(target.window):  # a cohort's total is its board's: answered once
+            totals.update(totals_of(spec, final))
     return totals, changes
 
 
@@ -178,7 +180,7 @@ def plan_record(
         stored = {
             board: total
             for t, spec in placed
-            if (t.board, t.window) in state.tallies
+            if (t.board, t.window) in state.tallies and not of_league(t.window)
             for board, total in totals_of(spec, state.tallies[(t.board, t.window)]).items()
         }
         return RecordPlan(stored, True, [])

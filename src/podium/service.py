@@ -14,6 +14,8 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``lookups``: players looked up by id on a board (``lookups.py``);
 - ``webhooks``: the admin's list of webhook deliveries (``webhook_admin.py``).
 - ``tournaments``: tournaments made, joined, counted and read (``tournaments.py``).
+- ``leagues``: league boards' cohorts: placed, read, frozen with their tier moves
+  (``leagues.py``).
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
@@ -30,6 +32,7 @@ from podium.config import Settings
 from podium.credentials import Keys
 from podium.groups import Groups
 from podium.health import Health
+from podium.leagues import Leagues
 from podium.lifecycle import Lifecycle
 from podium.lookups import Lookups
 from podium.matches import Matches
@@ -60,6 +63,7 @@ class Service:
     lookups: Lookups
     webhooks: WebhookAdmin
     tournaments: Tournaments
+    leagues: Leagues
 
     @classmethod
     def wire(
@@ -78,12 +82,13 @@ class Service:
         reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
         past = Past(store, store, index, clock, lifecycle, archive, reads)
         tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads, past)
+        leagues = Leagues(settings, store, index, lifecycle, profiles, clock)
         return cls(
             settings=settings,
             clock=clock,
             reads=reads,
             lifecycle=lifecycle,
-            matches=Matches(settings, store, lifecycle, clock, tournaments),
+            matches=Matches(settings, store, lifecycle, clock, tournaments, leagues),
             keys=Keys(settings, store, clock),
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
             board_admin=BoardAdmin(store, reads, lifecycle),
@@ -94,4 +99,5 @@ class Service:
             lookups=Lookups(reads),
             webhooks=WebhookAdmin(store),
             tournaments=tournaments,
+            leagues=leagues,
         )

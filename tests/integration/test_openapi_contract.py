@@ -75,6 +75,24 @@ min_points = -50
 max_points = 5000
 min_duration_s = 60
 max_duration_s = 3600
+# The default boards, and a league, so that the cohort routes answer for a board that has
+# cohorts as well as for one that has none.
+[[boards]]
+name = "season"
+window = "season"
+[[boards]]
+name = "week"
+window = "week"
+[[boards]]
+name = "day"
+window = "day"
+[[boards]]
+name = "league"
+window = "week"
+cohort_size = 30
+tiers = ["bronze", "silver", "gold"]
+promote = 5
+demote = 5
 """
 
 

@@ -81,10 +81,11 @@ async def test_a_move_copies_every_table_the_players_own(
                 ),
                 tx=False,
             )
-            home_only = {"final_standings", "tournament_entrants"}
+            # tiers are decided on the home, in a cohort's freeze, and never move
+            home_only = {"final_standings", "tournament_entrants", "league_tiers"}
             owned = {r["table_name"] for r in rows} - {"outbox"} - home_only
             assert set(await db.bucket_tables()) == owned
-            assert owned >= {"results", "tallies", "profiles", "friends", "bans"}
+            assert owned >= {"results", "tallies", "profiles", "friends", "bans", "cohort_members"}
     finally:
         await store.close()
 

@@ -154,6 +154,7 @@ def test_every_example_is_valid() -> None:
     assert {e["type"] for e in EXAMPLES} == {
         "window.frozen",
         "tournament.ended",
+        "cohort.frozen",
         "player.banned",
         "player.flagged",
     }

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import groups, keys, lookups, tournaments, webhooks, windows
+from podium.api import cohorts, groups, keys, lookups, tournaments, webhooks, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -39,6 +39,7 @@ reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)
 admin_routes.include_router(tournaments.admin_router)  # tournaments (api/tournaments.py)
 writes.include_router(tournaments.write_router)
 reads.include_router(tournaments.read_router)
+reads.include_router(cohorts.read_router)  # league cohorts and tiers (api/cohorts.py)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

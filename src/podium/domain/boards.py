@@ -12,10 +12,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from podium.domain.codec import ScoreCodec, time_bits_for
 from podium.domain.windows import Window, WindowKind, WindowRule
+
+if TYPE_CHECKING:  # cohorts.py imports models.py, which imports this module
+    from podium.domain.cohorts import League
 
 # A row of a board: (member, score), and maybe more fields that ride along with it.
 R = TypeVar("R", bound=tuple[Any, ...])
@@ -71,6 +74,7 @@ class BoardSpec:
     modes: tuple[str, ...] | None = None  # None: every mode counts
     group_by: str | None = None  # a player attribute ("country"): one board per value
     ranks_below_top: Below = Below.ESTIMATED
+    league: League | None = None  # played in cohorts too (domain/cohorts.py)
     # Made once here, not on every read of ``codec``: a rebuild packs a score for every
     # entry of a board, and building the codec each time was a fifth of a start's CPU
     # (BENCHMARKS.md, issue 23). Not a field of the spec's identity: it follows from them.

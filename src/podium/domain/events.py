@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from podium.domain.cohorts import Move
 from podium.domain.models import FinalEntry
 from podium.domain.tournaments import tournament_of
 from podium.domain.windows import to_rfc3339
@@ -24,9 +25,7 @@ WINDOW_FROZEN = "window.frozen"
 PLAYER_FLAGGED = "player.flagged"
 PLAYER_BANNED = "player.banned"
 TOURNAMENT_ENDED = "tournament.ended"  # a tournament run's freeze: its board is "~<id>"
-# Named in the config's allowed list so that a file can subscribe to it now; nothing emits
-# it yet (cohorts are built elsewhere).
-COHORT_FROZEN = "cohort.frozen"
+COHORT_FROZEN = "cohort.frozen"  # a league cohort's final standings and tier moves
 EVENT_TYPES = (WINDOW_FROZEN, TOURNAMENT_ENDED, COHORT_FROZEN, PLAYER_FLAGGED, PLAYER_BANNED)
 
 TOP_N = 100  # final standings a freeze's event carries; the rest are behind its link
@@ -119,6 +118,38 @@ def window_frozen_data(
 ) -> dict[str, Any]:
     """A window.frozen event's data (``freeze_data`` of a configured board)."""
     return freeze_data(board, window, frozen_at, players, final)
+
+
+def cohort_frozen_id(board: str, cohort: str) -> str:
+    """A cohort freezes once (its window's freeze), so its event's id is derived from it."""
+    return f"{COHORT_FROZEN}:{board}:{cohort}"
+
+
+def cohort_frozen_data(
+    board: str, window: str, cohort: str, tier: str, frozen_at: float, moves: Sequence[Move]
+) -> dict[str, Any]:
+    """What a league's reward job needs: the cohort, its tier, and every member with their
+    final place and the tier they play the next window in (a cohort is small: all of it)."""
+    return {
+        "board": board,
+        "window": window,
+        "cohort": cohort,
+        "tier": tier,
+        "frozenAt": to_rfc3339(frozen_at),
+        "players": len(moves),
+        "cohortPath": f"/v1/boards/{board}/cohorts/{cohort}",
+        "members": [
+            {
+                "position": m.position,
+                "rank": m.rank,
+                "playerId": m.player_id,
+                "points": m.points,
+                "move": m.change,
+                "nextTier": m.next_tier,
+            }
+            for m in moves
+        ],
+    }
 
 
 def encode(data: dict[str, Any]) -> str:

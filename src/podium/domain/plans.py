@@ -7,10 +7,12 @@ version; what a freeze keeps) is written once, and the adapters hold only SQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 
 from podium.domain.boards import BoardSpec, Tally, rank_standings
+from podium.domain.cohorts import Move, base_window, plan_moves
+from podium.domain.events import cohort_frozen_data, cohort_frozen_id, encode
 from podium.domain.models import FinalEntry
 from podium.domain.windows import GROUP_SEP, Window, split_group
 
@@ -78,3 +80,37 @@ def plan_freeze(
     ranked = rank_standings(spec, window, rows)
     final = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked[:keep]]
     return FreezePlan(len(ranked), final)
+
+
+@dataclass(frozen=True, slots=True)
+class CohortFreezePlan:
+    """What freezing a league cohort writes, in one transaction: its final standings (the
+    whole cohort), each member's tier for the next window, and its ``cohort.frozen`` event
+    (id and data, compact JSON)."""
+
+    players: int
+    final: list[FinalEntry]
+    moves: list[Move]
+    event_id: str
+    event: str
+
+
+def plan_cohort_freeze(
+    spec: BoardSpec,
+    window: Window,
+    tier: str,
+    rows: Iterable[tuple[str, Tally]],
+    banned: Collection[str],
+    now: float,
+) -> CohortFreezePlan:
+    """Rank a cohort's tallies (``window``: the cohort's; banned players left out), keep
+    them all, and move its top and bottom (``domain.cohorts.plan_moves``)."""
+    assert spec.league is not None
+    kept = [(p, t) for p, t in rows if p not in banned]
+    plan = plan_freeze(spec, window, kept, max(spec.exact_top, spec.league.cohort_size))
+    moves = plan_moves(spec.league, tier, plan.final)
+    base = base_window(window.id)
+    data = cohort_frozen_data(spec.name, base, window.id, tier, now, moves)
+    return CohortFreezePlan(
+        plan.players, plan.final, moves, cohort_frozen_id(spec.name, window.id), encode(data)
+    )

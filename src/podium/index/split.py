@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import islice
 
+from podium.domain import cohorts
 from podium.domain.boards import merge_in_board_order
 from podium.domain.models import Profile
 from podium.domain.sharding import shard_of
@@ -53,8 +54,23 @@ class SplitIndex:
     def shard_of(self, player_id: str) -> int:
         return shard_of(player_id, len(self.shards))
 
-    def _by_shard(self, members: Sequence[str]) -> dict[int, list[int]]:
-        """Positions of ``members`` grouped by their shard."""
+    def _home(self, key: BoardKey) -> int | None:
+        """The one shard a league cohort's key lives on (``domain.cohorts.cohort_shard``):
+        a cohort is small and read whole, so it is one sorted set, never split by player."""
+        if cohorts.parse(key.window) is None:
+            return None
+        return cohorts.cohort_shard(key.board, key.window, len(self.shards))
+
+    def _of(self, key: BoardKey) -> list[ShardIndex]:
+        """The shards that hold ``key``: every one, or a cohort's own."""
+        home = self._home(key)
+        return self.shards if home is None else [self.shards[home]]
+
+    def _by_shard(self, key: BoardKey, members: Sequence[str]) -> dict[int, list[int]]:
+        """Positions of ``members`` grouped by the shard that holds them on ``key``."""
+        home = self._home(key)
+        if home is not None:
+            return {home: list(range(len(members)))} if members else {}
         groups: dict[int, list[int]] = {}
         for i, m in enumerate(members):
             groups.setdefault(self.shard_of(m), []).append(i)
@@ -85,7 +101,7 @@ class SplitIndex:
         versions: Sequence[int] | None = None,
         metadata: Sequence[Meta] | None = None,
     ) -> int:
-        groups = self._by_shard([m for m, _ in entries])
+        groups = self._by_shard(key, [m for m, _ in entries])
         written = await asyncio.gather(
             *(
                 self.shards[s].write(
@@ -109,7 +125,7 @@ class SplitIndex:
         *,
         expire_at: int | None,
     ) -> int:
-        groups = self._by_shard(members)
+        groups = self._by_shard(key, members)
         removed = await asyncio.gather(
             *(
                 self.shards[s].remove(
@@ -129,7 +145,7 @@ class SplitIndex:
         if start > stop:
             return []
         parts = await asyncio.gather(
-            *(s.page(key, 0, stop, descending=descending) for s in self.shards)
+            *(s.page(key, 0, stop, descending=descending) for s in self._of(key))
         )
         return list(islice(merge_in_board_order(parts, descending), start, stop + 1))
 
@@ -145,7 +161,7 @@ class SplitIndex:
         if n == 0:
             return []
         parts = await asyncio.gather(
-            *(s.page_after(key, after, n, descending=descending) for s in self.shards)
+            *(s.page_after(key, after, n, descending=descending) for s in self._of(key))
         )
         return list(islice(merge_in_board_order(parts, descending), n))
 
@@ -160,7 +176,7 @@ class SplitIndex:
         if n < 0:
             raise ValueError(f"page_from: n must not be negative, not {n}")
         parts = await asyncio.gather(
-            *(s.page_from(key, at, n, descending=descending, before=before) for s in self.shards)
+            *(s.page_from(key, at, n, descending=descending, before=before) for s in self._of(key))
         )
         if before:  # the nearest n ahead: the merge run from the place outwards, reversed
             outwards = ((p.rows[::-1] for p in parts), not descending)
@@ -172,7 +188,7 @@ class SplitIndex:
     async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
         """Each player's score, read from their own shard (one call per shard holding any
         of them)."""
-        groups = self._by_shard(player_ids)
+        groups = self._by_shard(key, player_ids)
         found = await asyncio.gather(
             *(self.shards[s].scores(key, [player_ids[i] for i in at]) for s, at in groups.items())
         )
@@ -195,7 +211,7 @@ class SplitIndex:
         if not probes:
             return [None] * len(player_ids)
         counts = await asyncio.gather(
-            *(s.ahead(key, probes, descending=descending) for s in self.shards)
+            *(s.ahead(key, probes, descending=descending) for s in self._of(key))
         )
         ahead = [sum(c) for c in zip(*counts, strict=True)]
         placed = iter(Placed(a, s, True) for a, (_, s) in zip(ahead, probes, strict=True))
@@ -213,7 +229,10 @@ class SplitIndex:
         if score is None:
             return None
         parts = await asyncio.gather(
-            *(s.near(key, player_id, score, neighbors, descending=descending) for s in self.shards)
+            *(
+                s.near(key, player_id, score, neighbors, descending=descending)
+                for s in self._of(key)
+            )
         )
         rank = sum(p.ahead for p in parts)
         above = list(merge_in_board_order((p.above for p in parts), descending))
@@ -229,7 +248,7 @@ class SplitIndex:
 
     async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
         """Each member's metadata from their own shard (one call per shard holding any)."""
-        groups = self._by_shard(members)
+        groups = self._by_shard(key, members)
         found = await asyncio.gather(
             *(
                 self.shards[s].entry_metadata(key, [members[i] for i in at])
@@ -239,17 +258,28 @@ class SplitIndex:
         return {m: text for part in found for m, text in part.items()}
 
     async def count(self, key: BoardKey) -> int:
-        return sum(await asyncio.gather(*(s.count(key) for s in self.shards)))
+        return sum(await asyncio.gather(*(s.count(key) for s in self._of(key))))
 
     async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
-        parts = await asyncio.gather(*(s.count_between(key, bounds) for s in self.shards))
+        parts = await asyncio.gather(*(s.count_between(key, bounds) for s in self._of(key)))
         return [sum(c) for c in zip(*parts, strict=True)]
 
+    def _keys_by_shard(self, keys: Sequence[BoardKey], player_id: str) -> dict[int, list[BoardKey]]:
+        """The player's keys by the shard each is on: theirs, a cohort's its own."""
+        mine = self.shard_of(player_id)
+        out: dict[int, list[BoardKey]] = {}
+        for k in keys:
+            home = self._home(k)
+            out.setdefault(mine if home is None else home, []).append(k)
+        return out
+
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        await self.shards[self.shard_of(player_id)].ban(keys, player_id)
+        groups = self._keys_by_shard(keys, player_id)
+        await asyncio.gather(*(self.shards[s].ban(ks, player_id) for s, ks in groups.items()))
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
-        await self.shards[self.shard_of(player_id)].unban(keys, player_id)
+        groups = self._keys_by_shard(keys, player_id)
+        await asyncio.gather(*(self.shards[s].unban(ks, player_id) for s, ks in groups.items()))
 
     async def replace(
         self,
@@ -263,7 +293,7 @@ class SplitIndex:
         """Every shard swaps its part for exactly its players' entries (an empty part too,
         so that a shard left with nobody is emptied). Each shard swaps in one step; the
         shards swap one after another within moments, not at one instant."""
-        groups = self._by_shard([m for m, _ in entries])
+        groups = self._by_shard(key, [m for m, _ in entries])
         await asyncio.gather(
             *(
                 shard.replace(
@@ -274,5 +304,6 @@ class SplitIndex:
                     metadata=None if metadata is None else [metadata[i] for i in groups.get(n, [])],
                 )
                 for n, shard in enumerate(self.shards)
+                if self._home(key) in (None, n)
             )
         )

@@ -29,6 +29,7 @@ from podium.domain.models import (
 )
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
+from podium.ports.cohorts import CohortStore
 from podium.ports.status import Beats
 from podium.ports.tournaments import TournamentStore
 from podium.ports.webhooks import WebhookEvents
@@ -323,6 +324,7 @@ class ScoreStore(
     Beats,
     WebhookEvents,
     TournamentStore,
+    CohortStore,
     Protocol,
 ):
     """The whole record, as ``bootstrap`` builds it: one adapter holding every port."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from podium.config import Settings
 from podium.domain.boards import BoardSpec
+from podium.domain.cohorts import is_cohort
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Windows
@@ -73,6 +74,8 @@ class Freezer:
             w = spec.rule.before(w)
         if not self._swept or spec.group_by is not None:
             for window_id in await self.store.windows(spec.name):
+                if is_cohort(window_id):
+                    continue  # a league's cohort: frozen with its tier moves (leagues.py)
                 try:
                     out.setdefault(window_id, parse_window(spec.rule, window_id))
                 except WindowError:
@@ -92,7 +95,10 @@ def runners(n: Needs) -> list[Runner]:
     async def tournaments() -> int:
         return await freeze_due(n.store, n.lifecycle, n.clock)
 
-    return [
+    runners = [
         Runner("freezer", freezer.step, idle_sleep_s=PERIOD_S),
         Runner("tournament-freezer", tournaments, idle_sleep_s=PERIOD_S),
     ]
+    if n.leagues is not None and n.leagues.boards:
+        runners.append(Runner("cohort-freezer", n.leagues.freeze_due, idle_sleep_s=PERIOD_S))
+    return runners

@@ -76,13 +76,13 @@ from podium import metrics
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
+from podium.domain.cohorts import base_window, cohort_window, window_of
 from podium.domain.models import Standing
 from podium.domain.windows import (
     Window,
     WindowError,
     index_expiry,
     indexed_window,
-    parse_window,
 )
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
 from podium.ports.tournaments import TournamentStore
@@ -174,9 +174,9 @@ class Reconciler:
         for spec in await self._specs():
             frozen = await self._store.frozen(spec.name)
             for wid in await self._store.windows(spec.name):
-                if wid in frozen:
-                    continue  # served from its final standings, not from the index
-                w = indexed_window(spec.rule, wid, now)
+                if wid in frozen or base_window(wid) in frozen:
+                    continue  # served from its final standings (a cohort's: its window's)
+                w = _indexed(spec, wid, now)
                 if w is not None:
                     key = BoardKey(spec.name, wid)
                     pages = self._store.standings(spec.name, wid, self._batch)
@@ -271,7 +271,7 @@ class Reconciler:
         if spec is None:
             return None
         try:
-            w = parse_window(spec.rule, s.key.window)
+            w = window_of(spec.rule, s.key.window)  # a league's cohort's too
         except WindowError:
             return None
         if s.version is None:
@@ -382,3 +382,13 @@ def runners(n: Needs) -> list[Runner]:
     rec = Reconciler(n.settings, n.store, n.index, n.clock)
     # No step counts as a full batch: one a period, whatever it did.
     return [Runner("reconciler", rec.step, idle_sleep_s=PERIOD_S, full=1 << 30)]
+
+
+def _indexed(spec: BoardSpec, window_id: str, now: float) -> Window | None:
+    """``indexed_window``, and a league cohort's window (``domain/cohorts.py``) while its key
+    still exists: a cohort is one more window of its board on the index."""
+    w = cohort_window(spec.rule, window_id)
+    if w is None:
+        return indexed_window(spec.rule, window_id, now)
+    expiry = index_expiry(w)
+    return w if expiry is None or expiry > now else None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from podium import metrics
 from podium.config import Settings
 from podium.errors import Unavailable
+from podium.leagues import Leagues
 from podium.lifecycle import Lifecycle
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
 from podium.ports.generations import Generations
@@ -103,3 +104,4 @@ class Needs:
     # window refilled from the store: what the mender (workers/mender.py) needs.
     generations: Generations | None = None
     rebuild_live: Callable[[], Awaitable[int]] | None = None
+    leagues: Leagues | None = None  # league boards: their cohorts' freeze (freezer.py)

@@ -30,8 +30,9 @@ from podium import metrics
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
+from podium.domain.cohorts import window_of
 from podium.domain.models import Change, Message, ProfileChange
-from podium.domain.windows import WindowError, index_expiry, parse_window
+from podium.domain.windows import WindowError, index_expiry
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
 from podium.tournaments import Specs
@@ -164,7 +165,7 @@ class Updater:
             )
             return
         try:
-            window = parse_window(spec.rule, key.window)
+            window = window_of(spec.rule, key.window)  # a cohort's too
             writes = [c for c in group if not c.removed]
             entries = [(c.player_id, spec.score(c.tally, window)) for c in writes]
         except (WindowError, EncodingError) as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from podium.store.postgres.beats import Beats
 from podium.store.postgres.buckets import Buckets
+from podium.store.postgres.cohorts import Cohorts
 from podium.store.postgres.credentials import Credentials
 from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
@@ -26,7 +27,17 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(
-    Credentials, Results, Outbox, Players, Windows, Retention, Buckets, Beats, Webhooks, Tournaments
+    Credentials,
+    Results,
+    Outbox,
+    Players,
+    Windows,
+    Retention,
+    Buckets,
+    Beats,
+    Webhooks,
+    Tournaments,
+    Cohorts,
 ):
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:

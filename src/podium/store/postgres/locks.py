@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from podium.domain.cohorts import base_window
 from podium.domain.models import Target
 from podium.domain.windows import split_group
 
@@ -29,6 +30,9 @@ MATCH_NS = 0x7064_0010
 # A match's claim lock, keyed by ``hashtext`` of its id in SQL (``record_sql.CLAIM_LOCK``,
 # migration 012): records take it shared, the release of a claim exclusively.
 CLAIM_NS = 0x7064_0011
+# A league board window's tier, while a first result places a player in a cohort there
+# (``store/postgres/cohorts.py``): placements in one tier queue, so none overfills.
+COHORT_NS = 0x7064_0012
 
 
 def player_key(player_id: str) -> int:
@@ -44,7 +48,13 @@ def window_key(board: str, window: str) -> int:
     locks ``2026-W44``), so a record can take its window locks before it reads which group
     the player is in, in the round trip that opens its transaction."""
     base, _ = split_group(window)
-    return player_key(f"{board}\x00{base}")
+    # A cohort's window (and a pending cohort target) locks its board window, as a group's
+    # does, so a record takes it before it reads which cohort the player is in.
+    return player_key(f"{board}\x00{base_window(base)}")
+
+
+def cohort_key(board: str, window: str, tier: str) -> int:
+    return player_key(f"{board}\x00{window}\x00{tier}")
 
 
 def window_locks(targets: Sequence[Target]) -> list[int]:

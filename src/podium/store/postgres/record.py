@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from podium.domain.boards import BoardSpec, Tally
+from podium.domain.cohorts import pending_tier
 from podium.domain.models import (
     Flagged,
     MatchQuery,
@@ -46,7 +47,7 @@ from podium.store.common import (
     result_of,
     standing_of,
 )
-from podium.store.postgres import locks
+from podium.store.postgres import cohorts, locks
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
@@ -59,6 +60,7 @@ from podium.store.postgres.record_sql import (
     RECORD_READ,
     RECORD_SEEN,
     RECORD_WRITE,
+    RECORD_WRITE_PLACING,
     RELEASE,
 )
 
@@ -170,6 +172,9 @@ class Results(Database):
         since = None if hourly_cap is None else float(now - HOUR)
 
         async def run(c: Conn) -> RecordOutcome:
+            if any(pending_tier(t.window) for t, _ in targets):
+                # A league's first result in the window: placed inside the transaction.
+                return await _record_locked(c, result, targets, now, since, hourly_cap)
             if isinstance(handle, Seen):
                 written = await _record_seen(c, result, targets, handle, now, since, hourly_cap)
                 if written is not None:
@@ -354,6 +359,9 @@ async def _record_locked(
             # The player's group, under the same lock a move between groups takes.
             country = await c.fetchval("SELECT country FROM profiles WHERE player_id = $1", pid)
         placed = place_in_groups(targets, country)
+        placing = any(pending_tier(t.window) for t, _ in placed)
+        if placing:  # a league board's: the cohort a record placed the player in, if any
+            placed = await cohorts.known(c, pid, placed)
         boards, windows = pairs([t for t, _ in placed])
         row = await c.fetchrow(
             RECORD_READ, pid, result.match_id, result.mode, since, boards, windows
@@ -369,10 +377,41 @@ async def _record_locked(
         state = RecordState(existing, row["n"], row["oldest"], frozen, current)
         # Plan everything first (it may refuse, and then nothing is written), then write it
         # all in one statement.
+        if placing:  # no cohort of a window that froze: its board window is frozen too
+            placed = [
+                (t, s)
+                for t, s in placed
+                if not (p := pending_tier(t.window)) or (t.board, p[0]) not in frozen
+            ]
         plan = plan_record(result, placed, state, now, hourly_cap)
         if not plan.replayed:
-            await c.execute(RECORD_WRITE, *_result_args(result, now), *_write_args(plan, result))
+            await _write(c, result, plan, placed, now)
         return RecordOutcome(plan.totals, plan.replayed)
+
+
+async def _write(
+    c: Conn,
+    result: ResultRecord,
+    plan: RecordPlan,
+    placed: Sequence[tuple[Target, BoardSpec]],
+    now: float,
+) -> None:
+    """The plan written in one statement; a pending cohort target (a league board's first
+    result in the window) placed in that very statement, the last before the commit."""
+    pending = [
+        (t, s) for t, s in placed if pending_tier(t.window) and any(t == x for x, _ in plan.changes)
+    ]
+    for t, spec in pending[:-1]:  # several league boards: all but the last on their own
+        cohort = await cohorts.place(c, result.player_id, result.match_id, t, spec, now)
+        moved = [(Target(x.board, cohort, x.start) if x == t else x, n) for x, n in plan.changes]
+        plan = dataclasses.replace(plan, changes=moved)
+    args = [*_result_args(result, now), *_write_args(plan, result)]
+    if not pending:
+        await c.execute(RECORD_WRITE, *args)
+        return
+    t, spec = pending[-1]
+    where = cohorts.place_args(result.player_id, result.match_id, t, spec, now)
+    await c.execute(RECORD_WRITE_PLACING, *args, *where, t.window)
 
 
 def _result_args(result: ResultRecord, now: float) -> list[object]:

@@ -42,6 +42,20 @@ RECORD_WRITE = (
 # A whole record in one autocommitted statement, from a state read before (migration 006):
 # the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
 # the writes as above ($24-$35). Returns false, having written nothing, if any of it changed.
+# RECORD_WRITE with a player's placement in a cohort of a league board window, in the same
+# round trip, last before the commit (migration 017): the pending target's window ($33) in
+# the tallies' and the outbox's windows is the cohort ``podium_place_cohort`` places the
+# player in, with its arguments ($22-$32). So the tier's lock is held for this statement
+# and the commit only.
+RECORD_WRITE_PLACING = (
+    "WITH placed AS MATERIALIZED (SELECT podium_place_cohort($22, $23, $24, $25::int, "
+    "$26::int, $27::int, $28, $29, $30::float8, $31::int, $32::int) AS cohort) "
+    "SELECT podium_write_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], "
+    "array_replace($11::text[], $33::text, (SELECT cohort FROM placed)), $12::bigint[], "
+    "$13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
+    "array_replace($17::text[], $33::text, (SELECT cohort FROM placed)), $18::bigint[], "
+    "$19::bigint[], $20::bigint[], $21::text)"
+)
 RECORD_SEEN = (
     "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
     "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "

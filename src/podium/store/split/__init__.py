@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from podium.store.split.beats import Beats
+from podium.store.split.cohorts import Cohorts
 from podium.store.split.move import Moves
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
@@ -43,7 +44,17 @@ __all__ = ["SplitStore"]
 
 
 class SplitStore(
-    Credentials, Results, Outbox, Players, Windows, Moves, Retention, Beats, Webhooks, Tournaments
+    Credentials,
+    Results,
+    Outbox,
+    Players,
+    Cohorts,
+    Windows,
+    Moves,
+    Retention,
+    Beats,
+    Webhooks,
+    Tournaments,
 ):
     """Every port, each a part over one ``Router`` (``self.router``: the databases and the
     bucket map), which the parts share and nothing else of theirs."""

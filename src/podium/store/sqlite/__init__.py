@@ -8,6 +8,7 @@ module of its own (``credentials``, ``record``, ``outbox``, ``players``, ``windo
 from __future__ import annotations
 
 from podium.store.sqlite.beats import Beats
+from podium.store.sqlite.cohorts import Cohorts
 from podium.store.sqlite.credentials import Credentials
 from podium.store.sqlite.db import GROUP_MAX
 from podium.store.sqlite.outbox import Outbox
@@ -22,7 +23,16 @@ __all__ = ["GROUP_MAX", "SqliteStore"]
 
 
 class SqliteStore(
-    Credentials, Results, Outbox, Players, Windows, Retention, Beats, Webhooks, Tournaments
+    Credentials,
+    Results,
+    Outbox,
+    Players,
+    Windows,
+    Retention,
+    Beats,
+    Webhooks,
+    Tournaments,
+    Cohorts,
 ):
     @classmethod
     def from_url(cls, url: str) -> SqliteStore:

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from podium.domain.boards import BoardSpec, Tally
+from podium.domain.cohorts import pending_tier
 from podium.domain.models import (
     Flagged,
     MatchQuery,
@@ -35,6 +36,7 @@ from podium.store.common import (
     standing_of,
     tally_columns,
 )
+from podium.store.sqlite.cohorts import place
 from podium.store.sqlite.db import Database
 from podium.store.sqlite.outbox import write_changes
 
@@ -102,6 +104,8 @@ class Results(Database):
         def run(c: sqlite3.Connection) -> RecordOutcome:
             country = _country(c, pid)
             placed = place_in_groups(targets, country)
+            if any(pending_tier(t.window) for t, _ in placed):  # a league's first result
+                placed = place(c, pid, result.match_id, placed, now)
             state = _state(c, result, placed, None if hourly_cap is None else now - HOUR)
             plan = plan_record(result, placed, state, now, hourly_cap)
             reread = isinstance(handle, Seen) and (

@@ -93,7 +93,10 @@ class Windows(Database):
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:
         rows = await self._read(
             lambda c: c.execute(
-                f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = ?", (board,)
+                # a league's frozen cohorts left out (``frozen_cohorts`` asks by id)
+                f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = ? "
+                "AND window_id NOT LIKE '%.%'",
+                (board,),
             ).fetchall()
         )
         return {r["window_id"]: frozen_of(r) for r in rows}

@@ -1,0 +1,136 @@
+"""The league routes: a player's cohort on a league board, a cohort by id, and where a
+player stands on every league board. Handlers translate HTTP to the service's ``leagues``
+and back; no rules live here."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from podium.api import schemas as s
+from podium.api.problems import responses
+from podium.api.ratelimit import read_limit
+from podium.domain.validation import ID_IS
+from podium.domain.windows import to_rfc3339
+from podium.leagues import CohortView
+from podium.service import Service
+
+read_router = APIRouter(tags=["read"])
+
+Board = Annotated[str, Path(pattern=s.BOARD, description="a league board's name, e.g. week")]
+PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
+CohortId = Annotated[
+    str,
+    Path(
+        pattern=s.ID,
+        description="a cohort's id: its window, its tier, its number (2026-W44.gold-3)",
+    ),
+]
+WindowQ = Annotated[
+    str | None,
+    Query(max_length=16, pattern=s.WINDOW, description=f"another window: {s.WINDOW_IS}"),
+]
+READ = responses(404, 422, 429, 503)
+
+
+class MemberOut(BaseModel):
+    rank: int
+    playerId: str
+    points: int
+    name: str | None = None
+    avatar: str | None = None
+
+
+class CohortOut(BaseModel):
+    board: str
+    cohortId: str
+    window: str = Field(description="the board window the cohort is part of")
+    tier: str
+    size: int = Field(description="how many players a cohort takes (cohort_size)")
+    endsAt: str | None = Field(description="when the window ends (RFC 3339)")
+    frozen: bool = Field(description="true: the window froze; these are the final standings")
+    promoteThrough: int | None = Field(
+        description="ranks up to this one move a tier up when the window freezes (null: none)"
+    )
+    demoteFrom: int | None = Field(
+        description="ranks from this one down move a tier down (null: none)"
+    )
+    asOf: str
+    members: list[MemberOut] = Field(description="every member, in rank order (exact)")
+
+
+class TierOut(BaseModel):
+    board: str
+    tier: str
+    cohortId: str | None = Field(description="the frozen cohort that decided it (null: none yet)")
+    moved: str | None = Field(description="up, down or stay in that cohort (null: none yet)")
+
+
+class TiersOut(BaseModel):
+    playerId: str
+    boards: list[TierOut]
+
+
+def _podium(request: Request) -> Service:
+    return request.app.state.podium  # type: ignore[no-any-return]
+
+
+def _out(c: CohortView) -> CohortOut:
+    return CohortOut(
+        board=c.board,
+        cohortId=c.id,
+        window=c.window,
+        tier=c.tier,
+        size=c.size,
+        endsAt=None if c.ends_at is None else to_rfc3339(c.ends_at),
+        frozen=c.frozen,
+        promoteThrough=c.zones.promote_through,
+        demoteFrom=c.zones.demote_from,
+        asOf=to_rfc3339(c.as_of),
+        members=[
+            MemberOut(
+                rank=e.rank, playerId=e.player_id, points=e.points, name=e.name, avatar=e.avatar
+            )
+            for e in c.members
+        ],
+    )
+
+
+@read_router.get(
+    "/v1/boards/{board}/players/{playerId}/cohort",
+    response_model=CohortOut,
+    dependencies=[Depends(read_limit)],
+    responses=READ,
+)
+async def player_cohort(
+    request: Request, board: Board, playerId: PlayerId, window: WindowQ = None
+) -> CohortOut:
+    return _out(await _podium(request).leagues.of_player(board, playerId, window))
+
+
+@read_router.get(
+    "/v1/boards/{board}/cohorts/{cohortId}",
+    response_model=CohortOut,
+    dependencies=[Depends(read_limit)],
+    responses=READ,
+)
+async def cohort(request: Request, board: Board, cohortId: CohortId) -> CohortOut:
+    return _out(await _podium(request).leagues.cohort(board, cohortId))
+
+
+@read_router.get(
+    "/v1/players/{playerId}/tiers",
+    response_model=TiersOut,
+    dependencies=[Depends(read_limit)],
+    responses=READ,
+)
+async def player_tiers(request: Request, playerId: PlayerId) -> TiersOut:
+    found = await _podium(request).leagues.tiers(playerId)
+    return TiersOut(
+        playerId=playerId,
+        boards=[
+            TierOut(board=t.board, tier=t.tier, cohortId=t.cohort, moved=t.moved) for t in found
+        ],
+    )

@@ -1,0 +1,358 @@
+"""Leagues over HTTP, on every configuration (embedded, Postgres + Redis, split), on a clock
+the test sets: a board played in cohorts of 3 in three tiers; players placed first come by
+their first result (a retry places no one twice; first results racing never overfill a
+cohort); a cohort read by player and by id, exact, with its zones; a ban that takes a
+player off their cohort; the window's freeze, which freezes every cohort once however many
+freezers run, moves its top up and its bottom down, and writes one cohort.frozen event each
+(valid against schemas/); the next window's placement in the new tier."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from podium.api.app import create_app
+from podium.domain import cohorts, events
+from podium.domain.windows import index_expiry
+from podium.ports import BoardKey
+from podium.service import Service
+from podium.store.postgres.cohorts import STRIPES
+from podium.tournaments import Specs
+from podium.workers.reconciler import Reconciler
+from podium.workers.updater import Updater
+from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
+
+HOUR = 3600
+DAY = 86_400
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "schemas" / "webhook-event.v1.json").read_text())
+VALID = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
+BOARDS = [
+    {"name": "week", "window": "week"},
+    {
+        "name": "day",
+        "window": "day",
+        "cohort_size": 3,
+        "tiers": ["bronze", "silver", "gold"],
+        "promote": 1,
+        "demote": 1,
+        "freeze_after_s": 60,
+    },
+]
+HOOK = "http://127.0.0.1:9/hook"  # never called: the events are read from the store
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
+def plain(cohort_id: str) -> str:
+    """A cohort id without the suffix of the database that made it (a split store's)."""
+    return re.sub(r"x[0-9a-f]{8}$", "", cohort_id)
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+def rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class League:
+    def __init__(
+        self, app: Any, client: httpx.AsyncClient, clock: Clock, game: str, admin: str, kind: str
+    ):
+        self.app, self.client, self.clock, self.kind = app, client, clock, kind
+        self.game, self.admin = game, admin
+        # Two days ahead of the real time, at the start of a UTC day: Redis expires a
+        # window's keys by its own clock.
+        self.day0 = (int(time.time()) // DAY + 2) * DAY
+
+    @property
+    def podium(self) -> Service:
+        return self.app.state.podium  # type: ignore[no-any-return]
+
+    def auth(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    async def submit(self, match_id: str, ended_at: float, results: dict[str, int]) -> Any:
+        body = {
+            "mode": "default",
+            "endedAt": rfc3339(ended_at),
+            "durationSeconds": 60,
+            "results": [{"playerId": p, "points": n} for p, n in results.items()],
+        }
+        r = await self.client.post(
+            f"/v1/matches/{match_id}/results", json=body, headers=self.auth(self.game)
+        )
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    async def apply(self) -> None:
+        b = self.app.state.backends
+        up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
+        while await up.step():
+            pass
+        self.podium.reads.clear_cache()
+
+    async def get(self, path: str, status: int = 200, **params: Any) -> Any:
+        r = await self.client.get(path, params=params)
+        assert r.status_code == status, r.text
+        return r.json()
+
+    async def cohort_of(self, player: str, status: int = 200, **params: Any) -> Any:
+        return await self.get(f"/v1/boards/day/players/{player}/cohort", status, **params)
+
+    @property
+    def stripes(self) -> int:
+        """How many stripes of players fill cohorts of their own (Postgres stripes them)."""
+        return 1 if self.kind == "embedded" else STRIPES
+
+    def numbers(self, player: str) -> list[int]:
+        """The numbers of the first cohorts of a tier that ``player``'s stripe makes."""
+        s = cohorts.stripe_of(player, self.stripes)
+        return [s + 1 + self.stripes * k for k in range(3)]
+
+    def together(self, n: int, prefix: str) -> list[str]:
+        """``n`` player ids placed in the same cohorts first come: of one stripe, and on a
+        split store on one database (cohorts are made on the database of the players
+        placed, so first come is counted there)."""
+        store = self.app.state.backends.store
+
+        def where(p: str) -> tuple[str, int]:
+            db = store.url_of(p) if self.kind == "split" else ""
+            return db, cohorts.stripe_of(p, self.stripes)
+
+        found: list[str] = []
+        i = 0
+        while len(found) < n:
+            p = f"{prefix}{i}"
+            if not found or where(p) == where(found[0]):
+                found.append(p)
+            i += 1
+        return found
+
+    async def events(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every cohort.frozen event the store holds, as a delivery would send it."""
+        store = self.app.state.backends.store
+        now = self.clock.now()
+        while await store.fan_out({events.COHORT_FROZEN: [HOOK]}, 0.0, now, 100):
+            pass
+        due = await store.claim_deliveries(now + 1, now + 600, 1000)
+        return [(d.event_id, json.loads(events.body(d.event_type, d.at, d.data))) for d in due]
+
+
+@pytest.fixture
+async def league(
+    config_kind: str, backend_urls: Backends, sqlite_url: str, tmp_path: Path
+) -> AsyncIterator[League]:
+    pg, prefix, shards = backend_urls
+    settings = settings_for(
+        config_kind,
+        sqlite_url,
+        pg,
+        prefix,
+        shards=shards,
+        boards=BOARDS,
+        archive={"dir": str(tmp_path / "standings")},
+        # no reads shed: the racing test's burst of results would make the gate shed them
+        server={"page_cache_s": 0, "shed_reads": False},
+        webhooks=[{"url": HOOK, "secret": SECRET, "events": ["cohort.frozen"]}],
+    )
+    clock = Clock(time.time())
+    app = create_app(settings, roles=(), clock=clock)
+    async with app.router.lifespan_context(app):
+        podium: Service = app.state.podium
+        _, game = await podium.keys.create("gs", ["default"], False)
+        _, admin = await podium.keys.create("admin", [], True)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://podium") as client:
+            lg = League(app, client, clock, game, admin, config_kind)
+            clock.t = lg.day0 + 2 * HOUR
+            yield lg
+
+
+async def test_placed_first_come_read_exact_then_frozen_with_moves_once(league: League) -> None:
+    lg = league
+    t = lg.day0 + HOUR
+    players = lg.together(7, "p")
+    p0, p1, p2, p3, p4, p5, p6 = players
+    await lg.cohort_of(p0, 404)  # placed by a first result, not before
+    for i, p in enumerate(players):  # one at a time: first come, first placed
+        await lg.submit(f"m{i}", t + i, {p: 10 * (i + 1)})
+    # a retry of a first result is the same record: placed once
+    again = await lg.submit("m0", t, {p0: 10})
+    assert again["players"][0]["totals"] == {"week": 10, "day": 10}
+    await lg.apply()
+
+    one, two, three = lg.numbers(p0)
+    first = await lg.cohort_of(p0)
+    window = first["window"]
+    assert plain(first["cohortId"]) == f"{window}.bronze-{one}" and first["tier"] == "bronze"
+    assert first["size"] == 3 and first["frozen"] is False
+    assert first["endsAt"] == rfc3339(lg.day0 + DAY)
+    # the lowest tier promotes its top and demotes no one
+    assert (first["promoteThrough"], first["demoteFrom"]) == (1, None)
+    assert [(m["rank"], m["playerId"], m["points"]) for m in first["members"]] == [
+        (1, p2, 30), (2, p1, 20), (3, p0, 10)
+    ]  # fmt: skip
+    by_id = await lg.get(f"/v1/boards/day/cohorts/{first['cohortId']}")
+    assert by_id == first | {"asOf": by_id["asOf"]}
+    ids = {p: plain((await lg.cohort_of(p))["cohortId"]) for p in players}
+    assert ids == {
+        **dict.fromkeys([p0, p1, p2], f"{window}.bronze-{one}"),
+        **dict.fromkeys([p3, p4, p5], f"{window}.bronze-{two}"),
+        p6: f"{window}.bronze-{three}",
+    }
+    # more results move the ranks, never the cohort
+    await lg.submit("m-late", t + 100, {p0: 50, p4: 1})
+    await lg.apply()
+    moved = await lg.cohort_of(p0)
+    assert moved["cohortId"] == first["cohortId"]
+    assert [m["playerId"] for m in moved["members"]] == [p0, p2, p1]
+
+    problem = await lg.get(f"/v1/boards/day/cohorts/{window}.bronze-99", 404)
+    assert "no cohort" in problem["detail"]
+    await lg.cohort_of("nobody", 404)
+    await lg.get(f"/v1/boards/week/players/{p0}/cohort", 404)  # not a league board
+    await lg.get(f"/v1/boards/nope/players/{p0}/cohort", 404)
+    await lg.get("/v1/boards/day/cohorts/bad id", 422)
+    tiers = await lg.get(f"/v1/players/{p0}/tiers")
+    assert tiers["boards"] == [{"board": "day", "tier": "bronze", "cohortId": None, "moved": None}]
+
+    # The window closes; past its late time every cohort freezes, once, however many ask.
+    lg.clock.t = lg.day0 + DAY + 61
+    leagues = lg.podium.leagues
+    counts = await asyncio.gather(*(leagues.freeze_due() for _ in range(3)))
+    assert sum(counts) == 3
+    assert await leagues.freeze_due() == 0
+    # the board's own list of frozen windows (the record path's) leaves its cohorts out
+    assert not any(cohorts.is_cohort(w) for w in await lg.podium.lifecycle.store.frozen("day"))
+    frozen = await lg.cohort_of(p0, window=window)
+    assert frozen["frozen"] is True
+    assert [(m["rank"], m["playerId"], m["points"]) for m in frozen["members"]] == [
+        (1, p0, 60), (2, p2, 30), (3, p1, 20)
+    ]  # fmt: skip
+    tiers = await lg.get(f"/v1/players/{p0}/tiers")
+    assert tiers["boards"] == [
+        {"board": "day", "tier": "silver", "cohortId": first["cohortId"], "moved": "up"}
+    ]
+    stays = (await lg.get(f"/v1/players/{p1}/tiers"))["boards"][0]
+    assert (stays["tier"], stays["moved"]) == ("bronze", "stay")
+
+    sent = await lg.events()
+    assert sorted(plain(i) for i, _ in sent) == sorted(
+        events.cohort_frozen_id("day", f"{window}.bronze-{n}") for n in (one, two, three)
+    )
+    for _, body in sent:
+        VALID.validate(body)
+    data = next(b for i, b in sent if plain(i).endswith(f"bronze-{one}"))["data"]
+    assert data["tier"] == "bronze" and data["window"] == window
+    assert [(m["playerId"], m["rank"], m["move"], m["nextTier"]) for m in data["members"]] == [
+        (p0, 1, "up", "silver"), (p2, 2, "stay", "bronze"), (p1, 3, "stay", "bronze")
+    ]  # fmt: skip
+
+    # The next window: the promoted play in silver, the rest in bronze again.
+    t2 = lg.day0 + DAY + 2 * HOUR
+    lg.clock.t = t2
+    await lg.submit("n1", t2, {p0: 5, p3: 4, p1: 3})
+    await lg.apply()
+    mid = await lg.cohort_of(p0)
+    assert mid["tier"] == "silver" and mid["window"] != window
+    assert (await lg.cohort_of(p1))["tier"] == "bronze"
+    # a middle tier has both zones; in a cohort of one, promotion comes first
+    assert (mid["promoteThrough"], mid["demoteFrom"]) == (1, None)
+
+
+async def test_a_banned_player_leaves_their_cohort(league: League) -> None:
+    lg = league
+    t = lg.day0 + HOUR
+    a, b, c = lg.together(3, "x")
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
+    await lg.apply()
+    cohort = (await lg.cohort_of(a))["cohortId"]
+    r = await lg.client.post(
+        f"/v1/admin/players/{c}/ban", json={"reason": "cheat"}, headers=lg.auth(lg.admin)
+    )
+    assert r.status_code == 204, r.text
+    lg.podium.reads.clear_cache()
+    after = await lg.get(f"/v1/boards/day/cohorts/{cohort}")
+    assert [m["playerId"] for m in after["members"]] == [b, a]
+    lg.clock.t = lg.day0 + DAY + 61
+    assert await lg.podium.leagues.freeze_due() == 1
+    final = await lg.get(f"/v1/boards/day/cohorts/{cohort}")
+    assert [(m["playerId"], m["rank"]) for m in final["members"]] == [(b, 1), (a, 2)]
+    assert (await lg.get(f"/v1/players/{c}/tiers"))["boards"][0]["cohortId"] is None
+
+
+async def test_first_results_racing_never_overfill_a_cohort(league: League) -> None:
+    lg = league
+    t = lg.day0 + HOUR
+    players = [f"r{i:02d}" for i in range(11)]
+    await asyncio.gather(*(lg.submit(f"race-{p}", t, {p: 1}) for p in players))
+    # and their retries, racing too: no one placed twice
+    await asyncio.gather(*(lg.submit(f"race-{p}", t, {p: 1}) for p in players))
+    await lg.apply()
+    seen: dict[str, list[str]] = {}
+    for p in players:
+        c = await lg.cohort_of(p)
+        seen.setdefault(c["cohortId"], []).append(p)
+        assert p in [m["playerId"] for m in c["members"]]
+    assert all(len(v) <= 3 for v in seen.values()) and sum(map(len, seen.values())) == 11
+    # at most one cohort left part-full by each stripe (on each database of a split store)
+    stripes = {
+        (
+            lg.kind == "split" and lg.app.state.backends.store.url_of(p),
+            cohorts.stripe_of(p, lg.stripes),
+        )
+        for p in players
+    }
+    assert sum(len(v) < 3 for v in seen.values()) <= len(stripes), seen
+    if lg.kind == "embedded":  # one database, no stripes: first come, one cohort left open
+        assert sorted(len(v) for v in seen.values()) == [2, 3, 3, 3], seen
+    split = lg.app.state.backends.split
+    for cohort_id, members in seen.items():
+        c = await lg.get(f"/v1/boards/day/cohorts/{cohort_id}")
+        assert sorted(m["playerId"] for m in c["members"]) == sorted(members)
+        if split is not None:  # a split index: the whole cohort on one shard, one sorted set
+            key = BoardKey("day", cohort_id)
+            counts = [await shard.count(key) for shard in split.shards]
+            assert sorted(counts)[-1] == len(members) and sum(counts) == len(members), counts
+
+
+async def test_the_reconciler_mends_a_cohort_key(league: League) -> None:
+    """A cohort is a window of its board to the reconciler too: a member lost and a score
+    written wrong behind podium's back are put back from the store."""
+    lg = league
+    t = lg.day0 + HOUR
+    a, b, c = lg.together(3, "z")
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
+    await lg.apply()
+    cohort = (await lg.cohort_of(a))["cohortId"]
+    before = (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"]
+    back = lg.app.state.backends
+    key = BoardKey("day", cohort)
+    w = cohorts.window_of(back.settings.board("day").rule, cohort)
+    for p in (a, b):  # ban + unban clears a member and its version: then a plain write lands
+        await back.index.ban([key], p)
+        await back.index.unban([key], p)
+    await back.index.write(key, [(b, 1 << 40)], descending=True, expire_at=index_expiry(w))
+    broken = (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"]
+    assert [m["playerId"] for m in broken] == [b, c]
+    rec = Reconciler(back.settings, back.store, back.index, back.clock, batch=5)
+    for _ in range(40):
+        await rec.step()
+    assert (await lg.get(f"/v1/boards/day/cohorts/{cohort}"))["members"] == before
