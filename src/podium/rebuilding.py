@@ -135,6 +135,13 @@ class GaplessRebuild:
                     await self._compare(t, token, sample) if compared else None
                     for t, (_, sample) in zip(targets, filled, strict=True)
                 ]
+                for t, d in zip(targets, diffs, strict=True):
+                    if d is not None:  # said before the switch, as the operator decides on it
+                        progress.say(
+                            f"{t.spec.name} {t.window.id}, the new generation against the live one:"
+                        )
+                        for line in d.lines():
+                            progress.say(f"  {line}")
                 if lost:
                     raise Unavailable(f"the rebuild's hold on {lost[0]} ran out; nothing switched")
                 switched = await asyncio.gather(  # step 5: every window at once
