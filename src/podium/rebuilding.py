@@ -23,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import secrets
 import time
+from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,7 +37,7 @@ from podium.domain.boards import BoardSpec, Order
 from podium.domain.comparison import Difference, compare
 from podium.domain.windows import Window, index_expiry
 from podium.errors import Conflict, Unavailable
-from podium.ports import BoardKey, Clock, Meta, RankIndex, Rebuilding
+from podium.ports import BoardKey, Clock, Meta, RankIndex, Rebuilding, TallyRow
 from podium.reads import Reads
 from podium.rebuilds import RebuildStore
 
@@ -45,7 +47,34 @@ RACE_S = 5.0  # the log from this long before the rebuild began is applied again
 HOLD_S = 30.0  # a new generation's hold, renewed every third of it while the rebuild runs
 TOP = 1000  # top rows compared
 SAMPLE = 1000  # sampled ranks compared
-QUEUED = 2  # pages read ahead of the writes: what bounds the fill's memory
+QUEUED = 4  # pages read ahead of each stage of the fill: with WRITERS, what bounds its memory
+WRITERS = 8  # pages written to the index at once, each on a connection of its own (below)
+
+
+class Reservoir:
+    """A uniform sample of ``k`` members of a stream of pages (Li's algorithm L: it draws a
+    few numbers per member kept, not one per member seen)."""
+
+    def __init__(self, k: int, rng: random.Random | None = None) -> None:
+        self.k, self._seen = k, 0
+        self.held: list[str] = []
+        self._rng = rng or random.Random(time.time_ns())
+        self._w = math.exp(math.log(self._rng.random()) / k)
+        self._next = k + self._skip()
+
+    def _skip(self) -> int:
+        return int(math.log(self._rng.random()) / math.log(1 - self._w))
+
+    def offer(self, page: Sequence[tuple[str, int]]) -> None:
+        first = self._seen
+        self._seen += len(page)
+        if len(self.held) < self.k:
+            take = page[: self.k - len(self.held)]
+            self.held += [m for m, _ in take]
+        while self._next < self._seen:
+            self.held[self._rng.randrange(self.k)] = page[self._next - first][0]
+            self._w *= math.exp(math.log(self._rng.random()) / self.k)
+            self._next += self._skip() + 1
 
 
 class Progress(Protocol):
@@ -180,56 +209,76 @@ class GaplessRebuild:
                         lost.append(t.key)
 
     async def _fill(self, t: Target, token: str, progress: Progress) -> tuple[int, list[str]]:
-        """The store's tallies of the window into the new generation, page by page, the
-        next page read while one is written (``QUEUED`` pages held at most); how many, and
-        a uniform sample of ``SAMPLE`` of their members (a reservoir), to compare ranks."""
+        """The store's tallies of the window into the new generation, page by page; how
+        many, and a uniform sample of ``SAMPLE`` of their members, to compare ranks.
+
+        Three stages at once, each a page ahead of the next (``QUEUED`` pages held at most,
+        so memory stays bounded whatever the board's size): the store's pages read, each
+        page's bans asked and its scores packed, and ``WRITERS`` pages written to the index
+        at a time, so that the store, this process and the index work side by side."""
         spec, key = t.spec, t.key
         progress.begin(f"{spec.name} {t.window.id}", await self.live.count(key) or None)
-        versioned = self.settings.versioned(spec)
+        versioned, descending = self.settings.versioned(spec), spec.order is Order.DESC
         encode, start = spec.codec.encode, t.window.start
-        pages: asyncio.Queue[tuple[list[tuple[str, int]], list[int], list[Meta]] | None]
+        raw: asyncio.Queue[list[TallyRow] | None] = asyncio.Queue(QUEUED)
+        pages: asyncio.Queue[tuple[list[tuple[str, int]], list[int], list[Meta] | None] | None]
         pages = asyncio.Queue(QUEUED)
 
-        async def read() -> None:
+        async def fetch() -> None:
             async for batch in self.store.tally_rows(spec.name, t.window.id):
-                banned = await self.store.banned([r[0] for r in batch])
-                entries, versions, metadata = [], [], []
-                for player, total, reached_at, version, text in batch:
-                    if player not in banned:
-                        entries.append((player, encode(total, reached_at - start)))
-                        versions.append(version)
-                        metadata.append((version, text))
-                await pages.put((entries, versions, metadata))
+                await raw.put(batch)
+            await raw.put(None)
+
+        # Asked once, not with each page (an array of 10,000 ids a page cost more than the
+        # page's own read): a ban recorded meanwhile is applied to both generations by the
+        # index itself (``RankIndex.ban``), and again at the switch.
+        banned = await self.store.every_ban()
+
+        async def sift() -> None:
+            while (batch := await raw.get()) is not None:
+                if banned:
+                    batch = [r for r in batch if r[0] not in banned]
+                # Comprehensions, not one loop with appends: this runs for every member.
+                entries = [(p, encode(total, at - start)) for p, total, at, _, _ in batch]
+                versions = [r[3] for r in batch]
+                meta = any(r[4] is not None for r in batch)
+                metadata = [(r[3], r[4]) for r in batch] if meta else []
+                # Metadata only where some entry has any (as ``Rebuilds.rebuild``).
+                await pages.put((entries, versions, metadata if meta else None))
             await pages.put(None)
 
-        reader = asyncio.create_task(read())
-        n, sample, rng = 0, [], random.Random(time.time_ns())
+        async def write(page: tuple[list[tuple[str, int]], list[int], list[Meta] | None]) -> None:
+            entries, versions, metadata = page
+            await self.index.fill_build(
+                key,
+                token,
+                entries,
+                descending=descending,
+                versions=versions if versioned else None,
+                metadata=metadata,
+            )
+            progress.advance(len(entries))
+
+        stages = [asyncio.create_task(fetch()), asyncio.create_task(sift())]
+        sampler, n = Reservoir(SAMPLE), 0
+        writing: set[asyncio.Task[None]] = set()
         try:
             while (page := await pages.get()) is not None:
-                entries, versions, metadata = page
-                for i, (member, _) in enumerate(entries, start=n):
-                    if i < SAMPLE:
-                        sample.append(member)
-                    elif (j := rng.randrange(i + 1)) < SAMPLE:
-                        sample[j] = member
-                # Metadata only where some entry has any (as ``Rebuilds.rebuild``).
-                meta = metadata if any(text is not None for _, text in metadata) else None
-                await self.index.fill_build(
-                    key,
-                    token,
-                    entries,
-                    descending=spec.order is Order.DESC,
-                    versions=versions if versioned else None,
-                    metadata=meta,
-                )
-                n += len(entries)
-                progress.advance(len(entries))
-            await reader  # its error, if it had one
+                sampler.offer(page[0])
+                n += len(page[0])
+                if len(writing) >= WRITERS:
+                    done, writing = await asyncio.wait(writing, return_when=FIRST_COMPLETED)
+                    for d in done:
+                        d.result()  # its error, if it had one
+                writing.add(asyncio.create_task(write(page)))
+            if writing:
+                await asyncio.gather(*writing)
+            await asyncio.gather(*stages)  # their errors, if they had one
         finally:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-        return n, sample
+            for task in (*stages, *writing):
+                task.cancel()
+            await asyncio.gather(*stages, *writing, return_exceptions=True)
+        return n, sampler.held
 
     async def _compare(self, t: Target, token: str, sample: list[str]) -> Difference:
         """Step 4: counts, the top rows and a sample of ranks of both generations."""

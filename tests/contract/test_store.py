@@ -844,9 +844,11 @@ async def test_ban_unban_banned(store: ScoreStore) -> None:
     await store.ban("p2", "smurf", NOW)
     assert await store.banned(["p1", "p2", "p3", "p1"]) == {"p1", "p2"}
     assert await store.banned([]) == set()
+    assert await store.every_ban() == {"p1", "p2"}
     assert await store.unban("p1") is True
     assert await store.unban("p1") is False
     assert await store.banned(["p1", "p2"]) == {"p2"}
+    assert await store.every_ban() == {"p2"}
 
 
 # -- failure --------------------------------------------------------------------------------
