@@ -217,7 +217,8 @@ class GaplessRebuild:
         page's bans asked and its scores packed, and ``WRITERS`` pages written to the index
         at a time, so that the store, this process and the index work side by side."""
         spec, key = t.spec, t.key
-        progress.begin(f"{spec.name} {t.window.id}", await self.live.count(key) or None)
+        total = await self.store.tally_count(spec.name, t.window.id)
+        progress.begin(f"{spec.name} {t.window.id}", total)
         versioned, descending = self.settings.versioned(spec), spec.order is Order.DESC
         encode, start = spec.codec.encode, t.window.start
         raw: asyncio.Queue[list[TallyRow] | None] = asyncio.Queue(QUEUED)

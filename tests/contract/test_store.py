@@ -669,6 +669,8 @@ async def test_player_standings_windows_and_paged_standings(store: ScoreStore) -
         for s in flat
     ]
     assert [b async for b in store.tally_rows("day", "1999-01-01")] == []
+    assert await store.tally_count("day", "2026-10-24") == 5
+    assert await store.tally_count("day", "1999-01-01") == 0
 
 
 async def test_tallied_says_who_has_a_tally_in_one_window(store: ScoreStore) -> None:

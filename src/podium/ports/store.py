@@ -265,6 +265,10 @@ class Windows(Protocol):
         than two objects (a million of them at an embedded start)."""
         ...
 
+    async def tally_count(self, board: str, window: str) -> int:
+        """How many tallies the board window holds (a rebuild's progress: its total)."""
+        ...
+
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         """Which of these players have a stored tally in this board window (what the
         reconciler asks of the index's members)."""

@@ -86,6 +86,12 @@ class Windows(Database):
         # time in this process (benchmarks/rebuild.py)
         return cast(list[TallyRow], rows)
 
+    async def tally_count(self, board: str, window: str) -> int:
+        [row] = await self._fetch(
+            "SELECT COUNT(*) AS n FROM tallies WHERE board = $1 AND window_id = $2", board, window
+        )
+        return int(row["n"])
+
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         ids = list(set(player_ids))
         if not ids:
