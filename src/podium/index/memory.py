@@ -159,6 +159,8 @@ class MemoryIndex(MemoryRebuild):
 
     async def close(self) -> None:
         self._boards.clear()
+        self._next.clear()
+        self._retired.clear()
         self.copy.clear()
 
     async def write(
