@@ -48,7 +48,7 @@ HOLD_S = 30.0  # a new generation's hold, renewed every third of it while the re
 TOP = 1000  # top rows compared
 SAMPLE = 1000  # sampled ranks compared
 QUEUED = 4  # pages read ahead of each stage of the fill: with WRITERS, what bounds its memory
-WRITERS = 8  # pages written to the index at once, each on a connection of its own (below)
+WRITERS = 16  # pages written to the index at once, each on a connection of its own (below)
 
 
 class Reservoir:

@@ -35,7 +35,7 @@ from podium.ports import BoardKey, Meta
 if TYPE_CHECKING:
     from podium.index.redis import RedisIndex
 
-FILL_CHUNK = 1000  # members per ZADD or HSET of a fill: bounded work per command on Redis
+FILL_CHUNK = 2500  # members per ZADD or HSET of a fill: bounded work per command on Redis
 STAGING_TTL_S = 3600  # what a new generation lives at most until its switch (write.lua too)
 RETIRED_TTL_S = 3600  # what the retired generation lives at most past the grace period
 
