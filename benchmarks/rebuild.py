@@ -10,7 +10,8 @@ into one private ``redis-server`` (no persistence) started here:
   (counts, top 1,000, 1,000 sampled ranks), the switch, the old keys dropped. Timed from the
   first page to the end of the switch, and the fill alone; its peak RSS from ``wait4``.
 - the reference: ``redis-cli --pipe`` fed a file of the very same members and scores (the
-  board's packed scores, ``ZADD`` of 1,000 members a command, RESP written out beforehand,
+  board's packed scores, ``ZADD`` of as many members a command as podium's fill sends,
+  RESP written out beforehand,
   untimed), timed from its start to its exit, its peak RSS likewise.
 
 The board key is unlinked before each run, and its member count checked after it.
@@ -35,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from _harness import code_line, free_port, install_sigterm, machine_line, make_env
+from podium.index.redis_rebuild import FILL_CHUNK as PAGE  # members a ZADD, as podium sends
 
 BOARD = "week"
-PAGE = 1000  # members per ZADD, as podium's fill sends them
 
 
 def start_redis(stack: contextlib.ExitStack, tmp: Path) -> int:

@@ -6,7 +6,7 @@ filled in bulk, then switched in by one script.
   live the rebuild renews): from then on write.lua and ban.lua apply every change to both
   generations, in the same step.
 - ``fill_build`` writes a page of the store's entries into the new generation: ``ZADD GT``
-  (``LT``; plain on a versioned board) of 1,000 members a command, the versions and the
+  (``LT``; plain on a versioned board) of 2,500 members a command, the versions and the
   metadata in ``HSET``s beside, every command of a page packed here as RESP bytes and sent in
   one write on one connection, the replies read after. redis-py's own packing is pure
   Python on its asyncio connections and cost a fifth of a rebuild's time (issue 19); a
