@@ -28,6 +28,7 @@ from podium.ports import (
     ProfileCopy,
     RankIndex,
     RankSource,
+    Rebuilding,
     Relayed,
     ScoreStore,
     Snapshots,
@@ -35,6 +36,7 @@ from podium.ports import (
 )
 from podium.ports.generations import Generations
 from podium.ranking import SnapshotRanks
+from podium.rebuilding import GaplessRebuild
 from podium.service import Service
 from podium.topology import (
     IndexKind,
@@ -112,13 +114,29 @@ def _store(settings: Settings, topo: Topology | None = None) -> ScoreStore:
 @dataclass(frozen=True)
 class IndexParts:
     """The rank index and what its adapters keep beside it: the copy of profiles, the
-    aggregator's snapshots, and on a split index its shards (None on a single one)."""
+    aggregator's snapshots, and on a split index its shards (None on a single one);
+    ``rebuilding``: the same index, seen through the port of its rebuilds."""
 
     index: RankIndex
     copy: ProfileCopy
     snapshots: Snapshots
     split: SplitIndex | None
+    rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
+
+
+def gapless(
+    settings: Settings,
+    store: ScoreStore,
+    index: Rebuilding,
+    podium: Service,
+    clock: Clock,
+    replay: Callable[[float], Awaitable[int]] | None = None,
+) -> GaplessRebuild:
+    """The rebuild without a gap (``rebuilding.py``) of this deployment's index."""
+    return GaplessRebuild(
+        settings, store, index, podium.rebuilds.index, clock, podium.reads, replay
+    )
 
 
 def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
@@ -129,11 +147,11 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
 
         if n == 1:
             memory = MemoryIndex(clock.now)
-            return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None)
+            return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None, memory)
         parts = [MemoryIndex(clock.now) for _ in range(n)]
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
-        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split)
+        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split)
     from podium.index.cluster import client_for, shard_indexes
     from podium.index.generations import RedisGenerations
     from podium.index.keys import Keys
@@ -149,14 +167,15 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
-        return IndexParts(redis, redis.copy, snaps, None, marks)
+        return IndexParts(redis, redis.copy, snaps, None, redis, marks)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py).
     shards = shard_indexes(client, prefix, n)
     split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
     assert split.copy is not None
     marks = RedisGenerations(client, [(s.shard, s.keys) for s in shards])
-    return IndexParts(split, split.copy, RedisSnapshots(client, Keys(prefix)), split, marks)
+    snapshots = RedisSnapshots(client, Keys(prefix))
+    return IndexParts(split, split.copy, snapshots, split, split, marks)
 
 
 def _sentinel(
@@ -256,6 +275,7 @@ class Backends:
     # The store split by player, for what only it does (moving a bucket); None otherwise.
     split_store: SplitStore | None
     generations: Generations | None = None  # a Redis index's markers; None in process
+    rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -314,6 +334,13 @@ class Backends:
         self._runners += started
         self._tasks += [asyncio.create_task(r.run(), name=r.role) for r in started]
 
+    def gapless(self) -> GaplessRebuild:
+        """``podium rebuild``: the rebuild without a gap, the log replayed by this process."""
+        assert self.rebuilding is not None
+        return gapless(
+            self.settings, self.store, self.rebuilding, self.podium, self.clock, self.replay
+        )
+
     async def replay(self, since_s: float) -> int:
         """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
         more, before the roles start (``updater.replay``)."""
@@ -346,6 +373,8 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = MarkedRanks(ranking, parts.generations, clock)
     podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
+    if not topo.in_process_index:  # a shared index is rebuilt beside its live generation
+        podium.rebuilds.gapless = gapless(settings, store, parts.rebuilding, podium, clock)
     limiter = read_limiter(settings, topo)
     return Backends(
         settings,
@@ -361,6 +390,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         topo,
         split_store,
         parts.generations,
+        parts.rebuilding,
     )
 
 

@@ -12,7 +12,16 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from podium import bootstrap, cli_ops, cli_plan, cli_tournament, config, gcpolicy, metrics
+from podium import (
+    bootstrap,
+    cli_ops,
+    cli_plan,
+    cli_rebuild,
+    cli_tournament,
+    config,
+    gcpolicy,
+    metrics,
+)
 from podium.bootstrap import Backends
 from podium.config import Settings, StoreSettings
 from podium.domain.models import ApiKey, Scope
@@ -354,27 +363,6 @@ def migrate(config_file: ConfigOpt = None) -> None:
     typer.echo("store schema is up to date")
 
 
-@app.command()
-def rebuild(
-    board: Annotated[str, typer.Option(help="Board name.")],
-    window: Annotated[str | None, typer.Option(help="Window id; default: the current one.")] = None,
-    config_file: ConfigOpt = None,
-) -> None:
-    """Rebuild one board window of a shared index from the store."""
-    settings = _settings(config_file)
-    if _topology(settings).in_process_index:
-        typer.echo("podium: the in-process index is rebuilt by `podium serve` at start", err=True)
-        raise typer.Exit(2)
-
-    async def run(b: Backends) -> int:
-        spec = b.podium.reads.board(board)
-        w = b.podium.reads.window(spec, window)
-        return await b.podium.rebuilds.rebuild(board, w.id)
-
-    n = _run(settings, run)
-    typer.echo(f"rebuilt {board} with {n} players")
-
-
 store_app = typer.Typer(no_args_is_help=True, help="The score store.")
 app.add_typer(store_app, name="store")
 
@@ -518,6 +506,8 @@ def config_schema() -> None:
 # The operator's commands live in a module of their own; they use the helpers above.
 for _command in (cli_ops.ban, cli_ops.unban, cli_ops.freeze, cli_ops.status):
     app.command()(_command)
+# The rebuild without a gap: its own module, the procedure in rebuilding.py.
+app.command()(cli_rebuild.rebuild)
 # The capacity planner: its own module, arithmetic in domain/capacity.py.
 app.command("plan")(cli_plan.plan_command)
 # The load generator: its own package, driving a running podium through podium.client.

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from podium.config import Settings
+from podium.domain.boards import BoardSpec
 from podium.domain.cohorts import cohort_window
-from podium.domain.windows import index_expiry, indexed_window
+from podium.domain.windows import Window, index_expiry, indexed_window
 from podium.ports import BoardKey, Clock, Meta, Players, ProfileCopy, RankIndex, Windows
 from podium.reads import Reads
+
+if TYPE_CHECKING:
+    from podium.rebuilding import GaplessRebuild
 
 log = logging.getLogger("podium.rebuilds")
 
@@ -46,12 +50,21 @@ class Rebuilds:
         self.copy = copy
         self.clock = clock
         self.reads = reads  # the board lookups, and this process's pages to clear
+        # A shared index (Redis) is rebuilt beside its live generation (rebuilding.py):
+        # set by bootstrap; the in-process index is refilled in place at start, before any
+        # read, where one sort of the whole board is the fastest way in.
+        self.gapless: GaplessRebuild | None = None
 
     async def rebuild(self, board: str, window_id: str) -> int:
         """Replace one board window in the index with what the store holds."""
         spec = self.reads.board(board)
         # A league's cohort is a window of its board (domain/cohorts.py) no read names.
         w = cohort_window(spec.rule, window_id) or self.reads.window(spec, window_id)
+        if self.gapless is not None:
+            from podium.rebuilding import Target
+
+            [done] = await self.gapless.run([Target(spec, w)], grace_s=0.0, compared=False)
+            return done.members
         # Plain rows and lists, the codec's encode bound once: this loop runs for every
         # entry of the board (a million at an embedded start), so each object and lookup
         # per row shows in the start's time (BENCHMARKS.md, issue 23).
@@ -83,14 +96,21 @@ class Rebuilds:
 
     async def rebuild_live(self) -> int:
         """Rebuild every window whose index key would still exist (start-up of the
-        in-process index)."""
-        now = self.clock.now()
+        in-process index; the mender's refill of an index that lost its data)."""
         total = 0
+        for spec, w in await self.live_windows():
+            total += await self.rebuild(spec.name, w.id)
+        return total
+
+    async def live_windows(self) -> list[tuple[BoardSpec, Window]]:
+        """Every configured board's windows whose index key would still exist."""
+        now = self.clock.now()
+        out = []
         for spec in self.settings.boards:
             for window_id in await self.store.windows(spec.name):
-                if indexed_window(spec.rule, window_id, now) is not None:
-                    total += await self.rebuild(spec.name, window_id)
-        return total
+                if (w := indexed_window(spec.rule, window_id, now)) is not None:
+                    out.append((spec, w))
+        return out
 
     async def copy_profiles(self, page: int = 5000) -> int | None:
         """Copy every profile from the store into the index, then mark the copy complete;

@@ -190,15 +190,23 @@ class Tournaments:
     async def rebuild_live(self, rebuilds: Rebuilds) -> int:
         """Every run whose index key would still exist, refilled from the store (the start
         of the in-process index, as ``Rebuilds.rebuild_live`` does for the boards)."""
-        now = self.clock.now()
         total = 0
+        for spec, run in await self.live_runs():
+            total += await rebuilds.rebuild(spec.name, run.id)
+        return total
+
+    async def live_runs(self) -> list[tuple[BoardSpec, Window]]:
+        """Every begun run whose index key would still exist, with its board (``~<id>``),
+        made known to the reads (``podium rebuild --all`` rebuilds them with the boards)."""
+        now = self.clock.now()
+        out: list[tuple[BoardSpec, Window]] = []
         for t in await self.store.list_tournaments():
             spec = t.spec()
             for run in await _played(t, self.lifecycle):
                 if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
                     self.reads.know(spec)
-                    total += await rebuilds.rebuild(spec.name, run.id)
-        return total
+                    out.append((spec, run))
+        return out
 
     # -- joining --------------------------------------------------------------------------
 

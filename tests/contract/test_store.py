@@ -669,6 +669,8 @@ async def test_player_standings_windows_and_paged_standings(store: ScoreStore) -
         for s in flat
     ]
     assert [b async for b in store.tally_rows("day", "1999-01-01")] == []
+    assert await store.tally_count("day", "2026-10-24") == 5
+    assert await store.tally_count("day", "1999-01-01") == 0
 
 
 async def test_tallied_says_who_has_a_tally_in_one_window(store: ScoreStore) -> None:
@@ -844,9 +846,11 @@ async def test_ban_unban_banned(store: ScoreStore) -> None:
     await store.ban("p2", "smurf", NOW)
     assert await store.banned(["p1", "p2", "p3", "p1"]) == {"p1", "p2"}
     assert await store.banned([]) == set()
+    assert await store.every_ban() == {"p1", "p2"}
     assert await store.unban("p1") is True
     assert await store.unban("p1") is False
     assert await store.banned(["p1", "p2"]) == {"p2"}
+    assert await store.every_ban() == {"p2"}
 
 
 # -- failure --------------------------------------------------------------------------------

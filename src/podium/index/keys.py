@@ -37,12 +37,22 @@ SINGLE = ""  # the tag of today's one shard (a single Redis): its keys need no t
 class Keys:
     """Key names under ``prefix``; with a shard's ``tag`` (``{s03}``), the names of that
     shard's part of every board window, else (``None``) the names a single index has
-    always had, so an existing deployment keeps its keys."""
+    always had, so an existing deployment keeps its keys.
 
-    def __init__(self, prefix: str, tag: str | None = None) -> None:
+    With a ``generation`` (a rebuild's token, ``of_generation``), a board window's sorted
+    set, versions and metadata are those of a generation built beside the live one
+    (``<window>:g:<token>:z``), in the same slot; its ban set stays the live one's (a ban
+    holds in every generation)."""
+
+    def __init__(self, prefix: str, tag: str | None = None, generation: str | None = None) -> None:
         self.prefix = prefix
         self.shard = tag
+        self.rebuilt = generation  # the token of the generation these names are of
         self._base = prefix if tag is None else f"{prefix}:{tag}"
+
+    def of_generation(self, token: str) -> Keys:
+        """The names of the generation ``token`` of every board window of this shard."""
+        return Keys(self.prefix, self.shard, token)
 
     def tag(self, key: BoardKey) -> str:
         """The hash tag of a board window's keys: the shard's, or the window's own."""
@@ -53,21 +63,40 @@ class Keys:
             return f"{self.prefix}:{{b:{key.board}:{key.window}}}"
         return f"{self._base}:{key.board}:{key.window}"
 
+    def retired(self, token: str) -> Keys:
+        """The names the live generation takes when the rebuild ``token`` switches the new
+        one in (``switch.lua``), until it is dropped after the grace period."""
+        return self.of_generation(f"{token}.old")
+
+    def _held(self, key: BoardKey) -> str:
+        """Where a generation's keys of a board window begin (the live one's: the window's)."""
+        if self.rebuilt is None:
+            return self._window(key)
+        return f"{self._window(key)}:g:{self.rebuilt}"
+
     def board(self, key: BoardKey) -> str:
-        return f"{self._window(key)}:z"
+        return f"{self._held(key)}:z"
 
     def bans(self, key: BoardKey) -> str:
         return f"{self._window(key)}:ban"
 
     def versions(self, key: BoardKey) -> str:
         """Per-player versions, for boards whose totals can fall."""
-        return f"{self._window(key)}:ver"
+        return f"{self._held(key)}:ver"
 
     def meta(self, key: BoardKey) -> str:
         """Entry metadata: one hash per board window, member -> ``<version>:<json>``
         (``<version>:`` alone where a newer change carried none), in the board's slot so
         that write.lua keeps it in the same step as the score."""
-        return f"{self._window(key)}:meta"
+        return f"{self._held(key)}:meta"
+
+    def next_generation(self, key: BoardKey) -> str:
+        """The pointer to the generation a rebuild is filling beside the live one
+        (``rebuilding.py``): it holds that generation's sorted set, versions and metadata
+        names, one a line, so that write.lua and ban.lua apply every change to both
+        generations until the switch without building a name themselves; it lives only
+        while the rebuild renews it."""
+        return f"{self._window(key)}:next"
 
     def staging(self, key: BoardKey, token: str) -> str:
         """A scratch set for a rebuild; same slot as the board so it can be renamed over it."""

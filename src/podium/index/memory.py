@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
+from podium.index.memory_rebuild import Held, MemoryRebuild
 from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
 from podium.ports.status import IndexNode
 
@@ -132,11 +133,13 @@ class _Board:
         return [(m, s) for s, m in chunk]
 
 
-class MemoryIndex:
+class MemoryIndex(MemoryRebuild):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._boards: dict[BoardKey, _Board] = {}
         self._clock = clock
         self.copy = MemoryProfileCopy()
+        self._next: dict[BoardKey, Held] = {}  # the generations rebuilds fill (memory_rebuild.py)
+        self._retired: dict[tuple[BoardKey, str], _Board] = {}
 
     def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
         board = self._boards.get(key)
@@ -156,6 +159,8 @@ class MemoryIndex:
 
     async def close(self) -> None:
         self._boards.clear()
+        self._next.clear()
+        self._retired.clear()
         self.copy.clear()
 
     async def write(
@@ -172,26 +177,9 @@ class MemoryIndex:
             return 0  # as on Redis: no script runs, so not even the expiry moves
         board = self._get(key, create=True)
         assert board is not None
-        written = 0
-        for i, (member, score) in enumerate(entries):
-            if member in board.banned:
-                continue
-            if versions is not None:
-                if versions[i] > board.versions.get(member, 0):
-                    board.set(member, score)
-                    board.versions[member] = versions[i]
-                    written += 1
-                    if metadata is not None:
-                        board.set_meta(member, *metadata[i])
-                continue
-            old = board.scores.get(member)
-            if old is None or (score > old if descending else score < old):
-                board.set(member, score)
-                written += 1
-                if metadata is not None:
-                    board.set_meta(member, *metadata[i])
-            elif metadata is not None and old == score:
-                board.keep_meta(member, *metadata[i])
+        written = _write(board, entries, descending, versions, metadata)
+        if (building := self._building(key)) is not None:  # a rebuild's new generation too
+            _write(building, entries, descending, versions, metadata, board.banned)
         if expire_at is not None:  # as on Redis: no expiry given leaves the one there
             board.expire_at = expire_at
         return written
@@ -208,13 +196,9 @@ class MemoryIndex:
             return 0
         board = self._get(key, create=True)
         assert board is not None
-        removed = 0
-        for member, version in zip(members, versions, strict=True):
-            if member not in board.banned and version > board.versions.get(member, 0):
-                board.remove(member)
-                board.versions[member] = version
-                board.meta.pop(member, None)
-                removed += 1
+        removed = _remove(board, members, versions)
+        if (building := self._building(key)) is not None:
+            _remove(building, members, versions, board.banned)
         if expire_at is not None:
             board.expire_at = expire_at
         return removed
@@ -372,9 +356,11 @@ class MemoryIndex:
             board = self._get(key, create=True)
             assert board is not None
             board.banned.add(player_id)
-            board.remove(player_id)
-            board.versions.pop(player_id, None)
-            board.meta.pop(player_id, None)
+            for held in (board, self._building(key)):
+                if held is not None:
+                    held.remove(player_id)
+                    held.versions.pop(player_id, None)
+                    held.meta.pop(player_id, None)
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:
@@ -397,6 +383,54 @@ class MemoryIndex:
             fresh.banned = set(old.banned)
         fresh.load(entries, versions, metadata)
         self._boards[key] = fresh
+
+
+def _write(
+    board: _Board,
+    entries: Sequence[tuple[str, int]],
+    descending: bool,
+    versions: Sequence[int] | None,
+    metadata: Sequence[Meta] | None,
+    banned: set[str] | None = None,
+) -> int:
+    """write.lua on one generation of a board: the ban set is the live one's (``banned``;
+    the board's own when it is the live one)."""
+    banned = board.banned if banned is None else banned
+    written = 0
+    for i, (member, score) in enumerate(entries):
+        if member in banned:
+            continue
+        if versions is not None:
+            if versions[i] > board.versions.get(member, 0):
+                board.set(member, score)
+                board.versions[member] = versions[i]
+                written += 1
+                if metadata is not None:
+                    board.set_meta(member, *metadata[i])
+            continue
+        old = board.scores.get(member)
+        if old is None or (score > old if descending else score < old):
+            board.set(member, score)
+            written += 1
+            if metadata is not None:
+                board.set_meta(member, *metadata[i])
+        elif metadata is not None and old == score:
+            board.keep_meta(member, *metadata[i])
+    return written
+
+
+def _remove(
+    board: _Board, members: Sequence[str], versions: Sequence[int], banned: set[str] | None = None
+) -> int:
+    banned = board.banned if banned is None else banned
+    removed = 0
+    for member, version in zip(members, versions, strict=True):
+        if member not in banned and version > board.versions.get(member, 0):
+            board.remove(member)
+            board.versions[member] = version
+            board.meta.pop(member, None)
+            removed += 1
+    return removed
 
 
 def _held_meta(board: _Board, members: Sequence[str]) -> dict[str, str]:

@@ -34,6 +34,7 @@ from podium.index.errors import translated
 from podium.index.keys import SINGLE, Keys
 from podium.index.nodes import describe
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
+from podium.index.redis_rebuild import RedisRebuild
 from podium.index.scripts import Script
 from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
 from podium.ports.status import IndexNode
@@ -111,14 +112,22 @@ def _score(held: Any) -> int | None:
     return None if held is None else int(float(held))
 
 
-class RedisIndex:
-    def __init__(self, client: Any, prefix: str = "podium", shard: int | None = None) -> None:
+class RedisIndex(RedisRebuild):
+    def __init__(
+        self,
+        client: Any,
+        prefix: str = "podium",
+        shard: int | None = None,
+        generation: str | None = None,
+    ) -> None:
         if shard is None and isinstance(client, RedisCluster):
             raise ConfigError("a rank index on Redis Cluster is split into shards (keys.py)")
         self._r = client
         self.shard = shard
         tag = None if shard is None else shard_tag(shard)
-        self.keys = Keys(prefix, tag)
+        # With a generation: the reads of that generation of every board window, as a
+        # rebuild compares it with the live one (``built``).
+        self.keys = Keys(prefix, tag, generation)
         # The copy of profiles beside the boards, in the same slot (keys.py): a single
         # Redis's one copy, or this shard's.
         self.copy = RedisProfileCopy(client, self.keys, SINGLE if tag is None else tag)
@@ -192,9 +201,10 @@ class RedisIndex:
         return written
 
     def _sidecars(self, key: BoardKey) -> list[str]:
-        """A board window's sorted set and what write.lua and ban.lua keep beside it."""
+        """A board window's sorted set and what write.lua and ban.lua keep beside it, and
+        the pointer to the generation a rebuild fills (``redis_rebuild.py``)."""
         k = self.keys
-        return [k.board(key), k.bans(key), k.versions(key), k.meta(key)]
+        return [k.board(key), k.bans(key), k.versions(key), k.meta(key), k.next_generation(key)]
 
     async def remove(
         self,

@@ -307,3 +307,76 @@ class SplitIndex:
                 if self._home(key) in (None, n)
             )
         )
+
+    # -- rebuilds beside the live generation (ports/index.py: Rebuilding) ------------------
+
+    async def begin_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
+        """Every shard's part opened at once; if any shard refuses (another rebuild holds
+        it), those opened are given up again."""
+        opened = await asyncio.gather(*(s.begin_build(key, token, ttl_s) for s in self.shards))
+        if all(opened):
+            return True
+        await asyncio.gather(
+            *(s.abort_build(key, token) for s, ok in zip(self.shards, opened, strict=True) if ok)
+        )
+        return False
+
+    async def keep_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
+        kept = await asyncio.gather(*(s.keep_build(key, token, ttl_s) for s in self.shards))
+        return all(kept)
+
+    async def fill_build(
+        self,
+        key: BoardKey,
+        token: str,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
+    ) -> int:
+        """Each shard's players of the page written to that shard, every shard at once."""
+        groups = self._by_shard(key, [m for m, _ in entries])
+        filled = await asyncio.gather(
+            *(
+                self.shards[s].fill_build(
+                    key,
+                    token,
+                    [entries[i] for i in at],
+                    descending=descending,
+                    versions=None if versions is None else [versions[i] for i in at],
+                    metadata=None if metadata is None else [metadata[i] for i in at],
+                )
+                for s, at in groups.items()
+            )
+        )
+        return sum(filled)
+
+    def built(self, token: str) -> SplitIndex:
+        return SplitIndex([s.built(token) for s in self.shards], close=_nothing)
+
+    async def switch_build(
+        self, key: BoardKey, token: str, *, expire_at: int | None, grace_s: float
+    ) -> bool:
+        """Every shard switched at once, each in one step: a read between two shards'
+        switches sees each shard's part whole, old or new, both written alike meanwhile.
+        Every shard's hold is renewed first: if any ran out, none is switched (False)."""
+        if not await self.keep_build(key, token, _SWITCH_HOLD_S):
+            return False
+        done = await asyncio.gather(
+            *(s.switch_build(key, token, expire_at=expire_at, grace_s=grace_s) for s in self.shards)
+        )
+        return all(done)
+
+    async def drop_build(self, key: BoardKey, token: str) -> None:
+        await asyncio.gather(*(s.drop_build(key, token) for s in self.shards))
+
+    async def abort_build(self, key: BoardKey, token: str) -> None:
+        await asyncio.gather(*(s.abort_build(key, token) for s in self.shards))
+
+
+_SWITCH_HOLD_S = 30.0  # the holds renewed just before a switch, for the moments it takes
+
+
+async def _nothing() -> None:
+    """A view shares its shards' client: closing it closes nothing."""

@@ -157,6 +157,64 @@ class RankIndex(Protocol):
         ...
 
 
+class Rebuilding(Protocol):
+    """A board window rebuilt beside the live one, without a gap (``rebuilding.py``, and
+    docs/architecture.md, "Rebuilds without a gap"): a new generation of it, named by a
+    token, filled while the live one keeps answering every read, then switched in at once.
+
+    From ``begin_build`` until the switch (or the abort), every write of the window
+    (``RankIndex.write``, ``remove``, ``ban``) is applied to both generations in the same
+    step, so nothing applied meanwhile is missing from the new one. On an index split across
+    shards every call covers every shard; each shard switches in one step."""
+
+    async def begin_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
+        """Open a new generation of the window, held for ``ttl_s`` unless renewed; False,
+        and nothing changes, while another rebuild holds the window."""
+        ...
+
+    async def keep_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
+        """Renew the hold; False once the generation is no longer this rebuild's (its hold
+        ran out: writes since may have missed it, so it must not be switched in)."""
+        ...
+
+    async def fill_build(
+        self,
+        key: BoardKey,
+        token: str,
+        entries: Sequence[tuple[str, int]],
+        *,
+        descending: bool,
+        versions: Sequence[int] | None = None,
+        metadata: Sequence[Meta] | None = None,
+    ) -> int:
+        """Write a page of entries (the store's) into the new generation: by the board's
+        order (``GT``/``LT``: a newer total already there stays) or, with ``versions``, as
+        given (a replay of the log afterwards brings back any newer one). Members banned
+        are the caller's to leave out; a ban that lands meanwhile holds at the switch."""
+        ...
+
+    def built(self, token: str) -> RankIndex:
+        """The new generation's reads, to compare it with the live one before the switch."""
+        ...
+
+    async def switch_build(
+        self, key: BoardKey, token: str, *, expire_at: int | None, grace_s: float
+    ) -> bool:
+        """Make the new generation the live one in one step (each shard's), the bans
+        applied to it again, the old one kept aside until ``drop_build`` (at most
+        ``grace_s`` and an hour); False, and nothing changes, if the hold ran out."""
+        ...
+
+    async def drop_build(self, key: BoardKey, token: str) -> None:
+        """Free what the switch kept aside of the old generation."""
+        ...
+
+    async def abort_build(self, key: BoardKey, token: str) -> None:
+        """Give the window up without a switch: the new generation is freed, writes go to
+        the live one alone again."""
+        ...
+
+
 class EntryMetadata(Protocol):
     """What the reads ask of the index beside ranks: the entry metadata of a page's rows
     (``RankIndex.entry_metadata``), kept by the same writes as the scores."""
@@ -196,7 +254,7 @@ class Near(NamedTuple):
     below: list[tuple[str, int]]
 
 
-class ShardIndex(RankIndex, Protocol):
+class ShardIndex(RankIndex, Rebuilding, Protocol):
     """One shard's part of every board, when boards are split by player (``index.shards``).
 
     Everything a ``RankIndex`` answers, it answers about its own part (its ranks are ranks
@@ -206,6 +264,10 @@ class ShardIndex(RankIndex, Protocol):
 
     async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
         """Each member's score, or None for one not on this shard's part."""
+        ...
+
+    def built(self, token: str) -> ShardIndex:
+        """This shard's part of the new generation (``Rebuilding.built``)."""
         ...
 
     async def ahead(

@@ -243,6 +243,10 @@ class Players(Protocol):
     async def ban(self, player_id: str, reason: str, now: float) -> None: ...
     async def unban(self, player_id: str) -> bool: ...
     async def banned(self, player_ids: Sequence[str]) -> set[str]: ...
+    async def every_ban(self) -> set[str]:
+        """Every banned player (bans are few): what a rebuild leaves out of all its pages,
+        asked once rather than with each page's players."""
+        ...
 
 
 class Windows(Protocol):
@@ -260,6 +264,10 @@ class Windows(Protocol):
         """``standings`` as plain rows, ``(player_id, total, reached_at, version,
         metadata)``, in pages by player id: what a rebuild reads, a tuple a tally rather
         than two objects (a million of them at an embedded start)."""
+        ...
+
+    async def tally_count(self, board: str, window: str) -> int:
+        """How many tallies the board window holds (a rebuild's progress: its total)."""
         ...
 
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:

@@ -1,6 +1,7 @@
 -- Apply absolute scores to one board window, skipping banned players.
 -- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash,
--- KEYS[4] the board's entry metadata hash (keys.py)
+-- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
+-- fills beside the live one (keys.py: Keys.next_generation)
 -- ARGV[1] 'GT' (descending boards), 'LT' (ascending), 'V' (versioned) or 'R' (versioned
 -- removal: the member leaves, and the version stays as a tombstone); 'GTM', 'LTM', 'VM':
 -- the same, each entry with its tally's version and entry metadata ('' for none) after it;
@@ -24,75 +25,103 @@
 -- 'GT', 'LT', 'V'; on a board with a metadata hash it writes nothing and returns -1, and
 -- the caller sends the batch again as 'GTM', 'LTM', 'VM' (so a board no metadata ever
 -- reached pays one EXISTS, and the arguments it always had).
+-- While a rebuild runs (KEYS[5] holds the names of the next generation's sorted set,
+-- versions and metadata, one a line), every write is applied to that generation as well,
+-- in the same step, so that nothing the updaters apply during a rebuild is missing from
+-- the generation that replaces the live one (docs/architecture.md, "Rebuilds without a
+-- gap"). The count returned is the live generation's.
 local mode = ARGV[1]
 local meta = false
+local nxt = false
+local pointer = redis.call('GET', KEYS[5])
+if pointer then
+  nxt = {}
+  for name in string.gmatch(pointer, '[^\n]+') do nxt[#nxt + 1] = name end
+end
 if mode == 'GTN' or mode == 'LTN' or mode == 'VN' then
   if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
+  if nxt and redis.call('EXISTS', nxt[3]) == 1 then return -1 end
   mode = string.sub(mode, 1, -2)
 elseif mode == 'GTM' or mode == 'LTM' or mode == 'VM' then
   meta = true
   mode = string.sub(mode, 1, -2)
 end
-local hasmeta = meta and redis.call('EXISTS', KEYS[4]) == 1
 
--- the member's score was just written with this entry's: its metadata is the newest
-local function set_meta(m, v, j)
-  if j ~= '' then
-    redis.call('HSET', KEYS[4], m, v .. ':' .. j)
+-- One generation's sorted set Z, versions VER and metadata META, the ban set shared.
+local function apply(Z, VER, META)
+  local hasmeta = meta and redis.call('EXISTS', META) == 1
+
+  -- the member's score was just written with this entry's: its metadata is the newest
+  local function set_meta(m, v, j)
+    if j ~= '' then
+      redis.call('HSET', META, m, v .. ':' .. j)
+      hasmeta = true
+    elseif hasmeta then
+      redis.call('HDEL', META, m)
+    end
+  end
+
+  -- the member already held this entry's score: keep its metadata unless a newer one's is held
+  local function keep_meta(m, v, j)
+    local held = hasmeta and redis.call('HGET', META, m)
+    if held then
+      if tonumber(string.match(held, '^(%d+):')) >= tonumber(v) then return end
+    elseif j == '' then
+      return
+    end
+    redis.call('HSET', META, m, v .. ':' .. j)
     hasmeta = true
-  elseif hasmeta then
-    redis.call('HDEL', KEYS[4], m)
   end
-end
 
--- the member already held this entry's score: keep its metadata unless a newer one's is held
-local function keep_meta(m, v, j)
-  local held = hasmeta and redis.call('HGET', KEYS[4], m)
-  if held then
-    if tonumber(string.match(held, '^(%d+):')) >= tonumber(v) then return end
-  elseif j == '' then
-    return
-  end
-  redis.call('HSET', KEYS[4], m, v .. ':' .. j)
-  hasmeta = true
-end
-
-local written = 0
-if mode == 'V' or mode == 'R' then
-  local step = meta and 4 or 3
-  for i = 3, #ARGV, step do
-    local m = ARGV[i]
-    if redis.call('SISMEMBER', KEYS[2], m) == 0 then
-      local held = tonumber(redis.call('HGET', KEYS[3], m) or '0')
-      if tonumber(ARGV[i + 2]) > held then
-        if mode == 'V' then
-          redis.call('ZADD', KEYS[1], ARGV[i + 1], m)
-          if meta then set_meta(m, ARGV[i + 2], ARGV[i + 3]) end
-        else
-          redis.call('ZREM', KEYS[1], m)
-          redis.call('HDEL', KEYS[4], m)
-        end
-        redis.call('HSET', KEYS[3], m, ARGV[i + 2])
-        written = written + 1
-      end
-    end
-  end
-else
-  local step = meta and 4 or 2
-  for i = 3, #ARGV, step do
-    local m = ARGV[i]
-    if redis.call('SISMEMBER', KEYS[2], m) == 0 then
-      local changed = redis.call('ZADD', KEYS[1], mode, 'CH', ARGV[i + 1], m)
-      written = written + changed
-      if meta then
-        if changed == 1 then
-          set_meta(m, ARGV[i + 2], ARGV[i + 3])
-        elseif (hasmeta or ARGV[i + 3] ~= '')
-            and tonumber(redis.call('ZSCORE', KEYS[1], m)) == tonumber(ARGV[i + 1]) then
-          keep_meta(m, ARGV[i + 2], ARGV[i + 3])
+  local written = 0
+  if mode == 'V' or mode == 'R' then
+    local step = meta and 4 or 3
+    for i = 3, #ARGV, step do
+      local m = ARGV[i]
+      if redis.call('SISMEMBER', KEYS[2], m) == 0 then
+        local held = tonumber(redis.call('HGET', VER, m) or '0')
+        if tonumber(ARGV[i + 2]) > held then
+          if mode == 'V' then
+            redis.call('ZADD', Z, ARGV[i + 1], m)
+            if meta then set_meta(m, ARGV[i + 2], ARGV[i + 3]) end
+          else
+            redis.call('ZREM', Z, m)
+            redis.call('HDEL', META, m)
+          end
+          redis.call('HSET', VER, m, ARGV[i + 2])
+          written = written + 1
         end
       end
     end
+  else
+    local step = meta and 4 or 2
+    for i = 3, #ARGV, step do
+      local m = ARGV[i]
+      if redis.call('SISMEMBER', KEYS[2], m) == 0 then
+        local changed = redis.call('ZADD', Z, mode, 'CH', ARGV[i + 1], m)
+        written = written + changed
+        if meta then
+          if changed == 1 then
+            set_meta(m, ARGV[i + 2], ARGV[i + 3])
+          elseif (hasmeta or ARGV[i + 3] ~= '')
+              and tonumber(redis.call('ZSCORE', Z, m)) == tonumber(ARGV[i + 1]) then
+            keep_meta(m, ARGV[i + 2], ARGV[i + 3])
+          end
+        end
+      end
+    end
+  end
+  return written
+end
+
+local written = apply(KEYS[1], KEYS[3], KEYS[4])
+-- The next generation's keys take their expiry at the switch (switch.lua); until then they
+-- hold the staging time to live (an hour, as the rebuild's fill sets it), so a rebuild that
+-- died leaves nothing behind for long, even a key this write made first.
+if nxt then
+  apply(nxt[1], nxt[2], nxt[3])
+  for k = 1, 3 do
+    if redis.call('PTTL', nxt[k]) == -1 then redis.call('PEXPIRE', nxt[k], 3600000) end
   end
 end
 if ARGV[2] ~= '' then

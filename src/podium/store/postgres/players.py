@@ -116,6 +116,9 @@ class Players(ProfilesFromVersions, Database):
         )
         return {r["player_id"] for r in rows}
 
+    async def every_ban(self) -> set[str]:
+        return {r["player_id"] for r in await self._fetch("SELECT player_id FROM bans")}
+
 
 async def _move_groups(
     c: Conn, player_id: str, old: str | None, new: str | None, now: float

@@ -65,3 +65,7 @@ class Players(ProfilesFromVersions, Part):
     async def banned(self, player_ids: Sequence[str]) -> set[str]:
         parts = await self.router.by_player(player_ids, lambda db, ids: db.banned(ids))
         return set().union(*parts)
+
+    async def every_ban(self) -> set[str]:
+        parts = await self.router.each(lambda db: db.every_ban())
+        return set().union(*parts.values())

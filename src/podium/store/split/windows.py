@@ -73,6 +73,10 @@ class Windows(Part):
             )
         )
 
+    async def tally_count(self, board: str, window: str) -> int:
+        parts = await self.router.each(lambda db: db.tally_count(board, window))
+        return sum(parts.values())
+
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         """Each player asked of the database the map puts them on (``Router.by_player``)."""
         parts = await self.router.by_player(

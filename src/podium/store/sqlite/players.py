@@ -108,6 +108,10 @@ class Players(ProfilesFromVersions, Database):
         )
         return {r["player_id"] for r in rows}
 
+    async def every_ban(self) -> set[str]:
+        rows = await self._read(lambda c: c.execute("SELECT player_id FROM bans").fetchall())
+        return {r["player_id"] for r in rows}
+
 
 def _move_groups(
     c: sqlite3.Connection, player_id: str, old: str | None, new: str | None, now: float

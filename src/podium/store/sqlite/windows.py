@@ -64,6 +64,11 @@ class Windows(Database):
 
         return rows_by_player(page)
 
+    async def tally_count(self, board: str, window: str) -> int:
+        sql = "SELECT COUNT(*) FROM tallies WHERE board = ? AND window_id = ?"
+        row = await self._read(lambda c: c.execute(sql, (board, window)).fetchone())
+        return int(row[0])
+
     async def tallied(self, board: str, window: str, player_ids: Sequence[str]) -> set[str]:
         ids = list(set(player_ids))
         if not ids:
