@@ -1,7 +1,7 @@
 """The statements of the record path, as SQL text (migration 006 holds the functions).
 
 Each is one round trip: ``OPEN_MATCH`` claims the match and reads every player's state for
-the checks; ``RECORD_SEEN`` writes a record from that state if nothing in it changed;
+the checks (a record planned from that state is written by ``group.BATCH``);
 ``RECORD_READ`` and ``RECORD_WRITE`` are the locked path that reads again inside the
 transaction.
 """
@@ -38,16 +38,6 @@ RECORD_WRITE = (
     "SELECT podium_write_record($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text[], "
     "$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
     "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text)"
-)
-# A whole record in one autocommitted statement, from a state read before (migration 006):
-# the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
-# the writes as above ($24-$35). Returns false, having written nothing, if any of it changed.
-RECORD_SEEN = (
-    "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-    "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "
-    "$21::bigint[], $22::bigint[], $23::boolean[], $24::text[], $25::text[], $26::bigint[], "
-    "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
-    "$33::bigint[], $34::bigint[], $35::text)"
 )
 
 
