@@ -55,6 +55,7 @@ from podium.store.postgres.record_sql import (
     CLAIM_LOCK,
     HAS_RESULTS,
     OPEN_MATCH,
+    OPEN_MATCH_LAZY,
     PAIRS,
     PRIOR,
     RECLAIM,
@@ -69,6 +70,10 @@ if TYPE_CHECKING:
 
 class Results(Database):
     _group: GroupCommit | None = None  # the records' group commit, made on first use
+    # Whether a claim may commit without its WAL flush (``record_sql.OPEN_MATCH_LAZY``):
+    # not on a database of a store split by player, whose match's records may be written
+    # on other databases, which flush nothing here.
+    lazy_claims = True
 
     async def open_match(self, query: MatchQuery) -> MatchRead:
         q = query
@@ -85,8 +90,10 @@ class Results(Database):
                 got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts, claimed_at=got.at
             )
 
+        sql = OPEN_MATCH_LAZY if self.lazy_claims else OPEN_MATCH
+
         async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
-            rows = await c.fetch(OPEN_MATCH, *_prior_args(q), q.key_id, float(q.now), *facts)
+            rows = await c.fetch(sql, *_prior_args(q), q.key_id, float(q.now), *facts)
             return await _claim(c, q.match_id, rows[0]), rows
 
         # One autocommitted statement: the claim commits with it, as it would on its own.

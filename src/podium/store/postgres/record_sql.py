@@ -126,6 +126,15 @@ OPEN_MATCH = (
     f"{claim_sql('$2', '$11', '$12', '$3', '$13::bigint', '$14::int4')} "
     f"SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} {PRIOR_FROM}"
 )
+# The same, committing without waiting for its WAL flush (``Results.lazy_claims``): a claim
+# needs no flush of its own where its match's records are written on the same database.
+# Each record writes the claim again in its own transaction (``podium_write_record``), whose
+# commit flushes the WAL up to it, and so the claim's commit before it: a claim is durable
+# once any result of its match is, and one lost in a crash before that is the claim of a
+# match with no result, which the next request of the match makes again.
+OPEN_MATCH_LAZY = (
+    f"{OPEN_MATCH} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS lazy(s)"
+)
 # The same read without the claim (``Results.read_players``), for a store split across
 # databases: a match's players read where they live, its claim where its id maps to.
 PRIOR = f"SELECT {PRIOR_COLUMNS} {PRIOR_FROM}"
