@@ -552,8 +552,9 @@ async def test_a_refused_record_among_concurrent_ones_writes_nothing_and_sinks_n
     stolen = await read(store, "taken", ["qx"], "ranked", 5, None, t)
     assert stolen.owner == "k2"
     records = [result(f"m{i}", i + 1, player=p) for i, p in enumerate(players)]
+    together = zip(records, reads, strict=True)
     outs = await asyncio.gather(
-        *(store.record(r, t, NOW, None, got.handle(r.player_id)) for r, got in zip(records, reads)),
+        *(store.record(r, t, NOW, None, got.handle(r.player_id)) for r, got in together),
         store.record(result("taken", 5, player="qx"), t, NOW, None, stolen.handle("qx")),
         return_exceptions=True,
     )
