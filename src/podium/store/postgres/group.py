@@ -67,27 +67,34 @@ class GroupCommit:
         self._queue: deque[Queued] = deque()
         self._flights = 0
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def record(self, job: Queued) -> RecordOutcome:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # A store used from another event loop than before (a script's asyncio.run
+            # after another's): what the old one left behind can never run on this one.
+            self._loop, self._queue, self._flights, self._tasks = loop, deque(), 0, set()
         # Retrieve a failure even when the caller went away, so it is not logged as lost.
         job.done.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._queue.append(job)
         if self._flights < FLIGHTS:
             self._flights += 1
-            task = asyncio.create_task(self._drain())
+            task = asyncio.create_task(self._drain(loop))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         # Shielded: a caller that goes away does not take its write back (it may commit,
         # as any write may whose caller stopped waiting; a retry is safe).
         return await asyncio.shield(job.done)
 
-    async def _drain(self) -> None:
+    async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
             while self._queue:
                 group = [self._queue.popleft() for _ in range(min(GROUP_MAX, len(self._queue)))]
                 await self._write(group)
         finally:
-            self._flights -= 1
+            if loop is self._loop:
+                self._flights -= 1
 
     async def _write(self, group: list[Queued]) -> None:
         rows = [j.row for j in group]
