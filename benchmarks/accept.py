@@ -49,6 +49,7 @@ import shutil
 import sys
 import time
 from typing import Any
+from urllib.parse import urlparse
 
 from _harness import (
     PG_DB,
@@ -313,7 +314,10 @@ async def pgbench(env: Env, rate: float, args: argparse.Namespace) -> dict[str, 
     d.mkdir()
     script = d / "match.sql"
     script.write_text(pgbench_script(args.players_per_match, args.pool))
-    argv = [exe, "-h", "127.0.0.1", "-U", "postgres", "-n", "-f", str(script)]
+    # The server the store is on (PODIUM_BENCH_POSTGRES may name a private one).
+    url = urlparse(env.store_url)
+    host, port, user = url.hostname or "127.0.0.1", str(url.port or 5432), url.username
+    argv = [exe, "-h", host, "-p", port, "-U", user or "postgres", "-n", "-f", str(script)]
     argv += ["-R", str(rate), "-T", str(int(args.pgbench_duration)), "-c", "10", "-j", "2"]
     argv += ["-l", f"--log-prefix={d}/log", env.pg_db]
     proc = await asyncio.create_subprocess_exec(

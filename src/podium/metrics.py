@@ -78,7 +78,7 @@ GC_PAUSE_SECONDS = Histogram(
 )
 STORE_WRITE_GROUP = Histogram(
     "podium_store_write_group_size",
-    "Writes committed together in one embedded (SQLite) store transaction",
+    "Writes committed together in one store transaction (SQLite: every write; Postgres: records)",
     buckets=(1, 2, 4, 8, 16, 32),
     registry=REGISTRY,
 )

@@ -539,6 +539,33 @@ async def test_concurrent_records_of_one_player_from_prior_reads_all_fold(
     assert (await store.outbox_backlog(NOW))[0] == 20
 
 
+async def test_a_refused_record_among_concurrent_ones_writes_nothing_and_sinks_none(
+    store: ScoreStore,
+) -> None:
+    """Records that arrive together may be written together (a group commit), each still
+    its own unit: the one refused inside its write (its match is another key's) writes
+    nothing, and every other is written."""
+    t = targets(T0 + 100)
+    assert await claim(store, "taken", "k2", NOW) == "k2"
+    players = [f"q{i}" for i in range(12)]
+    reads = [await read(store, f"m{i}", [p], "ranked", 5, None, t) for i, p in enumerate(players)]
+    stolen = await read(store, "taken", ["qx"], "ranked", 5, None, t)
+    assert stolen.owner == "k2"
+    records = [result(f"m{i}", i + 1, player=p) for i, p in enumerate(players)]
+    together = zip(records, reads, strict=True)
+    outs = await asyncio.gather(
+        *(store.record(r, t, NOW, None, got.handle(r.player_id)) for r, got in together),
+        store.record(result("taken", 5, player="qx"), t, NOW, None, stolen.handle("qx")),
+        return_exceptions=True,
+    )
+    assert isinstance(outs[-1], Forbidden)
+    for i, out in enumerate(outs[:-1]):
+        assert isinstance(out, RecordOutcome) and not out.replayed
+        assert out.totals == {"day": i + 1, "week": i + 1}
+    assert await store.results_of("taken", ["qx"]) == {}
+    assert (await store.outbox_backlog(NOW))[0] == 2 * len(players)
+
+
 async def test_prior_results_reads_what_the_checks_need(store: ScoreStore) -> None:
     t = targets(T0 + 100)
     for i, (player, at) in enumerate([("a", NOW - 5000), ("a", NOW - 100), ("b", NOW - 50)]):

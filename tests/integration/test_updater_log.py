@@ -199,3 +199,35 @@ async def test_changes_for_a_board_no_longer_configured_are_acked_and_dropped(
     assert "dropping 2 changes for board day, which is no longer configured" in caplog.text
     assert await _backlog(b) == 0  # acked: never delivered again
     assert await _on_board(b, "week") == ["a", "b"]
+
+
+async def test_a_batch_fetched_ahead_is_applied_after_the_one_held_before_it(
+    backends: bootstrap.Backends, tmp_path: Path
+) -> None:
+    """After a full batch the updater fetches the next one while it applies this one; a
+    batch held through an outage is still applied first, then the one fetched ahead."""
+    b = backends
+    s = parse(
+        {
+            "store": {"url": f"sqlite:///{tmp_path}/podium.db"},
+            "workers": {"lease_s": LEASE_S, "batch": 2},  # the four changes in two batches
+            "boards": BOARDS,
+        }
+    )
+    index = FlakyIndex(b.index)
+    spy = Spy(b.log)
+    up = Updater(s, b.store, index, b.copy, spy, b.clock)
+    index.fail = IndexUnavailable("cut")
+    with pytest.raises(IndexUnavailable):
+        await up.step()
+    index.fail = None
+    assert await up.step() == 2  # the held batch, under a lease renewed first
+    assert spy.calls[0] == ("fetch", 2) and ("in_progress", 2) in spy.calls
+    assert await _backlog(b) == 2
+    other = OutboxLog(b.store, b.clock, lease_s=LEASE_S)  # another updater's
+    assert await other.fetch(100) == []  # the rest is this updater's: fetched ahead
+    assert await up.step() == 2
+    assert await _backlog(b) == 0
+    assert await _on_board(b, "day") == ["a", "b"] and await _on_board(b, "week") == ["a", "b"]
+    assert not [c for c in spy.calls if c[0] == "nak"]
+    await up.close()

@@ -74,6 +74,9 @@ class Updater:
         self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
         self._held: list[Message] = []  # a batch fetched and not yet applied
         self._held_since = 0.0
+        # The next batch, fetched while this one is applied (after a full batch only: more
+        # is waiting then), so that the log's round trips overlap the index's.
+        self._ahead: asyncio.Task[list[Message]] | None = None
 
     async def step(self) -> int:
         changes = await self._next()
@@ -115,9 +118,25 @@ class Updater:
                 self._clock.now() - self._held_since,
             )
             await self._give_back()
-        self._held = await self._log.fetch(self._batch)
+        ahead, self._ahead = self._ahead, None
+        self._held = await (ahead if ahead is not None else self._log.fetch(self._batch))
         self._held_since = self._clock.now()
+        if self._batch > 0 and len(self._held) >= self._batch:
+            # Claimed now and applied after this batch: the log's order per player holds,
+            # and a batch that fails to apply is held and retried before this one.
+            self._ahead = asyncio.create_task(self._log.fetch(self._batch))
         return self._held
+
+    async def close(self) -> None:
+        """Give back the batch fetched ahead, if any (its leases would run out anyway)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        ahead.cancel()
+        with contextlib.suppress(BaseException):
+            got = await ahead
+            with contextlib.suppress(Unavailable):
+                await self._log.nak(got)
 
     async def _give_back(self) -> None:
         held, self._held = self._held, []
@@ -266,6 +285,7 @@ async def replay(n: Needs, since_s: float) -> int:
             if done < max(1, n.settings.workers.batch):
                 break
     finally:
+        await up.close()
         await view.close()
     log.info("replayed %d changes of the last %.0fs", applied, since_s)
     return applied

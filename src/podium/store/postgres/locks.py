@@ -7,6 +7,11 @@ hourly cap exact and makes the first fold into a tally safe (there is no row yet
 its window's lock exclusively and every record takes it shared, so a result either commits
 before the freeze reads the standings or sees the window frozen.
 
+The order, wherever a transaction takes several: players' locks before windows' before
+matches' claim locks, each kind in key order. A group of records (``group.py``) takes all of
+its records' locks first in that order, so groups on several connections, a record alone, a
+freeze and a release never wait for each other in a circle.
+
 The single-bigint and the two-int4 key spaces do not overlap, so the per-player locks
 (namespace, hash) can never block the migration lock.
 """

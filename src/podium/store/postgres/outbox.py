@@ -15,6 +15,14 @@ from podium.store.postgres.pool import Database, rowcount
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
+# A claim, a lease and an ack commit without waiting for their WAL to reach the disk (the
+# setting is the statement's own transaction's, evaluated once before its first row). What
+# a crash of the server could lose of them is a lease or an ack: the rows are delivered
+# again, which the log allows (at least once) and the index's writes make harmless
+# (invariant 3 of docs/architecture.md). Waiting for the flush took most of an outbox
+# updater's time on a slow disk (BENCHMARKS.md, "The write path and the updater").
+LAZY_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
+
 
 class Outbox(Database):
     async def claim_changes(
@@ -30,7 +38,7 @@ class Outbox(Database):
         rows = await self._fetch(
             "UPDATE outbox SET claimed_until = $3 WHERE id = ANY(ARRAY("
             "SELECT id FROM outbox WHERE claimed_until <= $1 "
-            "ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)) "
+            f"ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)) AND {LAZY_COMMIT} "
             f"RETURNING {CHANGE_COLS}",
             float(now),
             limit,
@@ -41,7 +49,9 @@ class Outbox(Database):
     async def ack_changes(self, ids: Sequence[int]) -> None:
         ids = list(ids)
         if ids:
-            await self._execute("DELETE FROM outbox WHERE id = ANY($1::bigint[])", ids)
+            await self._execute(
+                f"DELETE FROM outbox WHERE id = ANY($1::bigint[]) AND {LAZY_COMMIT}", ids
+            )
             self._acked += len(ids)
             if self._acked >= self._vacuum_every:
                 self._acked = 0
@@ -51,7 +61,8 @@ class Outbox(Database):
         ids = list(ids)
         if ids:
             await self._execute(
-                "UPDATE outbox SET claimed_until = $2 WHERE id = ANY($1::bigint[])",
+                "UPDATE outbox SET claimed_until = $2 "
+                f"WHERE id = ANY($1::bigint[]) AND {LAZY_COMMIT}",
                 ids,
                 float(until),
             )

@@ -2,11 +2,12 @@
 
 The record path is built for round trips. ``open_match`` claims the match and reads every
 player's state in one statement, and hands each player a ``Seen`` handle; ``record`` then
-writes from it in one autocommitted statement (``podium_record_seen``), which takes the
-record's locks and writes only if nothing the handle holds has changed. When something
-has, or without a handle, the locked path takes the locks, reads again inside the
-transaction and writes (four round trips, five on grouped boards). Both paths decide
-through ``recording.plan_record``.
+plans the write from it and queues it for the group commit (``group.py``): the records that
+queue together are written by one statement (``podium_record_batch``), which takes their
+locks and writes each only if nothing its handle holds has changed. When something has, or
+without a handle, the locked path takes the locks, reads again inside the transaction and
+writes (four round trips, five on grouped boards). Both paths decide through
+``recording.plan_record``.
 """
 
 from __future__ import annotations
@@ -48,17 +49,18 @@ from podium.store.common import (
     standing_of,
 )
 from podium.store.postgres import cohorts, locks
+from podium.store.postgres.group import GroupCommit, Queued
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
     CLAIM_LOCK,
     HAS_RESULTS,
     OPEN_MATCH,
+    OPEN_MATCH_LAZY,
     PAIRS,
     PRIOR,
     RECLAIM,
     RECORD_READ,
-    RECORD_SEEN,
     RECORD_WRITE,
     RECORD_WRITE_PLACING,
     RELEASE,
@@ -69,6 +71,12 @@ if TYPE_CHECKING:
 
 
 class Results(Database):
+    _group: GroupCommit | None = None  # the records' group commit, made on first use
+    # Whether a claim may commit without its WAL flush (``record_sql.OPEN_MATCH_LAZY``):
+    # not on a database of a store split by player, whose match's records may be written
+    # on other databases, which flush nothing here.
+    lazy_claims = True
+
     async def open_match(self, query: MatchQuery) -> MatchRead:
         q = query
         facts = (q.ended_at, q.duration_s)
@@ -84,8 +92,10 @@ class Results(Database):
                 got.owner, {}, {}, {}, claimed=got.claimed, facts=got.facts, claimed_at=got.at
             )
 
+        sql = OPEN_MATCH_LAZY if self.lazy_claims else OPEN_MATCH
+
         async def run(c: Conn) -> tuple[Claim, list[asyncpg.Record]]:
-            rows = await c.fetch(OPEN_MATCH, *_prior_args(q), q.key_id, float(q.now), *facts)
+            rows = await c.fetch(sql, *_prior_args(q), q.key_id, float(q.now), *facts)
             return await _claim(c, q.match_id, rows[0]), rows
 
         # One autocommitted statement: the claim commits with it, as it would on its own.
@@ -170,22 +180,43 @@ class Results(Database):
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
         since = None if hourly_cap is None else float(now - HOUR)
+        if not isinstance(handle, Seen) or any(pending_tier(t.window) for t, _ in targets):
+            # A league's first result in the window is placed inside the locked path's
+            # transaction (``cohorts.place``), never in a group.
+            return await self._locked(result, targets, now, since, hourly_cap)
+        # Planned from what ``open_match`` saw, and written with the records that queue
+        # beside it (group.py); if anything it was planned from changed, or it failed, it
+        # is done again alone, by the locked path.
+        plan, row = _seen_row(result, targets, handle, now, since, hourly_cap)
 
-        async def run(c: Conn) -> RecordOutcome:
-            if any(pending_tier(t.window) for t, _ in targets):
-                # A league's first result in the window: placed inside the transaction.
-                return await _record_locked(c, result, targets, now, since, hourly_cap)
-            if isinstance(handle, Seen):
-                written = await _record_seen(c, result, targets, handle, now, since, hourly_cap)
-                if written is not None:
-                    return written
-                out = await _record_locked(c, result, targets, now, since, hourly_cap)
-                return dataclasses.replace(out, reread=True)
-            return await _record_locked(c, result, targets, now, since, hourly_cap)
+        async def alone() -> RecordOutcome:
+            out = await self._locked(result, targets, now, since, hourly_cap)
+            return dataclasses.replace(out, reread=True)
 
+        return await self._grouped().record(Queued(row, RecordOutcome(plan.totals, False), alone))
+
+    async def _locked(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        since: float | None,
+        hourly_cap: int | None,
+    ) -> RecordOutcome:
         # The player lock already orders identical retries; the unique retry covers a writer
         # that inserts results without it.
-        return await self._run(run, tx=False, retry_unique=True)
+        return await self._run(
+            lambda c: _record_locked(c, result, targets, now, since, hourly_cap),
+            tx=False,
+            retry_unique=True,
+        )
+
+    def _grouped(self) -> GroupCommit:
+        if self._group is None:
+            self._group = GroupCommit(
+                lambda fn: self._run(fn, tx=False), (locks.RECORD_NS, locks.WINDOW_NS)
+            )
+        return self._group
 
     async def results_of(self, match_id: str, player_ids: Sequence[str]) -> dict[str, ResultRecord]:
         rows = await self._fetch(
@@ -302,28 +333,25 @@ def _result(r: Row, match_id: str) -> ResultRecord:
     )  # fmt: skip
 
 
-async def _record_seen(
-    c: Conn,
+def _seen_row(
     result: ResultRecord,
     targets: Sequence[tuple[Target, BoardSpec]],
     seen: Seen,
     now: float,
     since: float | None,
     hourly_cap: int | None,
-) -> RecordOutcome | None:
-    """A record in one round trip, planned from what ``open_match`` saw; None (nothing
-    written) when any of it changed before the locks were granted."""
+) -> tuple[RecordPlan, tuple[object, ...]]:
+    """A record planned from what ``open_match`` saw, as a ``podium_record`` (migration
+    018: the arguments of ``podium_record_seen`` without the lock namespaces). The group
+    writes it only if nothing of that changed before its locks were granted."""
     placed = seen.placed(targets)
     plan = plan_record(result, placed, seen.state(), now, hourly_cap)
     live = [t for t, _ in placed if (t.board, t.window) not in seen.frozen]
     was = [seen.tallies.get((t.board, t.window)) for t in live]
     boards, windows = pairs(live)
-    written = await c.fetchval(
-        RECORD_SEEN,
+    row = (
         *_result_args(result, now),
-        locks.RECORD_NS,
         locks.player_key(result.player_id),
-        locks.WINDOW_NS,
         locks.window_locks([t for t, _ in targets]),
         any(spec.group_by for _, spec in targets),
         seen.country,
@@ -337,7 +365,7 @@ async def _record_seen(
         [x and x.scored for x in was],
         *_write_args(plan, result),
     )
-    return RecordOutcome(plan.totals, False) if written else None
+    return plan, row
 
 
 async def _record_locked(

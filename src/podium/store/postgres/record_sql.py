@@ -1,7 +1,7 @@
 """The statements of the record path, as SQL text (migration 006 holds the functions).
 
 Each is one round trip: ``OPEN_MATCH`` claims the match and reads every player's state for
-the checks; ``RECORD_SEEN`` writes a record from that state if nothing in it changed;
+the checks (a record planned from that state is written by ``group.BATCH``);
 ``RECORD_READ`` and ``RECORD_WRITE`` are the locked path that reads again inside the
 transaction.
 """
@@ -39,9 +39,6 @@ RECORD_WRITE = (
     "$11::text[], $12::bigint[], $13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
     "$17::text[], $18::bigint[], $19::bigint[], $20::bigint[], $21::text)"
 )
-# A whole record in one autocommitted statement, from a state read before (migration 006):
-# the result ($1-$9), the locks ($10-$13), what the fold was computed from ($14-$23), and
-# the writes as above ($24-$35). Returns false, having written nothing, if any of it changed.
 # RECORD_WRITE with a player's placement in a cohort of a league board window, in the same
 # round trip, last before the commit (migration 017): the pending target's window ($33) in
 # the tallies' and the outbox's windows is the cohort ``podium_place_cohort`` places the
@@ -55,13 +52,6 @@ RECORD_WRITE_PLACING = (
     "$13::bigint[], $14::bigint[], $15::boolean[], $16::text[], "
     "array_replace($17::text[], $33::text, (SELECT cohort FROM placed)), $18::bigint[], "
     "$19::bigint[], $20::bigint[], $21::text)"
-)
-RECORD_SEEN = (
-    "SELECT podium_record_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-    "$13::int4[], $14, $15, $16::float8, $17, $18::text[], $19::text[], $20::bigint[], "
-    "$21::bigint[], $22::bigint[], $23::boolean[], $24::text[], $25::text[], $26::bigint[], "
-    "$27::bigint[], $28::bigint[], $29::boolean[], $30::text[], $31::text[], $32::bigint[], "
-    "$33::bigint[], $34::bigint[], $35::text)"
 )
 
 
@@ -149,6 +139,15 @@ PRIOR_FROM = (
 OPEN_MATCH = (
     f"{claim_sql('$2', '$11', '$12', '$3', '$13::bigint', '$14::int4')} "
     f"SELECT {PRIOR_COLUMNS}, {owner_sql('$2')} {PRIOR_FROM}"
+)
+# The same, committing without waiting for its WAL flush (``Results.lazy_claims``): a claim
+# needs no flush of its own where its match's records are written on the same database.
+# Each record writes the claim again in its own transaction (``podium_write_record``), whose
+# commit flushes the WAL up to it, and so the claim's commit before it: a claim is durable
+# once any result of its match is, and one lost in a crash before that is the claim of a
+# match with no result, which the next request of the match makes again.
+OPEN_MATCH_LAZY = (
+    f"{OPEN_MATCH} CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS lazy(s)"
 )
 # The same read without the claim (``Results.read_players``), for a store split across
 # databases: a match's players read where they live, its claim where its id maps to.

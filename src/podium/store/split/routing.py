@@ -84,6 +84,8 @@ class Router:
                 raise ConfigError("store.shards: too many databases")
             pool, reads = self._pool_sizes
             found = self._dbs[url] = PostgresStore.from_url(url, pool, reads)
+            # A claim here may stand for records on other databases: it waits for its flush.
+            found.lazy_claims = False
             self._index[url] = len(self._index)
         return found
 
