@@ -296,7 +296,9 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     ranking = _rank_source(topo, parts, clock)
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = MarkedRanks(ranking, parts.generations, clock)
-    podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
+    podium = Service.wire(
+        settings, store, parts.index, parts.copy, clock, archive, ranking, changes
+    )
     limiter = read_limiter(settings, topo)
     return Backends(
         settings,

@@ -58,7 +58,7 @@ from nats.js.api import (
 
 from podium import metrics
 from podium.domain.models import Message
-from podium.errors import ConfigError
+from podium.errors import ConfigError, LogUnavailable
 from podium.log.events import (
     EventError,
     OtherVersion,
@@ -77,6 +77,7 @@ DUPLICATE_WINDOW_S = 300.0  # longer than a relay's lease and restart, so re-pub
 MAX_ACK_PENDING = 20_000  # per partition: several updaters' batches held across an outage
 CONNECT_TIMEOUT_S = 5.0  # the first connection, every server tried
 REQUEST_TIMEOUT_S = 5.0  # a publish, an ack: longer than a cluster's election
+PING_TIMEOUT_S = 2.0  # readiness asks often: a log that takes longer is not answering
 PULL_TIMEOUT_S = 2.0  # a no_wait pull is answered at once: longer, and its leader is gone
 
 
@@ -222,6 +223,19 @@ class NatsLog:
                 f"({info.config.description!r}, expected {described!r}); partitions are "
                 "fixed for a stream's life: use another stream name"
             )
+
+    async def ping(self) -> None:
+        """JetStream answers on a connection that is up: a client reconnecting (every
+        server down, or the one it knew) is no answer, whatever it would buffer."""
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                nc, js = await self._ready()
+                if not nc.is_connected:
+                    raise LogUnavailable("NATS: not connected, reconnecting")
+                with translated("ask JetStream for the account"):
+                    await js.account_info()
+        except TimeoutError:
+            raise LogUnavailable(f"NATS: no answer in {PING_TIMEOUT_S} s") from None
 
     def _pull(self, nc: Client, js: JetStreamContext, partition: int) -> Pull:
         config = ConsumerConfig(
