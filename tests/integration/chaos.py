@@ -48,7 +48,7 @@ from tests.integration.fleet import Fleet
 from tests.nats_cluster import Cluster, need_binary
 from tests.pg_cluster import PgCluster
 from tests.ports import free_ports
-from tests.redis_cluster import RedisCluster, cli, start_cluster
+from tests.redis_cluster import RedisCluster, cli, replica_of, shards_on, start_cluster
 
 SHARDS = 16
 PREFIX = "chaos"
@@ -313,10 +313,12 @@ async def _scenario(
         ("freezer", "freezer"),
     ):
         fleet.start(name, "worker", "--roles", roles)
+    # Nine processes starting at once beside six Redis, three NATS and two Postgres servers
+    # on a shared machine: a start may take minutes.
     for i in (1, 2):
-        await fleet.api_ready(f"api{i}")
+        await fleet.api_ready(f"api{i}", DEADLINE_S)
     for name in ("updater1", "updater2", "relay1", "relay2", "agg1", "agg2", "freezer"):
-        await fleet.worker_ready(name)
+        await fleet.worker_ready(name, DEADLINE_S)
 
     load = Load([f"http://127.0.0.1:{p}" for p in ports], key, players, rate, seed=7)
     backends = bootstrap.build(config.load(str(fleet.cfg)))
@@ -416,10 +418,10 @@ async def _redis_failover(fleet: Fleet, cluster: RedisCluster, load: Load) -> tu
     try:
         cut = time.monotonic()
         victim = (await asyncio.to_thread(cluster.primaries))[0]
-        replica = await asyncio.to_thread(_replica_of, victim)
+        replica = await asyncio.to_thread(replica_of, victim)
         await asyncio.to_thread(cluster.kill, victim)
         await asyncio.to_thread(cluster.wait_ok, DEADLINE_S, False)
-        moved = await asyncio.to_thread(_shards_on, cluster, replica)
+        moved = await asyncio.to_thread(shards_on, cluster, replica, SHARDS)
         recent = [p for p, at in load.last_acked.items() if cut - at < LAG_S]
         lost = [p for p in recent if shard_of(p, SHARDS) in moved]
         for p in lost:
@@ -432,35 +434,6 @@ async def _redis_failover(fleet: Fleet, cluster: RedisCluster, load: Load) -> tu
             u.send_signal(signal.SIGCONT)
     await asyncio.to_thread(cluster.restart, victim)  # back, as a replica
     return len(lost), len(moved)
-
-
-def _replica_of(primary: int) -> int:
-    nodes = cli(primary, "cluster", "nodes").splitlines()
-    me = next(line.split()[0] for line in nodes if "myself" in line)
-    return next(
-        int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
-        for line in nodes
-        if line.split()[3] == me
-    )
-
-
-def _shards_on(cluster: RedisCluster, port: int) -> set[int]:
-    alive = cluster.alive()[0]
-    ranges: list[tuple[int, int]] = []
-    for line in cli(alive, "cluster", "nodes").splitlines():
-        parts = line.split()
-        if int(parts[1].split("@")[0].rsplit(":", 1)[1]) != port or "master" not in parts[2]:
-            continue
-        for r in parts[8:]:
-            lo, _, hi = r.partition("-")
-            if lo.isdigit():
-                ranges.append((int(lo), int(hi or lo)))
-    out = set()
-    for n in range(SHARDS):
-        slot = int(cli(alive, "cluster", "keyslot", shard_tag(n)).strip())
-        if any(lo <= slot <= hi for lo, hi in ranges):
-            out.add(n)
-    return out
 
 
 async def _count(load: Load, backends: bootstrap.Backends) -> None:
