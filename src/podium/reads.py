@@ -51,6 +51,10 @@ PAGES_HELD = 10_000
 # read's true asOf, if it is at most this old: the top page may be stale, a player's own
 # rank may not (a rank read that cannot be answered is a 503, never an old rank).
 LAST_PAGE_S = 60.0
+# Last pages held for that, one per (board, window, offset, limit): held a minute rather than
+# a second, so bounded lower than PAGES_HELD (a client walking offsets would otherwise keep
+# thousands); the first pages of every live board window fit.
+LAST_PAGES_HELD = 1_000
 
 
 def no_open_window(spec: BoardSpec, now: float) -> str:
@@ -106,7 +110,7 @@ class Reads:
         # The last live page read from the index, by the same key as ``_pages``: what a page
         # says while the index is out (``LAST_PAGE_S``).
         self._last: Cache[tuple[str, str, int, int], Page] = Cache(
-            PAGES_HELD, LAST_PAGE_S, clock.now
+            LAST_PAGES_HELD, LAST_PAGE_S, clock.now
         )
 
     def know(self, spec: BoardSpec) -> None:
