@@ -105,11 +105,14 @@ class Game:
             "durationSeconds": 60,
             "results": [{"playerId": p, "points": rng.randint(1, 100)} for p in players],
         }
-        r = await self.c.post(
-            f"/v1/matches/{self.prefix}{next(self.ids)}/results",
-            json=body,
-            headers={"Authorization": f"Bearer {self.key}"},
-        )
+        path = f"/v1/matches/{self.prefix}{next(self.ids)}/results"
+        auth = {"Authorization": f"Bearer {self.key}"}
+        r = await self.c.post(path, json=body, headers=auth)
+        for _ in range(20):  # a 503 (the store busy on a loaded machine): the same body again,
+            if r.status_code != 503:  # as a game server does
+                break
+            await asyncio.sleep(0.25)
+            r = await self.c.post(path, json=body, headers=auth)
         if r.status_code != 200:
             self.refused += 1
             return
