@@ -158,6 +158,9 @@ class TimedLog:
     async def relay(self, limit: int) -> int:
         return await self.inner.relay(limit)
 
+    async def ping(self) -> None:
+        await self.inner.ping()
+
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         t = time.perf_counter()
         try:

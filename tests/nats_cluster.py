@@ -190,9 +190,13 @@ class Cluster:
             f"server_name: n{i}\n"
             f"listen: 127.0.0.1:{self.client_ports[i]}\n"
             f'jetstream {{ store_dir: "{store}", max_memory_store: 64MB, max_file_store: 1GB }}\n'
-            f"cluster {{ name: podium-test, listen: 127.0.0.1:{self.route_ports[i]}, "
-            f"routes: [{routes}] }}\n"
         )
+        if self.size > 1:  # one node is a server of its own, not a cluster of one
+            path.write_text(
+                path.read_text()
+                + f"cluster {{ name: podium-test, listen: 127.0.0.1:{self.route_ports[i]}, "
+                f"routes: [{routes}] }}\n"
+            )
         return path
 
     def start(self, i: int) -> None:
@@ -221,7 +225,8 @@ class Cluster:
                 self.procs[i] = None
 
     async def ready(self, timeout: float = 30.0) -> None:
-        """Until every node answers and the cluster can place a stream of 3 replicas."""
+        """Until every node answers and the cluster can place a stream on every node (3
+        replicas at most)."""
         deadline = time.monotonic() + timeout
         probe = f"probe-{secrets.token_hex(3)}"
         while True:
@@ -229,7 +234,9 @@ class Cluster:
                 nc = await nats.connect(servers=self.urls, connect_timeout=1)
                 try:
                     js = nc.jetstream(timeout=2)
-                    await js.add_stream(name=probe, subjects=[f"{probe}.>"], num_replicas=3)
+                    await js.add_stream(
+                        name=probe, subjects=[f"{probe}.>"], num_replicas=min(3, self.size)
+                    )
                     await js.delete_stream(probe)
                     return
                 finally:

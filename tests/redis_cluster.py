@@ -46,6 +46,7 @@ class RedisCluster:
     ports: list[int]
     root: str
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)  # more redis-server options
 
     @property
     def url(self) -> str:
@@ -74,6 +75,7 @@ class RedisCluster:
             # A replica is listed to clients (CLUSTER SLOTS) once its replication offset
             # moved, which on an empty primary only its pings do: every second, not 10.
             "repl-ping-replica-period": "1",
+            **self.options,
         }
         args = [a for k, v in options.items() for a in (f"--{k}", v)]
         self.procs[port] = subprocess.Popen(
@@ -165,14 +167,51 @@ def _wait(check: object, what: str, timeout: float = START_TIMEOUT_S) -> None:
         time.sleep(0.05)
 
 
-def start_cluster() -> RedisCluster:
-    """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``)."""
+def start_cluster(**options: str) -> RedisCluster:
+    """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``). ``options``:
+    more redis-server options, as ``cluster_require_full_coverage="no"``."""
     if REDIS_SERVER is None or REDIS_CLI is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a Redis Cluster")
-    cluster = RedisCluster(free_ports(6, also=10000), tempfile.mkdtemp(prefix="podium-cluster-"))
+    more = {k.replace("_", "-"): v for k, v in options.items()}
+    cluster = RedisCluster(
+        free_ports(6, also=10000), tempfile.mkdtemp(prefix="podium-cluster-"), options=more
+    )
     try:
         cluster.start()
     except BaseException:
         cluster.stop()
         raise
     return cluster
+
+
+def replica_of(primary: int) -> int:
+    """The port of the replica of the primary on ``primary``."""
+    nodes = cli(primary, "cluster", "nodes").splitlines()
+    me = next(line.split()[0] for line in nodes if "myself" in line)
+    return next(
+        int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
+        for line in nodes
+        if line.split()[3] == me
+    )
+
+
+def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
+    """The index shards (of ``shards``) whose slot the primary on ``port`` serves."""
+    from podium.domain.sharding import shard_tag
+
+    alive = cluster.alive()[0]
+    ranges: list[tuple[int, int]] = []
+    for line in cli(alive, "cluster", "nodes").splitlines():
+        parts = line.split()
+        if int(parts[1].split("@")[0].rsplit(":", 1)[1]) != port or "master" not in parts[2]:
+            continue
+        for r in parts[8:]:
+            lo, _, hi = r.partition("-")
+            if lo.isdigit():
+                ranges.append((int(lo), int(hi or lo)))
+    out = set()
+    for n in range(shards):
+        slot = int(cli(alive, "cluster", "keyslot", shard_tag(n)).strip())
+        if any(lo <= slot <= hi for lo, hi in ranges):
+            out.add(n)
+    return out

@@ -372,7 +372,9 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     ranking = _rank_source(topo, parts, clock)
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = MarkedRanks(ranking, parts.generations, clock)
-    podium = Service.wire(settings, store, parts.index, parts.copy, clock, archive, ranking)
+    podium = Service.wire(
+        settings, store, parts.index, parts.copy, clock, archive, ranking, changes
+    )
     if not topo.in_process_index:  # a shared index is rebuilt beside its live generation
         podium.rebuilds.gapless = gapless(settings, store, parts.rebuilding, podium, clock)
     limiter = read_limiter(settings, topo)

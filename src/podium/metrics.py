@@ -200,6 +200,12 @@ READS_SHED = Counter(
     ["route_class"],
     registry=REGISTRY,
 )
+PAGES_FROM_LAST_READ = Counter(
+    "podium_pages_from_last_read",
+    "Pages answered from this process's last read of them (with that read's asOf) because "
+    "the rank index could not be read",
+    registry=REGISTRY,
+)
 READS_STALE = Counter(
     "podium_reads_stale",
     "Top pages answered from this process's last copy (stale) while top pages were shed",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from podium import metrics
 from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec, Ties, in_board_order
@@ -24,7 +25,7 @@ from podium.domain.windows import (
     split_group,
     to_rfc3339,
 )
-from podium.errors import InvalidInput, NotFound
+from podium.errors import IndexUnavailable, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.paging import links, read_cursor, uneven
 from podium.ports import (
@@ -45,6 +46,15 @@ from podium.views import Bucket, Distribution, Entry, Page, PlayerRank, entry, r
 # without end, while the pages players look at within ``page_cache_s`` (the first few of
 # each live board window) are far fewer; past it the one written longest ago is read again.
 PAGES_HELD = 10_000
+# While the index cannot be read (Redis down, a cluster shard down, its copy being rebuilt),
+# a page of a live window is answered from the last one this process read, with that
+# read's true asOf, if it is at most this old: the top page may be stale, a player's own
+# rank may not (a rank read that cannot be answered is a 503, never an old rank).
+LAST_PAGE_S = 60.0
+# Last pages held for that, one per (board, window, offset, limit): held a minute rather than
+# a second, so bounded lower than PAGES_HELD (a client walking offsets would otherwise keep
+# thousands); the first pages of every live board window fit.
+LAST_PAGES_HELD = 1_000
 
 
 def no_open_window(spec: BoardSpec, now: float) -> str:
@@ -96,6 +106,11 @@ class Reads:
         # the same page a moment ago asks for the same next one.
         self._resumed: Cache[tuple[str, str, str, int], Page] = Cache(
             PAGES_HELD, settings.server.page_cache_s, clock.now
+        )
+        # The last live page read from the index, by the same key as ``_pages``: what a page
+        # says while the index is out (``LAST_PAGE_S``).
+        self._last: Cache[tuple[str, str, int, int], Page] = Cache(
+            LAST_PAGES_HELD, LAST_PAGE_S, clock.now
         )
 
     def know(self, spec: BoardSpec) -> None:
@@ -193,8 +208,18 @@ class Reads:
                 spec, await self.lifecycle.final_page(spec, w, offset, stop), offset, limit
             )
         key = BoardKey(spec.name, w.id)
-        top = await self.ranks.top(spec, key, offset, stop)
-        return await self._paged_live(spec, key, top.rows, offset, limit, top.as_of)
+        last_key = (spec.name, w.id, offset, limit)
+        try:
+            top = await self.ranks.top(spec, key, offset, stop)
+            page = await self._paged_live(spec, key, top.rows, offset, limit, top.as_of)
+        except IndexUnavailable:
+            last = self._last.get(last_key)
+            if last is None:
+                raise
+            metrics.PAGES_FROM_LAST_READ.inc()
+            return last  # as of when it was read: its asOf says so
+        self._last.put(last_key, page)
+        return page
 
     async def _resume(self, spec: BoardSpec, w: Window, at: Cursor, limit: int) -> Page:
         """The page beside a cursor's place: live, by the place in board order; on a frozen
@@ -278,6 +303,7 @@ class Reads:
         so a split board's snapshots made before it are passed over too (``RankSource.forget``)."""
         self._pages.clear()
         self._resumed.clear()
+        self._last.clear()  # a ban or a rebuild: no page from before it is told again
         self.ranks.forget(changed_at)
 
     async def player_rank(

@@ -38,7 +38,7 @@ from podium.lookups import Lookups
 from podium.matches import Matches
 from podium.past import Past
 from podium.player_admin import PlayerAdmin
-from podium.ports import Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
+from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.profiles import ProfileCache
 from podium.reads import Reads
 from podium.rebuilds import Rebuilds
@@ -75,6 +75,7 @@ class Service:
         clock: Clock,
         archive: Archive,
         ranking: RankSource,
+        log: ChangeLog | None = None,
     ) -> Service:
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
@@ -93,7 +94,7 @@ class Service:
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
             board_admin=BoardAdmin(store, reads, lifecycle),
             rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
-            health=Health(store, index),
+            health=Health(store, index, log),
             past=past,
             groups=Groups(store, index, reads, lifecycle, clock),
             lookups=Lookups(reads),

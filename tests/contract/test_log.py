@@ -637,3 +637,13 @@ async def test_close_leaves_alone_what_was_delivered_again_to_another(kit: Kit) 
     with kit.within(leased, "the close and the fetch while b holds them"):
         await a.close()
         assert await c.fetch(10) == []  # b still holds them
+
+
+async def test_ping_answers_while_the_log_is_up(kit: Kit) -> None:
+    # What /readyz asks (health.py): nothing raised while the log answers, before a consumer
+    # fetched anything and after; a log that is down is the degrade tests' (test_degrade.py).
+    log = kit.consumer()
+    await log.ping()
+    await kit.total("p", 1)
+    assert [m.player_id for m in await kit.drain(log)] == ["p"]
+    await log.ping()

@@ -69,24 +69,27 @@ class Fleet:
         assert old.popen.poll() is not None, f"{name} is still running"
         return self.start(name, *old.args, port=old.port)
 
-    async def api_ready(self, name: str) -> None:
+    async def api_ready(self, name: str, timeout: float = START_S) -> None:
         proc = self.procs[name]
-        deadline = time.monotonic() + START_S
+        deadline = time.monotonic() + timeout
+        last = "no answer"
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{proc.port}", timeout=2) as c:
             while time.monotonic() < deadline:
                 assert proc.popen.poll() is None, f"{name} exited during start"
                 try:
-                    if (await c.get("/readyz")).status_code == 200:
+                    got = await c.get("/readyz")
+                    if got.status_code == 200:
                         return
-                except httpx.TransportError:
-                    pass
+                    last = f"{got.status_code} {got.text[:300]}"
+                except httpx.TransportError as e:
+                    last = repr(e)
                 await asyncio.sleep(0.1)
-        raise AssertionError(f"{name} did not become ready")
+        raise AssertionError(f"{name} did not become ready: {last}")
 
-    async def worker_ready(self, name: str) -> None:
+    async def worker_ready(self, name: str, timeout: float = START_S) -> None:
         """Workers have no HTTP: ready once they log that their roles run."""
         proc = self.procs[name]
-        deadline = time.monotonic() + START_S
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert proc.popen.poll() is None, f"{name} exited during start"
             if b"worker running roles" in proc.log.read_bytes():

@@ -87,6 +87,9 @@ class ChaosLog:
     async def relay(self, limit: int) -> int:
         return 0
 
+    async def ping(self) -> None:
+        return None
+
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         fresh: list[Message] = await self.inner.fetch(self.rng.randint(1, 7), partition)
         replays = self.rng.sample(self.seen, min(len(self.seen), self.rng.randint(0, 3)))

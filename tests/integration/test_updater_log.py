@@ -66,6 +66,9 @@ class Spy:
     async def relay(self, limit: int) -> int:
         return await self.inner.relay(limit)
 
+    async def ping(self) -> None:
+        await self.inner.ping()
+
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         out = await self.inner.fetch(limit, partition)
         self.calls.append(("fetch", len(out)))

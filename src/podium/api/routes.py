@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Annotated, Any
 
@@ -14,15 +15,18 @@ from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
 from podium.api.encode import page_json, rank_json
-from podium.api.problems import responses
+from podium.api.problems import problem, responses
 from podium.api.ratelimit import limit_reads, read_limit
 from podium.domain import cursor as cursors
 from podium.domain.metadata import shown
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
+from podium.health import PARTS
 from podium.service import Service
 from podium.views import Entry
+
+log = logging.getLogger("podium.api")
 
 # One router per kind of caller, so that a process can serve only some of them
 # (``server.api``): players' reads, game servers' writes, the admin's calls, and operations.
@@ -401,10 +405,21 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@ops.get("/readyz", responses=responses(503))
-async def readyz(request: Request) -> dict[str, str]:
-    await _podium(request).health.ready()
-    return {"status": "ready"}
+@ops.get(
+    "/readyz", response_model=s.ReadyOut, response_model_exclude_none=True, responses=responses(503)
+)
+async def readyz(request: Request) -> Any:
+    """Every part this process uses, asked at once; each one down named (``health.py``):
+    the store or the index down is a 503, the change log down alone is "degraded"."""
+    found = await _podium(request).health.readiness()
+    down = [part for part in PARTS if part in found.down]
+    for part in down:
+        log.warning("GET /readyz: %s is down: %s", part, found.down[part])
+    if not found.ready:
+        return problem(503, "Not ready", found.detail(), {"Retry-After": "1"}, down=down)
+    if down:
+        return s.ReadyOut(status="degraded", down=down, detail=found.detail())
+    return s.ReadyOut(status="ready")
 
 
 @ops.get("/metrics", include_in_schema=False, dependencies=[Depends(ops_key)])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
@@ -187,6 +187,17 @@ class BoardOut(BaseModel):
 
 class BoardsOut(BaseModel):
     boards: list[BoardOut]
+
+
+class ReadyOut(BaseModel):
+    """``GET /readyz`` when this process can serve: every part answered ("ready"), or only
+    the change log did not ("degraded": results are still accepted, the outbox holds them)."""
+
+    status: Literal["ready", "degraded"]
+    down: list[str] | None = Field(
+        default=None, description="the parts that did not answer, by name"
+    )
+    detail: str | None = None
 
 
 class BucketOut(BaseModel):

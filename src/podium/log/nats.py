@@ -62,7 +62,7 @@ from nats.js.api import (
 
 from podium import metrics
 from podium.domain.models import Message
-from podium.errors import ConfigError
+from podium.errors import ConfigError, LogUnavailable
 from podium.log.events import (
     EventError,
     OtherVersion,
@@ -81,6 +81,7 @@ DUPLICATE_WINDOW_S = 300.0  # longer than a relay's lease and restart, so re-pub
 MAX_ACK_PENDING = 20_000  # per partition: several updaters' batches held across an outage
 CONNECT_TIMEOUT_S = 5.0  # the first connection, every server tried
 REQUEST_TIMEOUT_S = 5.0  # a publish, an ack: longer than a cluster's election
+PING_TIMEOUT_S = 1.0  # readiness asks often: a log that takes longer is not answering
 PULL_TIMEOUT_S = 2.0  # a no_wait pull is answered at once: longer, and its leader is gone
 
 
@@ -135,6 +136,7 @@ class NatsLog:
         self._pulls: list[Pull] = []
         self._turn = 0  # which partition a fetch of all of them starts with
         self._held: dict[str, float] = {}  # reply subject -> lease end, of what this holds
+        self._pinging: asyncio.Future[None] | None = None  # readiness's question, asked once
 
     @classmethod
     def from_url(cls, url: str, stream: str, clock: Clock, **kwargs: object) -> NatsLog:
@@ -239,6 +241,28 @@ class NatsLog:
             with translated(f"update stream {self._stream}"):
                 await js.update_stream(config)
             log.info("stream %s: events subject %s added", self._stream, self.events_subject)
+
+    async def ping(self) -> None:
+        """JetStream answers on a connection that is up, within ``PING_TIMEOUT_S``. The
+        asking goes on in a task of its own, shared by the pings that come while it runs:
+        a first connection slower than a ping's wait is not cut off by it, and completes
+        for the next."""
+        task = self._pinging
+        if task is None or task.done():
+            task = self._pinging = asyncio.ensure_future(self._ping())
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # seen, if late
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S):
+                await asyncio.shield(task)
+        except TimeoutError:
+            raise LogUnavailable(f"NATS: no answer in {PING_TIMEOUT_S} s") from None
+
+    async def _ping(self) -> None:
+        nc, js = await self._ready()
+        if not nc.is_connected:  # reconnecting: every server down, or the one it knew
+            raise LogUnavailable("NATS: not connected, reconnecting")
+        with translated("ask JetStream for the account"):
+            await js.account_info()
 
     def _pull(self, nc: Client, js: JetStreamContext, partition: int) -> Pull:
         config = ConsumerConfig(
@@ -410,6 +434,8 @@ class NatsLog:
         # Give back at once what this consumer still holds, but only what is still its own
         # as far as it can tell: a nak of a delivery whose lease ran out would take the
         # message from whoever holds it now.
+        if self._pinging is not None and not self._pinging.done():
+            self._pinging.cancel()  # a connection it would make now would outlive the log
         now = time.monotonic()
         mine = [r for r, until in self._held.items() if until > now]
         self._held.clear()

@@ -35,6 +35,9 @@ class NatsReplay:
     async def relay(self, limit: int) -> int:
         return 0
 
+    async def ping(self) -> None:
+        await self._log.ping()
+
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: a replay has one partition, 0")

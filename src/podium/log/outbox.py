@@ -48,6 +48,9 @@ class OutboxLog:
     async def relay(self, limit: int) -> int:
         return 0  # the outbox is the log
 
+    async def ping(self) -> None:
+        return None  # the outbox is the store, which readiness asks by its own name
+
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: the outbox log has one partition, 0")

@@ -99,6 +99,12 @@ class ChangeLog(Protocol):
         itself (so the returned log is one more consumer of it)."""
         ...
 
+    async def ping(self) -> None:
+        """Returns when the log answers (``GET /readyz``); raises ``Unavailable`` when it
+        does not. A log that is the store's outbox answers when the store does, and says
+        nothing of its own."""
+        ...
+
     async def close(self) -> None:
         """Stop. Messages this consumer still holds are given back (as by ``nak``) where
         the log can; otherwise their leases run out."""

@@ -2,7 +2,9 @@
 
 A claim asks every database for its share of the limit in parallel, then tops up from the
 databases that filled theirs, one after another, until the limit is reached or none has
-more. It never claims a row only to give it back: on one database that would hide the row
+more. A database that is down gives nothing this time (logged), so that the others' changes
+still reach the boards while one is out; only when every database is down is the claim an
+``Unavailable``. It never claims a row only to give it back: on one database that would hide the row
 from another consumer, who could then claim the same player's next row first. A player's
 rows are all on one database (theirs), claimed there lowest id first, so their order holds.
 A row's handle carries its database: (its index << ``HANDLE_BITS``) | its row id there.
@@ -11,14 +13,21 @@ A row's handle carries its database: (its index << ``HANDLE_BITS``) | its row id
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from collections.abc import Sequence
 
 from podium.aio import gather_all
 from podium.domain.models import Change, ProfileChange
+from podium.errors import Unavailable
 from podium.store.postgres import PostgresStore
 from podium.store.split.routing import HANDLE_BITS, Part
 
+log = logging.getLogger("podium.store")
+
 _ROW = (1 << HANDLE_BITS) - 1
+WARN_EVERY_S = 10.0
+_warned = [float("-inf")]
 
 
 class Outbox(Part):
@@ -31,14 +40,25 @@ class Outbox(Part):
         n = len(urls)
         shares = [limit // n + (1 if i < limit % n else 0) for i in range(n)]
 
+        down: dict[str, Unavailable] = {}
+
         async def claim(url: str, share: int) -> list[Change | ProfileChange]:
-            if share <= 0:
+            if share <= 0 or url in down:
                 return []
-            rows = await r.db(url).claim_changes(share, lease_s, now)
+            try:
+                rows = await r.db(url).claim_changes(share, lease_s, now)
+            except Unavailable as e:
+                down[url] = e
+                return []
             tag = r.db_index(url) << HANDLE_BITS
             return [dataclasses.replace(c, handle=tag | _row(c)) for c in rows]
 
         got = await gather_all(claim(u, s) for u, s in zip(urls, shares, strict=True))
+        if len(down) == n:
+            raise next(iter(down.values()))
+        if down and time.monotonic() - _warned[0] > WARN_EVERY_S:  # claims come ms apart
+            _warned[0] = time.monotonic()
+            log.warning("outbox: %d of %d databases down, claimed from the others", len(down), n)
         out = [c for part in got for c in part]
         for url, share, part in zip(urls, shares, got, strict=True):
             short = limit - len(out)
