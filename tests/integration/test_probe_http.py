@@ -77,6 +77,8 @@ def _get_paths(api: Api) -> list[str]:
         "name": "app.js",
         "window": "2020-W01",
         "tournamentId": "cup",  # live: made by the test below
+        "run": "20200101T0000",  # a run of it that never was: a 404, for HEAD as for GET
+        "cohortId": "2020-W01.bronze-1",  # no league here: a 404 likewise
     }
     paths = []
     for route in iter_route_contexts(app.router.routes):
