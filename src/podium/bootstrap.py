@@ -370,11 +370,13 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
     ranking = _rank_source(topo, parts, clock)
+    marked = None
     if parts.generations is not None:  # reads refuse a board that lost its data
-        ranking = MarkedRanks(ranking, parts.generations, clock)
+        ranking = marked = MarkedRanks(ranking, parts.generations, clock)
     podium = Service.wire(
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes
     )
+    podium.leagues.marked = marked  # a live cohort is read from the index under the same check
     if not topo.in_process_index:  # a shared index is rebuilt beside its live generation
         podium.rebuilds.gapless = gapless(settings, store, parts.rebuilding, podium, clock)
     limiter = read_limiter(settings, topo)

@@ -13,7 +13,7 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
 from podium.caching import Cache
@@ -25,6 +25,7 @@ from podium.domain.validation import id_problem
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
+from podium.mending import MarkedRanks
 from podium.ports import BoardKey, Clock, RankIndex
 from podium.ports.cohorts import CohortStore, Standing
 from podium.profiles import ProfileCache
@@ -68,6 +69,10 @@ class Leagues:
         self.settings = settings
         self.store = store
         self.index = index
+        # Set by bootstrap on a Redis index: a live cohort's read is checked against the
+        # generation markers as every board read is, so an emptied index answers 503 (the
+        # board is being rebuilt), never an empty cohort.
+        self.marked: MarkedRanks | None = None
         self.lifecycle = lifecycle
         self.profiles = profiles
         self.clock = clock
@@ -144,10 +149,12 @@ class Leagues:
             final = await self.lifecycle.store.final_page(board, c.id, 1, spec.league.cohort_size)
             rows = [(e.player_id, e.points, e.rank) for e in final]
         else:
-            live = await self.index.page(
-                BoardKey(board, c.id), 0, spec.league.cohort_size - 1,
-                descending=spec.order is Order.DESC,
-            )  # fmt: skip
+            size, descending = spec.league.cohort_size, spec.order is Order.DESC
+
+            def read() -> Awaitable[list[tuple[str, int]]]:
+                return self.index.page(BoardKey(board, c.id), 0, size - 1, descending=descending)
+
+            live = await (read() if self.marked is None else self.marked.checked(read))
             ranks = ranks_in_order(spec, live, 1)
             rows = [(m, spec.codec.points(s), r) for (m, s), r in zip(live, ranks, strict=True)]
         names = await self.profiles.get([p for p, _, _ in rows])

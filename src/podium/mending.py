@@ -78,7 +78,9 @@ class MarkedRanks:
         self._seen: Tokens | None = None
         self._seen_at = 0.0
 
-    async def _checked(self, read: Callable[[], Awaitable[T]]) -> T:
+    async def checked(self, read: Callable[[], Awaitable[T]]) -> T:
+        """``read``'s answer, if the markers say the index held its data throughout (a
+        read of the index that is not a rank source's, such as a league's cohort)."""
         before = self._seen
         if before is not None and None in before and self._clock.now() - self._seen_at < GONE_S:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
@@ -95,27 +97,27 @@ class MarkedRanks:
         self._inner.forget(changed_at)
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
-        return await self._checked(lambda: self._inner.top(spec, key, start, stop))
+        return await self.checked(lambda: self._inner.top(spec, key, start, stop))
 
     async def page_from(
         self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
     ) -> Resumed:
-        return await self._checked(lambda: self._inner.page_from(spec, key, at, n, before))
+        return await self.checked(lambda: self._inner.page_from(spec, key, at, n, before))
 
     async def around(
         self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
     ) -> Around | Estimated | None:
-        return await self._checked(lambda: self._inner.around(spec, key, player_id, neighbors))
+        return await self.checked(lambda: self._inner.around(spec, key, player_id, neighbors))
 
     async def places(
         self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]
     ) -> list[Placed | None]:
-        return await self._checked(lambda: self._inner.places(spec, key, player_ids))
+        return await self.checked(lambda: self._inner.places(spec, key, player_ids))
 
     async def shared_ranks(
         self, spec: BoardSpec, key: BoardKey, scores: Sequence[int]
     ) -> dict[int, int]:
-        return await self._checked(lambda: self._inner.shared_ranks(spec, key, scores))
+        return await self.checked(lambda: self._inner.shared_ranks(spec, key, scores))
 
     async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
-        return await self._checked(lambda: self._inner.spread(spec, key, buckets))
+        return await self.checked(lambda: self._inner.spread(spec, key, buckets))
