@@ -250,11 +250,12 @@ async def preload_profiles(env: Env, n: int) -> float:
         await conn.execute("VACUUM (ANALYZE) profiles")
     finally:
         await conn.close()
+    # Copied before the server starts: else its updater copies them while the first cells
+    # run, and until it is done every rank read takes the names from Postgres.
     backends = bootstrap.build(config.load(env.config_path))
     try:
-        copy = getattr(backends.podium, "copy_profiles", None)
-        if copy is not None:
-            await copy()
+        await backends.start()
+        await backends.podium.rebuilds.copy_profiles()
     finally:
         await backends.close()
     return time.perf_counter() - t0

@@ -12,7 +12,7 @@ from fastapi.openapi.utils import get_openapi
 
 from podium import __version__, bootstrap, config, gcpolicy, metrics, orphans
 from podium import demo as demo_mode
-from podium.api import contract, docs, problems, protocol, shedding
+from podium.api import contract, docs, hot, problems, protocol, shedding
 from podium.api.encode import EncodedPages
 from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
 from podium.api.routes import ROUTERS
@@ -92,6 +92,7 @@ def create_app(
     for kind in kinds:
         app.include_router(ROUTERS[kind])
     if "read" in kinds:
+        hot.install(app.router.routes)  # the plain hot reads, found first (api/hot.py)
         web.install(app)  # the browser pages read boards
         app.include_router(web_tournaments.router)  # a live tournament's stream
     docs.install(app)

@@ -1,0 +1,136 @@
+"""The two hottest reads, a player's rank and a board's top page, answered without FastAPI's
+per-request machinery when the request is a plain one.
+
+A profile of ``benchmarks/reads.py`` (BENCHMARKS.md, "Hot reads") showed a quarter of the
+server's busy time in finding the route among every included router and in solving its
+parameters, against a fifth in the read itself. ``HotRoute`` is placed first among the
+app's routes: it takes a request only when its path and query are in the common form, with
+every value already valid (``?neighbors=2``, ``?limit=100&offset=0``); anything else
+(another parameter, a value out of range or spelled otherwise, a key twice) matches
+nothing here and goes on to the routes of ``routes.py``, which answer it exactly as before
+(a 422 names the field). The handlers do what those routes do, in the same order: the
+shared read limiter, the read, the same body and headers; an error raised is translated by
+the app's exception handlers into the same problem+json. The routes of ``routes.py`` stay
+the published contract (the OpenAPI document is built from them alone).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.routing import BaseRoute, Match
+from starlette.types import Receive, Scope, Send
+
+from podium import metrics
+from podium.api import schemas as s
+from podium.api.encode import rank_json
+from podium.api.ratelimit import limit_reads
+from podium.service import Service
+
+_BOARD = s.BOARD.strip("^$")
+_ID = s.ID.removeprefix("^").removesuffix("$")
+_RANK = re.compile(rf"/v1/boards/({_BOARD})/players/({_ID})")
+_PAGE = re.compile(rf"/v1/boards/({_BOARD})")
+# A value taken as is: decimal, no sign, no leading zero, no spaces (pydantic would take
+# more spellings: those go to the full route, which reads them its own way).
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,2}")
+JSON = b"application/json"
+
+Handler = Callable[[Request, dict[str, str], dict[str, int]], Awaitable[tuple[bytes, bytes]]]
+
+
+def _query(raw: bytes, allowed: dict[str, tuple[int, int]]) -> dict[str, int] | None:
+    """The query's numbers, when every key is one of ``allowed`` (once each) and every
+    value a plain number within its bounds; None when the full route should read it."""
+    out: dict[str, int] = {}
+    if not raw:
+        return out
+    for pair in raw.decode("latin-1").split("&"):
+        name, eq, value = pair.partition("=")
+        bounds = allowed.get(name)
+        if bounds is None or not eq or name in out or not _NUMBER.fullmatch(value):
+            return None
+        n = int(value)
+        if not bounds[0] <= n <= bounds[1]:
+            return None
+        out[name] = n
+    return out
+
+
+def _podium(request: Request) -> Service:
+    return request.app.state.podium  # type: ignore[no-any-return]
+
+
+async def _rank(request: Request, path: dict[str, str], q: dict[str, int]) -> tuple[bytes, bytes]:
+    # As routes.player_rank.
+    await limit_reads(request)
+    with metrics.READ_SECONDS.labels("rank").time():
+        r = await _podium(request).reads.player_rank(
+            path["board"], path["playerId"], q.get("neighbors", 2), None
+        )
+        body = rank_json(r)
+    return body, b"no-cache"
+
+
+async def _page(request: Request, path: dict[str, str], q: dict[str, int]) -> tuple[bytes, bytes]:
+    # As routes.board_page, without a cursor, a window or a group.
+    await limit_reads(request)
+    podium = _podium(request)
+    board, offset, limit = path["board"], q.get("offset", 0), q.get("limit", 100)
+    with metrics.READ_SECONDS.labels("page").time():
+        page = await podium.reads.page(board, None, offset, limit)
+        body = request.app.state.encoded_pages.body(page, (board, page.window, offset, limit))
+        if offset == 0:  # served stale while pages are shed
+            request.app.state.shed_gate.keep_page(request.scope, body)
+    return body, f"public, max-age={int(podium.settings.server.page_cache_s)}".encode()
+
+
+# Each hot route: its path, the names of its groups, its query's bounds, its handler.
+_ROUTES: tuple[
+    tuple[re.Pattern[str], tuple[str, ...], dict[str, tuple[int, int]], Handler], ...
+] = (
+    (_RANK, ("board", "playerId"), {"neighbors": (0, 50)}, _rank),
+    (_PAGE, ("board",), {"offset": (0, 10**9), "limit": (1, 100)}, _page),
+)
+
+
+class HotRoute(BaseRoute):
+    """Matches the plain form of the hot reads; every other request matches nothing."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            return Match.NONE, {}
+        path: str = scope["path"]
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # as starlette's routes see it, under a prefix
+            path = path[len(root) :]
+        if not path.startswith("/v1/boards/"):
+            return Match.NONE, {}
+        for pattern, names, bounds, handler in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m is None:
+                continue
+            q = _query(scope["query_string"], bounds)
+            if q is None:
+                return Match.NONE, {}
+            params = dict(zip(names, m.groups(), strict=True))
+            return Match.FULL, {"podium.hot": (handler, params, q)}
+        return Match.NONE, {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler, params, q = scope["podium.hot"]
+        body, cache_control = await handler(Request(scope, receive), params, q)
+        headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", JSON),
+            (b"cache-control", cache_control),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def install(routes: list[BaseRoute]) -> None:
+    """First among ``routes`` (the app's), so that a plain hot read is found at once."""
+    routes.insert(0, HotRoute())
