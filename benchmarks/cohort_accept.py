@@ -20,32 +20,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
-import secrets
 from typing import Any
 
 from _harness import (
     OPS_KEY,
-    PG_DB,
-    CpuMeter,
     Env,
-    Req,
     _cli_key,
     bench_main,
     common_args,
-    histogram,
-    http_client,
     med_spread,
     num_spread,
-    open_loop,
-    player_id,
     podium_server,
-    rfc3339_now,
     save_json,
-    scrape,
-    wait_quiet,
 )
+
+# The match body and the open-loop run with its CPU meter are the tournament benchmark's.
+from tournament_accept import drive
 
 MODES = ("default", "league")
 EXTRA_TOML = """
@@ -84,46 +75,6 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--connections", type=int, default=256)
     common_args(p, wait_s=120, unit="run")
     return p.parse_args()
-
-
-def body(mode: str, players: list[str], rng: random.Random) -> bytes:
-    results = [{"playerId": p, "points": rng.randint(1, 1000)} for p in players]
-    return json.dumps(
-        {"mode": mode, "endedAt": rfc3339_now(), "durationSeconds": 540, "results": results}
-    ).encode()
-
-
-async def drive(
-    url: str, pid: int, key: str, mode: str, args: argparse.Namespace, rng: random.Random
-) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    tag = f"w{secrets.token_hex(4)}"
-    async with http_client(url, args.connections) as client:
-
-        async def fire(i: int, req: Req) -> str:
-            players = [player_id(n) for n in rng.sample(range(args.pool), args.players_per_match)]
-            r = await client.post(
-                f"/v1/matches/{tag}-{i}/results", content=body(mode, players, rng), headers=headers
-            )
-            return str(r.status_code)
-
-        busy = await wait_quiet(args.quiet, 120.0)
-        if args.warmup > 0:
-            await open_loop(args.rate, args.warmup, fire)
-        tag = f"m{secrets.token_hex(4)}"
-        before = await scrape(client)
-        cpu = CpuMeter({"server": pid}, PG_DB["name"])
-        cpu.begin()
-        res = await open_loop(args.rate, args.duration, fire, drain_s=15.0)
-        cores = cpu.end()
-        after = await scrape(client)
-    out = res.report()
-    acc = histogram(after, "podium_accept_seconds") - histogram(before, "podium_accept_seconds")
-    out["busy_before"] = busy
-    out["server_cpu_ms_per_match"] = 1000 * cores["server"] * cpu.wall / max(out["ok"], 1)
-    out["server_accept_p99"] = acc.quantile(0.99)
-    out["cpu"] = cores
-    return out
 
 
 async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
