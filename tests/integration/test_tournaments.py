@@ -54,9 +54,12 @@ class Cup:
         self.app, self.client, self.clock = app, client, clock
         self.settings = app.state.backends.settings
         self.game, self.admin = game, admin
-        # A day ahead of the real time, at a whole hour: Redis expires a run's keys by its
-        # own clock, a week after the run's end.
-        self.t0 = (int(time.time()) // HOUR + 24) * HOUR
+        # A day or two ahead of the real time (Redis expires a run's keys by its own clock, a
+        # week after the run's end), at 02:00 UTC: the runs and their late grace then lie
+        # within one day board window, whatever the hour the suite runs at (at a whole hour
+        # a day ahead, a run made between 23:00 and 00:00 crossed midnight, and a result of
+        # its last hour was late for the day board).
+        self.t0 = (int(time.time()) // DAY + 2) * DAY + 2 * HOUR
 
     @property
     def podium(self) -> Service:
