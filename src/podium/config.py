@@ -148,9 +148,14 @@ def _sentinel_url(url: str) -> str:
 IndexUrl = Annotated[
     str,
     StringConstraints(
-        strict=True, pattern=r"^(memory://|redis(\+cluster|\+sentinel)?://|rediss://)"
+        # rediss: over TLS, one Redis or a cluster (index/cluster.py reads both schemes)
+        strict=True,
+        pattern=r"^(memory://|rediss?(\+cluster)?://|redis\+sentinel://)",
     ),
-    _says(_STRING, "expected memory://, redis://..., redis+cluster://... or redis+sentinel://..."),
+    _says(
+        _STRING,
+        "expected memory://, redis[s]://..., redis[s]+cluster://... or redis+sentinel://...",
+    ),
     AfterValidator(_sentinel_url),
 ]
 LogUrl = Annotated[

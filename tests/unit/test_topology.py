@@ -26,6 +26,14 @@ PG = "postgresql://podium@db0.invalid/podium"
             {"store": {"url": PG, "shards": [PG]}, "index": {"url": "redis+cluster://r:7000"}},
             Topology("split", "cluster", 1, "outbox"),
         ),
+        (  # the same over TLS
+            {"store": {"url": PG}, "index": {"url": "rediss+cluster://r:7000"}},
+            Topology("postgres", "cluster", 1, "outbox"),
+        ),
+        (
+            {"store": {"url": PG}, "index": {"url": "rediss://r:6380"}},
+            Topology("postgres", "redis", 1, "outbox"),
+        ),
         (
             {"store": {"url": PG}, "index": {"url": "redis+sentinel://s1,s2/mymaster"}},
             Topology("postgres", "sentinel", 1, "outbox"),
