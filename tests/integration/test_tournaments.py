@@ -166,7 +166,7 @@ async def test_create_list_get_and_what_is_refused(cup: Cup) -> None:
     conflict = await cup.create(409, category="weekly", maxAttempts=4)
     assert "another definition" in conflict["detail"]
 
-    refused = [
+    refused: list[tuple[dict[str, Any], str]] = [
         ({"id": "no spaces"}, "id"),
         ({"id": "b", "endsAt": rfc3339(cup.t0 - 60)}, "endsAt"),
         ({"id": "b", "modes": ["chess"]}, "modes"),
