@@ -23,6 +23,16 @@ CONFIG_KINDS = KINDS_WITH_SPLIT
 DAY = 86_400
 
 
+def _midweek(days_ahead: int) -> int:
+    """The midnight (UTC) of the first Wednesday at least ``days_ahead`` days from now: far
+    enough ahead that Redis, which expires keys by its own clock, keeps the window's keys,
+    and mid-week, so that closing the day never closes the week with it (a Sunday would
+    freeze the week too)."""
+    d = int(time.time()) // DAY + days_ahead
+    d += (2 - (d + 3)) % 7  # 1970-01-01 was a Thursday: weekday (Monday 0) is (d + 3) % 7
+    return d * DAY
+
+
 class Clock:
     def __init__(self, t: float) -> None:
         self.t = t
@@ -76,7 +86,7 @@ async def test_freeze_on_time_exactly_once_across_restarts(
     life_settings: Settings, tmp_path: Path
 ) -> None:
     # A day in the future: Redis expires keys by its own clock.
-    day = (int(time.time()) // DAY + 30) * DAY
+    day = _midweek(30)
     clock = Clock(day + 3600)
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
@@ -147,7 +157,7 @@ async def test_freeze_on_time_exactly_once_across_restarts(
 async def test_a_crash_between_freeze_and_archive_is_mended(
     life_settings: Settings, tmp_path: Path
 ) -> None:
-    day = (int(time.time()) // DAY + 31) * DAY
+    day = _midweek(31)
     clock = Clock(day + 100)
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
@@ -201,7 +211,7 @@ async def test_concurrent_results_never_slip_past_a_freeze(
 ) -> None:
     """Results racing a freeze either made the final standings or did not count for the
     window: the frozen window's tallies equal its standings afterwards."""
-    day = (int(time.time()) // DAY + 32) * DAY
+    day = _midweek(32)
     clock = Clock(day + 100)
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
