@@ -261,3 +261,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         group = worker_group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    # The slow tests first (a stable sort: each keeps its place among its kind). The workers
+    # take tests from one queue in this order, so a minute-long fleet test taken last would
+    # hold one worker long after the others ran out of work; taken first, the short tests
+    # fill the other workers around it and the run ends with short tests only.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
