@@ -11,7 +11,9 @@ writes boards or only serves reads (the markers live in the index, not in a proc
   at once, ``Rebuilding``, without asking the index;
 - after the read, the markers read again, by a check begun after the read ended: one gone,
   or a token other than the one seen before the read (the index was emptied and rebuilt
-  while the read ran, so it may have read the empty board), is a 503 too.
+  while the read ran, so it may have read the empty board), is a 503 too. A read that
+  brought the markers itself, read in its own atomic step (a player's rank with neighbors
+  on one Redis, ``around.lua``), needs no check after it: those markers are it.
 
 The markers go with the data: a flush, or a restart without it, took the marker with the
 board, so a read that found the same token after it as before it read a board that held
@@ -68,6 +70,11 @@ class _After:
             await asyncio.wait([task])  # begun before I asked: wait for it, then ask anew
 
 
+def _generation(got: Around | Estimated | None) -> Tokens | None:
+    """The markers an index read in the same step as ``got``'s rows, if it did."""
+    return got.generation if isinstance(got, Around) else None
+
+
 class MarkedRanks:
     """A ``RankSource`` that answers only what a board with its data gave it."""
 
@@ -78,14 +85,23 @@ class MarkedRanks:
         self._seen: Tokens | None = None
         self._seen_at = 0.0
 
-    async def checked(self, read: Callable[[], Awaitable[T]]) -> T:
+    async def checked(
+        self,
+        read: Callable[[], Awaitable[T]],
+        same_step: Callable[[T], Tokens | None] = lambda _: None,
+    ) -> T:
         """``read``'s answer, if the markers say the index held its data throughout (a
-        read of the index that is not a rank source's, such as a league's cohort)."""
+        read of the index that is not a rank source's, such as a league's cohort). Where
+        the read itself brought the markers, read at its own instant (``same_step``), they
+        are the check after it, and no second round trip is made: a board read in the same
+        atomic step as a marker that is there held that generation's data."""
         before = self._seen
         if before is not None and None in before and self._clock.now() - self._seen_at < GONE_S:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
         got = await read()
-        after = await self._fresh()
+        after = same_step(got)
+        if after is None:
+            after = await self._fresh()
         self._seen, self._seen_at = after, self._clock.now()
         if None in after:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
@@ -107,7 +123,9 @@ class MarkedRanks:
     async def around(
         self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
     ) -> Around | Estimated | None:
-        return await self.checked(lambda: self._inner.around(spec, key, player_id, neighbors))
+        return await self.checked(
+            lambda: self._inner.around(spec, key, player_id, neighbors), _generation
+        )
 
     async def places(
         self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]

@@ -77,3 +77,29 @@ async def test_an_index_bug_is_logged_with_its_traceback(
     assert isinstance(error, InternalError) and traceback is not None
     assert isinstance(error.__cause__, ResponseError)
     assert "WRONGTYPE" in str(error.__cause__)
+
+
+async def test_a_rank_read_brings_the_markers_of_its_own_step(redis_prefix: str) -> None:
+    """On one Redis, ``around.lua`` reads the generation marker in the step that reads the
+    rows: what ``Generations.tokens`` says, gone when the marker is gone (mending.py takes it
+    as the check after the read); a shard's read leaves it to the check."""
+    from podium.index.generations import RedisGenerations
+    from podium.index.redis import RedisIndex
+
+    week = BoardKey("week", "2026-W44")
+    index = RedisIndex(RedisIndex.client_from_url(REDIS_URL), prefix=redis_prefix)
+    shard = RedisIndex(index.client, redis_prefix, shard=0)
+    marks = RedisGenerations(index.client, [(None, index.keys)])
+    try:
+        for ix in (index, shard):
+            await ix.write(week, [("a", 10), ("b", 5)], descending=True, expire_at=None)
+        got = await index.around(week, "a", 1, descending=True)
+        assert got is not None and got.generation == (None,) == await marks.tokens()
+        await marks.mark([None], "t1")
+        got = await index.around(week, "b", 1, descending=True)
+        assert got is not None and got.rows == [("a", 10), ("b", 5)]
+        assert got.generation == ("t1",) == await marks.tokens()
+        on_shard = await shard.around(week, "b", 1, descending=True)
+        assert on_shard is not None and on_shard.generation is None
+    finally:
+        await index.close()

@@ -270,22 +270,29 @@ class RedisIndex(RedisRebuild):
         with translated:
             reply = await AROUND(
                 self._r,
-                [self.keys.board(key), self.copy.key, self.keys.meta(key)],
+                [self.keys.board(key), self.copy.key, self.keys.meta(key), self.keys.generation()],
                 [player_id, neighbors, _order(descending)],
             )
         if reply is None:
             return None
-        rank, flat = reply[0], reply[1]
+        rank, flat, names, meta, marker = reply
         rows = _rows(flat)
         members = [m for m, _ in rows]
-        profiles = None
-        if len(reply) > 2 and reply[2] is not None:
-            profiles = decode_held(members, reply[2])
-        meta = _meta(members, reply[3]) if len(reply) > 3 else {}
+        profiles = None if names is None else decode_held(members, names)
+        # The marker is "<token> <node>" (generations.py); a read compares tokens only.
+        token = (marker.partition(" ")[0] or None) if marker else None
         # The script sends no score of its own: the player's row holds it. One sorted set
         # holds the whole board, so every rank is exact.
         score = rows[rank - max(0, rank - neighbors)][1]
-        return Around(rank, score, rows, profiles, exact=True, metadata=meta)
+        return Around(
+            rank,
+            score,
+            rows,
+            profiles,
+            exact=True,
+            metadata={} if meta is None else _meta(members, meta),
+            generation=None if self.keys.shard is not None else (token,),
+        )
 
     async def entry_metadata(self, key: BoardKey, members: Sequence[str]) -> dict[str, str]:
         if not members:

@@ -405,6 +405,10 @@ class Around:
     # the rows' entry metadata read in the same step (None: not read; the reads ask for it);
     # a side read, left out of equality (the index contract checks it on its own)
     metadata: dict[str, str] | None = field(default=None, kw_only=True, compare=False)
+    # the index's generation markers as ``Generations.tokens`` gives them, read in the same
+    # atomic step as the rows (None: not read), so that the read's check needs no second
+    # round trip (mending.py); a side read, left out of equality
+    generation: tuple[str | None, ...] | None = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
