@@ -29,6 +29,8 @@ from rich.progress import (
 from rich.text import Text
 
 from podium.bootstrap import Backends
+from podium.domain import cohorts
+from podium.domain.tournaments import tournament_of
 from podium.rebuilding import Outcome, Target
 
 ConfigOpt = Annotated[
@@ -81,10 +83,16 @@ class Bar:
 
 def rebuild(
     board: Annotated[str | None, typer.Option(help="Board name.")] = None,
-    window: Annotated[str | None, typer.Option(help="Window id; default: the current one.")] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(help="Window id (a tournament's run, a cohort's id); default: the current."),
+    ] = None,
     every: Annotated[
         bool,
-        typer.Option("--all", help="Every live window of every board, tournaments' included."),
+        typer.Option(
+            "--all",
+            help="Every live window of every board, tournaments' runs and cohorts included.",
+        ),
     ] = False,
     grace: Annotated[
         float, typer.Option(min=0, help="Seconds the old keys are kept after the switch.")
@@ -125,10 +133,20 @@ def rebuild(
 
 
 async def _targets(b: Backends, board: str | None, window: str | None) -> list[Target]:
-    reads = b.podium.reads
-    if board is not None:
-        spec = reads.board(board)
-        return [Target(spec, reads.window(spec, window))]
-    found = await b.podium.rebuilds.live_windows()
-    found += await b.podium.tournaments.live_runs()
-    return [Target(spec, w) for spec, w in found]
+    """The windows to rebuild: one named (a board's, a tournament's run on ``~<id>``, a
+    league's cohort by its id), or with ``--all`` every live one: the boards' windows,
+    the tournaments' runs and the leagues' cohorts, rebuilt and switched together."""
+    p = b.podium
+    if board is None:
+        found = await p.rebuilds.live_windows()
+        found += await p.tournaments.live_runs()
+        found += await p.leagues.live_cohorts()
+        return [Target(spec, w) for spec, w in found]
+    if tournament_of(board) is not None:
+        spec, w = await p.tournaments.board_run(board, window)
+    elif window is not None and cohorts.of_league(window):
+        spec, w = await p.leagues.cohort_window(board, window)
+    else:
+        spec = p.reads.board(board)
+        w = p.reads.window(spec, window)
+    return [Target(spec, w)]

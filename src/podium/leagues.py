@@ -202,8 +202,18 @@ class Leagues:
     async def rebuild_live(self, rebuilds: Rebuilds) -> int:
         """Every cohort whose index key would still exist, refilled from the store (the
         start of the in-process index, and the mender's rebuild of a lost one)."""
-        now = self.clock.now()
         total = 0
+        for spec, c in await self.live_cohorts():
+            total += await rebuilds.rebuild(spec.name, c.id)
+        return total
+
+    async def live_cohorts(self) -> list[tuple[BoardSpec, Window]]:
+        """Every cohort whose index key would still exist, as a window of its board (the
+        cohort's id over its board window's times, ``domain.cohorts.window_of``): the
+        cohorts of each league board's last ``LOOKBACK`` windows and the open one, as the
+        store lists them (``podium rebuild --all`` rebuilds them with the boards)."""
+        now = self.clock.now()
+        out: list[tuple[BoardSpec, Window]] = []
         for spec in self.boards.values():
             w = spec.rule.latest(int(now))
             for _ in range(LOOKBACK + 1):
@@ -212,9 +222,21 @@ class Leagues:
                 exp = index_expiry(w)
                 if exp is None or exp > now:
                     for c in await self.store.cohorts(spec.name, w.id):
-                        total += await rebuilds.rebuild(spec.name, c.id)
+                        out.append((spec, Window(c.id, w.start, w.end)))
                 w = spec.rule.before(w)
-        return total
+        return out
+
+    async def cohort_window(self, board: str, cohort_id: str) -> tuple[BoardSpec, Window]:
+        """A cohort named by id as a window of its board (``podium rebuild --board B
+        --window <cohortId>``): a 404 for a board not played in cohorts, or a cohort the
+        store does not hold (rebuilt, it would be an empty key)."""
+        spec = self.board(board)
+        if why := id_problem("cohortId", cohort_id):
+            raise InvalidInput(why)
+        w = cohorts.cohort_window(spec.rule, cohort_id)
+        if w is None or await self.store.cohort(board, cohort_id) is None:
+            raise NotFound(f"board {board} has no cohort {cohort_id!r}")
+        return spec, w
 
     # -- the freeze -------------------------------------------------------------------------
 

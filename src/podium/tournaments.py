@@ -292,6 +292,20 @@ class Tournaments:
             raise NotFound(f"run {run} of tournament {tournament_id} has not begun")
         return t, w.id, True
 
+    async def board_run(self, board: str, run: str | None) -> tuple[BoardSpec, Window]:
+        """A tournament's board (``~<id>``) and one of its begun runs (by default the open
+        one, or the last to begin), its spec made known to the reads: what ``podium
+        rebuild --board ~<id> [--window RUN]`` rebuilds. A 404 for a board no tournament
+        holds, or a run that has not begun (nothing of it is in the index yet)."""
+        tid = tournament_of(board)
+        if tid is None:
+            raise NotFound(f"board {board} is not a tournament's (~<id>)")
+        t, found, begun = await self._board(tid, run)
+        if not begun:
+            raise NotFound(f"tournament {tid} has not begun: no run of it is in the index yet")
+        spec = t.spec()
+        return spec, spec.rule.parse(found)
+
     async def live_board(self, tournament_id: str) -> str:
         """The board a live tournament's stream follows (its spec known to the reads); a
         tournament that is not live is a 404 that says where its board is read."""

@@ -4,7 +4,9 @@ their first result (a retry places no one twice; first results racing never over
 cohort); a cohort read by player and by id, exact, with its zones; a ban that takes a
 player off their cohort; the window's freeze, which freezes every cohort once however many
 freezers run, moves its top up and its bottom down, and writes one cohort.frozen event each
-(valid against schemas/); the next window's placement in the new tier."""
+(valid against schemas/); the next window's placement in the new tier; members' names and
+avatars from their profiles; a refused match that writes nothing to a live tournament's run
+or to a cohort."""
 
 from __future__ import annotations
 
@@ -387,3 +389,109 @@ async def test_a_cohort_of_an_index_that_lost_its_data_is_a_503_never_empty(
         await r.aclose()
     gone = await lg.get(f"/v1/boards/day/cohorts/{cohort}", 503)
     assert "rebuilt" in gone["detail"]
+
+
+async def test_cohort_members_carry_their_names_and_avatars(league: League) -> None:
+    """A cohort's members come with the name and avatar of their profile, live and frozen;
+    a member with no profile with neither."""
+    lg = league
+    t = lg.day0 + HOUR
+    a, b, c = lg.together(3, "n")
+    pictures = {p: f"https://cdn.example.com/avatars/{p}.png" for p in (a, b)}
+    for p, name in ((a, "Ada"), (b, "Bo")):
+        r = await lg.client.put(
+            f"/v1/players/{p}/profile",
+            json={"name": name, "avatar": pictures[p]},
+            headers=lg.auth(lg.admin),
+        )
+        assert r.status_code in (200, 204), r.text
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
+    await lg.apply()
+
+    def shown(members: list[dict[str, Any]]) -> list[tuple[str, str | None, str | None]]:
+        return [(m["playerId"], m.get("name"), m.get("avatar")) for m in members]
+
+    expected = [(c, None, None), (b, "Bo", pictures[b]), (a, "Ada", pictures[a])]
+    mine = await lg.cohort_of(a)
+    assert shown(mine["members"]) == expected
+    by_id = await lg.get(f"/v1/boards/day/cohorts/{mine['cohortId']}")
+    assert shown(by_id["members"]) == expected
+    lg.clock.t = lg.day0 + DAY + 61
+    assert await lg.podium.leagues.freeze_due() >= 1
+    final = await lg.get(f"/v1/boards/day/cohorts/{mine['cohortId']}")
+    assert final["frozen"] is True and shown(final["members"]) == expected
+
+
+async def test_a_refused_match_writes_nothing_to_a_tournament_or_a_cohort(
+    league: League,
+) -> None:
+    """A match refused (a 409: a part that disagrees with the match as recorded, or a
+    player's result that differs from theirs; a 422: a player twice, an endedAt in the
+    future) while a live tournament and the league board both take it writes nothing:
+    no tally of the run, of the board window or of a cohort, no one placed, no cohort
+    made, no attempt used."""
+    lg = league
+    t = lg.day0 + HOUR
+    made = await lg.client.post(
+        "/v1/admin/tournaments",
+        json={
+            "id": "cup",
+            "title": "Cup",
+            "modes": ["default"],
+            "maxAttempts": 5,
+            "startsAt": rfc3339(lg.day0),
+            "endsAt": rfc3339(lg.day0 + DAY),
+        },
+        headers=lg.auth(lg.admin),
+    )
+    assert made.status_code == 201, made.text
+    run = made.json()["run"]
+    a, b = lg.together(2, "r")
+    first = await lg.submit("m1", t, {a: 10, b: 20})
+    assert first["players"][0]["tournaments"]["cup"]["points"] in (10, 20)
+    await lg.apply()
+    window = (await lg.cohort_of(a))["window"]
+    store = lg.app.state.backends.store
+    newcomers = ["new1", "new2", "new3"]
+
+    async def written() -> tuple[dict[tuple[str, str], list[Any]], list[Any], dict[str, str]]:
+        """Every tally of the run, the board window and its cohorts; its cohorts; and
+        where anyone is placed."""
+        found = await store.cohorts("day", window)
+        rows: dict[tuple[str, str], list[Any]] = {}
+        for board, wid in [("~cup", run), ("day", window)] + [("day", c.id) for c in found]:
+            rows[(board, wid)] = sorted(
+                [tuple(r) async for batch in store.tally_rows(board, wid) for r in batch]
+            )
+        placed = await store.placements("day", window, [a, b, *newcomers])
+        return rows, sorted((c.id, c.members) for c in found), placed
+
+    before = await written()
+    assert before[0][("~cup", run)] and set(before[2]) == {a, b}
+    cup_a = await lg.get(f"/v1/tournaments/cup/players/{a}")
+
+    def body(ended_at: float, duration: int, results: list[tuple[str, int]]) -> dict[str, Any]:
+        return {
+            "mode": "default",
+            "endedAt": rfc3339(ended_at),
+            "durationSeconds": duration,
+            "results": [{"playerId": p, "points": n} for p, n in results],
+        }
+
+    refused = [
+        ("m1", body(t, 120, [("new1", 50)]), 409),  # a part saying another duration
+        ("m1", body(t, 60, [(a, 99), ("new2", 5)]), 409),  # a's result differs
+        ("m2", body(t, 60, [("new3", 5), ("new3", 6)]), 422),  # a player twice
+        ("m3", body(lg.clock.t + HOUR, 60, [(a, 5), ("new3", 5)]), 422),  # in the future
+    ]
+    for match_id, sent, status in refused:
+        r = await lg.client.post(
+            f"/v1/matches/{match_id}/results", json=sent, headers=lg.auth(lg.game)
+        )
+        assert r.status_code == status, (match_id, r.text)
+    await lg.apply()
+    assert await written() == before
+    assert await lg.get(f"/v1/tournaments/cup/players/{a}") == cup_a  # no attempt used
+    for p in newcomers:
+        await lg.get(f"/v1/tournaments/cup/players/{p}", 404)
+        await lg.cohort_of(p, 404)

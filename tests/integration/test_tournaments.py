@@ -195,6 +195,13 @@ async def test_create_list_get_and_what_is_refused(cup: Cup) -> None:
     assert [t["id"] for t in live["tournaments"]] == ["open"]
     weekly = await cup.get("/v1/tournaments", category="weekly")
     assert [t["id"] for t in weekly["tournaments"]] == ["cup"]
+    upcoming = await cup.get("/v1/tournaments", state="upcoming")
+    assert [t["id"] for t in upcoming["tournaments"]] == ["cup"]
+    assert (await cup.get("/v1/tournaments", state="upcoming", category="none"))[
+        "tournaments"
+    ] == []
+    assert (await cup.get("/v1/tournaments", state="ended"))["tournaments"] == []
+    await cup.get("/v1/tournaments", 422, state="soon")
     assert (await cup.get("/v1/tournaments/open"))["aggregate"] == "best"
     await cup.get("/v1/tournaments/nope", 404)
     r = await cup.client.post("/v1/admin/tournaments", json={"id": "x"}, headers=cup.auth(cup.game))

@@ -2,7 +2,8 @@
 signed as Standard Webhooks sign (the receiver verifies each with standardwebhooks), retried
 through a 500, a timeout and a late answer under one event id, each body valid against
 ``schemas/webhook-event.v1.json``, one window.frozen event however often the window is
-frozen, and no event from a ban that did not commit."""
+frozen, a league's frozen cohort received as a signed cohort.frozen, and no event from a ban
+that did not commit. With NATS as the log, every event type on the stream's subjects too."""
 
 from __future__ import annotations
 
@@ -395,6 +396,163 @@ async def test_events_go_on_the_nats_stream_when_it_is_the_log(
     info = (await api.podium.lifecycle.frozen("day"))[day.id]
     assert data["sha256"] == info.checksum and data["players"] == 2
     assert json.loads(by_type["player.banned"].data)["data"]["playerId"] == "c"
+
+
+class Ahead:
+    """The real time, ``by`` seconds ahead: a clock past a window's end and late time."""
+
+    def __init__(self, by: float) -> None:
+        self.by = by
+
+    def now(self) -> float:
+        return time.time() + self.by
+
+
+LEAGUE = {
+    "name": "league",
+    "window": "day",
+    "cohort_size": 3,
+    "tiers": ["bronze", "silver"],
+    "promote": 1,
+    "demote": 1,
+    "freeze_after_s": 60,
+}
+
+
+async def test_tournament_cohort_and_flag_events_go_on_the_nats_stream(
+    nats_stream: tuple[str, str],
+    make_api: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The other three event types on a real JetStream stream, each on its own subject
+    (``<stream>.events.<type>``) under its event id, each valid against the schema: a
+    tournament ended by the admin, a league's cohorts frozen with their tier moves, a
+    result flagged as a jump."""
+    url, name = nats_stream
+    api: Api = await make_api(
+        log={"url": url, "stream": name},
+        archive={"dir": str(tmp_path / "standings")},
+        boards=[{"name": "day", "window": "day"}, LEAGUE],
+    )
+    admin = api.auth(api.admin_key)
+    now = time.time()
+    made = await api.client.post(
+        "/v1/admin/tournaments",
+        json={
+            "id": "cup",
+            "title": "The Cup",
+            "modes": ["default"],
+            "startsAt": to_rfc3339(now - 120),
+            "endsAt": to_rfc3339(now + 3600),
+        },
+        headers=admin,
+    )
+    assert made.status_code == 201, made.text
+    run = made.json()["run"]
+    # A jump far above the player's last five results: accepted, and flagged.
+    for i in range(5):
+        r = await api.submit(f"m{i}", [("steady", 10), ("other", 20 + i)], ended_at=now - 60)
+        assert r.status_code == 200, r.text
+    r = await api.submit("m-jump", [("steady", 400_000), ("other", 1)], ended_at=now - 60)
+    assert r.status_code == 200, r.text
+    ended = await api.client.delete("/v1/admin/tournaments/cup", headers=admin)
+    assert ended.status_code == 200, ended.text
+    # The league's day closed and past its late time: its cohorts freeze (the freezer's
+    # pass, on a clock two days ahead; the roles of this app keep the real one).
+    window = WindowRule(WindowKind.DAY).window_at(int(now - 60))
+    assert window is not None
+    placed = await api.podium.leagues.of_player("league", "steady", window.id)
+    monkeypatch.setattr(api.podium.leagues, "clock", Ahead(2 * 86_400))
+    froze = await api.podium.leagues.freeze_due()
+    assert froze >= 1  # "steady" and "other": one cohort, or two on two lock stripes
+
+    async def every() -> list[Any] | None:
+        got = await stream_events(url, name)
+        return got if len(got) >= 2 + froze else None
+
+    got = await wait_for(every)
+    assert got, f"the events did not reach the stream: {await stream_events(url, name)}"
+    assert len(got) == 2 + froze, [m.subject for m in got]
+    by_type: dict[str, dict[str, dict[str, Any]]] = {}  # by type, by event id (Nats-Msg-Id)
+    for m in got:
+        body = json.loads(m.data)
+        VALID.validate(body)
+        assert m.subject == f"{name}.events.{body['type']}"
+        by_type.setdefault(body["type"], {})[m.headers["Nats-Msg-Id"]] = body
+    assert sorted(by_type) == ["cohort.frozen", "player.flagged", "tournament.ended"]
+    [(cup_id, cup)] = by_type["tournament.ended"].items()
+    assert cup_id == events.tournament_ended_id("cup", run)
+    assert (cup["data"]["tournament"], cup["data"]["run"], cup["data"]["players"]) == (
+        "cup",
+        run,
+        2,
+    )
+    [flagged] = by_type["player.flagged"].values()
+    assert flagged["data"]["playerId"] == "steady" and flagged["data"]["matchId"] == "m-jump"
+    frozen = {b["data"]["cohort"]: (i, b) for i, b in by_type["cohort.frozen"].items()}
+    assert len(frozen) == froze and placed.id in frozen
+    mine_id, mine = frozen[placed.id]
+    assert mine_id == events.cohort_frozen_id("league", placed.id)
+    assert (mine["data"]["board"], mine["data"]["window"]) == ("league", window.id)
+    assert {m["playerId"] for m in mine["data"]["members"]} == {m.player_id for m in placed.members}
+
+
+async def test_a_frozen_cohort_is_delivered_to_the_receiver_signed(
+    make_api: Callable[..., Any],
+    receiver: Receiver,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A league's cohort frozen by the freezer's pass reaches a real HTTP endpoint as one
+    cohort.frozen, signed (the receiver verifies it with standardwebhooks), under the
+    cohort's event id, valid against the schema, with every member's place and next tier."""
+    receiver.planned = "none"  # every attempt answered at once: retries are tested above
+    api: Api = await make_api(
+        webhooks=[hook(receiver.url, events=["cohort.frozen"])],
+        archive={"dir": str(tmp_path / "standings")},
+        boards=[{"name": "day", "window": "day"}, LEAGUE],
+    )
+    now = time.time()
+    window = WindowRule(WindowKind.DAY).window_at(int(now - 60))
+    assert window is not None
+    r = await api.submit("m1", [("a", 30), ("b", 20), ("c", 10)], ended_at=now - 60)
+    assert r.status_code == 200, r.text
+    cohorts = {
+        p: await api.podium.leagues.of_player("league", p, window.id) for p in ("a", "b", "c")
+    }
+    monkeypatch.setattr(api.podium.leagues, "clock", Ahead(2 * 86_400))
+    froze = await api.podium.leagues.freeze_due()
+    assert froze == len({c.id for c in cohorts.values()}) >= 1  # one, or one a lock stripe
+
+    async def every() -> dict[str, dict[str, Any]] | None:
+        got = receiver.delivered()
+        return got if len(got) >= froze else None
+
+    got = await wait_for(every)
+    assert got, f"not every event was delivered: {receiver.requests}"
+    assert not receiver.bad_signatures
+    assert set(got) == {events.cohort_frozen_id("league", c.id) for c in cohorts.values()}
+    for body in got.values():
+        VALID.validate(body)
+        assert body["type"] == "cohort.frozen"
+    mine = got[events.cohort_frozen_id("league", cohorts["a"].id)]["data"]
+    assert (mine["board"], mine["window"], mine["cohort"], mine["tier"]) == (
+        "league",
+        window.id,
+        cohorts["a"].id,
+        "bronze",
+    )
+    assert mine["members"][0]["playerId"] == "a" and mine["members"][0]["points"] == 30
+    assert mine["members"][0]["move"] == "up" and mine["members"][0]["nextTier"] == "silver"
+
+    async def delivered() -> list[dict[str, Any]] | None:
+        listed = await all_deliveries(api)
+        return listed if all(d["state"] == "delivered" for d in listed) else None
+
+    listed = await wait_for(delivered, timeout=30)
+    assert listed and {d["type"] for d in listed} == {"cohort.frozen"}, listed
+    assert len(listed) == froze
 
 
 @pytest.mark.slow
