@@ -111,7 +111,7 @@ async def test_reads_go_to_the_replica_sentinel_lists_under_read_from_replicas(
     # The generation markers are read on the primary, whatever the reads: a marker the
     # replica alone lacks is still there.
     assert on_replicas.generations is not None
-    await on_replicas.generations.mark([None], "t0")
+    await on_replicas.generations.mark([None], "t0", time.time())
     _replicated(redis_sentinel)
     marker = f"{on_primary.settings.index.prefix}:gen"
     assert redis_sentinel.replicas[0].cli("del", marker).strip() == "1"
