@@ -143,7 +143,8 @@ class Mender:
                 "old node, so %d changes of the log's last %.0fs (from %.0fs before it was "
                 "last confirmed on its old node, %.0fs ago) were applied again%s",
                 _names(shards), why, n, since_s, self._replay_s, now - confirmed,
-                "" if self._only(shards) is None else f", of {_names(shards)} only",
+                "" if self._only(shards) is None else " (those of the other shards left out "
+                "where the log can)",
             )  # fmt: skip
         # Each shard keeps its token (reads compare tokens) and now names its new node.
         for h in moved:
