@@ -560,8 +560,9 @@ async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_repl
     assert len(said) == 1, said
     assert await s.counted(REPLAYED) - replayed == int(said[0]) > 0
     print(
-        f"promoted {promoted_s:.1f} s after the kill (the worker waking then); "
-        f"{len(recent)} players taken from the replica; the board equal to the store "
+        f"promoted {promoted_s:.1f} s after the kill"
+        + (" (the worker woken then)" if replay_s == LATE_REPLAY_S else "")
+        + f"; {len(recent)} players taken from the replica; the board equal to the store "
         f"{time.monotonic() - deadline + MEND_S:.1f} s after the promotion"
     )
 
