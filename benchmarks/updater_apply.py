@@ -184,8 +184,10 @@ class TimedLog:
     async def nak(self, messages: Sequence[Message]) -> None:
         await self._settle(lambda: self.inner.nak(messages))
 
-    async def replay(self, since: float) -> ChangeLog:
-        return await self.inner.replay(since)
+    async def replay(
+        self, since: float, keep: Callable[[Message], bool] | None = None
+    ) -> ChangeLog:
+        return await self.inner.replay(since, keep)
 
     async def close(self) -> None:
         await self.inner.close()

@@ -275,9 +275,11 @@ class IndexSettings:
     milliseconds, which a rank read can afford."""
     failover_replay_s: Count = 60
     """When a Redis node behind the index changed (a replica took over, or it restarted
-    from a snapshot), every process that writes boards applies the change log's last this
-    many seconds once more, to bring back the writes the new node lacks; 0 turns it off.
-    It must reach back past a replica's lag at its worst."""
+    from a snapshot), every process that writes boards applies the change log once more
+    from this many seconds before the shard's generation marker was last confirmed on its
+    old node (before the change, however late it is noticed), to bring back the writes the
+    new node lacks; 0 turns it off. It must reach back past the updaters' lag and a
+    replica's at their worst."""
     watch_s: Annotated[float, Strict(), Gt(0), _float, _says(_NUMBER, "expected more than 0")] = 2.0
     """How often each process that writes boards reads the index's generation markers: the
     longest a lost index or a failover goes unseen."""

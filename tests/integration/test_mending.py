@@ -19,9 +19,13 @@ broken on purpose, on a board of 20,000 players:
   primary killed, the cluster promotes its replica, which lacks the last writes of the
   shards it took over.
 
-With ``index.failover_replay_s = 0`` the failover tests fail: the Sentinel one runs so as a
-case of its own (``not-replayed``), the others were run so by hand (on JetStream: 189 of
-20,320 players short of the store 30 s after the promotion).
+With ``index.failover_replay_s = 0`` the failover tests fail: the Sentinel and the cluster
+ones run so as a case of their own (``not-replayed``), the proxy's was run so by hand (on
+JetStream: 189 of 20,320 players short of the store 30 s after the promotion). The Sentinel
+one also runs with the failover noticed later than ``failover_replay_s`` after it
+(``noticed-late``: the worker paused that long): the replay reaches back from the time the
+promoted replica's marker was last confirmed, not from when the change was seen, which a
+replay of the last ``failover_replay_s`` seconds before the change is noticed would miss.
 
 The 20,000 players are recorded once for the module, through the API of a ``podium serve``
 on the in-process index, into a database that each test copies (``Databases.seal``): a
@@ -77,6 +81,9 @@ MEND_S = 30.0  # from the failover (or the flush) until the board must equal the
 # MEND_S, and the last writes stayed off the board meanwhile).
 REPLAY_S = 3600
 FAILOVERS = 'podium_index_failovers_total{shard="0"}'  # the worker's, by shard
+# index.failover_replay_s of the noticed-late case: far less than the worker is paused over
+# the failover, and more than the seconds before the kill whose writes the replica lacks
+LATE_REPLAY_S = 10
 REPLAYED = "podium_replayed_changes_total"
 FLOWING = 20  # matches acknowledged after the stream began before a test breaks anything
 
@@ -267,12 +274,18 @@ class Served:
 
     async def counted(self, sample: str) -> float:
         """One sample of the worker's /metrics (``name{labels}``); 0 where not yet counted."""
+        return (await self.samples()).get(sample, 0.0)
+
+    async def samples(self) -> dict[str, float]:
+        """Every sample of the worker's /metrics, by ``name{labels}``."""
         async with httpx.AsyncClient(timeout=10) as c:
             text = (await c.get(f"http://127.0.0.1:{self.metrics_port}/metrics")).text
+        out = {}
         for line in text.splitlines():
-            if line.startswith(f"{sample} "):
-                return float(line.split()[-1])
-        return 0.0
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
 
 
 @pytest.fixture
@@ -483,13 +496,19 @@ def sentinels() -> Iterator[Sentinels]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("replay_s", [REPLAY_S, 0], ids=["replayed", "not-replayed"])
+@pytest.mark.parametrize(
+    "replay_s",
+    [REPLAY_S, 0, LATE_REPLAY_S],
+    ids=["replayed", "not-replayed", "noticed-late"],
+)
 async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_replay(
     served: Any, sentinels: Sentinels, replay_s: int
 ) -> None:
     """Both processes reach the index through Sentinel (``redis+sentinel://``) and follow its
     promotion with no restart. With the replay off, the lost writes stay lost: the check
-    that the replay is what mends them."""
+    that the replay is what mends them. Noticed late (the worker paused until the lost
+    writes are older than ``failover_replay_s``), they are mended all the same: the replay
+    starts before the time the promoted replica's marker was last confirmed."""
     s = await served(sentinels.url(), replay_s=replay_s)
     stop = asyncio.Event()
     streaming = asyncio.create_task(s.game.stream(stop))
@@ -508,12 +527,18 @@ async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_repl
         recent = [p for p, t in s.game.last_acked.items() if cut - t < 2.0]
         assert recent, "no result was acknowledged in the seconds before the kill"
         await asyncio.to_thread(replica.cli, "zrem", ZKEY, *recent)
+        if replay_s == LATE_REPLAY_S:
+            # Noticed late: the worker sleeps on until the promotion is long done and the
+            # lost writes are older than failover_replay_s.
+            await asyncio.to_thread(sentinels.wait_promoted, old.port)
+            while time.monotonic() - cut < LATE_REPLAY_S + 3:
+                await asyncio.sleep(0.2)
     finally:
         worker.send_signal(signal.SIGCONT)
     promoted = await asyncio.to_thread(sentinels.wait_promoted, old.port)
     assert promoted is replica
     promoted_s = time.monotonic() - cut
-    deadline = time.monotonic() + MEND_S  # from the promotion
+    deadline = time.monotonic() + MEND_S  # from the promotion (or the worker's waking)
     await s.logged("the Redis node behind the index changed", 0, deadline)
     await s.game.flowing()  # results still reach the board, through the new primary
     stop.set()
@@ -535,8 +560,9 @@ async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_repl
     assert len(said) == 1, said
     assert await s.counted(REPLAYED) - replayed == int(said[0]) > 0
     print(
-        f"promoted {promoted_s:.1f} s after the kill; {len(recent)} players taken from the "
-        "replica; the board equal to the store "
+        f"promoted {promoted_s:.1f} s after the kill"
+        + (" (the worker woken then)" if replay_s == LATE_REPLAY_S else "")
+        + f"; {len(recent)} players taken from the replica; the board equal to the store "
         f"{time.monotonic() - deadline + MEND_S:.1f} s after the promotion"
     )
 
@@ -553,13 +579,17 @@ def cluster() -> Iterator[RedisCluster]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
+@pytest.mark.parametrize("replay_s", [REPLAY_S, 0], ids=["replayed", "not-replayed"])
 async def test_a_cluster_replica_promoted_without_the_last_writes_is_mended(
-    served: Any, cluster: RedisCluster
+    served: Any, cluster: RedisCluster, replay_s: int
 ) -> None:
-    s = await served(cluster.url, SHARDS)
+    """With the replay off, the lost writes of the victim's shards stay lost: the check that
+    the replay is what mends them."""
+    s = await served(cluster.url, SHARDS, replay_s=replay_s)
     stop = asyncio.Event()
     streaming = asyncio.create_task(s.game.stream(stop))
     await s.game.flowing()
+    before = await s.samples()  # the start's rebuild may have been the worker's
     # The worker (updater and mender) is paused over the failover, so that what the
     # promoted replica lacks is certain: the test takes it from it before anyone could
     # look, as the proxy's cut does above. Results keep arriving at the API (into the
@@ -586,10 +616,29 @@ async def test_a_cluster_replica_promoted_without_the_last_writes_is_mended(
     stop.set()
     await streaming
     why = await _equal_by(s, cluster.url, deadline)
+    # The mender named the victim's shards as those whose node changed, and no other, and
+    # counted a failover of each of them, and of no other.
+    log = s.worker_log.read_text()
+    lines = re.findall(r"node behind (shard .*?) changed", log)
+    named = {int(n.removeprefix("shard ")) for line in lines for n in line.split(", ")}
+    assert named == moved, lines
+    after = await s.samples()
+
+    def failovers(counts: dict[str, float], n: int) -> float:
+        return counts.get(f'podium_index_failovers_total{{shard="{n}"}}', 0.0)
+
+    counted = {n for n in range(SHARDS) if failovers(after, n) > failovers(before, n)}
+    assert counted == moved, (counted, moved)
+    replayed = after.get(REPLAYED, 0.0) - before.get(REPLAYED, 0.0)
+    if replay_s == 0:
+        assert "not replaying" in log
+        assert replayed == 0
+        assert why, "the lost writes came back with the replay off: the test shows nothing"
+        print(f"with index.failover_replay_s = 0, {MEND_S:.0f} s after the promotion: {why}")
+        return
     if why:
         s.fleet.dump()
     assert not why, why
-    # The mender named the victim's shards as those whose node changed, and no other.
-    lines = re.findall(r"node behind (shard .*?) changed", s.worker_log.read_text())
-    named = {int(n.removeprefix("shard ")) for line in lines for n in line.split(", ")}
-    assert named == moved, lines
+    # What was replayed and why, in the log and in the counter alike.
+    said = re.findall(r"node behind shard .*? changed \(.*?\): .*?, so (\d+) changes", log)
+    assert sum(int(n) for n in said) == replayed > 0, said

@@ -23,6 +23,7 @@ from podium.ports import BoardKey
 from tests.redis_sentinel import SERVICE, Sentinels
 
 KEY = BoardKey("week", "2026-W44")
+DB = "3"  # a database other than 0, named by ?db= in the URL
 Build = Callable[..., Backends]
 
 
@@ -47,9 +48,10 @@ async def backends(tmp_path: Path, redis_sentinel: Sentinels) -> AsyncIterator[B
     for b in made:
         await b.close()
     for node in redis_sentinel.nodes:  # a writable replica keeps what was written on it
-        keys = node.cli("--scan", "--pattern", f"{prefix}:*").split()
-        if keys:
-            node.cli("del", *keys)
+        for db in ("0", DB):
+            keys = node.cli("-n", db, "--scan", "--pattern", f"{prefix}:*").split()
+            if keys:
+                node.cli("-n", db, "del", *keys)
 
 
 def _replicated(sentinels: Sentinels) -> None:
@@ -89,6 +91,29 @@ async def test_the_index_snapshots_and_limiter_reach_the_primary(
     assert [r.node for r in node.replicas] == [f"127.0.0.1:{redis_sentinel.replicas[0].port}"]
 
 
+async def test_the_database_the_url_names_holds_every_key(
+    backends: Build, redis_sentinel: Sentinels
+) -> None:
+    """``?db=N``: the index, the generation markers, the snapshots' and the read limiter's
+    keys all land in database N of the primary (and of its replica), none in database 0."""
+    b = backends(url=redis_sentinel.url(f"db={DB}"), read_from_replicas=True)
+    assert await b.index.write(KEY, [("a", 5), ("b", 7)], descending=True, expire_at=None) == 2
+    await b.read_limiter.take("client-1")
+    assert b.generations is not None
+    await b.generations.mark([None], "t0", time.time())
+    assert await b.generations.tokens() == ("t0",)
+    prefix = b.settings.index.prefix
+    zkey = f"{prefix}:{{b:week:2026-W44}}:z"
+    primary = redis_sentinel.primary
+    assert primary.cli("-n", DB, "zcard", zkey).strip() == "2"
+    assert primary.cli("-n", DB, "exists", f"{prefix}:gen").strip() == "1"
+    assert primary.cli("-n", DB, "--scan", "--pattern", f"{prefix}:rl*").strip()
+    assert primary.cli("-n", "0", "--scan", "--pattern", f"{prefix}:*").strip() == ""
+    _replicated(redis_sentinel)  # the replica's reads are of database N too
+    assert redis_sentinel.replicas[0].cli("-n", DB, "zcard", zkey).strip() == "2"
+    assert [m for m, _ in await b.index.page(KEY, 0, 100, descending=True)] == ["b", "a"]
+
+
 async def test_reads_go_to_the_replica_sentinel_lists_under_read_from_replicas(
     backends: Build, redis_sentinel: Sentinels
 ) -> None:
@@ -111,7 +136,7 @@ async def test_reads_go_to_the_replica_sentinel_lists_under_read_from_replicas(
     # The generation markers are read on the primary, whatever the reads: a marker the
     # replica alone lacks is still there.
     assert on_replicas.generations is not None
-    await on_replicas.generations.mark([None], "t0")
+    await on_replicas.generations.mark([None], "t0", time.time())
     _replicated(redis_sentinel)
     marker = f"{on_primary.settings.index.prefix}:gen"
     assert redis_sentinel.replicas[0].cli("del", marker).strip() == "1"

@@ -115,6 +115,12 @@ class Keys:
         dies with that node's data: a Redis that came back empty lost it too."""
         return f"{self._base}:gen"
 
+    def confirmed(self) -> str:
+        """Beside the marker, in its slot: when the marker was last confirmed on the node
+        it names (epoch seconds). A key of its own, so that the marker's value is what
+        releases that keep no such time read."""
+        return f"{self._base}:gen:at"
+
     def rebuild_lock(self) -> str:
         """Held (SET NX PX) by the one process that rebuilds a lost index from the store."""
         return f"{self.prefix}:rebuild-lock"

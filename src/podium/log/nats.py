@@ -411,9 +411,11 @@ class NatsLog:
                 *(nc.request(r, body, timeout=REQUEST_TIMEOUT_S) for r in set(replies))
             )
 
-    async def replay(self, since: float) -> NatsReplay:
+    async def replay(
+        self, since: float, keep: Callable[[Message], bool] | None = None
+    ) -> NatsReplay:
         """A log of its own that delivers once more what the stream held from ``since``
-        (epoch seconds) until now; see ``ChangeLog.replay``."""
+        (epoch seconds) until now, what ``keep`` refuses left out; see ``ChangeLog.replay``."""
         nc, js = await self._ready()
         with translated(f"look up stream {self._stream}"):
             info = await js.stream_info(self._stream)
@@ -428,7 +430,7 @@ class NatsLog:
             max_ack_pending=MAX_ACK_PENDING,
             inactive_threshold=max(60.0, 6 * self._lease_s),
         )
-        return NatsReplay(self, Pull(nc, js, self._stream, config, PULL_TIMEOUT_S), end)
+        return NatsReplay(self, Pull(nc, js, self._stream, config, PULL_TIMEOUT_S), end, keep)
 
     async def close(self) -> None:
         # Give back at once what this consumer still holds, but only what is still its own

@@ -1,12 +1,13 @@
 """``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up to
 the last message the stream held when the replay began; then nothing. Settled through the
-log that made it; deleted when closed (or by JetStream, once left idle)."""
+log that made it; deleted when closed (or by JetStream, once left idle). With ``keep``, the
+changes it refuses are acked as they are read and never delivered."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from podium.domain.models import Message
@@ -22,11 +23,14 @@ class NatsReplay:
     """``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up
     to the last message the stream held when the replay began; then nothing."""
 
-    def __init__(self, log: NatsLog, pull: Pull, end: int) -> None:
+    def __init__(
+        self, log: NatsLog, pull: Pull, end: int, keep: Callable[[Message], bool] | None = None
+    ) -> None:
         self._log = log
         self._pull = pull
         self._end = end
         self._done = end == 0
+        self._keep = keep
 
     @property
     def partitions(self) -> int:
@@ -52,7 +56,13 @@ class NatsReplay:
                 self._done = True  # past the end: the updaters' own consumers deliver those
             if later:
                 await self._log._settle_replies(later, b"+ACK")
-            out += await self._log._decode(mine, lease_ends)
+            got = await self._log._decode(mine, lease_ends)
+            if self._keep is not None:
+                refused = [m for m in got if not self._keep(m)]
+                if refused:
+                    await self._log.ack(refused)
+                    got = [m for m in got if self._keep(m)]
+            out += got
         return out
 
     async def ack(self, messages: Sequence[Message]) -> None:
@@ -64,8 +74,10 @@ class NatsReplay:
     async def nak(self, messages: Sequence[Message]) -> None:
         await self._log.nak(messages)
 
-    async def replay(self, since: float) -> NatsReplay:
-        return await self._log.replay(since)
+    async def replay(
+        self, since: float, keep: Callable[[Message], bool] | None = None
+    ) -> NatsReplay:
+        return await self._log.replay(since, keep)
 
     async def close(self) -> None:
         try:

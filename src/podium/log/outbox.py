@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from podium.domain.models import Message
 from podium.errors import Unavailable
@@ -78,7 +78,11 @@ class OutboxLog:
         await self._store.lease_changes(ids, self._clock.now())
         self._forget(ids)
 
-    async def replay(self, since: float) -> OutboxLog:
+    async def replay(
+        self, since: float, keep: Callable[[Message], bool] | None = None
+    ) -> OutboxLog:
+        # ``keep`` is not used: the rows re-queued are the outbox's own, which every updater
+        # applies (the replay's consumer is one more of them), so none can be left out.
         # The outbox keeps no history: what was committed since then is re-read from the
         # record instead, as fresh rows of every such player's current totals, each under
         # the player's lock (requeue_player), so the order per player holds.

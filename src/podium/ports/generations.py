@@ -13,6 +13,11 @@ the last moments. The marker is how a process sees either:
   node restarted from a snapshot; either may lack the last writes, which the log's last
   seconds, applied once more, bring back.
 
+Each marker also carries the time it was last **confirmed** on its node (the mender's look
+found it there, on the node it names, every ``[index] watch_s``). It is replicated like the
+marker, so a replica that took over holds a time at or before the change: the replay starts
+from there (less ``failover_replay_s``), however late the change is noticed.
+
 The in-process index has none: it is rebuilt at every start and dies with its process.
 """
 
@@ -29,6 +34,9 @@ class Held(NamedTuple):
     token: str | None  # the marker's token; None: the marker is gone
     marked_on: str | None  # the node identity the marker was written on
     node: str  # the identity of the node that holds the shard now: "<run_id>:<master_replid>"
+    # When the marker was last confirmed on the node it names (epoch seconds); None: never
+    # (a marker written by a release that kept no such time)
+    confirmed: float | None = None
 
 
 class Generations(Protocol):
@@ -40,8 +48,15 @@ class Generations(Protocol):
         """Every shard's marker token alone (None where gone): what a read checks."""
         ...
 
-    async def mark(self, shards: Sequence[int | None], token: str) -> None:
-        """Write the marker of these shards with ``token`` and their node's identity now."""
+    async def mark(self, shards: Sequence[int | None], token: str, at: float) -> None:
+        """Write the marker of these shards with ``token``, their node's identity now, and
+        ``at`` as the time it was confirmed there (taken before the node was asked)."""
+        ...
+
+    async def confirm(self, held: Sequence[Held], at: float) -> None:
+        """Set the confirmed time of these markers to ``at`` (taken before ``held`` was
+        read), each only if its marker still holds what was read (a marker rebuilt,
+        re-marked or gone meanwhile keeps its own)."""
         ...
 
     async def lock(self, token: str, ttl_s: float) -> bool:

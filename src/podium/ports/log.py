@@ -43,7 +43,7 @@ subject (and one durable consumer) per partition, so that each updater can own s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from podium.domain.models import Message
@@ -88,15 +88,19 @@ class ChangeLog(Protocol):
         """Not applied, given back: deliver them again at once, to any consumer."""
         ...
 
-    async def replay(self, since: float) -> ChangeLog:
+    async def replay(
+        self, since: float, keep: Callable[[Message], bool] | None = None
+    ) -> ChangeLog:
         """Everything committed since ``since`` (epoch seconds), delivered once more: a log
         of its own, for one consumer to drain (fetch, apply, ack, until a fetch returns
         less than it asked for) and then close, beside this log's own deliveries. Applying
         it again is harmless (absolute totals, ``GT`` and versioned writes); it mends a
         board whose index lost writes (a Redis failover). JetStream: a consumer from that
-        time, up to what the stream held when the replay began. The outbox: fresh rows
-        with the current totals of every player with a result since then, in the outbox
-        itself (so the returned log is one more consumer of it)."""
+        time, up to what the stream held when the replay began; with ``keep``, what it
+        refuses is settled unread and never delivered (the changes of index shards that
+        did not change). The outbox: fresh rows with the current totals of every player
+        with a result since then, in the outbox itself (so the returned log is one more
+        consumer of it, and ``keep`` cannot narrow it: every updater applies those rows)."""
         ...
 
     async def ping(self) -> None:

@@ -1,21 +1,33 @@
 """The index mending itself: beside every updater, a check of the index's generation
 markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
 
+- A shard whose marker is where it was written is **confirmed**: the time of the look
+  (taken before it) is written beside its marker, which the node replicates with the rest.
 - A shard whose marker is **gone** lost its data (a Redis restarted without it, or flushed):
   one process, under the rebuild lock, refills every live board window from the store (the
   rebuild use case, ``rebuilds.py``), applies the log's last seconds once more (writes that
   landed while the rebuild read the store would otherwise be lost to its swap), and only
   then writes a new marker: until then every read of the index answers 503 (``mending.py``).
+  That replay starts from before the rebuild began, however late the loss was noticed: the
+  store holds everything committed before, and the rebuild reads it all.
 - A shard whose marker was written on **another node** than the one that holds it now (a
   replica took over, or the node restarted from a snapshot) may lack the writes of the last
-  moments before the change: the log's last ``[index] failover_replay_s`` seconds are applied
-  once more, then the marker is written again with the node it is on now, so the change is
-  mended once. A second process that saw the same change replays as well, which the index's
-  idempotent writes make harmless (invariant 3 of docs/architecture.md).
+  moments before the change: the log is applied once more from the time its marker was last
+  confirmed on its old node, less ``[index] failover_replay_s`` (a replica that took over
+  holds a confirmed time from before the change, whenever the change is noticed; a marker
+  with no time, from an older release, counts as confirmed now). Then the marker is written
+  again with the node it is on now, so the change is mended once. A second process that saw
+  the same change replays as well, which the index's idempotent writes make harmless
+  (invariant 3 of docs/architecture.md).
 
-The replay is of the whole log, not only of the shards that changed: the log is split by
-player into its own partitions, which are not the index's shards, and a replay from a time
-is one consumer over every partition (``ChangeLog.replay``).
+The log is split by player into partitions of its own, which are not the index's shards, so
+a replay from a time reads every partition (``ChangeLog.replay``). Where some shards changed
+and others did not (a Redis Cluster primary of several), only the changes written to the
+changed shards are applied (``updater.on_shards``: a player's shard, or a league cohort's):
+a JetStream replay settles the others unread. The outbox's replay cannot leave any out (its
+rows are re-queued in the outbox, which every updater applies), so there every change of the
+replayed seconds is applied again. ``podium_replayed_changes_total`` counts what this
+process's replay applied.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from podium import metrics
 from podium.ports import Clock
@@ -50,20 +62,29 @@ class Mender:
         self,
         generations: Generations,
         rebuild_live: Callable[[], Awaitable[int]],
-        replay: Callable[[float], Awaitable[int]],
+        replay: Callable[[float, Collection[int] | None], Awaitable[int]],
         clock: Clock,
         replay_s: float,
+        shards: int = 1,
     ) -> None:
+        """``replay(since_s, shards)`` applies the log's last ``since_s`` seconds again, of
+        the index shards ``shards`` only (None: of every shard); ``shards`` here is how
+        many the index has."""
         self._gens = generations
         self._rebuild_live = rebuild_live
         self._replay = replay
         self._clock = clock
         self._replay_s = replay_s
+        self._shards = shards
 
     async def step(self) -> int:
+        looked = self._clock.now()  # before the look: the marker was there at least then
         held = await self._gens.held()
         gone = [h.shard for h in held if h.token is None]
         moved = [h for h in held if h.token is not None and h.marked_on != h.node]
+        healthy = [h for h in held if h.token is not None and h.marked_on == h.node]
+        if healthy:
+            await self._gens.confirm(healthy, looked)
         if gone:
             await self.rebuild(gone)
         if moved:
@@ -82,9 +103,10 @@ class Mender:
                 metrics.INDEX_FAILOVERS.labels(_label(s)).inc()
             began = self._clock.now()
             n = await self._rebuild_live()
-            replayed = await self._replay(self._clock.now() - began + RACE_S) if replay else 0
+            since_s = self._clock.now() - began + RACE_S
+            replayed = await self._replay(since_s, None) if replay else 0
             metrics.REPLAYED_CHANGES.inc(replayed)
-            await self._gens.mark(shards, token)
+            await self._gens.mark(shards, token, began)
         finally:
             keep.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -103,23 +125,37 @@ class Mender:
             metrics.INDEX_FAILOVERS.labels(_label(h.shard)).inc()
         shards = [h.shard for h in moved]
         why = "; ".join(f"{_names([h.shard])}: {h.marked_on} -> {h.node}" for h in moved)
+        now = self._clock.now()
         if self._replay_s <= 0:
             log.warning(
                 "the Redis node behind %s changed (%s); not replaying: "
                 "index.failover_replay_s = 0", _names(shards), why,
             )  # fmt: skip
         else:
-            n = await self._replay(self._replay_s)
+            # From before the change: the oldest time a moved marker was last confirmed on
+            # its old node (a marker with none, written by an older release: now).
+            confirmed = min(now if h.confirmed is None else min(h.confirmed, now) for h in moved)
+            since_s = now - confirmed + self._replay_s
+            n = await self._replay(since_s, self._only(shards))
             metrics.REPLAYED_CHANGES.inc(n)
             log.warning(
                 "the Redis node behind %s changed (%s): it may lack the last writes of its "
-                "old node, so %d changes of the log's last %.0fs were applied again",
-                _names(shards), why, n, self._replay_s,
+                "old node, so %d changes of the log's last %.0fs (from %.0fs before it was "
+                "last confirmed on its old node, %.0fs ago) were applied again%s",
+                _names(shards), why, n, since_s, self._replay_s, now - confirmed,
+                "" if self._only(shards) is None else " (those of the other shards left out "
+                "where the log can)",
             )  # fmt: skip
         # Each shard keeps its token (reads compare tokens) and now names its new node.
         for h in moved:
             assert h.token is not None
-            await self._gens.mark([h.shard], h.token)
+            await self._gens.mark([h.shard], h.token, now)
+
+    def _only(self, shards: Sequence[int | None]) -> Collection[int] | None:
+        """The shards a replay is of; None: every one (the unsplit index, or all moved)."""
+        if None in shards or len(set(shards)) >= self._shards:
+            return None
+        return {s for s in shards if s is not None}
 
     async def _keep_lock(self, token: str) -> None:
         while True:
@@ -134,10 +170,17 @@ def mender(n: Needs) -> Mender | None:
         return None
     from podium.workers.updater import replay  # the updater's own replay, once more
 
-    async def again(since_s: float) -> int:
-        return await replay(n, since_s)
+    async def again(since_s: float, shards: Collection[int] | None) -> int:
+        return await replay(n, since_s, shards)
 
-    return Mender(n.generations, n.rebuild_live, again, n.clock, n.settings.index.failover_replay_s)
+    return Mender(
+        n.generations,
+        n.rebuild_live,
+        again,
+        n.clock,
+        n.settings.index.failover_replay_s,
+        max(1, len(n.shards)),
+    )
 
 
 def runners(n: Needs) -> list[Runner]:

@@ -24,14 +24,16 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from podium import metrics
 from podium.config import Settings
+from podium.domain import cohorts
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import window_of
 from podium.domain.models import Change, Message, ProfileChange
+from podium.domain.sharding import shard_of
 from podium.domain.windows import WindowError, index_expiry
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
@@ -265,11 +267,29 @@ def runners(n: Needs) -> list[Runner]:
     ]
 
 
-async def replay(n: Needs, since_s: float) -> int:
+def on_shards(shards: Collection[int], count: int) -> Callable[[Message], bool]:
+    """Whether a change is written to one of the index shards ``shards`` (of ``count``):
+    a player's by the player (``domain.sharding.shard_of``), a league cohort's by the
+    cohort's own shard (``domain.cohorts.cohort_shard``), as the split index routes them."""
+    wanted = frozenset(shards)
+
+    def keep(m: Message) -> bool:
+        if isinstance(m, Change) and cohorts.parse(m.window) is not None:
+            return cohorts.cohort_shard(m.board, m.window, count) in wanted
+        return shard_of(m.player_id, count) in wanted
+
+    return keep
+
+
+async def replay(n: Needs, since_s: float, shards: Collection[int] | None = None) -> int:
     """Apply once more everything the log committed in the last ``since_s`` seconds
     (``podium worker --roles updater --replay-since``), before the roles start: what
-    mends a board whose index lost writes. Returns how many changes were applied."""
-    view = await n.log.replay(n.clock.now() - since_s)
+    mends a board whose index lost writes. With ``shards``, only the changes written to
+    those index shards, where the log can leave the others out (``ChangeLog.replay``).
+    Returns how many changes were applied."""
+    count = len(n.shards)
+    keep = None if shards is None or count <= 1 else on_shards(shards, count)
+    view = await n.log.replay(n.clock.now() - since_s, keep)
     up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock, Specs(n.store, n.clock))
     applied, backoff = 0, 0.05
     try:
