@@ -95,7 +95,7 @@ async def test_a_rank_read_brings_the_markers_of_its_own_step(redis_prefix: str)
             await ix.write(week, [("a", 10), ("b", 5)], descending=True, expire_at=None)
         got = await index.around(week, "a", 1, descending=True)
         assert got is not None and got.generation == (None,) == await marks.tokens()
-        await marks.mark([None], "t1")
+        await marks.mark([None], "t1", time.time())
         got = await index.around(week, "b", 1, descending=True)
         assert got is not None and got.rows == [("a", 10), ("b", 5)]
         assert got.generation == ("t1",) == await marks.tokens()
