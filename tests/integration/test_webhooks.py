@@ -148,6 +148,24 @@ async def all_deliveries(api: Api, **params: Any) -> list[dict[str, Any]]:
             return out
 
 
+async def _cup(api: Api, now: float, **more: Any) -> str:
+    """A live tournament "cup" of mode default, from two minutes ago for an hour, made
+    through the admin API (``more``: any other fields); its open run's id."""
+    body = {
+        "id": "cup",
+        "title": "The Cup",
+        "modes": ["default"],
+        "startsAt": to_rfc3339(now - 120),
+        "endsAt": to_rfc3339(now + 3600),
+        **more,
+    }
+    made = await api.client.post(
+        "/v1/admin/tournaments", json=body, headers=api.auth(api.admin_key)
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["run"])
+
+
 def test_every_example_is_valid() -> None:
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     for example in EXAMPLES:
@@ -259,22 +277,7 @@ async def test_a_tournament_run_ends_in_one_tournament_ended_event(
     )
     admin = api.auth(api.admin_key)
     now = time.time()
-    made = await api.client.post(
-        "/v1/admin/tournaments",
-        json={
-            "id": "cup",
-            "title": "The Cup",
-            "modes": ["default"],
-            "ties": "shared",
-            "startsAt": to_rfc3339(now - 120),
-            "endsAt": to_rfc3339(now + 3600),
-            "category": "weekly",
-            "metadata": {"prizes": [100, 50]},
-        },
-        headers=admin,
-    )
-    assert made.status_code == 201, made.text
-    run = made.json()["run"]
+    run = await _cup(api, now, ties="shared", category="weekly", metadata={"prizes": [100, 50]})
     r = await api.submit("m1", [("a", 30), ("b", 30), ("c", 10)], ended_at=now - 60)
     assert r.status_code == 200, r.text
     assert r.json()["players"][0]["tournaments"] == {"cup": {"points": 30}}
@@ -437,19 +440,7 @@ async def test_tournament_cohort_and_flag_events_go_on_the_nats_stream(
     )
     admin = api.auth(api.admin_key)
     now = time.time()
-    made = await api.client.post(
-        "/v1/admin/tournaments",
-        json={
-            "id": "cup",
-            "title": "The Cup",
-            "modes": ["default"],
-            "startsAt": to_rfc3339(now - 120),
-            "endsAt": to_rfc3339(now + 3600),
-        },
-        headers=admin,
-    )
-    assert made.status_code == 201, made.text
-    run = made.json()["run"]
+    run = await _cup(api, now)
     # A jump far above the player's last five results: accepted, and flagged.
     for i in range(5):
         r = await api.submit(f"m{i}", [("steady", 10), ("other", 20 + i)], ended_at=now - 60)
