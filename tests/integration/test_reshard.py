@@ -1,0 +1,253 @@
+"""A change of the index's shard count while the fleet runs (``resharding.py``,
+``index/layout.py``; docs/architecture.md §8): a production podium (Postgres, a split Redis
+index) resharded from 4 shards to 8 and back to 3 while results are recorded and applied
+by two processes (two ``bootstrap.build`` of the same settings, each with its updater) and
+readers in both ask players' ranks throughout.
+
+No read finds a seeded player missing or at zero points; afterwards each board equals the
+store in both processes, both follow the new layout, the old layout's keys are gone, and a
+process started later with the old count in its settings follows the record and says so.
+On the machine's Redis under the test's own prefix, and on the tests' Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from podium import bootstrap
+from podium.bootstrap import Backends
+from podium.config import Settings, parse
+from podium.domain.models import PlayerResult
+from podium.errors import ConfigError, Conflict, NotFound
+from podium.index.keys import layout_pattern
+from podium.ports import BoardKey
+from podium.rebuilding import Target
+from podium.workers.updater import Updater
+from tests.conftest import REDIS_URL
+
+_T = int(time.time())
+_MONDAY = _T - (_T - 345_600) % 604_800  # the epoch was a Thursday; ISO weeks start Monday
+NOW = float(max(_T, _MONDAY + 300))
+BOARDS = ("week", "lastweek")  # a GT board, and a versioned one ("last" can fall)
+PLAYERS = [f"p{i:03d}" for i in range(120)]
+WATCH_S = 0.2
+
+
+class Clock:
+    def __init__(self, t: float = NOW) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def where(request: pytest.FixtureRequest) -> tuple[str, str, str]:
+    """The index's URL and prefix, the test's own; and the database."""
+    pg = request.getfixturevalue("postgres_url")
+    if request.param == "cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        return pg, cluster.url, request.getfixturevalue("cluster_prefix")
+    return pg, REDIS_URL, request.getfixturevalue("redis_prefix")
+
+
+def settings_of(where: tuple[str, str, str], shards: int = 4) -> Settings:
+    pg, url, prefix = where
+    return parse(
+        {
+            "store": {"url": pg},
+            "index": {"url": url, "prefix": prefix, "shards": shards, "watch_s": WATCH_S},
+            "boards": [
+                {"name": "week", "window": "week"},
+                {"name": "lastweek", "window": "week", "aggregate": "last"},
+            ],
+        }
+    )
+
+
+@pytest.fixture
+async def fleet(where: tuple[str, str, str]) -> AsyncIterator[tuple[Backends, Backends]]:
+    """Two processes of one deployment: the same settings, each built and started."""
+    one = bootstrap.build(settings_of(where), Clock())
+    await one.start()
+    two = bootstrap.build(settings_of(where), Clock())
+    await two.start()
+    yield one, two
+    await two.close()
+    await one.close()
+
+
+async def record(b: Backends, match: str, points: dict[str, int]) -> None:
+    key, _ = await b.podium.keys.create(f"gs-{match}", ["default"])
+    results = [PlayerResult(p, n) for p, n in points.items()]
+    await b.podium.matches.record(key, match, "default", int(NOW) - 60, 60, results)
+
+
+def key_of(b: Backends, name: str) -> BoardKey:
+    w = b.podium.reads.board(name).rule.window_at(int(NOW))
+    assert w is not None
+    return BoardKey(name, w.id)
+
+
+async def expected(b: Backends, name: str) -> dict[str, int]:
+    spec = b.podium.reads.board(name)
+    w = spec.rule.window_at(int(NOW))
+    assert w is not None
+    out: dict[str, int] = {}
+    async for page in b.store.standings(name, w.id):
+        out |= {s.player_id: spec.score(s.tally, w) for s in page}
+    return out
+
+
+async def keys_of_layout(b: Backends, where: tuple[str, str, str], of: int | None) -> list[str]:
+    """Every key of a layout's shards (the plain tags', or those of ``of`` shards)."""
+    assert b.layout is not None
+    client: Any = b.layout.record._r
+    return [k async for k in client.scan_iter(match=layout_pattern(where[2], of), count=1000)]
+
+
+async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[str, Any]:
+    """Reshard to ``count`` while both processes record, apply and read; what was seen."""
+    ups = [Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock) for b in (one, two)]
+    stop = asyncio.Event()
+    seen: dict[str, Any] = {"reads": 0, "missing": [], "recorded": 0}
+
+    def updater(up: Updater) -> Any:
+        async def run() -> None:
+            while not stop.is_set():
+                if not await up.step():
+                    await asyncio.sleep(0.005)
+
+        return run
+
+    async def writer() -> None:
+        r, n = random.Random(count), 0
+        while not stop.is_set():
+            a, c = r.choice(PLAYERS), f"new{count}-{n:04d}"
+            b = one if n % 2 else two
+            await record(b, f"live{count}-{n}", {a: r.randrange(1, 40), c: r.randrange(1, 40)})
+            n += 1
+            seen["recorded"] = n
+            await asyncio.sleep(0.003)
+
+    def reader(b: Backends) -> Any:
+        async def run() -> None:
+            r = random.Random()
+            while not stop.is_set():
+                board, player = r.choice(BOARDS), r.choice(PLAYERS)
+                try:
+                    got = await b.podium.reads.player_rank(board, player, 0, None)
+                    if got.points <= 0:
+                        seen["missing"].append((board, player, got.points))
+                except NotFound:
+                    seen["missing"].append((board, player, None))
+                seen["reads"] += 1
+                await asyncio.sleep(0)
+
+        return run
+
+    runs = [updater(ups[0]), updater(ups[1]), writer, reader(one), reader(two)]
+    tasks = [asyncio.create_task(t()) for t in runs]
+    try:
+        while seen["recorded"] < 5:
+            await asyncio.sleep(0.01)
+        reads = one.podium.reads
+        targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+        before = seen["reads"], seen["recorded"]
+        seen["outcomes"] = await one.reshard().run(targets, count, grace_s=0.2)
+        seen["during"] = seen["reads"] - before[0], seen["recorded"] - before[1]
+        await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    for up in ups:
+        while await up.step():
+            pass
+    return seen
+
+
+async def held(b: Backends, name: str) -> dict[str, int]:
+    return dict(await b.index.page(key_of(b, name), 0, 10_000, descending=True))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
+    fleet: tuple[Backends, Backends], where: tuple[str, str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    one, two = fleet
+    assert one.layout is not None and two.layout is not None
+    for i in range(0, len(PLAYERS), 2):
+        await record(one, f"seed{i}", {PLAYERS[i]: 10 + i, PLAYERS[i + 1]: 5 + i})
+    up = Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock)
+    while await up.step():
+        pass
+    plain = await keys_of_layout(one, where, None)
+    assert plain, "the configured layout's keys, under the plain tags"
+
+    with caplog.at_level(logging.INFO):
+        seen = await reshard_under_load(one, two, 8)
+    assert seen["missing"] == [], seen["missing"][:10]
+    assert min(seen["during"]) > 0, seen["during"]  # reads and results during the reshard
+    assert [o.key for o in seen["outcomes"]] == [key_of(one, n) for n in BOARDS]
+    assert all(o.difference is not None for o in seen["outcomes"])
+    assert (one.layout.count, two.layout.count) == (8, 8)
+    assert "switched from 4 shards to 8 shards (tagged)" in caplog.text
+    for name in BOARDS:
+        want = await expected(one, name)
+        assert await held(one, name) == want, name
+        assert await held(two, name) == want, name
+    assert await keys_of_layout(one, where, None) == []  # the old layout dropped
+    assert await keys_of_layout(one, where, 8)
+    # Names come from the new layout's copy of profiles, complete.
+    assert await one.copy.profiles_complete()
+
+    seen = await reshard_under_load(one, two, 3)
+    assert seen["missing"] == [], seen["missing"][:10]
+    assert (one.layout.count, two.layout.count) == (3, 3)
+    for name in BOARDS:
+        want = await expected(one, name)
+        assert await held(one, name) == want, name
+        assert await held(two, name) == want, name
+    assert await keys_of_layout(one, where, 8) == []
+
+    # A process started later with index.shards = 4 in its file follows the record.
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        late = bootstrap.build(settings_of(where), Clock())
+        await late.start()
+    try:
+        assert late.layout is not None and late.layout.count == 3
+        assert "set index.shards = 3" in caplog.text
+        for name in BOARDS:
+            assert await held(late, name) == await expected(one, name), name
+    finally:
+        await late.close()
+    assert await one.layout.record.read() == (3, None)  # the record: 3, no reshard under way
+
+
+@pytest.mark.parametrize("where", ["redis"], indirect=True)
+async def test_a_reshard_to_the_live_count_or_to_one_shard_is_refused(
+    fleet: tuple[Backends, Backends],
+) -> None:
+    one, _ = fleet
+    with pytest.raises(Conflict, match="4 shards already"):
+        await one.reshard().run([], 4, grace_s=0)
+    with pytest.raises(Conflict, match="split index to a split index"):
+        await one.reshard().run([], 1, grace_s=0)
+
+
+async def test_the_in_process_index_refuses_a_reshard(tmp_path: Any) -> None:
+    b = bootstrap.build(
+        parse({"store": {"url": f"sqlite:///{tmp_path / 'p.db'}"}, "index": {"shards": 4}})
+    )
+    with pytest.raises(ConfigError, match="in process"):
+        b.reshard()
+    await b.close()
