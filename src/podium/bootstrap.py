@@ -52,7 +52,7 @@ from podium.workers import mender, roles, updater
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
-    from podium.index.layout import Layout
+    from podium.index.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -127,6 +127,7 @@ class IndexParts:
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
     layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
+    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
 
 
 def gapless(
@@ -168,10 +169,13 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     else:
         client = client_for(url, read_from_replicas=replicas)
     if n == 1 and topo.index != "cluster":  # one Redis, one shard: today's keys, untagged
+        from podium.index.layout import RedisLayout
+
         redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
-        return IndexParts(redis, redis.copy, snaps, None, redis, marks)
+        record = RedisLayout(client, redis.keys)
+        return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
     # indirection (index/layout.py), so that a reshard switches the shard count live.
@@ -299,6 +303,7 @@ class Backends:
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
     layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
+    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -313,7 +318,17 @@ class Backends:
 
     async def follow_layout(self) -> None:
         """A split Redis index: the layout its record names followed now, before any read,
-        then watched every ``index.watch_s`` (``index/layout.py``), in every process."""
+        then watched every ``index.watch_s`` (``index/layout.py``), in every process. An
+        unsplit Redis whose record names a split layout (index.shards = 1 in a file left
+        behind by a reshard) refuses to start: its keys are not the live ones."""
+        if self.record is not None:
+            with contextlib.suppress(Unavailable):  # then the reads' own errors say it
+                live, _ = await self.record.read()
+                if live is not None:
+                    raise ConfigError(
+                        f"index.shards: the index's layout record says {live} shards (a "
+                        f"reshard, podium rebuild --all --shards); set index.shards = {live}"
+                    )
         if self.layout is None:
             return
         from podium import metrics
@@ -452,6 +467,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         parts.generations,
         parts.rebuilding,
         parts.layout,
+        parts.record,
     )
 
 

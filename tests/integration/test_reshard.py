@@ -29,6 +29,7 @@ from podium.errors import ConfigError, Conflict, NotFound
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
 from podium.rebuilding import Target
+from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 
@@ -117,7 +118,9 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
     """Reshard to ``count`` while both processes record, apply and read; what was seen."""
     ups = [Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock) for b in (one, two)]
     stop = asyncio.Event()
-    seen: dict[str, Any] = {"reads": 0, "missing": [], "recorded": 0}
+    seen: dict[str, Any] = {"reads": 0, "missing": [], "recorded": 0, "short": [], "on_new": 0}
+    # The aggregator, in the first process: the top pages are slices of its snapshots.
+    agg = Aggregator(one.settings, one.needs().shards, one.snapshots, one.clock)
 
     def updater(up: Updater) -> Any:
         async def run() -> None:
@@ -149,11 +152,32 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
                 except NotFound:
                     seen["missing"].append((board, player, None))
                 seen["reads"] += 1
+                assert b.layout is not None
+                seen["on_new"] += b.layout.count == count  # read on the new layout
                 await asyncio.sleep(0)
 
         return run
 
-    runs = [updater(ups[0]), updater(ups[1]), writer, reader(one), reader(two)]
+    async def aggregating() -> None:
+        while not stop.is_set():
+            await agg.step()
+            await asyncio.sleep(0.02)
+
+    def pager(b: Backends) -> Any:
+        async def run() -> None:
+            r = random.Random()
+            while not stop.is_set():
+                board = r.choice(BOARDS)
+                b.podium.reads.clear_cache()  # the index's answer, not one held
+                page = await b.podium.reads.page(board, None, 0, 50)
+                if len(page.entries) < 50 or any(e.points <= 0 for e in page.entries):
+                    seen["short"].append((board, len(page.entries)))
+                await asyncio.sleep(0.01)
+
+        return run
+
+    runs = [updater(ups[0]), updater(ups[1]), writer, reader(one), reader(two), aggregating]
+    runs += [pager(one), pager(two)]
     tasks = [asyncio.create_task(t()) for t in runs]
     try:
         while seen["recorded"] < 5:
@@ -195,7 +219,9 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
     with caplog.at_level(logging.INFO):
         seen = await reshard_under_load(one, two, 8)
     assert seen["missing"] == [], seen["missing"][:10]
+    assert seen["short"] == [], seen["short"][:10]  # every top page whole
     assert min(seen["during"]) > 0, seen["during"]  # reads and results during the reshard
+    assert 0 < seen["on_new"] < seen["reads"], seen  # read on both layouts
     assert [o.key for o in seen["outcomes"]] == [key_of(one, n) for n in BOARDS]
     assert all(o.difference is not None for o in seen["outcomes"])
     assert (one.layout.count, two.layout.count) == (8, 8)
@@ -211,6 +237,7 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
 
     seen = await reshard_under_load(one, two, 3)
     assert seen["missing"] == [], seen["missing"][:10]
+    assert seen["short"] == [], seen["short"][:10]
     assert (one.layout.count, two.layout.count) == (3, 3)
     for name in BOARDS:
         want = await expected(one, name)
@@ -251,3 +278,19 @@ async def test_the_in_process_index_refuses_a_reshard(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match="in process"):
         b.reshard()
     await b.close()
+
+
+@pytest.mark.parametrize("where", ["redis"], indirect=True)
+async def test_an_unsplit_redis_refuses_to_start_on_a_resharded_index(
+    fleet: tuple[Backends, Backends], where: tuple[str, str, str]
+) -> None:
+    """index.shards = 1 left in a file after a reshard: its keys are not the live ones."""
+    one, _ = fleet
+    assert one.layout is not None
+    await one.layout.record.switch(6)  # as a reshard to 6 shards leaves it
+    b = bootstrap.build(settings_of(where, shards=1), Clock())
+    try:
+        with pytest.raises(ConfigError, match=r"set index\.shards = 6"):
+            await b.start()
+    finally:
+        await b.close()
