@@ -17,21 +17,27 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from podium import bootstrap
+from podium import bootstrap, config
 from podium.bootstrap import Backends
 from podium.config import Settings, parse
+from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
+from podium.domain.tournaments import Tournament
 from podium.errors import ConfigError, Conflict, NotFound
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
 from podium.rebuilding import Target
+from podium.tournaments import Specs
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
+from tests.integration.test_cli_ops import podium
+from tests.integration.test_rebuild_cli import LEAGUE_BOARDS
 
 _T = int(time.time())
 _MONDAY = _T - (_T - 345_600) % 604_800  # the epoch was a Thursday; ISO weeks start Monday
@@ -294,3 +300,78 @@ async def test_an_unsplit_redis_refuses_to_start_on_a_resharded_index(
             await b.start()
     finally:
         await b.close()
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
+    postgres_url: str, redis_prefix: str, tmp_path: Path
+) -> None:
+    """``podium rebuild --all --shards 8``: every live window, a league's cohorts and a
+    tournament's run among them, under the new count; a process started after follows it."""
+    conf = tmp_path / "podium.toml"
+    conf.write_text(
+        f'[store]\nurl = "{postgres_url}"\n'
+        f'[index]\nurl = "{REDIS_URL}"\nprefix = "{redis_prefix}"\nshards = 4\n'
+        f"watch_s = {WATCH_S}\n"
+        f'[archive]\ndir = "{tmp_path}/standings"\n' + LEAGUE_BOARDS
+    )
+    now = int(time.time())
+    b = bootstrap.build(config.load(str(conf)), Clock(now - 600))
+    await b.start()
+    try:
+        t = Tournament(
+            "cup", "Cup", ("default",), Aggregate.SUM, Order.DESC, Ties.FIRST, now - 3600,
+            now + 3600,
+        )  # fmt: skip
+        await b.podium.tournaments.create(t)
+        key, _ = await b.podium.keys.create("gs", ["default"])
+        for i in range(7):
+            await b.podium.matches.record(
+                key, f"m{i}", "default", now - 660, 60, [PlayerResult(f"p{i}", 10 + i)]
+            )
+        up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
+        while await up.step():
+            pass
+        cohorts = [w for _, w in await b.podium.leagues.live_cohorts()]
+        before = {w.id: await b.podium.leagues.cohort("league", w.id) for w in cohorts}
+        assert sum(len(v.members) for v in before.values()) == 7
+        [(_, run)] = await b.podium.tournaments.live_runs()
+    finally:
+        await b.close()
+
+    alone = await podium(conf, "rebuild", "--board", "week", "--shards", "8")
+    assert alone.exit_code == 2 and "--shards goes with --all" in alone.output, alone.output
+
+    done = await podium(conf, "rebuild", "--all", "--shards", "8", "--grace", "0", "--no-progress")
+    assert done.exit_code == 0, done.output
+    for w in cohorts:
+        assert f"rebuilt league {w.id} with " in done.output, done.output
+    assert f"rebuilt ~cup {run.id} with 7 players" in done.output, done.output
+    assert "rebuilt week " in done.output, done.output
+    assert "set index.shards = 8 in the settings" in done.output, done.output
+
+    b = bootstrap.build(config.load(str(conf)))
+    await b.start()
+    try:
+        assert b.layout is not None and b.layout.count == 8
+        for w in cohorts:
+            after = await b.podium.leagues.cohort("league", w.id)
+            assert [m.player_id for m in after.members] == [
+                m.player_id for m in before[w.id].members
+            ]
+        assert await b.index.count(BoardKey("~cup", run.id)) == 7
+        week = b.podium.reads.window(b.podium.reads.board("week"), None)
+        assert await b.index.count(BoardKey("week", week.id)) == 7
+    finally:
+        await b.close()
+
+
+async def test_the_command_refuses_shards_on_the_in_process_index(tmp_path: Path) -> None:
+    conf = tmp_path / "podium.toml"
+    conf.write_text(f'[store]\nurl = "sqlite:///{tmp_path}/podium.db"\n[index]\nshards = 4\n')
+    out = await podium(conf, "rebuild", "--all", "--shards", "8", "--no-progress")
+    assert out.exit_code == 2, out.output
+    assert "in-process index" in out.output and "restart" in out.output, out.output
