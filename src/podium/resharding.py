@@ -8,10 +8,12 @@ one script can write both, as a rebuild of one layout does (``write.lua`` and it
 pointer). Every process writes both instead, by itself, from the moment it follows the
 record's ``next`` (``index/layout.py``: its views write every layout it names):
 
-1. **Name the next layout** in the record (held under a time to live this process renews),
-   after dropping any key of that layout a reshard that died left; then **wait** until every
-   process can have followed it (two looks of ``index.watch_s`` and a margin). From then on
-   every change the updaters apply, every ban and every profile lands in both layouts.
+1. **Take the menders' rebuild lock** (a live shard that lost its data meanwhile is mended
+   by the new layout, filled from the store) and **name the next layout** in the record
+   (held under a time to live this process renews), after dropping any key of that layout a
+   reshard that died left; then **wait** until every process can have followed it (two
+   looks of ``index.watch_s`` and a margin). From then on every change the updaters apply,
+   every ban and every profile lands in both layouts.
 2. **Bans and profiles**: every ban in the store written to the new layout's ban sets of the
    windows rebuilt, and the store's profiles copied into its copy (``Rebuilds.copy_profiles``).
 3. **Every window rebuilt into the new layout** by the rebuild without a gap
@@ -91,10 +93,18 @@ class Reshard:
         left = await self.layouts.drop(count, True)  # what a reshard that died left
         if left:
             progress.say(f"dropped {left:,} keys a reshard to {count} shards had left")
+        # The menders' rebuild lock, held throughout: a shard of the live layout that lost
+        # its data meanwhile is not refilled by a mender; the new layout, filled from the
+        # store, is what mends it (and a mender that holds the lock makes this wait).
+        marks, token = self.layouts.markers_of(count), secrets.token_hex(8)
+        if not await marks.lock(token, HOLD_S):
+            raise Conflict("the index is being rebuilt (a mender holds its lock); run it again")
         if not await self.layouts.begin(count, HOLD_S):
+            with contextlib.suppress(Exception):
+                await marks.unlock(token)
             raise Conflict("another reshard of the index is under way")
         lost: list[bool] = []
-        keeper = asyncio.create_task(self._keep(count, lost))
+        keeper = asyncio.create_task(self._keep(count, token, lost))
         try:
             await self.layouts.follow()  # this process writes both from now
             wait = await self.layouts.wait_s()
@@ -103,8 +113,7 @@ class Reshard:
             outcomes = await self._build(targets, count, progress)
             if lost:
                 raise Unavailable("the reshard's hold on the next layout ran out; nothing switched")
-            token = secrets.token_hex(8)
-            await self.layouts.markers_of(count).mark(list(range(count)), token, self.clock.now())
+            await marks.mark(list(range(count)), token, self.clock.now())
             await self.layouts.switch(count)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -115,6 +124,8 @@ class Reshard:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
+            with contextlib.suppress(Exception):
+                await marks.unlock(token)
         await self.layouts.follow()
         self.reads.clear_cache(changed_at=self.clock.now())
         log.warning("the index's layout record switched from %d to %d shards", was, count)
@@ -150,9 +161,11 @@ class Reshard:
         # Switched inside the new layout at once (no reader there yet): no grace to wait.
         return await rebuild.run(targets, grace_s=0.0, progress=progress)
 
-    async def _keep(self, count: int, lost: list[bool]) -> None:
+    async def _keep(self, count: int, token: str, lost: list[bool]) -> None:
+        marks = self.layouts.markers_of(count)
         while True:
             await asyncio.sleep(HOLD_S / 3)
             with contextlib.suppress(Unavailable):  # the next renewal may get through
                 if not await self.layouts.keep(count, HOLD_S):
                     lost.append(True)
+                await marks.lock(token, HOLD_S)
