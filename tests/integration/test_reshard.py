@@ -113,11 +113,14 @@ async def expected(b: Backends, name: str) -> dict[str, int]:
     return out
 
 
-async def keys_of_layout(b: Backends, where: tuple[str, str, str], of: int | None) -> list[str]:
-    """Every key of a layout's shards (the plain tags', or those of ``of`` shards)."""
+async def keys_of_layout(
+    b: Backends, where: tuple[str, str, str], count: int, tagged: bool = True
+) -> list[str]:
+    """Every key of a layout's shards (under the plain tags, or those that carry its count)."""
     assert b.layout is not None
     client: Any = b.layout.record._r
-    return [k async for k in client.scan_iter(match=layout_pattern(where[2], of), count=1000)]
+    pattern = layout_pattern(where[2], count, tagged)
+    return [k async for k in client.scan_iter(match=pattern, count=1000)]
 
 
 async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[str, Any]:
@@ -219,7 +222,7 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
     up = Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock)
     while await up.step():
         pass
-    plain = await keys_of_layout(one, where, None)
+    plain = await keys_of_layout(one, where, 4, tagged=False)
     assert plain, "the configured layout's keys, under the plain tags"
 
     with caplog.at_level(logging.INFO):
@@ -236,7 +239,7 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
         want = await expected(one, name)
         assert await held(one, name) == want, name
         assert await held(two, name) == want, name
-    assert await keys_of_layout(one, where, None) == []  # the old layout dropped
+    assert await keys_of_layout(one, where, 4, tagged=False) == []  # the old layout dropped
     assert await keys_of_layout(one, where, 8)
     # Names come from the new layout's copy of profiles, complete.
     assert await one.copy.profiles_complete()

@@ -28,11 +28,15 @@ def test_a_built_layouts_tags_carry_its_count() -> None:
     assert built.board(KEY) == "p:{s03.32}:week:2026-W44:z"
     assert built.profiles(shard_tag(3, 32)) == "p:{s03.32}:profiles"
     # each pattern finds its own layout's keys and never the other's
-    assert fnmatch.fnmatchcase(plain.board(KEY), layout_pattern("p", None))
-    assert not fnmatch.fnmatchcase(built.board(KEY), layout_pattern("p", None))
-    assert fnmatch.fnmatchcase(built.generation(), layout_pattern("p", 32))
-    assert not fnmatch.fnmatchcase(built.generation(), layout_pattern("p", 3))
-    assert not fnmatch.fnmatchcase(plain.generation(), layout_pattern("p", 32))
+    assert fnmatch.fnmatchcase(plain.board(KEY), layout_pattern("p", 4, False))
+    assert not fnmatch.fnmatchcase(built.board(KEY), layout_pattern("p", 4, False))
+    assert fnmatch.fnmatchcase(built.generation(), layout_pattern("p", 32, True))
+    assert not fnmatch.fnmatchcase(built.generation(), layout_pattern("p", 3, True))
+    assert not fnmatch.fnmatchcase(plain.generation(), layout_pattern("p", 32, True))
+    # past 100 shards a tag has three digits, and the pattern too
+    wide = Keys("p", shard_tag(120, 128))
+    assert fnmatch.fnmatchcase(wide.generation(), layout_pattern("p", 128, True))
+    assert not fnmatch.fnmatchcase(wide.generation(), layout_pattern("p", 12, True))
 
 
 def test_the_record_and_its_next_share_one_slot() -> None:

@@ -48,10 +48,13 @@ def shard_tag(shard: int, of: int | None = None) -> str:
     return f"{{s{shard:02d}}}" if of is None else f"{{s{shard:02d}.{of}}}"
 
 
-def layout_pattern(prefix: str, of: int | None) -> str:
-    """A SCAN pattern of every key of a split layout's shards: the plain tags', or those of
-    the layout of ``of`` shards (what a reshard drops once the other layout is live)."""
-    tags = "{s[0-9][0-9]}" if of is None else f"{{s[0-9][0-9].{of}}}"
+def layout_pattern(prefix: str, count: int, tagged: bool) -> str:
+    """A SCAN pattern of every key of a split layout of ``count`` shards: under the plain
+    tags, or under the tags that carry the count (what a reshard drops once the other
+    layout is live). Its digits are as many as ``shard_tag`` writes, so one layout's
+    pattern never finds another's keys."""
+    digits = "[0-9]" * max(2, len(str(count - 1)))
+    tags = f"{{s{digits}}}" if not tagged else f"{{s{digits}.{count}}}"
     return f"{prefix}:{tags}:*"
 
 

@@ -103,7 +103,7 @@ class RedisLayout:
     async def drop(self, count: int, tagged: bool, prefix: str) -> int:
         """Every key of a layout (each shard's boards, bans, profiles, markers) unlinked;
         how many. On Redis Cluster the scan asks every primary."""
-        pattern = layout_pattern(prefix, count if tagged else None)
+        pattern = layout_pattern(prefix, count, tagged)
         n, batch = 0, []
         with translated:
             async for key in self._r.scan_iter(match=pattern, count=1000):
