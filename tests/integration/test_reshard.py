@@ -71,6 +71,7 @@ def settings_of(where: tuple[str, str, str], shards: int = 4) -> Settings:
         {
             "store": {"url": pg},
             "index": {"url": url, "prefix": prefix, "shards": shards, "watch_s": WATCH_S},
+            "workers": {"idle_sleep_s": 0.005},
             "boards": [
                 {"name": "week", "window": "week"},
                 {"name": "lastweek", "window": "week", "aggregate": "last"},
@@ -81,11 +82,14 @@ def settings_of(where: tuple[str, str, str], shards: int = 4) -> Settings:
 
 @pytest.fixture
 async def fleet(where: tuple[str, str, str]) -> AsyncIterator[tuple[Backends, Backends]]:
-    """Two processes of one deployment: the same settings, each built and started."""
+    """Two processes of one deployment: the same settings, each built and started; the
+    second runs the updater role (its mender beside it, watching the markers every
+    ``watch_s``), the first's changes are applied by the test."""
     one = bootstrap.build(settings_of(where), Clock())
     await one.start()
     two = bootstrap.build(settings_of(where), Clock())
     await two.start()
+    two.start_roles(["updater"])
     yield one, two
     await two.close()
     await one.close()
@@ -125,19 +129,16 @@ async def keys_of_layout(
 
 async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[str, Any]:
     """Reshard to ``count`` while both processes record, apply and read; what was seen."""
-    ups = [Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock) for b in (one, two)]
+    up = Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock)
     stop = asyncio.Event()
     seen: dict[str, Any] = {"reads": 0, "missing": [], "recorded": 0, "short": [], "on_new": 0}
     # The aggregator, in the first process: the top pages are slices of its snapshots.
     agg = Aggregator(one.settings, one.needs().shards, one.snapshots, one.clock)
 
-    def updater(up: Updater) -> Any:
-        async def run() -> None:
-            while not stop.is_set():
-                if not await up.step():
-                    await asyncio.sleep(0.005)
-
-        return run
+    async def updater() -> None:
+        while not stop.is_set():
+            if not await up.step():
+                await asyncio.sleep(0.005)
 
     async def writer() -> None:
         r, n = random.Random(count), 0
@@ -185,7 +186,7 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
 
         return run
 
-    runs = [updater(ups[0]), updater(ups[1]), writer, reader(one), reader(two), aggregating]
+    runs = [updater, writer, reader(one), reader(two), aggregating]
     runs += [pager(one), pager(two)]
     tasks = [asyncio.create_task(t()) for t in runs]
     try:
@@ -200,10 +201,21 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
     finally:
         stop.set()
         await asyncio.gather(*tasks)
-    for up in ups:
+    await drained(one, up)
+    return seen
+
+
+async def drained(b: Backends, up: Updater) -> None:
+    """Every committed change applied: this updater's, and the second process's role's."""
+    deadline = time.monotonic() + 60
+    while True:
         while await up.step():
             pass
-    return seen
+        pending, _ = await b.store.outbox_backlog(time.time())
+        if pending == 0:
+            return
+        assert time.monotonic() < deadline, f"{pending} changes never applied"
+        await asyncio.sleep(0.05)
 
 
 async def held(b: Backends, name: str) -> dict[str, int]:
@@ -219,14 +231,16 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
     assert one.layout is not None and two.layout is not None
     for i in range(0, len(PLAYERS), 2):
         await record(one, f"seed{i}", {PLAYERS[i]: 10 + i, PLAYERS[i + 1]: 5 + i})
-    up = Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock)
-    while await up.step():
-        pass
+    await drained(one, Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock))
     plain = await keys_of_layout(one, where, 4, tagged=False)
     assert plain, "the configured layout's keys, under the plain tags"
 
+    caplog.clear()
     with caplog.at_level(logging.INFO):
         seen = await reshard_under_load(one, two, 8)
+    # the mender beside the second process's updater saw nothing to mend: the new layout
+    # was marked before the switch, and the old one dropped after every process followed
+    assert not [r for r in caplog.records if r.name == "podium.mender"], caplog.text
     assert seen["missing"] == [], seen["missing"][:10]
     assert seen["short"] == [], seen["short"][:10]  # every top page whole
     assert min(seen["during"]) > 0, seen["during"]  # reads and results during the reshard
@@ -244,7 +258,9 @@ async def test_reshard_4_to_8_and_back_to_3_loses_no_rank_nor_result(
     # Names come from the new layout's copy of profiles, complete.
     assert await one.copy.profiles_complete()
 
+    caplog.clear()
     seen = await reshard_under_load(one, two, 3)
+    assert not [r for r in caplog.records if r.name == "podium.mender"], caplog.text
     assert seen["missing"] == [], seen["missing"][:10]
     assert seen["short"] == [], seen["short"][:10]
     assert (one.layout.count, two.layout.count) == (3, 3)
