@@ -113,7 +113,7 @@ async def test_a_process_follows_the_record_and_writes_both_meanwhile(
     # the layout left is written too until every process can have followed
     await index.write(KEY, [("b", 1)], descending=True, expire_at=None)
     assert four.written[-1] == eight.written[-1] == "b"  # type: ignore[attr-defined]
-    layout._left_until = time.monotonic() - 1  # as once 2 x watch_s and a margin passed
+    layout._left_until = time.monotonic() - 1  # as once watch_s and a margin passed
     await index.write(KEY, [("c", 1)], descending=True, expire_at=None)
     assert four.written[-1] == "b" and eight.written[-1] == "c"  # type: ignore[attr-defined]
 

@@ -231,7 +231,10 @@ class Layout:
         if now is self.live:
             return False
         was, self.live = self.live, now
-        self.left, self._left_until = was, time.monotonic() + 2 * self._watch_s + 1.0
+        # Every other process follows within watch_s of the switch, so within watch_s of
+        # this one's look too; the trail ends before the reshard drops the layout left
+        # (two watch_s and a second after its switch, then its grace).
+        self.left, self._left_until = was, time.monotonic() + self._watch_s + 1.0
         metrics.INDEX_LAYOUT_SWITCHES.inc()
         metrics.INDEX_SHARDS.set(now.count)
         log.warning("the index's layout switched from %s to %s", was.name, now.name)
