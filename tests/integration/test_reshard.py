@@ -28,10 +28,10 @@ from podium.config import Settings, parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
 from podium.domain.tournaments import Tournament
-from podium.errors import ConfigError, Conflict, NotFound
+from podium.errors import ConfigError, Conflict, NotFound, Unavailable
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
-from podium.rebuilding import Target
+from podium.rebuilding import GaplessRebuild, Target
 from podium.tournaments import Specs
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
@@ -394,3 +394,37 @@ async def test_the_command_refuses_shards_on_the_in_process_index(tmp_path: Path
     out = await podium(conf, "rebuild", "--all", "--shards", "8", "--no-progress")
     assert out.exit_code == 2, out.output
     assert "in-process index" in out.output and "restart" in out.output, out.output
+
+
+@pytest.mark.parametrize("where", ["redis"], indirect=True)
+async def test_a_reshard_that_fails_before_its_switch_changes_nothing(
+    fleet: tuple[Backends, Backends],
+    where: tuple[str, str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fill dies after both layouts were written a while: the record's next goes, the
+    new layout's keys go, both processes stop writing it, the live layout is as it was."""
+    one, two = fleet
+    assert one.layout is not None and two.layout is not None
+    up = Updater(one.settings, one.store, one.index, one.copy, one.log, one.clock)
+    await record(one, "m0", {"p000": 10, "p001": 5})
+    await drained(one, up)
+
+    async def dies(*_: Any, **__: Any) -> Any:
+        await record(two, "m1", {"p002": 7})  # applied meanwhile: to both layouts
+        await drained(one, up)
+        assert await keys_of_layout(one, where, 8)
+        raise Unavailable("the store went away")
+
+    monkeypatch.setattr(GaplessRebuild, "run", dies)
+    reads = one.podium.reads
+    targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+    with pytest.raises(Unavailable, match="went away"):
+        await one.reshard().run(targets, 8, grace_s=0)
+    assert await one.layout.record.read() == (None, None)
+    assert await keys_of_layout(one, where, 8) == []
+    assert await keys_of_layout(one, where, 4, tagged=False)
+    for b in (one, two):
+        await b.layout.follow()
+        assert (b.layout.count, b.layout.next) == (4, None)
+    assert await held(one, "week") == await expected(one, "week")
