@@ -31,12 +31,14 @@ from podium.ports import (
     Rebuilding,
     Relayed,
     ScoreStore,
+    ShardIndex,
     Snapshots,
     SystemClock,
 )
 from podium.ports.generations import Generations
 from podium.ranking import SnapshotRanks
 from podium.rebuilding import GaplessRebuild
+from podium.resharding import Reshard
 from podium.service import Service
 from podium.topology import (
     IndexKind,
@@ -50,6 +52,7 @@ from podium.workers import mender, roles, updater
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
+    from podium.index.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -123,6 +126,8 @@ class IndexParts:
     split: SplitIndex | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
+    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
+    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
 
 
 def gapless(
@@ -164,18 +169,39 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     else:
         client = client_for(url, read_from_replicas=replicas)
     if n == 1 and topo.index != "cluster":  # one Redis, one shard: today's keys, untagged
+        from podium.index.layout import RedisLayout
+
         redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
-        return IndexParts(redis, redis.copy, snaps, None, redis, marks)
+        record = RedisLayout(client, redis.keys)
+        return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
     # A cluster is always split (one shard at least): a board and its copy of profiles
-    # must share a slot, which only a shard's tag gives them (keys.py).
-    shards = shard_indexes(client, prefix, n)
-    split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
-    assert split.copy is not None
-    marks = RedisGenerations(client, [(s.shard, s.keys) for s in shards])
+    # must share a slot, which only a shard's tag gives them (keys.py). Behind one
+    # indirection (index/layout.py), so that a reshard switches the shard count live.
+    from podium.index.layout import (
+        Layout,
+        LiveCopy,
+        LiveGenerations,
+        LiveIndex,
+        Parts,
+        RedisLayout,
+    )
+
+    def layout_of(count: int, tagged: bool) -> Parts:
+        shards = shard_indexes(client, prefix, count, count if tagged else None)
+        split = SplitIndex(shards, close=client.aclose, copies=[s.copy for s in shards])
+        assert split.copy is not None
+        marks = RedisGenerations(client, [(s.shard, s.keys) for s in shards])
+        return Parts(count, tagged, split, split.copy, marks)
+
+    record = RedisLayout(client, Keys(prefix))
+    layout = Layout(record, layout_of, n, prefix, settings.index.watch_s)
+    live: Any = LiveIndex(layout)  # a SplitIndex's every port, by delegation
     snapshots = RedisSnapshots(client, Keys(prefix))
-    return IndexParts(split, split.copy, snapshots, split, split, marks)
+    return IndexParts(
+        live, LiveCopy(layout), snapshots, live, live, LiveGenerations(layout), layout
+    )
 
 
 def _sentinel(
@@ -276,16 +302,46 @@ class Backends:
     split_store: SplitStore | None
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
+    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
+    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> None:
         await self.store.migrate()
+        await self.follow_layout()
         if self.topology.in_process_index:
             n = await self.rebuild_live()
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()
+
+    async def follow_layout(self) -> None:
+        """A split Redis index: the layout its record names followed now, before any read,
+        then watched every ``index.watch_s`` (``index/layout.py``), in every process. An
+        unsplit Redis whose record names a split layout (index.shards = 1 in a file left
+        behind by a reshard) refuses to start: its keys are not the live ones."""
+        if self.record is not None:
+            with contextlib.suppress(Unavailable):  # then the reads' own errors say it
+                live, _ = await self.record.read()
+                if live is not None:
+                    raise ConfigError(
+                        f"index.shards: the index's layout record says {live} shards (a "
+                        f"reshard, podium rebuild --all --shards); set index.shards = {live}"
+                    )
+        if self.layout is None:
+            return
+        from podium import metrics
+
+        try:
+            await self.layout.follow()
+        except Unavailable as e:  # the watch follows it once the index answers
+            log.warning("the index's layout record could not be read at start: %s", e)
+        metrics.INDEX_SHARDS.set(self.layout.live.count)
+        if not any(r.role == "layout" for r in self._runners):
+            watch = Runner("layout", self.layout.step, idle_sleep_s=self.settings.index.watch_s)
+            self._runners.append(watch)
+            self._tasks.append(asyncio.create_task(watch.run(), name="layout"))
 
     async def rebuild_live(self) -> int:
         """Every live window refilled from the store, tournaments' runs and leagues' cohorts
@@ -311,7 +367,7 @@ class Backends:
 
     def needs(self) -> Needs:
         """What the roles are given (``workers/runner.py``): the ports, never the adapters."""
-        shards = () if self.split is None else self.split.shards
+        shards: Sequence[ShardIndex] = () if self.split is None else self.split.shards
         return Needs(
             self.settings,
             self.store,
@@ -340,6 +396,21 @@ class Backends:
         return gapless(
             self.settings, self.store, self.rebuilding, self.podium, self.clock, self.replay
         )
+
+    def reshard(self) -> Reshard:
+        """``podium rebuild --all --shards M``: the index's shard count changed while the
+        fleet runs (``resharding.py``); only a split Redis index has layouts."""
+        if self.layout is None:
+            raise ConfigError(
+                "rebuild --shards: only a split Redis index (index.shards of 2 or more, or "
+                "Redis Cluster) changes its shard count live; this one is "
+                + ("in process" if self.topology.in_process_index else "one unsplit Redis")
+            )
+        p = self.podium
+        return Reshard(
+            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.reads,
+            self.replay,
+        )  # fmt: skip
 
     async def replay(self, since_s: float) -> int:
         """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
@@ -395,6 +466,8 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         split_store,
         parts.generations,
         parts.rebuilding,
+        parts.layout,
+        parts.record,
     )
 
 

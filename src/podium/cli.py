@@ -66,6 +66,7 @@ def _run(settings: Settings, fn: Callable[[Backends], Awaitable[T]]) -> T:
         backends = bootstrap.build(settings)
         try:
             await backends.store.migrate()
+            await backends.follow_layout()  # the shard count a reshard left live, if any
             return await fn(backends)
         finally:
             await backends.close()

@@ -146,6 +146,7 @@ def status(
                 why = None
             except PodiumError as e:
                 why = f"schema: {e}"
+            await b.follow_layout()  # the shard count a reshard left live, if any
             snapshots = b.snapshots if topo.aggregated else None
             report = await Status(settings, b.store, b.index, snapshots, b.clock).report()
             if why is not None:

@@ -98,6 +98,14 @@ def rebuild(
         float, typer.Option(min=0, help="Seconds the old keys are kept after the switch.")
     ] = 10.0,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    shards: Annotated[
+        int | None,
+        typer.Option(
+            min=2,
+            help="With --all: build every live window under this many index shards and "
+            "switch the whole fleet to it (then set index.shards to it in the settings).",
+        ),
+    ] = None,
     config_file: ConfigOpt = None,
 ) -> None:
     """Rebuild board windows of a shared index from the store, without a gap.
@@ -105,7 +113,10 @@ def rebuild(
     A new generation of each window is filled from the store while the live one answers
     every read and both take every write; the log is applied again from before the rebuild
     began; the two are compared (members, top 1,000, a sample of ranks) and the difference
-    printed; then every window switches at once and the old keys go after --grace."""
+    printed; then every window switches at once and the old keys go after --grace.
+
+    With --shards M (and --all), the same under a new shard count: every process writes
+    both layouts meanwhile, and the layout record switches every window at once."""
     from podium import cli
 
     if every == (board is not None):
@@ -114,7 +125,17 @@ def rebuild(
     if every and window is not None:
         typer.echo("podium: rebuild: --window goes with --board, not --all", err=True)
         raise typer.Exit(2)
+    if shards is not None and not every:
+        typer.echo("podium: rebuild: --shards goes with --all (every window moves)", err=True)
+        raise typer.Exit(2)
     settings = cli._settings(config_file)
+    if shards is not None and cli._topology(settings).in_process_index:
+        typer.echo(
+            "podium: rebuild --shards: the in-process index is this process's own and rebuilt "
+            "at every start: set index.shards in the settings and restart",
+            err=True,
+        )
+        raise typer.Exit(2)
     if cli._topology(settings).in_process_index:
         typer.echo("podium: the in-process index is rebuilt by `podium serve` at start", err=True)
         raise typer.Exit(2)
@@ -124,11 +145,15 @@ def rebuild(
     async def run(b: Backends) -> list[Outcome]:
         targets = await _targets(b, board, window)
         with bar.progress:
+            if shards is not None:
+                return await b.reshard().run(targets, shards, grace_s=grace, progress=bar)
             return await b.gapless().run(targets, grace_s=grace, progress=bar)
 
     outcomes = cli._run(settings, run)
     for o in outcomes:
         typer.echo(f"rebuilt {o.key.board} {o.key.window} with {o.members} players")
+    if shards is not None:
+        typer.echo(f"the index has {shards} shards: set index.shards = {shards} in the settings")
     sys.stdout.flush()
 
 

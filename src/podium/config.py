@@ -282,7 +282,8 @@ class IndexSettings:
     replica's at their worst."""
     watch_s: Annotated[float, Strict(), Gt(0), _float, _says(_NUMBER, "expected more than 0")] = 2.0
     """How often each process that writes boards reads the index's generation markers: the
-    longest a lost index or a failover goes unseen."""
+    longest a lost index or a failover goes unseen; and how often every process reads the
+    layout record of a split index (the live shard count, ``podium rebuild --all --shards``)."""
 
 
 @table(frozen=True, config=_TABLE)

@@ -256,6 +256,17 @@ INDEX_FAILOVERS = Counter(
     ["shard"],
     registry=REGISTRY,
 )
+INDEX_LAYOUT_SWITCHES = Counter(
+    "podium_index_layout_switches",
+    "Times this process followed the index's layout record to another shard count "
+    "(podium rebuild --all --shards, index/layout.py)",
+    registry=REGISTRY,
+)
+INDEX_SHARDS = Gauge(
+    "podium_index_shards",
+    "The shard count of the split index's live layout, as this process follows it",
+    registry=REGISTRY,
+)
 REPLAYED_CHANGES = Counter(
     "podium_replayed_changes",
     "Changes applied once more from the log's last seconds after an index failover or rebuild",

@@ -121,8 +121,11 @@ def client_for(url: str, *, read_from_replicas: bool = False) -> Any:
     return RedisIndex.client_from_url(url)
 
 
-def shard_indexes(client: Any, prefix: str, shards: int) -> list[RedisIndex]:
-    """One ``RedisIndex`` per shard, all on one client (a cluster's, or one Redis's)."""
+def shard_indexes(
+    client: Any, prefix: str, shards: int, layout: int | None = None
+) -> list[RedisIndex]:
+    """One ``RedisIndex`` per shard, all on one client (a cluster's, or one Redis's); with
+    ``layout``, under the tags of a layout a reshard built (``keys.shard_tag``)."""
     if shards < 1:
         raise ConfigError(f"index.shards must be at least 1, not {shards}")
-    return [RedisIndex(client, prefix, shard=n) for n in range(shards)]
+    return [RedisIndex(client, prefix, shard=n, layout=layout) for n in range(shards)]

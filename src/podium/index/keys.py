@@ -24,6 +24,14 @@ and one script may only touch keys of one slot. So the tag says which keys must 
   a cluster's primaries (16 tags fall on all three of a three-primary cluster). A merged
   top reads each shard's page and merges them with ``domain.boards.merge_in_board_order``.
 
+- A layout other than the configured one (``podium rebuild --all --shards M``, §8 of
+  docs/architecture.md): once a reshard has written the layout record (``Keys.layout``),
+  the live shard count is the record's, and its shards' tags carry the count,
+  ``{s05.32}`` for shard 5 of 32 (``shard_tag``), so that the keys of a layout being built
+  never meet the live layout's, whatever either count is. Without the record the layout is
+  the configured ``index.shards`` under the plain tags, so an existing deployment keeps
+  its keys.
+
 The prefix lets several deployments (or test runs) share one Redis.
 """
 
@@ -32,6 +40,22 @@ from __future__ import annotations
 from podium.ports import BoardKey
 
 SINGLE = ""  # the tag of today's one shard (a single Redis): its keys need no tag
+
+
+def shard_tag(shard: int, of: int | None = None) -> str:
+    """The hash tag of index shard ``shard``: ``{s03}`` under the configured layout, or
+    ``{s03.32}``, shard 3 of a layout of 32 that a reshard built (``of``)."""
+    return f"{{s{shard:02d}}}" if of is None else f"{{s{shard:02d}.{of}}}"
+
+
+def layout_pattern(prefix: str, count: int, tagged: bool) -> str:
+    """A SCAN pattern of every key of a split layout of ``count`` shards: under the plain
+    tags, or under the tags that carry the count (what a reshard drops once the other
+    layout is live). Its digits are as many as ``shard_tag`` writes, so one layout's
+    pattern never finds another's keys."""
+    digits = "[0-9]" * max(2, len(str(count - 1)))
+    tags = f"{{s{digits}}}" if not tagged else f"{{s{digits}.{count}}}"
+    return f"{prefix}:{tags}:*"
 
 
 class Keys:
@@ -140,6 +164,14 @@ class Keys:
 
     def snapshot(self, key: BoardKey) -> str:
         return f"{self.prefix}:{{agg}}:snap:{key.board}:{key.window}"
+
+    # The layout record (``index/layout.py``): the live shard count a reshard wrote, and
+    # beside it, while one runs, the count being built. One tag: one slot, one MGET.
+    def layout(self) -> str:
+        return f"{self.prefix}:{{layout}}"
+
+    def layout_next(self) -> str:
+        return f"{self.prefix}:{{layout}}:next"
 
     def pattern(self) -> str:
         return f"{self.prefix}:*"

@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
-from podium.domain.sharding import shard_tag
 from podium.errors import ConfigError
 from podium.index.errors import translated
-from podium.index.keys import SINGLE, Keys
+from podium.index.keys import SINGLE, Keys, shard_tag
 from podium.index.nodes import describe
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.redis_rebuild import RedisRebuild
@@ -119,12 +118,16 @@ class RedisIndex(RedisRebuild):
         prefix: str = "podium",
         shard: int | None = None,
         generation: str | None = None,
+        layout: int | None = None,
     ) -> None:
+        """``layout``: the shard count of a layout a reshard built, whose tags carry it
+        (``keys.shard_tag``); None: the configured layout's plain tags."""
         if shard is None and isinstance(client, RedisCluster):
             raise ConfigError("a rank index on Redis Cluster is split into shards (keys.py)")
         self._r = client
         self.shard = shard
-        tag = None if shard is None else shard_tag(shard)
+        self.layout = layout
+        tag = None if shard is None else shard_tag(shard, layout)
         # With a generation: the reads of that generation of every board window, as a
         # rebuild compares it with the live one (``built``).
         self.keys = Keys(prefix, tag, generation)
@@ -163,7 +166,7 @@ class RedisIndex(RedisRebuild):
 
     async def nodes(self) -> list[IndexNode]:
         # The copy of profiles' key is in this shard's slot (keys.py), as its boards are.
-        tag = SINGLE if self.shard is None else shard_tag(self.shard)
+        tag = SINGLE if self.keys.shard is None else self.keys.shard
         return [await describe(self._r, self.keys.profiles(tag), self.shard)]
 
     async def close(self) -> None:

@@ -79,6 +79,7 @@ class RedisRebuild:
     _r: Any
     keys: Keys
     shard: int | None
+    layout: int | None
 
     def _next(self, key: BoardKey, token: str) -> tuple[str, str, str]:
         g = self.keys.of_generation(token)
@@ -151,7 +152,8 @@ class RedisRebuild:
         """The new generation's reads (to compare it with the live one before the switch)."""
         from podium.index.redis import RedisIndex
 
-        return RedisIndex(self._r, self.keys.prefix, self.shard, generation=token)
+        prefix, shard = self.keys.prefix, self.shard
+        return RedisIndex(self._r, prefix, shard, generation=token, layout=self.layout)
 
     async def switch_build(
         self, key: BoardKey, token: str, *, expire_at: int | None, grace_s: float

@@ -81,7 +81,7 @@ class Aggregator:
         clock: Clock,
     ) -> None:
         self.settings = settings
-        self.shards = list(shards)
+        self.shards = shards  # the live layout's, read at each cycle (index/layout.py)
         self.snapshots = snapshots
         self.clock = clock
         self.token = secrets.token_hex(8)
@@ -121,18 +121,21 @@ class Aggregator:
 
     async def cycle(self, spec: BoardSpec, w: Window, fence: int) -> bool:
         key = BoardKey(spec.name, w.id)
-        board = self._boards.setdefault(key, _Board([None] * len(self.shards)))
+        shards = list(self.shards)  # one layout for the whole cycle
+        board = self._boards.setdefault(key, _Board([None] * len(shards)))
+        if len(board.parts) != len(shards):  # a reshard switched the layout: anew
+            board = self._boards[key] = _Board([None] * len(shards))
         started = time.perf_counter()
         now = self.clock.now()
         if self._due(spec, board, now):
             try:
-                await self._plan(spec, key, board)
+                await self._plan(spec, key, board, shards)
                 board.planned_at = now
             except Unavailable as e:  # keep the boundaries there are; plan again next cycle
                 log.warning("%s/%s: boundaries not moved: %s", key.board, key.window, e)
         desc = spec.order == "desc"
         answers = await asyncio.gather(
-            *(self._read(s, key, spec.exact_top, board.bounds, desc) for s in self.shards),
+            *(self._read(s, key, spec.exact_top, board.bounds, desc) for s in shards),
             return_exceptions=True,
         )
         for i, answer in enumerate(answers):
@@ -194,10 +197,12 @@ class Aggregator:
         n, planned = board.total, board.planned_total
         return not board.bounds or n > 2 * planned or 2 * n < planned
 
-    async def _plan(self, spec: BoardSpec, key: BoardKey, board: _Board) -> None:
+    async def _plan(
+        self, spec: BoardSpec, key: BoardKey, board: _Board, shards: Sequence[ShardIndex]
+    ) -> None:
         """Place the boundaries from every shard's scores at the ranks they aim at."""
         desc = spec.order == "desc"
-        sizes = await asyncio.gather(*(s.count(key) for s in self.shards))
+        sizes = await asyncio.gather(*(s.count(key) for s in shards))
         total = sum(sizes)
         board.planned_total = total
         if total <= spec.exact_top or spec.ranks_below_top is Below.EXACT:
@@ -208,7 +213,7 @@ class Aggregator:
         samples = await asyncio.gather(
             *(
                 s.scores_at(key, sample_ranks(total, n, exact_top=spec.exact_top), descending=desc)
-                for s, n in zip(self.shards, sizes, strict=True)
+                for s, n in zip(shards, sizes, strict=True)
             )
         )
         board.bounds = plan_bounds(

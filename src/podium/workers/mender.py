@@ -65,17 +65,17 @@ class Mender:
         replay: Callable[[float, Collection[int] | None], Awaitable[int]],
         clock: Clock,
         replay_s: float,
-        shards: int = 1,
+        shards: int | Callable[[], int] = 1,
     ) -> None:
         """``replay(since_s, shards)`` applies the log's last ``since_s`` seconds again, of
         the index shards ``shards`` only (None: of every shard); ``shards`` here is how
-        many the index has."""
+        many the index has (asked at each look where a reshard can change it)."""
         self._gens = generations
         self._rebuild_live = rebuild_live
         self._replay = replay
         self._clock = clock
         self._replay_s = replay_s
-        self._shards = shards
+        self._shards = shards if callable(shards) else (lambda: shards)
 
     async def step(self) -> int:
         looked = self._clock.now()  # before the look: the marker was there at least then
@@ -153,7 +153,7 @@ class Mender:
 
     def _only(self, shards: Sequence[int | None]) -> Collection[int] | None:
         """The shards a replay is of; None: every one (the unsplit index, or all moved)."""
-        if None in shards or len(set(shards)) >= self._shards:
+        if None in shards or len(set(shards)) >= self._shards():
             return None
         return {s for s in shards if s is not None}
 
@@ -179,7 +179,7 @@ def mender(n: Needs) -> Mender | None:
         again,
         n.clock,
         n.settings.index.failover_replay_s,
-        max(1, len(n.shards)),
+        lambda: max(1, len(n.shards)),  # the live layout's (index/layout.py)
     )
 
 
