@@ -49,9 +49,11 @@ PAGES_HELD = 10_000
 # While the index cannot be read (Redis down, a cluster shard down, its copy being rebuilt),
 # a page of a live window is answered from the last one this process read, with that
 # read's true asOf, if it is at most this old: the top page may be stale, a player's own
-# rank may not (a rank read that cannot be answered is a 503, never an old rank).
-LAST_PAGE_S = 60.0
-# Last pages held for that, one per (board, window, offset, limit): held a minute rather than
+# rank may not (a rank read that cannot be answered is a 503, never an old rank). Long
+# enough to cover a Redis restarted and its boards rebuilt from the store (a 10-million
+# member board took minutes), short enough that nobody takes it for the board of now.
+LAST_PAGE_S = 600.0
+# Last pages held for that, one per (board, window, offset, limit): held minutes rather than
 # a second, so bounded lower than PAGES_HELD (a client walking offsets would otherwise keep
 # thousands); the first pages of every live board window fit.
 LAST_PAGES_HELD = 1_000

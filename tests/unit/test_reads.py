@@ -13,12 +13,12 @@ from podium.archive import Archive
 from podium.config import parse
 from podium.counted import CountedRanks
 from podium.domain.models import FrozenWindow, Profile
-from podium.errors import NotFound
+from podium.errors import IndexUnavailable, NotFound
 from podium.index.memory import MemoryIndex
 from podium.lifecycle import Lifecycle
 from podium.ports import Around, BoardKey, Placed, ScoreStore
 from podium.profiles import ProfileCache
-from podium.reads import Reads
+from podium.reads import LAST_PAGE_S, Reads
 
 # All-time boards hold points alone (no time packed in), so the scores below are the points.
 BOARDS = [
@@ -242,3 +242,52 @@ async def test_friends_carry_whether_their_global_rank_is_exact(reads: Reads) ->
         (3, "e", 5, True),
         (4, "f", 6, True),
     ]
+
+
+class MovingClock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+class GoingDown(CountedRanks):
+    """Counted on the index until ``down``; then every page read finds the index out."""
+
+    down = False
+
+    async def top(self, spec: Any, key: BoardKey, start: int, stop: int) -> Any:
+        if self.down:
+            raise IndexUnavailable("the index is down")
+        return await super().top(spec, key, start, stop)
+
+
+async def test_a_page_is_answered_as_last_read_while_the_index_is_out_for_ten_minutes() -> None:
+    """The seed's order: the top page may be stale (with its true asOf) while Redis is out
+    and its boards are rebuilt; a page older than ``LAST_PAGE_S`` is not passed off."""
+    settings = parse({"boards": BOARDS, "server": {"page_cache_s": 0}})
+    store = cast(ScoreStore, Store())
+    clock = MovingClock(1_800_000_000.0)
+    profiles = ProfileCache(store, clock)
+    lifecycle = Lifecycle(settings, store, clock, cast(Archive, None), profiles)
+    index = MemoryIndex()
+    spec = settings.boards[0]
+    await index.write(
+        BoardKey(spec.name, "all"),
+        [(p, spec.codec.encode(pts)) for p, pts in POINTS.items()],
+        descending=True,
+        expire_at=None,
+    )
+    ranks = GoingDown(index, clock)
+    reads = Reads(settings, store, ranks, index.copy, clock, lifecycle, profiles)
+    first = await reads.page("first", None, 0, 3)
+    assert len(first.entries) == 3 and first.entries[0].player_id == "a"
+    ranks.down = True
+    assert LAST_PAGE_S >= 300  # minutes: a restarted Redis's boards are rebuilt meanwhile
+    clock.t += LAST_PAGE_S - 1  # a Redis restarted and its boards still being rebuilt
+    stale = await reads.page("first", None, 0, 3)
+    assert stale.entries == first.entries and stale.as_of == first.as_of == 1_800_000_000.0
+    clock.t += 2  # past it: an error that says the index is out, not an old page
+    with pytest.raises(IndexUnavailable):
+        await reads.page("first", None, 0, 3)
