@@ -52,6 +52,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sample-every", type=int, default=50, help="ack-to-visible: 1 match in N")
     p.add_argument("--poll-interval", type=float, default=0.005)
     p.add_argument("--connections", type=int, default=256, help="generator connection pool")
+    p.add_argument(
+        "--metadata",
+        action="store_true",
+        help="every result carries entry metadata, as accept.py's --metadata (its drive reads it)",
+    )
     common_args(p, wait_s=120, unit="run")
     args = p.parse_args()
     args.config = "production"
