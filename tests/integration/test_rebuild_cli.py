@@ -37,7 +37,7 @@ class Then:
         return self.t
 
 
-def _cup(now: int) -> Tournament:
+def live_cup(now: int) -> Tournament:
     """A live tournament "cup" of mode default, from an hour ago for two hours."""
     return Tournament(
         "cup", "Cup", ("default",), Aggregate.SUM, Order.DESC, Ties.FIRST, now - HOUR, now + HOUR
@@ -55,7 +55,7 @@ async def test_rebuild_mends_a_board_and_all_rebuilds_tournaments_too(
     b = bootstrap.build(config.load(str(conf)), Then(now - 600))
     await b.start()
     try:
-        await b.podium.tournaments.create(_cup(now))
+        await b.podium.tournaments.create(live_cup(now))
         key, _ = await b.podium.keys.create("gs", ["default"])
         for i in range(30):
             players = [PlayerResult(f"p{i:02d}", 10 + i), PlayerResult(f"q{i:02d}", 5 + i)]
@@ -152,7 +152,7 @@ async def test_rebuild_knows_cohorts_and_tournament_boards(
     b = bootstrap.build(config.load(str(conf)), Then(now - 600))  # as above: before the replay
     await b.start()
     try:
-        await b.podium.tournaments.create(_cup(now))
+        await b.podium.tournaments.create(live_cup(now))
         key, _ = await b.podium.keys.create("gs", ["default"])
         for i in range(7):
             await b.podium.matches.record(

@@ -25,9 +25,7 @@ import pytest
 from podium import bootstrap, config
 from podium.bootstrap import Backends
 from podium.config import Settings, parse
-from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
-from podium.domain.tournaments import Tournament
 from podium.errors import ConfigError, Conflict, NotFound, Unavailable
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
@@ -37,12 +35,12 @@ from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 from tests.integration.test_cli_ops import podium
-from tests.integration.test_rebuild_cli import LEAGUE_BOARDS
+from tests.integration.test_rebuild_cli import LEAGUE_BOARDS, live_cup
 
-_T = int(time.time())
-_MONDAY = _T - (_T - 345_600) % 604_800  # the epoch was a Thursday; ISO weeks start Monday
-NOW = float(max(_T, _MONDAY + 300))
-BOARDS = ("week", "lastweek")  # a GT board, and a versioned one ("last" can fall)
+# The same week, boards and helpers as the rebuild without a gap: a reshard is that rebuild
+# under another shard count.
+from tests.integration.test_rebuild_gap import BOARDS, NOW, expected, key_of, record
+
 PLAYERS = [f"p{i:03d}" for i in range(120)]
 WATCH_S = 0.2
 
@@ -93,28 +91,6 @@ async def fleet(where: tuple[str, str, str]) -> AsyncIterator[tuple[Backends, Ba
     yield one, two
     await two.close()
     await one.close()
-
-
-async def record(b: Backends, match: str, points: dict[str, int]) -> None:
-    key, _ = await b.podium.keys.create(f"gs-{match}", ["default"])
-    results = [PlayerResult(p, n) for p, n in points.items()]
-    await b.podium.matches.record(key, match, "default", int(NOW) - 60, 60, results)
-
-
-def key_of(b: Backends, name: str) -> BoardKey:
-    w = b.podium.reads.board(name).rule.window_at(int(NOW))
-    assert w is not None
-    return BoardKey(name, w.id)
-
-
-async def expected(b: Backends, name: str) -> dict[str, int]:
-    spec = b.podium.reads.board(name)
-    w = spec.rule.window_at(int(NOW))
-    assert w is not None
-    out: dict[str, int] = {}
-    async for page in b.store.standings(name, w.id):
-        out |= {s.player_id: spec.score(s.tally, w) for s in page}
-    return out
 
 
 async def keys_of_layout(
@@ -341,11 +317,7 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
     b = bootstrap.build(config.load(str(conf)), Clock(now - 600))
     await b.start()
     try:
-        t = Tournament(
-            "cup", "Cup", ("default",), Aggregate.SUM, Order.DESC, Ties.FIRST, now - 3600,
-            now + 3600,
-        )  # fmt: skip
-        await b.podium.tournaments.create(t)
+        await b.podium.tournaments.create(live_cup(now))
         key, _ = await b.podium.keys.create("gs", ["default"])
         for i in range(7):
             await b.podium.matches.record(
