@@ -44,6 +44,20 @@ def live_cup(now: int) -> Tournament:
     )
 
 
+async def seed_cup_and_league(b: bootstrap.Backends, now: int) -> None:
+    """The live cup, and seven players' results of ten minutes ago (each placed in a cohort
+    of a league board), applied to the index."""
+    await b.podium.tournaments.create(live_cup(now))
+    key, _ = await b.podium.keys.create("gs", ["default"])
+    for i in range(7):
+        await b.podium.matches.record(
+            key, f"m{i}", "default", now - 660, 60, [PlayerResult(f"p{i}", 10 + i)]
+        )
+    up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
+    while await up.step():
+        pass
+
+
 @pytest.mark.parametrize("config_kind", ["production"], indirect=True)
 async def test_rebuild_mends_a_board_and_all_rebuilds_tournaments_too(
     config_kind: str, backend_urls: Backends, tmp_path: Path
@@ -152,15 +166,7 @@ async def test_rebuild_knows_cohorts_and_tournament_boards(
     b = bootstrap.build(config.load(str(conf)), Then(now - 600))  # as above: before the replay
     await b.start()
     try:
-        await b.podium.tournaments.create(live_cup(now))
-        key, _ = await b.podium.keys.create("gs", ["default"])
-        for i in range(7):
-            await b.podium.matches.record(
-                key, f"m{i}", "default", now - 660, 60, [PlayerResult(f"p{i}", 10 + i)]
-            )
-        up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
-        while await up.step():
-            pass
+        await seed_cup_and_league(b, now)
         every = await b.podium.leagues.live_cohorts()
         views = [await b.podium.leagues.cohort("league", w.id) for _, w in every]
         assert sum(len(v.members) for v in views) == 7

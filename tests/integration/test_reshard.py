@@ -25,17 +25,15 @@ import pytest
 from podium import bootstrap, config
 from podium.bootstrap import Backends
 from podium.config import Settings, parse
-from podium.domain.models import PlayerResult
 from podium.errors import ConfigError, Conflict, NotFound, Unavailable
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
 from podium.rebuilding import GaplessRebuild, Target
-from podium.tournaments import Specs
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 from tests.integration.test_cli_ops import podium
-from tests.integration.test_rebuild_cli import LEAGUE_BOARDS, live_cup
+from tests.integration.test_rebuild_cli import LEAGUE_BOARDS, seed_cup_and_league
 
 # The same week, boards and helpers as the rebuild without a gap: a reshard is that rebuild
 # under another shard count.
@@ -317,15 +315,7 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
     b = bootstrap.build(config.load(str(conf)), Clock(now - 600))
     await b.start()
     try:
-        await b.podium.tournaments.create(live_cup(now))
-        key, _ = await b.podium.keys.create("gs", ["default"])
-        for i in range(7):
-            await b.podium.matches.record(
-                key, f"m{i}", "default", now - 660, 60, [PlayerResult(f"p{i}", 10 + i)]
-            )
-        up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, Specs(b.store, b.clock))
-        while await up.step():
-            pass
+        await seed_cup_and_league(b, now)
         cohorts = [w for _, w in await b.podium.leagues.live_cohorts()]
         before = {w.id: await b.podium.leagues.cohort("league", w.id) for w in cohorts}
         assert sum(len(v.members) for v in before.values()) == 7
