@@ -850,6 +850,23 @@ def test_translated_raises_from_the_driver_error_and_lets_others_through() -> No
         raise KeyError("ours")
 
 
+async def test_a_connection_closed_under_a_call_is_an_outage_not_a_bug() -> None:
+    """redis-py raises a plain AttributeError when another task closed a connection between
+    its connect and its first write (a cluster client relearning its slots after a
+    failover): an outage, a 503 to retry. The same error raised by our own code is a bug and
+    passes untouched."""
+    from redis.asyncio.connection import Connection
+
+    closed = Connection(host="127.0.0.1", port=1)  # never connected: no writer
+    with pytest.raises(IndexUnavailable) as unavailable, translated:
+        await closed._send_packed_command([b"PING\r\n"])
+    assert isinstance(unavailable.value.__cause__, AttributeError)
+    assert "closed under the call" in str(unavailable.value)
+    writer: Any = None
+    with pytest.raises(AttributeError), translated:  # ours, not the driver's: not translated
+        writer.writelines([b"PING\r\n"])
+
+
 async def test_redis_bug_is_internal_not_unavailable(
     redis_pair: tuple[RedisIndex, Any],
 ) -> None:

@@ -76,9 +76,34 @@ SENTINEL = (MasterNotFoundError, SlaveNotFoundError)
 
 CAUGHT = (rx.RedisError, rx.RedisClusterException, OSError)
 
+# Where a connection closed under a call shows up as a plain AttributeError or TypeError
+# rather than a ConnectionError: redis-py's asyncio connection, its cluster client, and the
+# event loop's transports ("'NoneType' object has no attribute 'writelines'" when another
+# task closed the connection between its connect and its first write, as a cluster client
+# relearning its slots after a failover does; "'NoneType' object is not callable" from a
+# transport the peer reset, redis-py issues 3546 and 4287). Raised there, they are an
+# outage like any closed connection; raised anywhere else, they are a bug and pass.
+RACY_MODULES = ("redis.", "asyncio.", "uvloop.")
+
+
+def driver_race(e: BaseException) -> bool:
+    """Whether ``e`` is an AttributeError or TypeError raised inside the driver or the event
+    loop's transport (its innermost frame is theirs): a connection closed under a call."""
+    if not isinstance(e, AttributeError | TypeError):
+        return False
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).startswith(RACY_MODULES)
+
 
 def translate(e: BaseException) -> PodiumError:
-    """The podium error for a driver's error (``CAUGHT``), per ``TABLE``."""
+    """The podium error for a driver's error (``CAUGHT``, or a ``driver_race``), per
+    ``TABLE``."""
+    if driver_race(e):
+        return IndexUnavailable(f"redis: the connection closed under the call: {e!r}")
     if type(e) is rx.ResponseError and str(e).startswith(TRANSIENT_REPLIES):
         return IndexUnavailable(f"redis: {e}")
     if type(e) is rx.RedisClusterException and str(e).startswith(TRANSIENT_CLUSTER):
@@ -96,9 +121,9 @@ def translate(e: BaseException) -> PodiumError:
 
 class _Translated:
     """``with translated:`` around Redis calls raises ``translate(e) from e`` for the
-    driver's errors and lets every other exception through. A plain (synchronous) context
-    manager: it catches what the awaits inside raise all the same, for less work per call
-    than an async generator."""
+    driver's errors (and its races) and lets every other exception through. A plain
+    (synchronous) context manager: it catches what the awaits inside raise all the same, for
+    less work per call than an async generator."""
 
     __slots__ = ()
 
@@ -111,7 +136,7 @@ class _Translated:
         e: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if e is not None and isinstance(e, CAUGHT):
+        if e is not None and (isinstance(e, CAUGHT) or driver_race(e)):
             raise translate(e) from e
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import SentinelConnectionPool
 
-from podium.index.errors import CAUGHT, translate
+from podium.index.errors import CAUGHT, driver_race, translate
 from podium.ports.status import IndexNode, Replica
 
 
@@ -42,7 +42,9 @@ async def describe(client: Any, key: str, shard: int | None) -> IndexNode:
             kwargs = client.connection_pool.connection_kwargs
             name = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
             info = await client.info("replication")
-    except CAUGHT as e:
+    except (*CAUGHT, AttributeError, TypeError) as e:
+        if not isinstance(e, CAUGHT) and not driver_race(e):
+            raise
         return IndexNode(shard, name, up=False, why=str(translate(e)))
     return replication(shard, name, info)
 
