@@ -23,7 +23,8 @@ async def _both(api: Api, path: str, hot: str, full: str) -> tuple[Any, Any]:
 def _same(a: Any, b: Any) -> None:
     assert a.status_code == b.status_code, (a.text, b.text)
     assert a.content == b.content
-    for header in ("content-type", "cache-control", "content-length", "retry-after"):
+    headers = ("content-type", "cache-control", "content-length", "retry-after")
+    for header in (*headers, "x-content-type-options"):
         assert a.headers.get(header) == b.headers.get(header), header
 
 

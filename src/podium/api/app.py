@@ -100,7 +100,9 @@ def create_app(
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     app.add_middleware(protocol.HeadAsGet)
     app.add_middleware(shedding.ShedReads, gate=app.state.shed_gate)
-    app.add_middleware(web.Headers)  # outermost: on every response, the 413s included
+    app.add_middleware(web.Headers)  # on every response, the 413s included
+    if "read" in kinds:  # outermost: the plain hot reads, ahead of the stack (api/hot.py)
+        app.add_middleware(hot.HotFront, gate=app.state.shed_gate)
     return app
 
 

@@ -12,6 +12,14 @@ nothing here and goes on to the routes of ``routes.py``, which answer it exactly
 shared read limiter, the read, the same body and headers; an error raised is translated by
 the app's exception handlers into the same problem+json. The routes of ``routes.py`` stay
 the published contract (the OpenAPI document is built from them alone).
+
+``HotFront`` takes the same plain reads one step earlier, ahead of the middleware stack: a
+later profile (BENCHMARKS.md, "Rank with neighbors") found its five layers 5.6% of a rank
+read. What those layers do for a plain ``GET`` it does itself: it counts the request in
+flight for the load gate, sets ``X-Content-Type-Options``, and answers a ``PodiumError``
+with the app's own handler. While the gate sheds anything (its level above 0) it steps
+aside, and the stack, with ``ShedReads`` in it, decides as before; ``HotRoute`` then still
+spares the shed-free reads FastAPI's routing.
 """
 
 from __future__ import annotations
@@ -21,12 +29,15 @@ from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from podium import metrics
 from podium.api import schemas as s
 from podium.api.encode import rank_json
+from podium.api.problems import podium_error
 from podium.api.ratelimit import limit_reads
+from podium.api.shedding import LoadGate
+from podium.errors import PodiumError
 from podium.service import Service
 
 _BOARD = s.BOARD.strip("^$")
@@ -96,39 +107,82 @@ _ROUTES: tuple[
 )
 
 
+Found = tuple[Handler, dict[str, str], dict[str, int]]
+
+
+def find(scope: Scope) -> Found | None:
+    """The handler, path parameters and query of a plain hot read; None for any other
+    request."""
+    if scope["type"] != "http" or scope["method"] != "GET":
+        return None
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root):  # as starlette's routes see it, under a prefix
+        path = path[len(root) :]
+    if not path.startswith("/v1/boards/"):
+        return None
+    for pattern, names, bounds, handler in _ROUTES:
+        m = pattern.fullmatch(path)
+        if m is None:
+            continue
+        q = _query(scope["query_string"], bounds)
+        if q is None:
+            return None
+        return handler, dict(zip(names, m.groups(), strict=True)), q
+    return None
+
+
+async def _answer(found: Found, scope: Scope, receive: Receive, send: Send) -> None:
+    handler, params, q = found
+    body, cache_control = await handler(Request(scope, receive), params, q)
+    headers = [
+        (b"content-length", str(len(body)).encode()),
+        (b"content-type", JSON),
+        (b"cache-control", cache_control),
+        (b"x-content-type-options", b"nosniff"),  # as web.Headers sets on every response
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class HotRoute(BaseRoute):
     """Matches the plain form of the hot reads; every other request matches nothing."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] != "http" or scope["method"] != "GET":
+        found = find(scope)
+        if found is None:
             return Match.NONE, {}
-        path: str = scope["path"]
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):  # as starlette's routes see it, under a prefix
-            path = path[len(root) :]
-        if not path.startswith("/v1/boards/"):
-            return Match.NONE, {}
-        for pattern, names, bounds, handler in _ROUTES:
-            m = pattern.fullmatch(path)
-            if m is None:
-                continue
-            q = _query(scope["query_string"], bounds)
-            if q is None:
-                return Match.NONE, {}
-            params = dict(zip(names, m.groups(), strict=True))
-            return Match.FULL, {"podium.hot": (handler, params, q)}
-        return Match.NONE, {}
+        return Match.FULL, {"podium.hot": found}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        handler, params, q = scope["podium.hot"]
-        body, cache_control = await handler(Request(scope, receive), params, q)
-        headers = [
-            (b"content-length", str(len(body)).encode()),
-            (b"content-type", JSON),
-            (b"cache-control", cache_control),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await _answer(scope["podium.hot"], scope, receive, send)
+
+
+class HotFront:
+    """The outermost middleware: the plain hot reads answered ahead of the stack while the
+    gate sheds nothing; everything else passes to the stack untouched."""
+
+    def __init__(self, app: ASGIApp, gate: LoadGate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gate = self.gate
+        found = None if gate.level else find(scope)
+        if found is None:
+            await self.app(scope, receive, send)
+            return
+        gate.busy += 1  # as ShedReads counts every request it passes
+        try:
+            await _answer(found, scope, receive, send)
+        except PodiumError as e:
+            # The app's handler, as ExceptionMiddleware would call it; any other error goes
+            # up to the server's error middleware and its 500 handler, as before.
+            response = await podium_error(Request(scope, receive), e)
+            response.headers["x-content-type-options"] = "nosniff"
+            await response(scope, receive, send)
+        finally:
+            gate.busy -= 1
 
 
 def install(routes: list[BaseRoute]) -> None:

@@ -94,22 +94,25 @@ def _count_rejection(request: Request, status: int) -> None:
         metrics.RESULTS_REJECTED.labels(str(status)).inc()
 
 
+async def podium_error(request: Request, exc: PodiumError) -> JSONResponse:
+    """The answer to a ``PodiumError``: the app's handler, and the hot reads' (api/hot.py)."""
+    headers = {}
+    if isinstance(exc, RateLimited | Unavailable):
+        headers["Retry-After"] = str(exc.retry_after)
+    if isinstance(exc, Unavailable):
+        # Expected (a restart, a failover): one line; the client retries.
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+    elif exc.status >= 500:
+        # A bug: its traceback (the driver's error as its cause) goes to the log.
+        log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
+    _count_rejection(request, exc.status)
+    # The message went to the log above; a client hears only which part is out (its
+    # message names the backend's address and the driver's words).
+    return problem(exc.status, exc.title, exc.public or str(exc), headers)
+
+
 def install(app: FastAPI) -> None:
-    @app.exception_handler(PodiumError)
-    async def podium_error(request: Request, exc: PodiumError) -> JSONResponse:
-        headers = {}
-        if isinstance(exc, RateLimited | Unavailable):
-            headers["Retry-After"] = str(exc.retry_after)
-        if isinstance(exc, Unavailable):
-            # Expected (a restart, a failover): one line; the client retries.
-            log.warning("%s %s: %s", request.method, request.url.path, exc)
-        elif exc.status >= 500:
-            # A bug: its traceback (the driver's error as its cause) goes to the log.
-            log.error("%s %s: %s", request.method, request.url.path, exc, exc_info=exc)
-        _count_rejection(request, exc.status)
-        # The message went to the log above; a client hears only which part is out (its
-        # message names the backend's address and the driver's words).
-        return problem(exc.status, exc.title, exc.public or str(exc), headers)
+    app.add_exception_handler(PodiumError, podium_error)  # type: ignore[arg-type]
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
