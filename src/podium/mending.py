@@ -13,7 +13,12 @@ writes boards or only serves reads (the markers live in the index, not in a proc
   or a token other than the one seen before the read (the index was emptied and rebuilt
   while the read ran, so it may have read the empty board), is a 503 too. A read that
   brought the markers itself, read in its own atomic step (a player's rank with neighbors
-  on one Redis, ``around.lua``), needs no check after it: those markers are it.
+  on one Redis, ``around.lua``), needs no check after it: those markers are it. An
+  estimated rank on a split board asks one shard (``marked_score.lua``): its marker, read
+  with the score, stands in for that shard's among the markers last seen, and the others'
+  stay as seen, if every marker was read at most ``WHOLE_S`` ago. The read did not touch
+  the other shards, but its estimate comes from the aggregator's histogram of them all,
+  so a marker gone elsewhere must still stop it, within that second.
 
 The markers go with the data: a flush, or a restart without it, took the marker with the
 board, so a read that found the same token after it as before it read a board that held
@@ -44,7 +49,9 @@ from podium.ports.generations import Generations
 
 T = TypeVar("T")
 GONE_S = 1.0  # a marker seen gone is trusted this long before a read asks again
+WHOLE_S = 1.0  # every marker read this recently: one shard's own can stand in for its own
 Tokens = tuple[str | None, ...]
+Some = dict[int, str | None]  # the markers of some shards, by position
 
 
 class _After:
@@ -70,9 +77,21 @@ class _After:
             await asyncio.wait([task])  # begun before I asked: wait for it, then ask anew
 
 
-def _generation(got: Around | Estimated | None) -> Tokens | None:
-    """The markers an index read in the same step as ``got``'s rows, if it did."""
-    return got.generation if isinstance(got, Around) else None
+def _generation(got: Around | Estimated | None) -> Tokens | Some | None:
+    """The markers an index read in the same step as ``got``'s rows or score, if it did."""
+    return None if got is None else got.generation
+
+
+def _merged(seen: Tokens | None, read: Some) -> Tokens | None:
+    """The markers last seen with those a read brought from its own step in their place:
+    the check after a read that asked some shards only. None (ask for every marker) where
+    none were seen yet, one seen was gone, or they are of another number of shards."""
+    if seen is None or None in seen or any(not 0 <= s < len(seen) for s in read):
+        return None
+    out = list(seen)
+    for s, token in read.items():
+        out[s] = token
+    return tuple(out)
 
 
 class MarkedRanks:
@@ -84,25 +103,35 @@ class MarkedRanks:
         self._fresh = _After(generations.tokens)
         self._seen: Tokens | None = None
         self._seen_at = 0.0
+        self._whole_at = -WHOLE_S  # when every marker was last read
 
     async def checked(
         self,
         read: Callable[[], Awaitable[T]],
-        same_step: Callable[[T], Tokens | None] = lambda _: None,
+        same_step: Callable[[T], Tokens | Some | None] = lambda _: None,
     ) -> T:
         """``read``'s answer, if the markers say the index held its data throughout (a
         read of the index that is not a rank source's, such as a league's cohort). Where
         the read itself brought the markers, read at its own instant (``same_step``), they
         are the check after it, and no second round trip is made: a board read in the same
-        atomic step as a marker that is there held that generation's data."""
+        atomic step as a marker that is there held that generation's data. Where it brought
+        the markers of some shards only (``Some``), they are merged into those last seen."""
         before = self._seen
         if before is not None and None in before and self._clock.now() - self._seen_at < GONE_S:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
         got = await read()
-        after = same_step(got)
+        step = same_step(got)
+        now = self._clock.now()
+        if isinstance(step, dict):  # some shards' markers: merged, if the rest are recent
+            after = _merged(before, step) if now - self._whole_at < WHOLE_S else None
+        else:
+            after = step
+            if step is not None:
+                self._whole_at = now
         if after is None:
             after = await self._fresh()
-        self._seen, self._seen_at = after, self._clock.now()
+            self._whole_at = now = self._clock.now()
+        self._seen, self._seen_at = after, now
         if None in after:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
         # Markers of another number: a reshard switched the layout while this read ran

@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from podium import metrics
 from podium.caching import Cache
@@ -138,12 +139,18 @@ class SnapshotRanks:
                 names = await self.copy.profiles([p for p, _ in rows])
                 return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
             if _estimates(spec, snap):
-                score = (await self.split.scores(key, [player_id]))[0]
+                # The score with its shard's marker read in the same step: the read's check
+                # (mending.py) needs no second round trip.
+                shard, got = await self.split.marked_score(key, player_id)
+                score = got.score
                 if score is None:
                     return None  # not on the board
                 if snap.ahead(player_id, score) is None:
                     # Below the exact top: an estimate, labelled, without neighbors.
-                    return self.place(spec, snap, score)
+                    placed = self.place(spec, snap, score)
+                    if got.marked:
+                        placed = replace(placed, generation={shard: got.token})
+                    return placed
                 # Inside the top after all: counted exactly.
         return await self.counted.around(spec, key, player_id, neighbors)
 

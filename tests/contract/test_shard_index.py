@@ -16,6 +16,7 @@ import pytest
 
 import podium.index.redis as redis_index
 from podium.domain.boards import in_board_order
+from podium.index.generations import RedisGenerations
 from podium.ports import BoardKey, Near, ShardIndex
 from tests.contract.conftest import SINGLE_INDEXES, Backend, backend_of
 
@@ -86,6 +87,31 @@ async def test_scores_of_members_absent_and_repeated(index: ShardIndex, descendi
     assert await index.scores(MISSING, ["a", "b"]) == [None, None]
     await index.ban([WEEK], "a")
     assert await index.scores(WEEK, ["a", "b"]) == [None, entries["b"]]
+
+
+async def test_marked_score_is_the_score_with_the_shard_s_marker(
+    index: ShardIndex, descending: bool
+) -> None:
+    """The score as ``scores`` reads it, with the shard's generation marker read in the same
+    step: the token the markers hold, None once it is gone; the in-process index keeps no
+    markers and says so."""
+    entries = {m: (i - 5) * 1000 for i, m in enumerate(TRICKY)} | {"max": MAX}
+    await fill(index, entries, descending)
+    raw: Any = getattr(index, "keys", None)
+    marks = None
+    if raw is not None:  # a Redis shard: its markers, as the mender writes them
+        marks = RedisGenerations(index.client, [(0, raw)])
+        await marks.mark([0], "t1", 0.0)
+    for member in [*entries, *ABSENT[:3]]:
+        got = await index.marked_score(WEEK, member)
+        assert got.score == entries.get(member)
+        assert got.marked is (marks is not None)
+        assert got.token == ("t1" if marks is not None else None)
+    assert (await index.marked_score(MISSING, "a")).score is None
+    if marks is not None:  # the marker gone: the read says so, beside the score
+        await index.client.delete(raw.generation())
+        got = await index.marked_score(WEEK, "a")
+        assert (got.score, got.token, got.marked) == (entries["a"], None, True)
 
 
 # -- ahead ----------------------------------------------------------------------------------

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 import pytest
 
 from podium.domain.boards import BoardSpec
+from podium.domain.histogram import Estimate
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import Rebuilding
-from podium.mending import MarkedRanks
-from podium.ports import Around, BoardKey
+from podium.mending import GONE_S, WHOLE_S, MarkedRanks
+from podium.ports import Around, BoardKey, Estimated
 from podium.ports.generations import Held
 
 SPEC = BoardSpec("week", WindowRule(WindowKind.WEEK))
@@ -59,8 +60,11 @@ class Source:
 
 
 class Clock:
+    def __init__(self) -> None:
+        self.at = 1_000.0
+
     def now(self) -> float:
-        return 1_000.0
+        return self.at
 
 
 def _around(generation: tuple[str | None, ...] | None) -> Around:
@@ -123,3 +127,74 @@ async def test_markers_of_another_number_are_a_reshard_not_a_rebuild() -> None:
     await ranks.around(SPEC, KEY, "a", 2)
     markers.now = ("t9",) * 8
     assert (await ranks.around(SPEC, KEY, "a", 2)) == source.next
+
+
+def _estimated(generation: dict[int, str | None] | None) -> Estimated:
+    return Estimated(Estimate(500, 400, 600), 5.0, 10, 1_000.0, generation=generation)
+
+
+async def test_an_estimate_s_one_marker_stands_in_for_its_shard() -> None:
+    """An estimated rank reads one shard's score with that shard's marker: merged into the
+    markers last seen, it is the check after the read, with no second round trip."""
+    markers, source = Markers(("t1", "t1", "t1")), Source()
+    ranks = _marked(markers, source)
+    source.next = _estimated({1: "t1"})  # type: ignore[assignment]
+    assert await ranks.around(SPEC, KEY, "a", 2) == source.next  # none seen yet: asked
+    assert markers.asked == 1
+    for _ in range(3):
+        assert await ranks.around(SPEC, KEY, "a", 2) == source.next
+    assert markers.asked == 1  # the read's own marker was the check
+    source.next = _estimated({1: None})  # (1) lost its data
+    with pytest.raises(Rebuilding, match="being rebuilt"):
+        await ranks.around(SPEC, KEY, "a", 2)
+    assert markers.asked == 1
+
+
+async def test_an_estimate_s_marker_changed_since_last_seen_is_a_503_once() -> None:
+    markers, source = Markers(("t1", "t1")), Source()
+    ranks = _marked(markers, source)
+    source.next = _estimated({0: "t1"})  # type: ignore[assignment]
+    await ranks.around(SPEC, KEY, "a", 2)
+    source.next = _estimated({0: "t2"})  # type: ignore[assignment]
+    with pytest.raises(Rebuilding, match="rebuilt while this read ran"):
+        await ranks.around(SPEC, KEY, "a", 2)
+    assert await ranks.around(SPEC, KEY, "a", 2) == source.next
+    assert markers.asked == 1
+
+
+async def test_an_estimate_after_a_gone_marker_asks_for_every_marker() -> None:
+    """Once a marker was seen gone, a shard's own marker cannot say the others came back:
+    the next read (past GONE_S) asks for them all."""
+    markers, source = Markers(("t1", None)), Source()
+    ranks = _marked(markers, source)
+    source.next = _estimated(None)  # type: ignore[assignment]
+    with pytest.raises(Rebuilding):
+        await ranks.around(SPEC, KEY, "a", 2)  # (1) gone: seen
+    markers.now = ("t1", "t2")  # rebuilt
+    ranks._seen_at -= 2 * GONE_S  # the gone marker seen long enough ago to ask again
+    source.next = _estimated({0: "t1"})  # type: ignore[assignment]
+    with pytest.raises(Rebuilding, match="rebuilt while this read ran"):
+        await ranks.around(SPEC, KEY, "a", 2)  # every marker asked: (1) is another's now
+    assert markers.asked == 2
+    assert await ranks.around(SPEC, KEY, "a", 2) == source.next
+    assert markers.asked == 2  # all seen there again: the read's own marker is the check
+
+
+async def test_an_estimate_asks_for_every_marker_once_a_second() -> None:
+    """The estimate comes from a histogram of every shard: a marker gone on another shard
+    must stop it too, so every marker is read again once the last whole read is WHOLE_S
+    old, and a gone one found there is a 503."""
+    markers, source = Markers(("t1", "t1")), Source()
+    clock = Clock()
+    ranks = MarkedRanks(source, markers, clock)  # type: ignore[arg-type]
+    source.next = _estimated({0: "t1"})  # type: ignore[assignment]
+    await ranks.around(SPEC, KEY, "a", 2)
+    await ranks.around(SPEC, KEY, "a", 2)
+    assert markers.asked == 1
+    markers.now = ("t1", None)  # shard 1 lost its data
+    clock.at += WHOLE_S / 2
+    assert await ranks.around(SPEC, KEY, "a", 2) == source.next  # within the second
+    clock.at += WHOLE_S
+    with pytest.raises(Rebuilding, match="being rebuilt"):
+        await ranks.around(SPEC, KEY, "a", 2)
+    assert markers.asked == 2

@@ -29,7 +29,7 @@ from sortedcontainers import SortedList
 
 from podium.index.memory_profiles import MemoryProfileCopy
 from podium.index.memory_rebuild import Held, MemoryRebuild
-from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports import Around, BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
 from podium.ports.status import IndexNode
 
 
@@ -309,6 +309,10 @@ class MemoryIndex(MemoryRebuild):
         if board is None:
             return [None] * len(members)
         return [board.scores.get(m) for m in members]
+
+    async def marked_score(self, key: BoardKey, member: str) -> MarkedScore:
+        board = self._get(key)
+        return MarkedScore(None if board is None else board.scores.get(member), None, False)
 
     async def ahead(
         self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool

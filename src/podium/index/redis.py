@@ -35,7 +35,7 @@ from podium.index.nodes import describe
 from podium.index.redis_profiles import RedisProfileCopy, decode_held
 from podium.index.redis_rebuild import RedisRebuild
 from podium.index.scripts import Script
-from podium.ports import Around, BoardKey, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports import Around, BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
 from podium.ports.status import IndexNode
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
@@ -55,6 +55,7 @@ AHEAD = Script("ahead", readonly=True)
 NEAR = Script("near", readonly=True)
 SCORES_AT = Script("scores_at", readonly=True)
 SLICE = Script("slice", readonly=True)
+MARKED_SCORE = Script("marked_score", readonly=True)
 
 
 def _order(descending: bool) -> str:
@@ -104,6 +105,12 @@ def _meta(members: Sequence[str], held: Sequence[Any]) -> dict[str, str]:
             if text:
                 out[m] = text
     return out
+
+
+def _token(marker: str | None) -> str | None:
+    """The token of a generation marker as a script read it (None where it is gone). The
+    marker is "<token> <node>" (generations.py); a read compares tokens only."""
+    return (marker.partition(" ")[0] or None) if marker else None
 
 
 def _score(held: Any) -> int | None:
@@ -282,8 +289,7 @@ class RedisIndex(RedisRebuild):
         rows = _rows(flat)
         members = [m for m, _ in rows]
         profiles = None if names is None else decode_held(members, names)
-        # The marker is "<token> <node>" (generations.py); a read compares tokens only.
-        token = (marker.partition(" ")[0] or None) if marker else None
+        token = _token(marker)
         # The script sends no score of its own: the player's row holds it. One sorted set
         # holds the whole board, so every rank is exact.
         score = rows[rank - max(0, rank - neighbors)][1]
@@ -349,6 +355,13 @@ class RedisIndex(RedisRebuild):
         with translated:
             held = await self._r.execute_command("ZMSCORE", self.keys.board(key), *members)
         return [_score(h) for h in held]
+
+    async def marked_score(self, key: BoardKey, member: str) -> MarkedScore:
+        with translated:
+            score, marker = await MARKED_SCORE(
+                self._r, [self.keys.board(key), self.keys.generation()], [member]
+            )
+        return MarkedScore(_score(score), _token(marker), True)
 
     async def ahead(
         self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool

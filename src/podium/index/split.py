@@ -29,7 +29,16 @@ from podium.domain.boards import merge_in_board_order
 from podium.domain.models import Profile
 from podium.domain.sharding import shard_of
 from podium.index.split_profiles import SplitProfileCopy
-from podium.ports import Around, BoardKey, Meta, Placed, ProfileCopy, ShardIndex, Slice
+from podium.ports import (
+    Around,
+    BoardKey,
+    MarkedScore,
+    Meta,
+    Placed,
+    ProfileCopy,
+    ShardIndex,
+    Slice,
+)
 from podium.ports.status import IndexNode
 
 
@@ -197,6 +206,12 @@ class SplitIndex:
             for i, score in zip(at, scores, strict=True):
                 out[i] = score
         return out
+
+    async def marked_score(self, key: BoardKey, player_id: str) -> tuple[int, MarkedScore]:
+        """The player's shard, and their score there with its marker read in the same step."""
+        home = self._home(key)
+        shard = self.shard_of(player_id) if home is None else home
+        return shard, await self.shards[shard].marked_score(key, player_id)
 
     async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
         return (await self.ranks(key, [player_id], descending=descending))[0]
