@@ -236,6 +236,12 @@ class ServerSettings:
     classes at 2, 3 and 4 times it. A result waits this long at each of its handful of store
     round trips: 5 ms keeps its accept under 100 ms (BENCHMARKS.md, "Results before
     reads")."""
+    shed_accept_ms: Annotated[
+        float, Strict(), Gt(0), _float, _says(_NUMBER, "expected more than 0")
+    ] = 50.0
+    """A match this process has been recording this long sheds every read (the top page
+    still answered from its last copy) until no match in flight is that old, and for a
+    second after: a result already late says reads must wait, whatever the loop's lag."""
 
 
 @table(frozen=True, config=_TABLE)

@@ -6,12 +6,15 @@ figures pinned), so nothing here depends on how fast the machine is."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import httpx
 import pytest
 
 from podium import metrics
 from podium.api.shedding import LoadGate
-from podium.domain.admission import FAR, FRIENDS, PAGE, RANK
+from podium.domain.admission import FAR, FRIENDS, PAGE, RANK, TOP
 from podium.domain.models import Scope
 from tests.integration.conftest import Api
 
@@ -121,6 +124,41 @@ async def test_matches_in_flight_alone_raise_the_level(make_api: type) -> None:
         gate.release()
 
 
+async def test_a_late_result_sheds_every_read_until_it_is_recorded(make_api: type) -> None:
+    """The gate's own figures, not pinned: a match held in flight past
+    ``server.shed_accept_ms`` takes the level to the top while the process is busy, and a
+    player's rank is shed, whatever the loop's lag."""
+    api: Api = await make_api(server={"shed_accept_ms": 20})
+    gate = gate_of(api)
+    opened = asyncio.Event()
+    record = api.podium.matches.record_all  # what the route calls
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        await opened.wait()
+        return await record(*args, **kwargs)
+
+    api.podium.matches.record_all = held  # type: ignore[method-assign]
+    transport = api.client._transport
+    assert isinstance(transport, httpx.ASGITransport)
+    pending = transport.app.state.pending_matches  # type: ignore[attr-defined]
+    late = asyncio.create_task(api.submit("m1", [("p1", 10)]))
+    try:
+
+        async def late_enough() -> bool:
+            return pending.oldest_s() >= 0.020
+
+        assert await api.until(late_enough)
+        gate.busy += gate.limits.min_busy  # as if that many requests were in flight
+        assert gate.update() == TOP
+        shed = await api.client.get(READS[RANK])
+        assert shed.status_code == 503 and shed.headers["retry-after"] == "1"
+    finally:
+        opened.set()
+        gate.busy -= gate.limits.min_busy
+    assert (await late).status_code == 200  # the result itself was never refused
+    assert pending.oldest_s() == 0.0  # nothing in flight: the age no longer counts
+
+
 async def test_with_shedding_off_nothing_is_shed(make_api: type) -> None:
     api: Api = await make_api(server={"shed_reads": False})
     gate = gate_of(api)
@@ -132,9 +170,10 @@ async def test_with_shedding_off_nothing_is_shed(make_api: type) -> None:
 
 
 @pytest.mark.parametrize("value", [0, -1, "soon"])
-def test_the_lag_threshold_must_be_a_positive_number(value: object) -> None:
+@pytest.mark.parametrize("name", ["shed_lag_ms", "shed_accept_ms"])
+def test_the_thresholds_must_be_positive_numbers(name: str, value: object) -> None:
     from podium.config import parse
     from podium.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"server\.shed_lag_ms"):
-        parse({"server": {"shed_lag_ms": value}})
+    with pytest.raises(ConfigError, match=rf"server\.{name}"):
+        parse({"server": {name: value}})

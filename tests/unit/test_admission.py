@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from podium.api.ratelimit import PendingMatches
 from podium.api.shedding import LoadGate, classify
 from podium.domain.admission import (
     FAR,
@@ -61,6 +62,37 @@ def test_matches_in_flight_shed_every_read_by_the_time_results_are_refused(
 def test_the_higher_of_the_two_figures_counts() -> None:
     assert target(0.012, pending=50, busy=64, limits=LIMITS) == 3
     assert target(0.021, pending=20, busy=64, limits=LIMITS) == 4
+
+
+def test_a_match_in_flight_past_its_threshold_sheds_every_read() -> None:
+    limits = Limits.of(shed_lag_ms=5.0, max_pending_matches=64, shed_accept_ms=50.0)
+    assert limits.accept_s == pytest.approx(0.050)
+    assert target(0.0, pending=1, busy=64, limits=limits, oldest_s=0.049) == 0
+    assert target(0.0, pending=1, busy=64, limits=limits, oldest_s=0.050) == TOP
+    assert target(0.011, pending=1, busy=64, limits=limits, oldest_s=0.020) == 2  # the lag's
+    # Nearly idle, a late match is a slow store, not reads crowding it out: nothing shed.
+    assert target(0.0, pending=1, busy=MIN_BUSY - 1, limits=limits, oldest_s=1.0) == 0
+    # Without the setting (the domain's default), the age of a match never sheds.
+    assert target(0.0, pending=1, busy=64, limits=LIMITS, oldest_s=1e9) == 0
+
+
+def test_the_oldest_match_in_flight_is_timed_from_its_admission() -> None:
+    clock = Clock()
+    pending = PendingMatches(8, clock=clock)
+    assert pending.oldest_s() == 0.0
+    with pending.admit():
+        clock.t = 1.0
+        with pending.admit():
+            clock.t = 1.5
+            assert pending.oldest_s() == 1.5  # the first admitted
+        assert pending.oldest_s() == 1.5
+        with pending.admit():
+            clock.t = 2.0
+            assert pending.oldest_s() == 2.0
+    assert pending.oldest_s() == 0.0 and pending.now == 0
+    with pending.admit():  # a later one, alone
+        clock.t = 2.25
+        assert pending.oldest_s() == 0.25
 
 
 def test_a_process_with_little_in_flight_sheds_nothing_however_late_its_loop() -> None:

@@ -79,8 +79,13 @@ def create_app(
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
     app.state.route_table = protocol.RouteTable(app)
     app.state.shed_gate = shedding.LoadGate(  # results before reads (api/shedding.py)
-        Limits.of(settings.server.shed_lag_ms, settings.server.max_pending_matches),
+        Limits.of(
+            settings.server.shed_lag_ms,
+            settings.server.max_pending_matches,
+            settings.server.shed_accept_ms,
+        ),
         lambda: app.state.pending_matches.now,
+        oldest=app.state.pending_matches.oldest_s,
         enabled=settings.server.shed_reads and settings.server.api != "write",
     )
     problems.install(app)

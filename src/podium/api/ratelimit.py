@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
@@ -151,16 +151,32 @@ class PendingMatches:
     """Counts the matches this process is recording; past ``limit`` a new one is refused
     before it touches the store, and the game server retries it (retries are safe)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
         self.now = 0
+        self._clock = clock
+        self._ticket = 0
+        # When each match in flight began, by ticket, in the order they began: the first is
+        # the oldest (a dict keeps insertion order; a finished one is deleted wherever it is).
+        self._began: dict[int, float] = {}
 
     @contextmanager
     def admit(self) -> Iterator[None]:
         if self.now >= self.limit:
             raise Overloaded(f"this process is recording {self.now} matches already; retry shortly")
         self.now += 1
+        self._ticket += 1
+        ticket = self._ticket
+        self._began[ticket] = self._clock()
         try:
             yield
         finally:
             self.now -= 1
+            del self._began[ticket]
+
+    def oldest_s(self) -> float:
+        """How long the oldest match in flight has been recording (0 with none): what the
+        load gate sheds every read at (``server.shed_accept_ms``)."""
+        for began in self._began.values():
+            return self._clock() - began
+        return 0.0

@@ -5,8 +5,9 @@ answers. Three parts:
 
 - ``LoadGate`` holds the level in force (0 to 4). A ticker (``ticking``, run in the app's
   lifespan) sleeps ``TICK_S`` on the event loop and measures how late it wakes, smoothed
-  over about ``SMOOTH_S``; each tick it reads the matches in flight (``PendingMatches``) and
-  the requests in flight (counted by the middleware), and sets the level. So the figures
+  over about ``SMOOTH_S``; each tick it reads the matches in flight and how long the oldest
+  of them has been recording (``PendingMatches``) and the requests in flight (counted by the
+  middleware), and sets the level. So the figures
   are what the process really sees, and the per-request work is only reading one attribute.
 - ``ShedReads``, a pure ASGI middleware in front of routing: it counts the requests in
   flight, and while the level is above 0 sorts each ``GET``/``HEAD`` read by its path into a
@@ -71,6 +72,7 @@ class LoadGate:
         limits: Limits,
         pending: Callable[[], int],
         *,
+        oldest: Callable[[], float] = lambda: 0.0,
         enabled: bool = True,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -80,9 +82,10 @@ class LoadGate:
         self.busy = 0  # requests in flight, counted by ShedReads
         self.lag_s = 0.0  # the loop's lag, smoothed
         self._pending = pending
+        self._oldest = oldest  # how long the oldest match in flight has been recording
         self._clock = clock
         self._level = Level()
-        self._held: tuple[float, int, int] | None = None
+        self._held: tuple[float, int, int, float] | None = None
         self._pages: Cache[tuple[str, bytes], tuple[bytes, float]] = Cache(
             PAGES_KEPT, STALE_S, time.monotonic
         )
@@ -99,20 +102,22 @@ class LoadGate:
     def update(self) -> int:
         """The level from the figures now (or the pinned ones)."""
         if self._held is not None:
-            lag, pending, busy = self._held
+            lag, pending, busy, oldest = self._held
         else:
-            lag, pending, busy = self.lag_s, self._pending(), self.busy
-        wanted = admission.target(lag, pending, busy, self.limits) if self.enabled else 0
+            lag, pending, busy, oldest = self.lag_s, self._pending(), self.busy, self._oldest()
+        wanted = admission.target(lag, pending, busy, self.limits, oldest) if self.enabled else 0
         level = self._level.update(wanted, self._clock(), self.limits.hold_s)
         if level != self.level:
             self.level = level
             metrics.SHED_LEVEL.set(level)
         return level
 
-    def hold(self, lag_s: float, pending: int = 0, busy: int | None = None) -> int:
+    def hold(
+        self, lag_s: float, pending: int = 0, busy: int | None = None, oldest_s: float = 0.0
+    ) -> int:
         """Pin the figures (the tests' seam): the ticker's measures are ignored until
         ``release``. ``busy`` defaults to enough requests in flight to count."""
-        self._held = (lag_s, pending, self.limits.min_busy if busy is None else busy)
+        self._held = (lag_s, pending, self.limits.min_busy if busy is None else busy, oldest_s)
         return self.update()
 
     def release(self) -> None:

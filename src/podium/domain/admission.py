@@ -17,15 +17,20 @@ class of reads:
 
 Results (``POST /v1/matches/...``), the admin's calls, health and metrics are never shed.
 
-The level comes from two figures, each against a ladder of four thresholds, and is the
-higher of the two:
+The level comes from three figures, and is the highest they call for:
 
 - the event loop's lag, smoothed: how late a timer of the loop fires. Every request's every
   ``await`` waits its turn in the same loop, so this is the queue a result's handful of
   store round trips wait in, and what turns a 10 ms accept into 100 ms;
 - matches in flight in this process, against ``server.max_pending_matches``: a quarter,
   half, three quarters and all of it, so that by the time this process refuses results it
-  sheds every read.
+  sheds every read;
+- how long the oldest match in flight has been recording, against
+  ``server.shed_accept_ms``: at it, every read is shed (the top level). The lag ladder
+  alone let results wait: beside 64 readers the loop's lag sat between the third and the
+  fourth rung, where a player's rank is not yet shed, and each of a result's awaits queued
+  behind the reads (accept p99 229 ms, BENCHMARKS.md "Results before reads"). A result
+  already late is the seed's own signal that reads must go.
 
 Neither counts unless the process has at least ``MIN_BUSY`` requests in flight: a loop
 that lags while it has next to nothing to do is lagging for someone else (another process
@@ -61,14 +66,18 @@ class Limits:
 
     lag_s: tuple[float, ...]
     pending: tuple[float, ...]
+    accept_s: float = float("inf")  # the oldest match in flight this old: every read shed
     min_busy: int = MIN_BUSY
     hold_s: float = HOLD_S
 
     @classmethod
-    def of(cls, shed_lag_ms: float, max_pending_matches: int) -> Limits:
+    def of(
+        cls, shed_lag_ms: float, max_pending_matches: int, shed_accept_ms: float = float("inf")
+    ) -> Limits:
         return cls(
             tuple(shed_lag_ms / 1000 * k for k in LAG_STEPS),
             tuple(max_pending_matches * k for k in PENDING_STEPS),
+            shed_accept_ms / 1000,
         )
 
 
@@ -77,10 +86,13 @@ def _rung(value: float, ladder: tuple[float, ...]) -> int:
     return sum(1 for threshold in ladder if value >= threshold)
 
 
-def target(lag_s: float, pending: int, busy: int, limits: Limits) -> int:
-    """The level these figures call for: 0 (shed nothing) to ``TOP`` (shed every read)."""
+def target(lag_s: float, pending: int, busy: int, limits: Limits, oldest_s: float = 0.0) -> int:
+    """The level these figures call for: 0 (shed nothing) to ``TOP`` (shed every read).
+    ``oldest_s``: how long the oldest match in flight has been recording."""
     if busy < limits.min_busy:
         return 0
+    if oldest_s >= limits.accept_s:
+        return TOP
     return max(_rung(lag_s, limits.lag_s), _rung(pending, limits.pending))
 
 
