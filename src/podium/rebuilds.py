@@ -72,8 +72,11 @@ class Rebuilds:
         entries: list[tuple[str, int]] = []
         versions: list[int] = []
         texts: list[str | None] = []
+        # Bans asked once, not with each page of rows (an IN of the page's ids was 11.5% of a
+        # start of three boards, BENCHMARKS.md "Embedded start"). This fill runs before the
+        # process serves (or where the index was lost), so no ban lands between the two.
+        banned = await self.store.every_ban()
         async for batch in self.store.tally_rows(board, w.id):
-            banned = await self.store.banned([r[0] for r in batch])
             for player, total, reached_at, version, text in batch:
                 if player not in banned:
                     entries.append((player, encode(total, reached_at - start)))

@@ -7,8 +7,8 @@ answers. Three parts:
   lifespan) sleeps ``TICK_S`` on the event loop and measures how late it wakes, smoothed
   over about ``SMOOTH_S``; each tick it reads the matches in flight and how long the oldest
   of them has been recording (``PendingMatches``) and the requests in flight (counted by the
-  middleware), and sets the level. So the figures
-  are what the process really sees, and the per-request work is only reading one attribute.
+  middleware), and sets the level. So the figures are what the process really sees, and
+  the per-request work is only reading one attribute.
 - ``ShedReads``, a pure ASGI middleware in front of routing: it counts the requests in
   flight, and while the level is above 0 sorts each ``GET``/``HEAD`` read by its path into a
   class and answers the shed ones itself, without routing them: ``503`` problem+json with

@@ -29,10 +29,10 @@ The level comes from three figures, and is the highest they call for:
   ``server.shed_accept_ms``: at it, every read is shed (the top level). The lag ladder
   alone let results wait: beside 64 readers the loop's lag sat between the third and the
   fourth rung, where a player's rank is not yet shed, and each of a result's awaits queued
-  behind the reads (accept p99 229 ms, BENCHMARKS.md "Results before reads"). A result
-  already late is the seed's own signal that reads must go.
+  behind the reads (accept p99 229 to 339 ms, BENCHMARKS.md "Four misses of issue 23").
+  A result already late is the plainest sign that reads must go.
 
-Neither counts unless the process has at least ``MIN_BUSY`` requests in flight: a loop
+None counts unless the process has at least ``MIN_BUSY`` requests in flight: a loop
 that lags while it has next to nothing to do is lagging for someone else (another process
 on the machine, a pause of the collector), and refusing its few readers gives nothing
 back. It also keeps a test's or a quiet server's lone request from ever being shed on a
