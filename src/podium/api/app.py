@@ -106,8 +106,14 @@ def create_app(
     app.add_middleware(protocol.HeadAsGet)
     app.add_middleware(shedding.ShedReads, gate=app.state.shed_gate)
     app.add_middleware(web.Headers)  # on every response, the 413s included
-    if "read" in kinds:  # outermost: the plain hot reads, ahead of the stack (api/hot.py)
-        app.add_middleware(hot.HotFront, gate=app.state.shed_gate)
+    # Outermost: the plain hot reads and results, ahead of the stack (api/hot.py).
+    app.add_middleware(
+        hot.HotFront,
+        gate=app.state.shed_gate,
+        reads="read" in kinds,
+        writes="write" in kinds,
+        max_body=settings.server.max_body_bytes,
+    )
     return app
 
 

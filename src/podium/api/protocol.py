@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from podium.api.problems import _count_rejection, _replay, problem
+from podium.api.problems import _count_rejection, problem, replay
 
 JSON = "application/json"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -121,17 +121,18 @@ class HeadAsGet:
         await self.app({**scope, "method": "GET"}, until_done, headers_only)
 
 
-class _Duplicate(ValueError):
+class Duplicate(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
 
 
-def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, ``Duplicate`` where a key appears twice."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Duplicate(key)
+            raise Duplicate(key)
         out[key] = value
     return out
 
@@ -164,7 +165,7 @@ class JsonBodies:
         while True:
             message = await receive()
             if message["type"] != "http.request":
-                await self.app(scope, _replay([message], receive), send)
+                await self.app(scope, replay([message], receive), send)
                 return
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
@@ -176,7 +177,7 @@ class JsonBodies:
             await refusal(scope, receive, send)
             return
         whole: Message = {"type": "http.request", "body": body, "more_body": False}
-        await self.app(scope, _replay([whole], receive), send)
+        await self.app(scope, replay([whole], receive), send)
 
     def _refusal(self, scope: Scope, body: bytes) -> Any:
         content_type = ""
@@ -191,8 +192,8 @@ class JsonBodies:
                 f"the body must be {JSON} (Content-Type: {JSON}); it was sent as {named}",
             )
         try:
-            json.loads(body, object_pairs_hook=_once_each)
-        except _Duplicate as e:
+            json.loads(body, object_pairs_hook=once_each)
+        except Duplicate as e:
             message = f'the key "{e.key}" appears more than once in one object'
             return problem(
                 422, "Invalid input", message, errors=[{"field": "body", "message": message}]

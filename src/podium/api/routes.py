@@ -114,10 +114,16 @@ async def post_results(
     matchId: MatchId,
     key: Annotated[ApiKey, Depends(game_server)],
 ) -> s.MatchOut:
+    return await record_match(request, key, matchId, body)
+
+
+async def record_match(request: Request, key: ApiKey, match_id: str, body: s.MatchIn) -> s.MatchOut:
+    """What ``POST /v1/matches/{id}/results`` does once its request is read: this route's,
+    and the plain form's ahead of the stack (api/hot.py)."""
     with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
         totals = await _podium(request).matches.record_all(
             key,
-            matchId,
+            match_id,
             body.mode,
             to_epoch(body.endedAt),
             body.durationSeconds,
@@ -125,7 +131,7 @@ async def post_results(
         )
     metrics.MATCHES_ACCEPTED.inc()
     return s.MatchOut(
-        matchId=matchId,
+        matchId=match_id,
         players=[
             s.PlayerTotals(
                 playerId=p,
