@@ -106,14 +106,10 @@ def create_app(
     app.add_middleware(protocol.HeadAsGet)
     app.add_middleware(shedding.ShedReads, gate=app.state.shed_gate)
     app.add_middleware(web.Headers)  # on every response, the 413s included
-    # Outermost: the plain hot reads and results, ahead of the stack (api/hot.py).
-    app.add_middleware(
-        hot.HotFront,
-        gate=app.state.shed_gate,
-        reads="read" in kinds,
-        writes="write" in kinds,
-        max_body=settings.server.max_body_bytes,
-    )
+    if "write" in kinds:  # outermost: plain results, ahead of the stack (api/hot.py)
+        app.add_middleware(
+            hot.HotResults, gate=app.state.shed_gate, max_body=settings.server.max_body_bytes
+        )
     return app
 
 

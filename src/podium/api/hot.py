@@ -13,21 +13,18 @@ shared read limiter, the read, the same body and headers; an error raised is tra
 the app's exception handlers into the same problem+json. The routes of ``routes.py`` stay
 the published contract (the OpenAPI document is built from them alone).
 
-``HotFront`` takes the same plain reads one step earlier, ahead of the middleware stack: a
-later profile (BENCHMARKS.md, "Rank with neighbors") found its five layers 5.6% of a rank
-read. What those layers do for a plain ``GET`` it does itself: it counts the request in
-flight for the load gate, sets ``X-Content-Type-Options``, and answers a ``PodiumError``
-with the app's own handler. While the gate sheds anything (its level above 0) it steps
-aside, and the stack, with ``ShedReads`` in it, decides as before; ``HotRoute`` then still
-spares the shed-free reads FastAPI's routing.
-
-It also takes a match's results (``POST /v1/matches/{id}/results``) in their plain form:
-``Content-Type: application/json`` exactly, a ``Content-Length`` within the limit, a body
-that parses (no key twice) and validates as ``MatchIn``. The profile of the accept path
-put 40% of its busy time outside the endpoint (the stack, routing, dependency solving);
-this form goes straight to ``routes.record_match``, the route's own code, after the same
-credential check. Any other request, or a body that does not validate, goes to the stack
-with its body replayed, and the full route answers it as before (its 413, 415 and 422).
+``HotResults``, a middleware outside all the others, takes a match's results
+(``POST /v1/matches/{id}/results``) in their plain form: ``Content-Type: application/json``
+exactly, a ``Content-Length`` within the limit, a body that parses (no key twice) and
+validates as ``MatchIn``. The profile of the accept path put 40% of its busy time outside
+the endpoint (the middlewares, routing, dependency solving); this form goes straight to
+``routes.record_match``, the route's own code, after the same credential check, and does
+itself what the middlewares do for it (counts it in flight for the load gate, sets
+``X-Content-Type-Options``, answers a ``PodiumError`` with the app's own handler). Any
+other request, or a body that does not validate, goes to the stack with its body replayed,
+and the full route answers it as before (its 413, 415 and 422). The same was tried for the
+hot reads (their middlewares were 5.6% of a rank read): no gain showed beyond the runs'
+spread, so the reads are not taken there (BENCHMARKS.md, "Four misses of issue 23").
 """
 
 from __future__ import annotations
@@ -152,7 +149,6 @@ async def _answer(found: Found, scope: Scope, receive: Receive, send: Send) -> N
         (b"content-length", str(len(body)).encode()),
         (b"content-type", JSON),
         (b"cache-control", cache_control),
-        (b"x-content-type-options", b"nosniff"),  # as web.Headers sets on every response
     ]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -171,39 +167,20 @@ class HotRoute(BaseRoute):
         await _answer(scope["podium.hot"], scope, receive, send)
 
 
-class HotFront:
-    """The outermost middleware: the plain hot reads (while the gate sheds nothing) and a
-    match's results in their plain form, answered ahead of the stack; everything else
-    passes to the stack untouched."""
+class HotResults:
+    """The outermost middleware: a match's results in their plain form, answered ahead of
+    the stack; everything else passes to the stack untouched."""
 
-    def __init__(
-        self, app: ASGIApp, gate: LoadGate, *, reads: bool, writes: bool, max_body: int
-    ) -> None:
+    def __init__(self, app: ASGIApp, gate: LoadGate, max_body: int) -> None:
         self.app = app
         self.gate = gate
-        self.reads = reads
-        self.writes = writes
         self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":  # the lifespan's messages, a websocket
+        if scope["type"] != "http" or scope["method"] != "POST":  # the lifespan's too
             await self.app(scope, receive, send)
             return
-        if self.writes and scope["method"] == "POST":
-            await self._results(scope, receive, send)
-            return
-        gate = self.gate
-        found = None if gate.level or not self.reads or _has_body(scope) else find(scope)
-        if found is None:
-            await self.app(scope, receive, send)
-            return
-        gate.busy += 1  # as ShedReads counts every request it passes
-        try:
-            await _answer(found, scope, receive, send)
-        except PodiumError as e:
-            await _problem(e, scope, receive, send)
-        finally:
-            gate.busy -= 1
+        await self._results(scope, receive, send)
 
     async def _results(self, scope: Scope, receive: Receive, send: Send) -> None:
         match_id = _plain_post(scope, self.max_body)
@@ -225,7 +202,7 @@ class HotFront:
             await self.app(scope, replay([whole], receive), send)
             return
         gate = self.gate
-        gate.busy += 1
+        gate.busy += 1  # as ShedReads counts every request it passes
         try:
             request = Request(scope, replay([whole], receive))
             try:
@@ -252,15 +229,6 @@ class HotFront:
             await send({"type": "http.response.body", "body": data})
         finally:
             gate.busy -= 1
-
-
-def _has_body(scope: Scope) -> bool:
-    """Whether a request says it carries a body: a GET with one goes through the stack,
-    whose ``BodyLimit`` holds it to the limit (a 413 past it) as for any request."""
-    for name, value in scope["headers"]:
-        if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
-            return True
-    return False
 
 
 def _plain_post(scope: Scope, max_body: int) -> str | None:
