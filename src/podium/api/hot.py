@@ -117,54 +117,43 @@ _ROUTES: tuple[
 )
 
 
-Found = tuple[Handler, dict[str, str], dict[str, int]]
-
-
-def find(scope: Scope) -> Found | None:
-    """The handler, path parameters and query of a plain hot read; None for any other
-    request."""
-    if scope["type"] != "http" or scope["method"] != "GET":
-        return None
+def _path(scope: Scope) -> str:
+    """The request's path as starlette's routes see it, under a prefix."""
     path: str = scope["path"]
     root = scope.get("root_path", "")
-    if root and path.startswith(root):  # as starlette's routes see it, under a prefix
-        path = path[len(root) :]
-    if not path.startswith("/v1/boards/"):
-        return None
-    for pattern, names, bounds, handler in _ROUTES:
-        m = pattern.fullmatch(path)
-        if m is None:
-            continue
-        q = _query(scope["query_string"], bounds)
-        if q is None:
-            return None
-        return handler, dict(zip(names, m.groups(), strict=True)), q
-    return None
-
-
-async def _answer(found: Found, scope: Scope, receive: Receive, send: Send) -> None:
-    handler, params, q = found
-    body, cache_control = await handler(Request(scope, receive), params, q)
-    headers = [
-        (b"content-length", str(len(body)).encode()),
-        (b"content-type", JSON),
-        (b"cache-control", cache_control),
-    ]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 class HotRoute(BaseRoute):
     """Matches the plain form of the hot reads; every other request matches nothing."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        found = find(scope)
-        if found is None:
+        if scope["type"] != "http" or scope["method"] != "GET":
             return Match.NONE, {}
-        return Match.FULL, {"podium.hot": found}
+        path = _path(scope)
+        if not path.startswith("/v1/boards/"):
+            return Match.NONE, {}
+        for pattern, names, bounds, handler in _ROUTES:
+            m = pattern.fullmatch(path)
+            if m is None:
+                continue
+            q = _query(scope["query_string"], bounds)
+            if q is None:
+                return Match.NONE, {}
+            params = dict(zip(names, m.groups(), strict=True))
+            return Match.FULL, {"podium.hot": (handler, params, q)}
+        return Match.NONE, {}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await _answer(scope["podium.hot"], scope, receive, send)
+        handler, params, q = scope["podium.hot"]
+        body, cache_control = await handler(Request(scope, receive), params, q)
+        headers = [
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", JSON),
+            (b"cache-control", cache_control),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 class HotResults:
@@ -177,12 +166,7 @@ class HotResults:
         self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":  # the lifespan's too
-            await self.app(scope, receive, send)
-            return
-        await self._results(scope, receive, send)
-
-    async def _results(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Every other scope passes untouched: the lifespan's, a websocket, every other request.
         match_id = _plain_post(scope, self.max_body)
         if match_id is None:
             await self.app(scope, receive, send)
@@ -234,11 +218,9 @@ class HotResults:
 def _plain_post(scope: Scope, max_body: int) -> str | None:
     """The match id of a results post in the plain form: the path, one Content-Type of
     exactly application/json, a Content-Length within ``max_body``; None otherwise."""
-    path: str = scope["path"]
-    root = scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root) :]
-    m = _RESULTS.fullmatch(path)
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return None
+    m = _RESULTS.fullmatch(_path(scope))
     if m is None:
         return None
     kind = length = None
