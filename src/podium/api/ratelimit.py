@@ -153,25 +153,27 @@ class PendingMatches:
 
     def __init__(self, limit: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
-        self.now = 0
         self._clock = clock
         self._ticket = 0
         # When each match in flight began, by ticket, in the order they began: the first is
         # the oldest (a dict keeps insertion order; a finished one is deleted wherever it is).
         self._began: dict[int, float] = {}
 
+    @property
+    def now(self) -> int:
+        """Matches in flight."""
+        return len(self._began)
+
     @contextmanager
     def admit(self) -> Iterator[None]:
         if self.now >= self.limit:
             raise Overloaded(f"this process is recording {self.now} matches already; retry shortly")
-        self.now += 1
         self._ticket += 1
         ticket = self._ticket
         self._began[ticket] = self._clock()
         try:
             yield
         finally:
-            self.now -= 1
             del self._began[ticket]
 
     def oldest_s(self) -> float:
