@@ -99,6 +99,11 @@ def driver_race(e: BaseException) -> bool:
     return str(tb.tb_frame.f_globals.get("__name__", "")).startswith(RACY_MODULES)
 
 
+def from_driver(e: BaseException) -> bool:
+    """Whether ``translate`` takes ``e``: a driver's error (``CAUGHT``) or a race in it."""
+    return isinstance(e, CAUGHT) or driver_race(e)
+
+
 def translate(e: BaseException) -> PodiumError:
     """The podium error for a driver's error (``CAUGHT``, or a ``driver_race``), per
     ``TABLE``."""
@@ -136,7 +141,7 @@ class _Translated:
         e: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if e is not None and (isinstance(e, CAUGHT) or driver_race(e)):
+        if e is not None and from_driver(e):
             raise translate(e) from e
 
 

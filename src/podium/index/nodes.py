@@ -17,7 +17,7 @@ from typing import Any
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.sentinel import SentinelConnectionPool
 
-from podium.index.errors import CAUGHT, driver_race, translate
+from podium.index.errors import CAUGHT, from_driver, translate
 from podium.ports.status import IndexNode, Replica
 
 
@@ -43,7 +43,7 @@ async def describe(client: Any, key: str, shard: int | None) -> IndexNode:
             name = kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"
             info = await client.info("replication")
     except (*CAUGHT, AttributeError, TypeError) as e:
-        if not isinstance(e, CAUGHT) and not driver_race(e):
+        if not from_driver(e):
             raise
         return IndexNode(shard, name, up=False, why=str(translate(e)))
     return replication(shard, name, info)
