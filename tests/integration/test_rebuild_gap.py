@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,29 @@ async def expected(b: Backends, name: str) -> dict[str, int]:
     return out
 
 
+async def read_ranks(
+    b: Backends,
+    players: list[str],
+    stop: asyncio.Event,
+    seen: dict[str, Any],
+    each: Callable[[], None] = lambda: None,
+) -> None:
+    """Random seeded players' ranks until ``stop``: one missing, or at no points, goes into
+    ``seen["missing"]``; every read is counted in ``seen["reads"]``, then ``each`` called."""
+    r = random.Random()
+    while not stop.is_set():
+        board, player = r.choice(BOARDS), r.choice(players)
+        try:
+            got = await b.podium.reads.player_rank(board, player, 0, None)
+            if got.points <= 0:
+                seen["missing"].append((board, player, got.points))
+        except NotFound:
+            seen["missing"].append((board, player, None))
+        seen["reads"] += 1
+        each()
+        await asyncio.sleep(0)
+
+
 async def test_no_rank_is_missing_and_nothing_is_lost(backends: Backends) -> None:
     b = backends
     for i in range(0, len(PLAYERS), 2):
@@ -124,18 +147,8 @@ async def test_no_rank_is_missing_and_nothing_is_lost(backends: Backends) -> Non
             seen["recorded"] = n
             await asyncio.sleep(0.002)
 
-    async def reader() -> None:
-        r = random.Random()
-        while not stop.is_set():
-            board, player = r.choice(BOARDS), r.choice(PLAYERS)
-            try:
-                got = await b.podium.reads.player_rank(board, player, 0, None)
-                if got.points <= 0:
-                    seen["missing"].append((board, player, got.points))
-            except NotFound:
-                seen["missing"].append((board, player, None))
-            seen["reads"] += 1
-            await asyncio.sleep(0)
+    def reader() -> Any:
+        return read_ranks(b, PLAYERS, stop, seen)
 
     tasks = [asyncio.create_task(t()) for t in (updater, writer, reader, reader)]
     try:

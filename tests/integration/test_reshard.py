@@ -25,7 +25,7 @@ import pytest
 from podium import bootstrap, config
 from podium.bootstrap import Backends
 from podium.config import Settings, parse
-from podium.errors import ConfigError, Conflict, NotFound, Unavailable
+from podium.errors import ConfigError, Conflict, Unavailable
 from podium.index.keys import layout_pattern
 from podium.ports import BoardKey
 from podium.rebuilding import GaplessRebuild, Target
@@ -37,18 +37,17 @@ from tests.integration.test_rebuild_cli import LEAGUE_BOARDS, seed_cup_and_leagu
 
 # The same week, boards and helpers as the rebuild without a gap: a reshard is that rebuild
 # under another shard count.
-from tests.integration.test_rebuild_gap import BOARDS, NOW, expected, key_of, record
+from tests.integration.test_rebuild_gap import (
+    BOARDS,
+    Clock,
+    expected,
+    key_of,
+    read_ranks,
+    record,
+)
 
 PLAYERS = [f"p{i:03d}" for i in range(120)]
 WATCH_S = 0.2
-
-
-class Clock:
-    def __init__(self, t: float = NOW) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
 
 
 @pytest.fixture(params=["redis", "cluster"])
@@ -125,22 +124,11 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
             await asyncio.sleep(0.003)
 
     def reader(b: Backends) -> Any:
-        async def run() -> None:
-            r = random.Random()
-            while not stop.is_set():
-                board, player = r.choice(BOARDS), r.choice(PLAYERS)
-                try:
-                    got = await b.podium.reads.player_rank(board, player, 0, None)
-                    if got.points <= 0:
-                        seen["missing"].append((board, player, got.points))
-                except NotFound:
-                    seen["missing"].append((board, player, None))
-                seen["reads"] += 1
-                assert b.layout is not None
-                seen["on_new"] += b.layout.count == count  # read on the new layout
-                await asyncio.sleep(0)
+        def on_new() -> None:  # a read on the new layout
+            assert b.layout is not None
+            seen["on_new"] += b.layout.count == count
 
-        return run
+        return lambda: read_ranks(b, PLAYERS, stop, seen, on_new)
 
     async def aggregating() -> None:
         while not stop.is_set():
