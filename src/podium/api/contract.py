@@ -14,6 +14,7 @@ from typing import Any
 from podium.api.problems import MEANINGS, PROBLEM
 from podium.config import Settings
 from podium.domain import validation as v
+from podium.domain.boards import EXACT_TOP
 
 Schema = dict[str, Any]
 
@@ -21,6 +22,7 @@ Schema = dict[str, Any]
 def publish(schema: Schema, settings: Settings) -> None:
     """Put the configured and the domain's rules into ``schema``'s components, in place."""
     _body_limit(schema)
+    _offsets(schema, settings)
     models: dict[str, Schema] = schema.get("components", {}).get("schemas", {})
     if "MatchIn" in models:
         _match(models["MatchIn"], models.get("ResultIn", {}), settings)
@@ -47,6 +49,24 @@ def _body_limit(schema: Schema) -> None:
     for operations in schema.get("paths", {}).values():
         for op in operations.values():
             op.setdefault("responses", {}).setdefault("413", too_large)
+
+
+def _offsets(schema: Schema, settings: Settings) -> None:
+    """A page's offset stays above the board's exact top (below it, a player is looked up by
+    id): the deepest configured board's on a board's page, which each board's own
+    ``exactTop`` may make shallower, and a tournament board's own on a tournament's."""
+    tops = {
+        "/v1/boards/{board}": max(b.exact_top for b in settings.boards),
+        "/v1/tournaments/{tournamentId}/board": EXACT_TOP,
+    }
+    for path, top in tops.items():
+        for param in schema.get("paths", {}).get(path, {}).get("get", {}).get("parameters", []):
+            if param.get("in") == "query" and param.get("name") == "offset":
+                param["schema"]["maximum"] = top - 1
+                param["description"] = param["schema"]["description"] = (
+                    f"rows to skip: below the board's exact top ({top:,} at most; a board's "
+                    "own is its exactTop), past which a player is looked up by id"
+                )
 
 
 def _match(match: Schema, result: Schema, settings: Settings) -> None:

@@ -104,7 +104,12 @@ class ResultIn(_In):
 
 class MatchIn(_In):
     mode: str = Field(min_length=1, max_length=64)
-    endedAt: Rfc3339
+    endedAt: Rfc3339 = Field(
+        description="when the match ended (RFC 3339). Two rules of time no schema can state "
+        "(422 when broken): no later than `[server] max_clock_skew_s` past the server's "
+        "clock, and inside a window of the mode's boards that still takes results (open, or "
+        "closed less than `freeze_after_s` ago)"
+    )
     durationSeconds: WholeNumber = Field(ge=0)
     results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 

@@ -76,7 +76,8 @@ class TournamentIn(s._In):
     endsAt: s.Rfc3339 | None = Field(
         default=None,
         description="required without a schedule; with one, no run starts at or after it "
-        "(default: never)",
+        "(default: never). A rule no schema can state (422 when broken): after startsAt, and "
+        f"without a schedule at most {d.MAX_DURATION_S} s after it",
     )
     schedule: str | None = Field(
         default=None,

@@ -62,6 +62,9 @@ class Tally:
     metadata: str | None = None
 
 
+EXACT_TOP = 10_000  # pages reach this deep unless a board says otherwise (tournaments never do)
+
+
 @dataclass(frozen=True, slots=True)
 class BoardSpec:
     name: str
@@ -69,7 +72,7 @@ class BoardSpec:
     aggregate: Aggregate = Aggregate.SUM
     order: Order = Order.DESC
     ties: Ties = Ties.FIRST
-    exact_top: int = 10_000
+    exact_top: int = EXACT_TOP
     freeze_after_s: int = 600
     modes: tuple[str, ...] | None = None  # None: every mode counts
     group_by: str | None = None  # a player attribute ("country"): one board per value
