@@ -1,5 +1,6 @@
 """The admin's calls on a board window before prizes: review its top beside the latest
-flagged results, and freeze it now (a tournament ended early) rather than when it is due.
+flagged results, and freeze it now (a tournament ended early) rather than when it is due;
+on a league board, its cohorts with it (their tier moves and events).
 
 Knows the ports, never an adapter.
 """
@@ -7,6 +8,7 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 from podium.domain.models import Flagged, FrozenWindow
+from podium.leagues import Leagues
 from podium.lifecycle import Lifecycle
 from podium.ports import Results
 from podium.reads import Reads
@@ -16,10 +18,13 @@ REVIEW_FLAGGED = 200  # flagged results listed for review
 
 
 class BoardAdmin:
-    def __init__(self, store: Results, reads: Reads, lifecycle: Lifecycle) -> None:
+    def __init__(
+        self, store: Results, reads: Reads, lifecycle: Lifecycle, leagues: Leagues | None = None
+    ) -> None:
         self.store = store
         self.reads = reads
         self.lifecycle = lifecycle
+        self.leagues = leagues
 
     async def review(
         self, board: str, window_id: str | None, top: int, group: str | None = None
@@ -32,10 +37,14 @@ class BoardAdmin:
         return page, flagged
 
     async def freeze(self, board: str, window_id: str) -> tuple[bool, FrozenWindow]:
-        """Freeze a window now, whether or not it is due; False if it was frozen already."""
+        """Freeze a window now, whether or not it is due; False if it was frozen already.
+        On a league board its cohorts freeze too, as they would at its end: each once, so a
+        second call freezes only what a first one cut short left (the freezer's next pass
+        would too)."""
         spec = self.reads.board(board)
-        froze, info = await self.lifecycle.freeze(
-            spec, self.reads.window(spec, window_id, begun=False)
-        )
+        window = self.reads.window(spec, window_id, begun=False)
+        froze, info = await self.lifecycle.freeze(spec, window)
+        if spec.league is not None and self.leagues is not None:
+            await self.leagues.freeze_window(spec, window.id)
         self.reads.clear_cache()
         return froze, info

@@ -13,7 +13,7 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
 
 from podium.caching import Cache
@@ -242,32 +242,44 @@ class Leagues:
 
     async def freeze_due(self) -> int:
         """The freezer's pass over league boards: every cohort of each window that is
-        closed and past its late time, not frozen yet, freezes now with its tier moves (the
-        store's freeze is once, whoever asks). Returns how many."""
+        closed and past its late time, or frozen already (by hand, and cut short before its
+        cohorts froze), not frozen yet, freezes now with its tier moves (the store's freeze
+        is once, whoever asks). Returns how many."""
         now = self.clock.now()
         froze = 0
         for spec in self.boards.values():
-            for window_id in await self._closed(spec, now):
-                found = await self.store.cohorts(spec.name, window_id)
-                frozen = await self.store.frozen_cohorts(spec.name, [c.id for c in found])
-                for c in found:
-                    if c.id in frozen:
-                        continue
-                    w = cohorts.cohort_window(spec.rule, c.id)
-                    if w is None:
-                        continue
-                    froze += int(await self.store.freeze_cohort(spec, c, w, now))
+            frozen = await self.lifecycle.frozen(spec.name)
+            for window_id in self._due(spec, now, frozen):
+                froze += await self.freeze_window(spec, window_id)
         return froze
 
-    async def _closed(self, spec: BoardSpec, now: float) -> list[str]:
-        """The board's last ``LOOKBACK`` windows that are closed and past their late time
-        (a walk over the rule, as the freezer's: no scan of the store)."""
+    async def freeze_window(self, spec: BoardSpec, window_id: str) -> int:
+        """Every cohort of one window of a league board that is not frozen yet, frozen now
+        with its tier moves and its event: on the freezer's pass, and with the window when
+        an admin freezes it (``BoardAdmin.freeze``). Returns how many."""
+        now = self.clock.now()
+        found = await self.store.cohorts(spec.name, window_id)
+        frozen = await self.store.frozen_cohorts(spec.name, [c.id for c in found])
+        froze = 0
+        for c in found:
+            if c.id in frozen:
+                continue
+            w = cohorts.cohort_window(spec.rule, c.id)
+            if w is None:
+                continue
+            froze += int(await self.store.freeze_cohort(spec, c, w, now))
+        return froze
+
+    def _due(self, spec: BoardSpec, now: float, frozen: Collection[str]) -> list[str]:
+        """The board's last ``LOOKBACK`` windows that are closed and past their late time,
+        and any of them (the open one too) whose board window is ``frozen`` (a walk over
+        the rule, as the freezer's: no scan of the store)."""
         out = []
         w = spec.rule.latest(int(now))
         for _ in range(LOOKBACK + 1):
             if w is None:
                 break
-            if w.end is not None and now >= w.end + spec.freeze_after_s:
+            if w.id in frozen or (w.end is not None and now >= w.end + spec.freeze_after_s):
                 out.append(w.id)
             w = spec.rule.before(w)
         return out

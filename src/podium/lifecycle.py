@@ -5,7 +5,8 @@ player). Prizes are paid from those, never from the live board.
 Freezing is exactly once: the store's ``freeze`` refuses a second time, whoever asks (the
 freezer role on schedule, ``workers/freezer.py``; an admin early; a restarted process).
 Writing the archive is a separate, repeatable step, so a crash between the two is mended by
-the next run.
+the next run. A player banned when the window freezes is in neither (``plan_freeze``), and
+stays out of both for good: frozen standings are final, whatever an unban does later.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Sequence
 from podium.archive import Archive
 from podium.caching import Cache
 from podium.config import Settings
-from podium.domain.boards import BoardSpec, rank_standings
+from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow
+from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window, WindowKind
 from podium.errors import InvalidInput, NotFound
 from podium.ports import Clock, Windows
@@ -99,12 +101,15 @@ class Lifecycle:
         return FrozenWindow(info.board, info.window, info.frozen_at, info.players, checksum, name)
 
     async def archived_entries(self, spec: BoardSpec, window: Window) -> list[FinalEntry]:
-        """Every player of a frozen window in board order, as its archive file holds them."""
+        """Every player of a frozen window in board order, as its archive file holds them:
+        the freeze's own plan (``plan_freeze``) kept whole, leaving out whom the freeze
+        left out (banned then), not whoever is banned now, so that the file written again
+        after an unban is the same."""
         rows = []
         async for batch in self.store.standings(spec.name, window.id):
             rows += [(s.player_id, s.tally) for s in batch]
-        ranked = rank_standings(spec, window, rows)
-        return [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked]
+        left_out = await self.store.left_out(spec.name, window.id)
+        return plan_freeze(spec, window, rows, left_out, len(rows)).final
 
     # -- reading final standings ------------------------------------------------------
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from podium.domain.boards import Aggregate, BoardSpec, Tally, fold
 from podium.domain.codec import EncodingError
-from podium.domain.cohorts import of_league
+from podium.domain.cohorts import base_window, of_league
 from podium.domain.models import ResultRecord, Target
 from podium.domain.plans import UNKNOWN_GROUP, group_of
 from podium.domain.tournaments import TournamentSpec, attempt, totals_of
@@ -31,6 +31,7 @@ __all__ = [
     "open_targets",
     "place_in_groups",
     "plan_record",
+    "shut",
     "step",
 ]
 
@@ -111,12 +112,23 @@ def fold_targets(
     return totals, changes
 
 
+def shut(target: Target, frozen: Collection[tuple[str, str]]) -> bool:
+    """Whether a target's window takes no more results: it is frozen, or it is a league's
+    cohort whose board window is. A freeze by hand freezes the board window, then its
+    cohorts: a record that lands between the two counts for neither, so the cohorts'
+    standings never hold a result the window's do not. (A record's targets name the
+    board window beside its cohort, so ``frozen`` has it.)"""
+    return (target.board, target.window) in frozen or (
+        of_league(target.window) and (target.board, base_window(target.window)) in frozen
+    )
+
+
 def open_targets(
     targets: Sequence[tuple[Target, BoardSpec]], frozen: Collection[tuple[str, str]]
 ) -> list[tuple[Target, BoardSpec]]:
-    """The targets whose window is not frozen; a result for frozen windows only is refused
+    """The targets whose window is not ``shut``; a result for frozen windows only is refused
     (it still counts for every longer window that is open, which is a separate target)."""
-    kept = [(t, s) for t, s in targets if (t.board, t.window) not in frozen]
+    kept = [(t, s) for t, s in targets if not shut(t, frozen)]
     if targets and not kept:
         windows = ", ".join(f"{t.board} {t.window}" for t, _ in targets)
         raise WindowClosed(f"endedAt falls in windows that are frozen: {windows}")

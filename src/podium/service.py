@@ -92,7 +92,7 @@ class Service:
             matches=Matches(settings, store, lifecycle, clock, tournaments, leagues),
             keys=Keys(settings, store, clock),
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
-            board_admin=BoardAdmin(store, reads, lifecycle),
+            board_admin=BoardAdmin(store, reads, lifecycle, leagues),
             rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
             health=Health(store, index, log),
             past=past,

@@ -501,6 +501,36 @@ async def test_a_freeze_after_the_prior_read_keeps_the_result_out(store: ScoreSt
     assert {s.board for s in await store.player_standings("p1")} == {"week"}
 
 
+async def test_a_freeze_leaves_out_players_banned_before_it(store: ScoreStore) -> None:
+    """Banned players are in no final standings of a window frozen after their ban: the
+    ranks close up behind them (a banned first makes the next player first), the window's
+    count leaves them out, and the store keeps who was left out (so the archive, written
+    again from the tallies, leaves them out too). An unban, or a ban, after the freeze
+    changes none of it: frozen standings are final."""
+    t = targets(T0 + 100)
+    for i, (p, pts) in enumerate([("a", 10), ("b", 20), ("c", 50), ("d", 5)]):
+        await store.record(result(f"m{i}", pts, player=p), t, NOW, None)
+    await store.ban("c", "aimbot", NOW)
+    day = DAY.rule.window_at(T0 + 100)
+    assert day is not None
+    assert await store.freeze(DAY, day, 2, NOW + 1)
+
+    async def final() -> tuple[list[tuple[int, int, str, int]], int, set[str]]:
+        page = await store.final_page("day", day.id, 1, 10)
+        info = (await store.frozen("day"))[day.id]
+        rows = [(e.position, e.rank, e.player_id, e.points) for e in page]
+        return rows, info.players, await store.left_out("day", day.id)
+
+    frozen = await final()
+    assert frozen == ([(1, 1, "b", 20), (2, 2, "a", 10)], 3, {"c"})
+    assert await store.final_entry("day", day.id, "c") is None
+    assert await store.unban("c")
+    await store.ban("b", "smurf", NOW + 2)
+    assert not await store.freeze(DAY, day, 2, NOW + 3)
+    assert await final() == frozen
+    assert await store.left_out("week", "2026-W43") == set()  # not frozen: no one left out
+
+
 async def test_a_move_between_groups_after_the_prior_read(store: ScoreStore) -> None:
     base = GDAY.rule.window_at(T0 + 100)
     assert base is not None

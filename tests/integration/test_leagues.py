@@ -300,6 +300,51 @@ async def test_a_banned_player_leaves_their_cohort(league: League) -> None:
     assert (await lg.get(f"/v1/players/{c}/tiers"))["boards"][0]["cohortId"] is None
 
 
+async def test_a_window_frozen_by_hand_freezes_its_cohorts_once(league: League) -> None:
+    """An admin's freeze of a league board's window freezes its cohorts with it: their
+    final standings, every member's tier for the next window, one cohort.frozen event
+    each; a second freeze, and the freezer reaching the window's end later, do none of it
+    again."""
+    lg = league
+    t = lg.day0 + HOUR
+    a, b, c, d = lg.together(4, "h")
+    await lg.submit("m1", t, {a: 10, b: 20, c: 30})
+    await lg.submit("m2", t + 1, {d: 40})
+    await lg.apply()
+    mine = await lg.cohort_of(a)
+    window, cohort = mine["window"], mine["cohortId"]
+    other = (await lg.cohort_of(d))["cohortId"]
+    assert other != cohort
+    admin = lg.auth(lg.admin)
+    r = await lg.client.post(f"/v1/admin/boards/day/windows/{window}/freeze", headers=admin)
+    assert r.status_code == 200 and r.json()["frozenNow"] is True, r.text
+
+    async def frozen_once() -> None:
+        final = await lg.get(f"/v1/boards/day/cohorts/{cohort}")
+        assert final["frozen"] is True
+        assert [(m["rank"], m["playerId"]) for m in final["members"]] == [(1, c), (2, b), (3, a)]
+        assert (await lg.get(f"/v1/boards/day/cohorts/{other}"))["frozen"] is True
+        moved = {p: (await lg.get(f"/v1/players/{p}/tiers"))["boards"][0] for p in (a, c, d)}
+        assert moved[c] == {"board": "day", "tier": "silver", "cohortId": cohort, "moved": "up"}
+        assert moved[a] == {"board": "day", "tier": "bronze", "cohortId": cohort, "moved": "stay"}
+        assert moved[d] == {"board": "day", "tier": "silver", "cohortId": other, "moved": "up"}
+
+    await frozen_once()
+    # a result of the window after the freeze counts for neither the window nor a cohort
+    await lg.submit("m3", t + 2, {a: 500, "week-only": 1})
+    await lg.apply()
+    await frozen_once()
+    again = await lg.client.post(f"/v1/admin/boards/day/windows/{window}/freeze", headers=admin)
+    assert again.status_code == 200 and again.json()["frozenNow"] is False, again.text
+    lg.clock.t = lg.day0 + DAY + 61
+    assert await lg.podium.leagues.freeze_due() == 0
+    await frozen_once()
+    sent = await lg.events()
+    assert sorted(plain(i) for i, _ in sent) == sorted(
+        events.cohort_frozen_id("day", plain(x)) for x in (cohort, other)
+    )
+
+
 async def test_first_results_racing_never_overfill_a_cohort(league: League) -> None:
     lg = league
     t = lg.day0 + HOUR

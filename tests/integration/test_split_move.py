@@ -66,8 +66,8 @@ async def test_a_move_copies_every_table_the_players_own(
 ) -> None:
     """The tables a move copies are read from the catalog (the ones the bucket fence
     guards): every table with a player id but the outbox (delivered from where its rows were
-    written), final standings and tournament entrants (the home's, as tournaments are). A
-    table added for players without the fence fails here."""
+    written), final standings and who a freeze left out, and tournament entrants (the
+    home's, as tournaments are). A table added for players without the fence fails here."""
     [home, other] = await postgres_databases(2)
     store = SplitStore.from_urls(home, [home, other])
     await store.migrate()
@@ -81,8 +81,9 @@ async def test_a_move_copies_every_table_the_players_own(
                 ),
                 tx=False,
             )
-            # tiers are decided on the home, in a cohort's freeze, and never move
-            home_only = {"final_standings", "tournament_entrants", "league_tiers"}
+            # tiers are decided on the home, in a cohort's freeze, and never move; nor do
+            # the players a freeze left out, written with its final standings
+            home_only = {"final_standings", "left_out", "tournament_entrants", "league_tiers"}
             owned = {r["table_name"] for r in rows} - {"outbox"} - home_only
             assert set(await db.bucket_tables()) == owned
             assert owned >= {"results", "tallies", "profiles", "friends", "bans", "cohort_members"}

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from podium.api.app import create_app
+from podium.domain import events
 from podium.ports import BoardKey
 from podium.service import Service
 from podium.tournaments import Specs, freeze_due
@@ -324,6 +325,46 @@ async def test_ended_early_and_at_its_time_freeze_once(cup: Cup) -> None:
     assert await cup.top("short") == [(1, "a", 60), (2, "b", 20), (3, "c", 5)]
     me = await cup.get("/v1/tournaments/short/players/c")
     assert (me["rank"], me["points"]) == (3, 5)
+
+
+async def test_a_player_banned_before_the_end_is_in_none_of_its_standings(cup: Cup) -> None:
+    """Ending a tournament freezes its run without the players banned before: the final
+    board, the standings file and the tournament.ended event prizes are paid from leave
+    them out, ranks closed up behind them; an unban after the end changes none of it."""
+    await cup.create()
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20, "cheat": 99})
+    admin = cup.auth(cup.admin)
+    r = await cup.client.post("/v1/admin/players/cheat/ban", json={"reason": "x"}, headers=admin)
+    assert r.status_code == 204, r.text
+    r = await cup.client.delete("/v1/admin/tournaments/cup", headers=admin)
+    assert r.status_code == 200, r.text
+    run = (await cup.get("/v1/tournaments/cup/runs"))["windows"][0]
+    assert (run["state"], run["players"]) == ("frozen", 2)
+
+    async def unchanged() -> None:
+        cup.podium.reads.clear_cache()
+        assert await cup.top("cup") == [(1, "b", 20), (2, "a", 10)]
+        await cup.get("/v1/tournaments/cup/players/cheat", 404)
+        lines = (await cup.client.get(run["standings"], params={"format": "jsonl"})).text
+        assert [(x["rank"], x["playerId"]) for x in map(json.loads, lines.splitlines())] == [
+            (1, "b"),
+            (2, "a"),
+        ]
+
+    await unchanged()
+    store = cup.app.state.backends.store
+    now = cup.clock.now()
+    while await store.fan_out({events.TOURNAMENT_ENDED: ["http://127.0.0.1:9/h"]}, 0, now, 100):
+        pass
+    [ended] = await store.claim_deliveries(now + 1, now + 600, 100)
+    data = json.loads(events.body(ended.event_type, ended.at, ended.data))["data"]
+    assert data["players"] == 2
+    assert [(x["rank"], x["playerId"]) for x in data["top"]] == [(1, "b"), (2, "a")]
+    r = await cup.client.delete("/v1/admin/players/cheat/ban", headers=admin)
+    assert r.status_code == 204, r.text
+    await cup.apply()
+    await unchanged()
 
 
 async def test_a_restarted_process_reads_the_runs_it_had(cup: Cup) -> None:

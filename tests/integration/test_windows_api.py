@@ -18,6 +18,7 @@ import pytest
 
 from podium import archive
 from podium.api.app import create_app
+from podium.domain import events
 from podium.domain.models import FinalEntry
 from podium.service import Service
 from podium.workers.freezer import Freezer
@@ -308,3 +309,84 @@ async def test_grouped_boards_list_a_group_and_history_names_it(past: Past) -> N
     assert r.status_code == 200 and r.text.splitlines()[1].split(",")[2] == "a"
     r = await past.client.get(f"/v1/boards/nations/windows/{_day(d0)}/standings")
     assert r.status_code == 422  # no group named
+
+
+async def _frozen_event(past: Past, window: str) -> dict[str, Any]:
+    """The data of the window's window.frozen event, as a delivery would send it."""
+    store = past.app.state.backends.store
+    now = past.clock.now()
+    while await store.fan_out({events.WINDOW_FROZEN: ["http://127.0.0.1:9/hook"]}, 0.0, now, 100):
+        pass
+    due = await store.claim_deliveries(now + 1, now + 600, 1000)
+    [data] = [
+        json.loads(events.body(d.event_type, d.at, d.data))["data"]
+        for d in due
+        if d.event_id == events.window_frozen_id("day", window)
+    ]
+    return data  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("by", ["freezer", "admin"])
+async def test_a_player_banned_before_the_freeze_is_in_none_of_its_standings(
+    past: Past, tmp_path: Path, by: str
+) -> None:
+    """A ban holds through the freeze, whoever freezes (the freezer on time, an admin now):
+    the banned player is in no final standings, standings file, history or window.frozen
+    event, and the ranks close up behind them (a banned first makes the next player
+    first). An unban after the freeze changes none of it (frozen standings are final), nor
+    does a rebuild of the window, a second freeze, or the file written again from the store
+    by a process that lacks it."""
+    d0 = past.clock.t - 3600
+    day = _day(d0)
+    admin = {"Authorization": f"Bearer {past.admin}"}
+    await past.submit("m1", d0 + 10, {"a": 50, "b": 80, "c": 90, "d": 10, "e": 65})
+    r = await past.client.post("/v1/admin/players/c/ban", json={"reason": "aimbot"}, headers=admin)
+    assert r.status_code == 204, r.text
+    if by == "freezer":
+        past.clock.t = d0 + DAY + 601
+        b = past.app.state.backends
+        assert await Freezer(b.settings, b.store, b.clock, b.podium.lifecycle).step() >= 1
+        frozen = (await past.get("/v1/boards/day/windows"))["windows"]
+        [info] = [w for w in frozen if w["id"] == day]
+        assert info["state"] == "frozen"
+    else:
+        info = await past.freeze("day", day)
+    assert info["players"] == 4
+    url = f"/v1/boards/day/windows/{day}/standings"
+    kept = [(1, "b", 80), (2, "e", 65), (3, "a", 50)]  # exact_top = 3
+    everyone = [(1, "b"), (2, "e"), (3, "a"), (4, "d")]
+
+    async def unchanged() -> None:
+        past.podium.reads.clear_cache()
+        page = await past.get("/v1/boards/day", window=day)
+        assert [(e["rank"], e["playerId"], e["points"]) for e in page["entries"]] == kept
+        mine = await past.get("/v1/boards/day/players/c", 404, window=day)
+        assert "final standings" in mine["detail"]
+        lines = (await past.client.get(url, params={"format": "jsonl"})).text.splitlines()
+        assert [(x["rank"], x["playerId"]) for x in map(json.loads, lines)] == everyone
+        csv = (await past.client.get(url, headers={"Accept-Encoding": "identity"})).text
+        assert [row.split(",")[2] for row in csv.splitlines()[1:]] == ["b", "e", "a", "d"]
+        assert (await past.get("/v1/players/c/history", board="day"))["windows"] == []
+        d = (await past.get("/v1/players/d/history", board="day"))["windows"]
+        assert [(h["rank"], h["source"]) for h in d] == [(4, "archive")]
+        listed = (await past.get("/v1/boards/day/windows"))["windows"]
+        assert [w["players"] for w in listed if w["id"] == day] == [4]
+
+    await unchanged()
+    data = await _frozen_event(past, day)
+    assert data["players"] == 4
+    assert [(x["rank"], x["playerId"]) for x in data["top"]] == [(1, "b"), (2, "e"), (3, "a")]
+
+    r = await past.client.delete("/v1/admin/players/c/ban", headers=admin)
+    assert r.status_code == 204, r.text
+    await past.submit("m2", past.clock.t - 30, {"f": 1})  # and the updater sends c back
+    await past.podium.rebuilds.rebuild("day", day)
+    again = await past.freeze("day", day)
+    assert again["frozenNow"] is False and again["players"] == 4
+    # a process whose archive directory lacks the file writes it again from the store
+    file = tmp_path / "standings" / again["archive"]
+    stored = file.read_bytes()
+    file.unlink()
+    past.podium.past._checked.clear()
+    await unchanged()
+    assert file.read_bytes() == stored

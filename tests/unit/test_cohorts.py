@@ -1,6 +1,7 @@
 """Leagues' pure rules (domain/cohorts.py, plans.plan_cohort_freeze): a league's settings
 refused naming the field, cohort ids parsed back, a new member's cohort, the zones of each
-tier, the moves of a frozen cohort, and which index shard holds a cohort."""
+tier, the moves of a frozen cohort, a cohort closed with its board window, and which index
+shard holds a cohort."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from podium.config import parse
 from podium.domain import cohorts
 from podium.domain.boards import Tally
 from podium.domain.cohorts import League, LeagueError, Zones, fill, plan_moves, zones
-from podium.domain.models import FinalEntry
+from podium.domain.models import FinalEntry, Target
 from podium.domain.plans import plan_cohort_freeze
 from podium.domain.windows import WindowKind, WindowRule
-from podium.errors import ConfigError
+from podium.errors import ConfigError, WindowClosed
+from podium.recording import open_targets
 
 TIERS = ("bronze", "silver", "gold", "diamond")
 LEAGUE = League(30, TIERS, 5, 5)
@@ -123,6 +125,31 @@ def test_a_cohort_freeze_plan_leaves_banned_players_out() -> None:
     ]
     assert plan.event_id == "cohort.frozen:weekly:2026-W44.a-1"
     assert '"cohort":"2026-W44.a-1"' in plan.event
+
+
+def test_a_cohort_takes_no_result_once_its_board_window_is_frozen() -> None:
+    """An admin's freeze freezes the board window, then its cohorts: a record that lands
+    between the two counts for neither (the store's frozen windows name the board
+    window's), and still counts for the open week."""
+    s = parse(
+        {
+            "boards": [
+                {"name": "day", "window": "day", "cohort_size": 3, "tiers": ["a", "b"]},
+                {"name": "week", "window": "week"},
+            ]
+        }
+    )
+    day, week = s.boards
+    placed = [
+        (Target("day", "2026-10-28", 0), day),
+        (Target("day", "2026-10-28.a-1", 0), day),
+        (Target("week", "2026-W44", 0), week),
+    ]
+    kept = open_targets(placed, {("day", "2026-10-28")})
+    assert [t.window for t, _ in kept] == ["2026-W44"]
+    assert open_targets(placed, set()) == placed
+    with pytest.raises(WindowClosed):
+        open_targets(placed[:2], {("day", "2026-10-28")})
 
 
 def test_a_cohort_lives_on_one_shard_whoever_its_members_are() -> None:

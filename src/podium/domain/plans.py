@@ -65,21 +65,37 @@ def moves_group(before: str | None, after: str | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class FreezePlan:
-    """What freezing a window writes: how many players it had, and its final standings
-    down to the kept depth."""
+    """What freezing a window writes: how many players it ranked, its final standings down
+    to the kept depth, and who it left out (banned at the freeze), which the store keeps
+    so that the archive, written again from the tallies later, leaves them out too."""
 
     players: int
     final: list[FinalEntry]
+    left_out: list[str]
 
 
 def plan_freeze(
-    spec: BoardSpec, window: Window, rows: Iterable[tuple[str, Tally]], keep: int
+    spec: BoardSpec,
+    window: Window,
+    rows: Iterable[tuple[str, Tally]],
+    banned: Collection[str],
+    keep: int,
 ) -> FreezePlan:
     """Rank a window's tallies in board order, the way the index orders them, and keep the
-    first ``keep`` places."""
-    ranked = rank_standings(spec, window, rows)
+    first ``keep`` places. The one rule of every freeze (a board's window, a tournament's
+    run, a league's cohort): a player banned when it freezes is left out, as the live board
+    left them out, and the ranks close up behind them (a banned first makes the next player
+    first); an unban after it changes nothing, since frozen standings are final."""
+    kept: list[tuple[str, Tally]] = []
+    left_out: list[str] = []
+    for p, t in rows:
+        if p in banned:
+            left_out.append(p)
+        else:
+            kept.append((p, t))
+    ranked = rank_standings(spec, window, kept)
     final = [FinalEntry(pos, rank, p, t.total, t.reached_at) for pos, rank, p, t in ranked[:keep]]
-    return FreezePlan(len(ranked), final)
+    return FreezePlan(len(ranked), final, sorted(left_out))
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +106,7 @@ class CohortFreezePlan:
 
     players: int
     final: list[FinalEntry]
+    left_out: list[str]
     moves: list[Move]
     event_id: str
     event: str
@@ -103,14 +120,18 @@ def plan_cohort_freeze(
     banned: Collection[str],
     now: float,
 ) -> CohortFreezePlan:
-    """Rank a cohort's tallies (``window``: the cohort's; banned players left out), keep
-    them all, and move its top and bottom (``domain.cohorts.plan_moves``)."""
+    """Rank a cohort's tallies as any freeze does (``plan_freeze``; ``window``: the
+    cohort's), keep them all, and move its top and bottom (``domain.cohorts.plan_moves``)."""
     assert spec.league is not None
-    kept = [(p, t) for p, t in rows if p not in banned]
-    plan = plan_freeze(spec, window, kept, max(spec.exact_top, spec.league.cohort_size))
+    plan = plan_freeze(spec, window, rows, banned, max(spec.exact_top, spec.league.cohort_size))
     moves = plan_moves(spec.league, tier, plan.final)
     base = base_window(window.id)
     data = cohort_frozen_data(spec.name, base, window.id, tier, now, moves)
     return CohortFreezePlan(
-        plan.players, plan.final, moves, cohort_frozen_id(spec.name, window.id), encode(data)
+        plan.players,
+        plan.final,
+        plan.left_out,
+        moves,
+        cohort_frozen_id(spec.name, window.id),
+        encode(data),
     )

@@ -281,8 +281,15 @@ class Windows(Protocol):
 
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         """Freeze one window: results stop changing it, and its first ``keep`` places go
-        into the final standings (``domain.plans.plan_freeze``). True if this call froze it,
-        False if it was frozen already: exactly once, whoever calls and however often."""
+        into the final standings (``domain.plans.plan_freeze``), without the players banned
+        at that moment, whom it notes (``left_out``). True if this call froze it, False if
+        it was frozen already: exactly once, whoever calls and however often."""
+        ...
+
+    async def left_out(self, board: str, window: str) -> set[str]:
+        """The players a window's freeze left out of its standings (banned when it froze;
+        none for a window not frozen): the archive, written again from the tallies, leaves
+        out the same, whoever is banned since."""
         ...
 
     async def frozen(self, board: str) -> dict[str, FrozenWindow]:

@@ -14,9 +14,10 @@ from podium.domain.models import Target
 from podium.domain.plans import CohortFreezePlan, plan_cohort_freeze
 from podium.domain.windows import Window
 from podium.ports.cohorts import Cohort, Standing
-from podium.store.common import Row, tally_of
+from podium.store.common import Row
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database
+from podium.store.postgres.windows import freeze_rows, write_final_standings
 
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
@@ -180,15 +181,7 @@ class Cohorts(Database):
             )
             if done:
                 return False
-            rows = await c.fetch(
-                "SELECT t.player_id, t.total, t.reached_at, t.version, "
-                "EXISTS (SELECT 1 FROM bans b WHERE b.player_id = t.player_id) AS banned "
-                "FROM tallies t WHERE t.board = $1 AND t.window_id = $2",
-                spec.name,
-                window.id,
-            )
-            banned = {r["player_id"] for r in rows if r["banned"]}
-            tallies = [(r["player_id"], tally_of(r)) for r in rows]
+            tallies, banned = await freeze_rows(c, spec.name, window.id)
             plan = plan_cohort_freeze(spec, window, cohort.tier, tallies, banned, now)
             await write_cohort_freeze(c, spec.name, window, plan, now, fence=False)
             return True
@@ -244,19 +237,7 @@ async def write_cohort_freeze(
         )
     if decided is None:
         return False
-    f = plan.final
-    await c.execute(
-        "INSERT INTO final_standings (board, window_id, position, rank, player_id, points, "
-        "reached_at) SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], "
-        "$6::bigint[], $7::bigint[])",
-        board,
-        window.id,
-        [e.position for e in f],
-        [e.rank for e in f],
-        [e.player_id for e in f],
-        [e.points for e in f],
-        [e.reached_at for e in f],
-    )
+    await write_final_standings(c, board, window.id, plan.final, plan.left_out)
     m = plan.moves
     await c.execute(
         "INSERT INTO league_tiers (board, player_id, tier, cohort, window_start, moved) "

@@ -37,6 +37,7 @@ from podium.recording import (
     RecordState,
     place_in_groups,
     plan_record,
+    shut,
 )
 from podium.store.common import (
     FLAGGED_COLS,
@@ -346,7 +347,7 @@ def _seen_row(
     writes it only if nothing of that changed before its locks were granted."""
     placed = seen.placed(targets)
     plan = plan_record(result, placed, seen.state(), now, hourly_cap)
-    live = [t for t, _ in placed if (t.board, t.window) not in seen.frozen]
+    live = [t for t, _ in placed if not shut(t, seen.frozen)]
     was = [seen.tallies.get((t.board, t.window)) for t in live]
     boards, windows = pairs(live)
     row = (

@@ -141,6 +141,12 @@ class Windows(Database):
         )
         return final_of(rows[0]) if rows else None
 
+    async def left_out(self, board: str, window: str) -> set[str]:
+        rows = await self._fetch(
+            "SELECT player_id FROM left_out WHERE board = $1 AND window_id = $2", board, window
+        )
+        return {r["player_id"] for r in rows}
+
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
         async def run(c: Conn) -> None:
             await c.execute(
@@ -196,7 +202,7 @@ class Windows(Database):
             )
             if decided is None:
                 return False
-            await write_final_standings(c, board, window_id, plan.final)
+            await write_final_standings(c, board, window_id, plan.final, plan.left_out)
             await write_window_frozen(c, board, window_id, now, plan.players, plan.final)
             return True
 
@@ -232,7 +238,7 @@ async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: floa
     )
     if done:
         return False
-    plan = plan_freeze(spec, window, await window_tallies(c, spec.name, window.id), keep)
+    plan = plan_freeze(spec, window, *await freeze_rows(c, spec.name, window.id), keep)
     await c.execute(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players) VALUES ($1, $2, $3, $4)",
         spec.name,
@@ -240,7 +246,7 @@ async def _freeze(c: Conn, spec: BoardSpec, window: Window, keep: int, now: floa
         float(now),
         plan.players,
     )
-    await write_final_standings(c, spec.name, window.id, plan.final)
+    await write_final_standings(c, spec.name, window.id, plan.final, plan.left_out)
     await write_window_frozen(c, spec.name, window.id, now, plan.players, plan.final)
     return True
 
@@ -263,9 +269,32 @@ async def window_tallies(c: Conn, board: str, window_id: str) -> list[tuple[str,
     return [(r["player_id"], tally_of(r)) for r in rows]
 
 
+async def freeze_rows(
+    c: Conn, board: str, window_id: str
+) -> tuple[list[tuple[str, Tally]], set[str]]:
+    """Every player's tally in one window, and which of them are banned: what a freeze
+    plans from (``plan_freeze``), read in its transaction, under the window's lock."""
+    rows = await c.fetch(
+        "SELECT t.player_id, t.total, t.reached_at, t.version, "
+        "EXISTS (SELECT 1 FROM bans b WHERE b.player_id = t.player_id) AS banned "
+        "FROM tallies t WHERE t.board = $1 AND t.window_id = $2",
+        board,
+        window_id,
+    )
+    banned = {r["player_id"] for r in rows if r["banned"]}
+    return [(r["player_id"], tally_of(r)) for r in rows], banned
+
+
 async def write_final_standings(
-    c: Conn, board: str, window_id: str, final: Sequence[FinalEntry]
+    c: Conn, board: str, window_id: str, final: Sequence[FinalEntry], left_out: Sequence[str]
 ) -> None:
+    """A freeze's final standings, and who it left out."""
+    await c.execute(
+        "INSERT INTO left_out (board, window_id, player_id) SELECT $1, $2, unnest($3::text[])",
+        board,
+        window_id,
+        list(left_out),
+    )
     await c.execute(
         f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
         "SELECT $1, $2, * FROM unnest($3::bigint[], $4::bigint[], $5::text[], $6::bigint[], "

@@ -55,7 +55,6 @@ class Cohorts(Windows):
         if await self.router.home.decided(spec.name, window.id):
             return False
         rows = await self.fence(spec, window, now)
-        parts = await self.router.by_player([p for p, _ in rows], lambda db, ids: db.banned(ids))
-        banned = set().union(*parts)
+        banned = await self.banned_among(rows)
         plan = plan_cohort_freeze(spec, window, cohort.tier, rows, banned, now)
         return await self.router.home.decide_cohort_freeze(spec.name, window, plan, now)

@@ -92,8 +92,14 @@ class Windows(Part):
         if await self.router.home.decided(board.name, window.id):
             return False
         rows = await self.fence(board, window, now)
-        plan = plan_freeze(board, window, rows, keep)
+        plan = plan_freeze(board, window, rows, await self.banned_among(rows), keep)
         return await self.router.home.decide_freeze(board.name, window.id, plan, now)
+
+    async def banned_among(self, rows: Sequence[tuple[str, Tally]]) -> set[str]:
+        """Which players of a fenced window's tallies are banned, each asked of their own
+        database (where their ban is): what a freeze leaves out."""
+        parts = await self.router.by_player([p for p, _ in rows], lambda db, ids: db.banned(ids))
+        return set().union(*parts)
 
     async def fence(self, board: BoardSpec, window: Window, now: float) -> list[tuple[str, Tally]]:
         """The first step of a freeze: every database fenced, and the window's tallies,
@@ -127,6 +133,9 @@ class Windows(Part):
 
     async def final_entry(self, board: str, window: str, player_id: str) -> FinalEntry | None:
         return await self.router.home.final_entry(board, window, player_id)
+
+    async def left_out(self, board: str, window: str) -> set[str]:
+        return await self.router.home.left_out(board, window)
 
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
         await self.router.home.set_archive(board, window, archive, checksum)

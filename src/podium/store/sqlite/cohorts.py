@@ -15,8 +15,8 @@ from podium.domain.models import Target
 from podium.domain.plans import plan_cohort_freeze
 from podium.domain.windows import Window
 from podium.ports.cohorts import Cohort, Standing
-from podium.store.common import FINAL_COLS, tally_of
 from podium.store.sqlite.db import Database
+from podium.store.sqlite.windows import freeze_rows, write_final
 
 COHORT_COLS = "board, cohort, window_id, tier, members"
 
@@ -191,28 +191,14 @@ def _freeze_cohort(
         "SELECT 1 FROM frozen_windows WHERE board = ? AND window_id = ?", (spec.name, window.id)
     ).fetchone():
         return False
-    rows = c.execute(
-        "SELECT t.player_id, t.total, t.reached_at, t.version, "
-        "EXISTS (SELECT 1 FROM bans b WHERE b.player_id = t.player_id) AS banned "
-        "FROM tallies t WHERE t.board = ? AND t.window_id = ?",
-        (spec.name, window.id),
-    ).fetchall()
-    banned = {r["player_id"] for r in rows if r["banned"]}
-    tallies = [(r["player_id"], tally_of(r)) for r in rows]
+    tallies, banned = freeze_rows(c, spec.name, window.id)
     plan = plan_cohort_freeze(spec, window, cohort.tier, tallies, banned, now)
     c.execute(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players, archive) "
         "VALUES (?, ?, ?, ?, '')",
         (spec.name, window.id, now, plan.players),
     )
-    c.executemany(
-        f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [
-            (spec.name, window.id, e.position, e.rank, e.player_id, e.points, e.reached_at)
-            for e in plan.final
-        ],
-    )
+    write_final(c, spec.name, window.id, plan.final, plan.left_out)
     c.executemany(
         "INSERT INTO league_tiers (board, player_id, tier, cohort, window_start, moved) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (board, player_id) DO UPDATE SET "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 
-from podium.domain.boards import BoardSpec
+from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window
@@ -126,6 +126,15 @@ class Windows(Database):
         )
         return None if row is None else final_of(row)
 
+    async def left_out(self, board: str, window: str) -> set[str]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT player_id FROM left_out WHERE board = ? AND window_id = ?",
+                (board, window),
+            ).fetchall()
+        )
+        return {r["player_id"] for r in rows}
+
     async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None:
         def run(c: sqlite3.Connection) -> None:
             c.execute(
@@ -145,23 +154,48 @@ def _freeze(c: sqlite3.Connection, spec: BoardSpec, window: Window, keep: int, n
         "SELECT 1 FROM frozen_windows WHERE board = ? AND window_id = ?", (spec.name, window.id)
     ).fetchone():
         return False
-    rows = c.execute(
-        "SELECT player_id, total, reached_at, version FROM tallies "
-        "WHERE board = ? AND window_id = ?",
-        (spec.name, window.id),
-    ).fetchall()
-    plan = plan_freeze(spec, window, [(r["player_id"], tally_of(r)) for r in rows], keep)
+    plan = plan_freeze(spec, window, *freeze_rows(c, spec.name, window.id), keep)
     c.execute(
         "INSERT INTO frozen_windows (board, window_id, frozen_at, players) VALUES (?, ?, ?, ?)",
         (spec.name, window.id, now, plan.players),
     )
+    write_final(c, spec.name, window.id, plan.final, plan.left_out)
+    write_window_frozen(c, spec.name, window.id, now, plan.players, plan.final)
+    return True
+
+
+def freeze_rows(
+    c: sqlite3.Connection, board: str, window_id: str
+) -> tuple[list[tuple[str, Tally]], set[str]]:
+    """Every player's tally in one window, and which of them are banned: what a freeze
+    plans from (``plan_freeze``), read in its transaction."""
+    rows = c.execute(
+        "SELECT t.player_id, t.total, t.reached_at, t.version, "
+        "EXISTS (SELECT 1 FROM bans b WHERE b.player_id = t.player_id) AS banned "
+        "FROM tallies t WHERE t.board = ? AND t.window_id = ?",
+        (board, window_id),
+    ).fetchall()
+    banned = {r["player_id"] for r in rows if r["banned"]}
+    return [(r["player_id"], tally_of(r)) for r in rows], banned
+
+
+def write_final(
+    c: sqlite3.Connection,
+    board: str,
+    window_id: str,
+    final: Sequence[FinalEntry],
+    left_out: Sequence[str],
+) -> None:
+    """A freeze's final standings, and who it left out."""
     c.executemany(
         f"INSERT INTO final_standings (board, window_id, {FINAL_COLS}) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            (spec.name, window.id, e.position, e.rank, e.player_id, e.points, e.reached_at)
-            for e in plan.final
+            (board, window_id, e.position, e.rank, e.player_id, e.points, e.reached_at)
+            for e in final
         ],
     )
-    write_window_frozen(c, spec.name, window.id, now, plan.players, plan.final)
-    return True
+    c.executemany(
+        "INSERT INTO left_out (board, window_id, player_id) VALUES (?, ?, ?)",
+        [(board, window_id, p) for p in left_out],
+    )
