@@ -8,9 +8,11 @@ that did not commit. With NATS as the log, every event type on the stream's subj
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -858,3 +860,70 @@ async def test_a_stalled_endpoint_delays_only_its_own_events(
     # ... and it came while the slow endpoint still held its first attempt, which the sender
     # has not given up: the slow endpoint's own next event waits behind it.
     assert banned(slow) == ["p1"] and slow.open() == slow.conns
+
+
+async def test_an_endpoints_credentials_are_used_but_never_shown_nor_logged(
+    make_api: Callable[..., Any],
+    endpoints: Callable[..., Awaitable[RawEndpoint]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A url's password and token are sent to the endpoint, and are in none of the admin's
+    list (the endpoint, the error that echoed them, the cursor), nor in any log line."""
+    caplog.set_level(logging.INFO)
+    password, token = "pw-s3cret-value", "tok-s3cret-value"
+
+    async def refuse(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+        said = conn.head.split("\r\n")[0].encode()  # the request line, its query in it
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+            % len(said)
+        )
+        writer.write(said)
+        await writer.drain()
+
+    plain = await endpoints(no_content)
+    guarded = await endpoints(refuse, f"/hook?token={token}&x=1")
+    url = guarded.url.replace("http://", f"http://hooker:{password}@")
+    shown = guarded.url.replace("http://", "http://hooker:***@").replace(token, "***")
+    api: Api = await make_api(
+        webhooks=[
+            hook(url, retry_first_s=0.05, retry_for_s=0.5),
+            # a second delivery of the same event, so that a page of one has a cursor
+            hook(plain.url),
+        ]
+    )
+    await ban(api, "p1")
+
+    async def failed() -> list[dict[str, Any]]:
+        return await all_deliveries(api, state="failed")
+
+    assert await wait_for(failed), "the guarded endpoint's delivery was not given up"
+    # The endpoint was sent the credentials of its url.
+    conn = guarded.conns[0]
+    secret = base64.b64encode(f"hooker:{password}".encode()).decode()
+    assert conn.fields["authorization"] == f"Basic {secret}"
+    assert f"?token={token}&x=1 " in conn.head
+
+    pages = []
+    cursor = None
+    while True:
+        params = {"limit": 1, **({"cursor": cursor} if cursor else {})}
+        r = await api.client.get(
+            "/v1/admin/webhooks/deliveries", params=params, headers=api.auth(api.admin_key)
+        )
+        assert r.status_code == 200, r.text
+        pages.append(r.text)
+        cursor = r.json().get("next")
+        if cursor is None:
+            break
+    listed = [d for p in pages for d in json.loads(p)["deliveries"]]
+    assert sorted(d["endpoint"] for d in listed) == sorted([shown, plain.url])
+    [mine] = [d for d in listed if d["endpoint"] == shown]
+    assert mine["state"] == "failed" and mine["lastStatus"] == 401
+    assert mine["lastError"] == "answered 401: POST /hook?token=***&x=1 HTTP/1.1"
+    for secret_text in (password, token):
+        for page in pages:
+            assert secret_text not in page and secret_text.encode().hex() not in page
+        for record in caplog.records:
+            assert secret_text not in record.getMessage(), record.getMessage()
+    assert any(shown in r.getMessage() for r in caplog.records)  # named, redacted
