@@ -53,6 +53,7 @@ from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
 from podium.errors import ConfigError
 from podium.topology import is_sentinel_url, sentinel_address
 from podium.webhook_config import WebhookTable, check_unique
+from podium.webhook_config import tables as webhook_tables
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 DEFAULT_SEASON_START = "2026-01-05T00:00:00Z"  # a Monday, so seasons line up with ISO weeks
@@ -583,7 +584,7 @@ class _File(BaseModel):
         tuple[_BoardTable, ...], BeforeValidator(lambda v: v or _default_boards())
     ] = Field(default_factory=_default_boards)
     """Default (and with none given): summed points on boards named season, week and day."""
-    webhooks: tuple[WebhookTable, ...] = ()
+    webhooks: Annotated[tuple[WebhookTable, ...], BeforeValidator(webhook_tables)] = ()
     """Endpoints that receive reward and moderation events (none by default)."""
 
     @model_validator(mode="after")

@@ -7,7 +7,7 @@ operator can tell which one is meant, never what unlocks it.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 HIDDEN = "***"
 
@@ -60,3 +60,27 @@ def redact_url(url: str) -> str:
 
 def _secret(name: str) -> bool:
     return name.lower().replace("-", "_") in SECRET_PARAMS
+
+
+def redact_text(text: str, url: str) -> str:
+    """``text`` (an error's message, an answer's body) with every secret of ``url`` in it
+    replaced by ``***``: the URL itself as ``redact_url`` shows it, then its password and
+    secret query values wherever else they appear, as written in the URL or decoded."""
+    text = text.replace(url, redact_url(url))
+    for secret in sorted(_secrets(url), key=len, reverse=True):  # a longer one first
+        text = text.replace(secret, HIDDEN)
+    return text
+
+
+def _secrets(url: str) -> set[str]:
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        raw = [p.partition("=") for p in parts.query.split("&")]
+    except ValueError:
+        return {url}  # cannot be parsed: any of it might be the secret
+    found = {unquote(password), password} if password else set()
+    found |= {value for name, value in pairs if _secret(name)}
+    found |= {value for name, _, value in raw if _secret(unquote_plus(name))}
+    return {s for s in found if s}

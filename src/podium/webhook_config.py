@@ -16,6 +16,7 @@ from pydantic import BeforeValidator, ConfigDict, Strict, field_validator
 from pydantic.dataclasses import dataclass as table
 
 from podium.domain.events import EVENT_TYPES, Retry
+from podium.redact import redact_url
 
 SECRET_PREFIX = "whsec_"  # Standard Webhooks' secrets: the prefix, then the key in base64
 
@@ -44,7 +45,8 @@ class WebhookTable:
     sign them, each at least once."""
 
     url: Annotated[str, BeforeValidator(_text)]
-    """Where events are POSTed: http:// or https://."""
+    """Where events are POSTed: http:// or https://. A password in it (user:pass@) and secret
+    query values (token=, key=, sig=, ...) are sent, but shown and logged as ***."""
     secret: Annotated[str, BeforeValidator(_text)] = dataclasses.field(repr=False)  # never in a log
     """The signing secret, as Standard Webhooks writes it: whsec_ then base64 (at least 16
     bytes); the receiver verifies webhook-signature with it."""
@@ -52,7 +54,8 @@ class WebhookTable:
     """The events sent here: any of window.frozen, tournament.ended, cohort.frozen,
     player.flagged, player.banned."""
     timeout_s: Seconds = 10.0
-    """How long an attempt waits for the answer; past it, the attempt failed."""
+    """How long an attempt may take, all of it (connecting, sending, the answer); past it,
+    the attempt failed."""
     retry_first_s: Seconds = 5.0
     """The wait after a first failed attempt; it doubles with every failure (with jitter),
     up to 6 hours."""
@@ -63,8 +66,8 @@ class WebhookTable:
     @classmethod
     def _url(cls, url: str) -> str:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"expected http://... or https://..., got {url!r}")
-        if len(url.encode()) > 1024:  # an admin's page cursor names it (webhook_admin.py)
+            raise ValueError(f"expected http://... or https://..., got {redact_url(url)!r}")
+        if len(url.encode()) > 1024:  # kept with every delivery, and named in its list
             raise ValueError("expected at most 1024 bytes")
         return url
 
@@ -94,6 +97,13 @@ class WebhookTable:
                 raise ValueError(f"unknown event {name!r} (known: {', '.join(EVENT_TYPES)})")
         return tuple(dict.fromkeys(names))
 
+    def __repr__(self) -> str:  # settings printed or logged show no password nor token
+        return (
+            f"WebhookTable(url={redact_url(self.url)!r}, events={self.events!r}, "
+            f"timeout_s={self.timeout_s!r}, retry_first_s={self.retry_first_s!r}, "
+            f"retry_for_s={self.retry_for_s!r})"
+        )
+
     @property
     def retry(self) -> Retry:
         return Retry(self.retry_first_s, self.retry_for_s)
@@ -103,4 +113,26 @@ def check_unique(webhooks: tuple[WebhookTable, ...]) -> None:
     """An endpoint's deliveries are kept by its url: two tables with one url would be one."""
     urls = [w.url for w in webhooks]
     if twice := next((u for i, u in enumerate(urls) if u in urls[:i]), None):
-        raise ValueError(f"webhooks: {twice!r} is defined twice")
+        raise ValueError(f"webhooks: {redact_url(twice)!r} is defined twice")
+
+
+def tables(v: Any) -> Any:
+    """The ``webhooks`` setting's shape checked before its tables are: a mistyped one
+    (``[webhooks]`` for ``[[webhooks]]``) is named without echoing it, since it holds urls
+    with their passwords and the signing secrets."""
+    if not isinstance(v, list | tuple):
+        raise ValueError(f"expected an array of tables ([[webhooks]]), got {_shown(v)}")
+    for i, item in enumerate(v):
+        if not isinstance(item, dict | WebhookTable):
+            raise ValueError(
+                f"expected an array of tables ([[webhooks]]), got {_shown(item)} at [{i}]"
+            )
+    return v
+
+
+def _shown(v: Any) -> str:
+    if isinstance(v, dict):
+        return "a table"
+    if isinstance(v, list | tuple):
+        return "an array"
+    return repr(redact_url(v)) if isinstance(v, str) else repr(v)

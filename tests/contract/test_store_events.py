@@ -126,3 +126,25 @@ async def test_the_pruner_takes_every_page_of_old_events(store: ScoreStore) -> N
     assert await pruner.step() == 5
     assert await pruner.step() == 0
     assert list(await banned_ids(store)) == ["young"]
+
+
+async def test_deliveries_are_claimed_for_one_endpoint_or_for_the_others(
+    store: ScoreStore,
+) -> None:
+    """Each endpoint's deliveries are claimed apart (a slow endpoint holds back only its
+    own), and those to endpoints no longer configured by a claim for every other one."""
+    slow, fast, gone = "http://slow.test/h", "http://fast.test/h", "http://gone.test/h"
+    for p in ("a", "b"):
+        await store.ban(p, "spam", T0)
+    routes = {events.PLAYER_BANNED: [slow, fast, gone]}
+    assert await store.fan_out(routes, 0.0, T0, 100) == 2
+    now, lease = T0 + 1, T0 + 60
+    mine = await store.claim_deliveries(now, lease, 100, endpoint=fast)
+    assert sorted(d.endpoint for d in mine) == [fast, fast]
+    assert await store.claim_deliveries(now, lease, 100, endpoint=fast) == []  # held
+    others = await store.claim_deliveries(now, lease, 100, other_than=[slow, fast])
+    assert sorted(d.endpoint for d in others) == [gone, gone]
+    assert await store.claim_deliveries(now, lease, 100, other_than=[slow, fast]) == []
+    # the slow endpoint's own are still there, whatever the others' claims took
+    rest = await store.claim_deliveries(now, lease, 100)
+    assert sorted(d.endpoint for d in rest) == [slow, slow]

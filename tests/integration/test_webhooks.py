@@ -8,11 +8,14 @@ that did not commit. With NATS as the log, every event type on the stream's subj
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import hashlib
 import json
+import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,6 +30,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 from podium.domain import events
 from podium.domain.windows import WindowKind, WindowRule, to_rfc3339
 from podium.tournaments import freeze_due
+from podium.workers import webhooks
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.ports import free_port
@@ -600,3 +604,326 @@ async def test_a_ban_that_does_not_commit_writes_no_event(api: Api) -> None:
         counted = await store._read(count_sqlite)
     assert counted == 0
     assert await api.backends.store.banned(["p9"]) == set()
+
+
+# --- endpoints that misbehave (issue 33) ---------------------------------------------------
+
+HUGE = 100 * 2**20  # an answer's body, declared and sent: far more than is ever kept
+TRICKLE_S = 0.2  # a byte of the answer every so often, each read well within any timeout
+STALL_CAP_S = 45.0  # a trickle ends by then, so a sender that never gives up fails its test
+
+
+@dataclass
+class Conn:
+    """One request a ``RawEndpoint`` answered: its head, its webhook-id, its body, and how
+    the connection ended."""
+
+    head: str
+    fields: dict[str, str]  # its headers, by lower-case name
+    event_id: str
+    body: dict[str, Any]
+    read_at: float  # monotonic, when the request had been read whole
+    sent: int = 0  # bytes of the answer written
+    hung_up_at: float | None = None  # when the sender closed the connection, if it did
+
+
+Answer = Callable[[Conn, asyncio.StreamWriter, asyncio.Event], Any]
+
+
+class RawEndpoint:
+    """A webhook endpoint on a loopback port, served by a raw asyncio server in the test's
+    loop, so that it can answer as no well-behaved server would: a header or a body
+    trickled a byte at a time, a body of 100 MB. It notes when the sender hangs up (its end
+    of the connection read to EOF)."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.conns: list[Conn] = []
+        self.url = ""
+        self.server: asyncio.Server | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    async def start(self, path: str = "/hook") -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", free_port())
+        port = self.server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}{path}"
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def open(self) -> list[Conn]:
+        """The requests whose sender has not hung up yet."""
+        return [c for c in self.conns if c.hung_up_at is None]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        try:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            fields = dict(line.split(": ", 1) for line in head.split("\r\n")[1:] if ": " in line)
+            fields = {k.lower(): v for k, v in fields.items()}
+            body = await reader.readexactly(int(fields["content-length"]))
+            conn = Conn(head, fields, fields["webhook-id"], json.loads(body), time.monotonic())
+            self.conns.append(conn)
+            hung_up = asyncio.Event()
+
+            async def watch() -> None:
+                try:
+                    while await reader.read(65536):
+                        pass
+                except ConnectionError:
+                    pass  # reset: hung up with data unread
+                conn.hung_up_at = time.monotonic()
+                hung_up.set()
+
+            watcher = asyncio.create_task(watch())
+            with contextlib.suppress(ConnectionError, OSError):  # the sender hung up
+                await self.answer(conn, writer, hung_up)
+            if conn.sent:  # an answer cut short: the sender's hang-up noted, then closed
+                await asyncio.wait([watcher], timeout=STALL_CAP_S)
+            watcher.cancel()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            self.tasks.discard(task)
+
+
+async def trickle(
+    conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event, data: bytes
+) -> None:
+    """``data`` a byte at a time, one every TRICKLE_S, until the sender hangs up (or the cap)."""
+    deadline = time.monotonic() + STALL_CAP_S
+    i = 0
+    while not hung_up.is_set() and time.monotonic() < deadline:
+        writer.write(data[i % len(data) : i % len(data) + 1])
+        await writer.drain()
+        conn.sent += 1
+        i += 1
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(hung_up.wait(), TRICKLE_S)
+
+
+async def trickled_head(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+    """A status line and headers that never end."""
+    await trickle(conn, writer, hung_up, b"HTTP/1.1 200 OK\r\nX-Slow: " + b"z" * 10_000)
+
+
+async def trickled_body(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+    """A 500 at once, then its body a byte at a time."""
+    writer.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 100000\r\n\r\n")
+    await trickle(conn, writer, hung_up, b"slow error ")
+
+
+def huge(status: str) -> Answer:
+    async def answer(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Length: {HUGE}\r\n\r\n".encode())
+        chunk = b"x" * 65536
+        while conn.sent < HUGE and not hung_up.is_set():
+            writer.write(chunk)
+            await writer.drain()  # waits while the sender reads nothing more
+            conn.sent += len(chunk)
+
+    return answer
+
+
+async def no_content(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+    writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+    await writer.drain()
+
+
+@pytest.fixture
+async def endpoints() -> AsyncIterator[Callable[[Answer], Awaitable[RawEndpoint]]]:
+    """A factory of started ``RawEndpoint``s, each closed after the test."""
+    made: list[RawEndpoint] = []
+
+    async def make(answer: Answer, path: str = "/hook") -> RawEndpoint:
+        e = RawEndpoint(answer)
+        await e.start(path)
+        made.append(e)
+        return e
+
+    yield make
+    for e in made:
+        await e.close()
+
+
+async def ban(api: Api, player: str) -> None:
+    r = await api.client.post(
+        f"/v1/admin/players/{player}/ban", json={"reason": "x"}, headers=api.auth(api.admin_key)
+    )
+    assert r.status_code == 204, r.text
+
+
+def banned(e: RawEndpoint) -> list[str]:
+    """The players whose ban event reached ``e``, in the order they came."""
+    return [c.body["data"]["playerId"] for c in e.conns]
+
+
+async def test_of_a_huge_answer_only_a_bounded_prefix_is_read(
+    make_api: Callable[..., Any], endpoints: Callable[[Answer], Awaitable[RawEndpoint]]
+) -> None:
+    """A 100 MB answer, a 500 or a 2xx: the sender keeps a few hundred characters of the
+    failure's body, hangs up, and the endpoint never gets to send the rest."""
+    failing = await endpoints(huge("500 Internal Server Error"))
+    fine = await endpoints(huge("200 OK"))
+    api: Api = await make_api(
+        webhooks=[hook(failing.url, retry_first_s=3600), hook(fine.url, retry_first_s=3600)]
+    )
+    await ban(api, "p1")
+
+    async def both_hung_up() -> bool:
+        return all(e.conns and e.conns[0].hung_up_at for e in (failing, fine))
+
+    assert await wait_for(both_hung_up), [(e.url, e.conns) for e in (failing, fine)]
+    for e in (failing, fine):
+        assert e.conns[0].sent < HUGE  # hung up before the end: the rest was never read
+
+    async def settled() -> list[dict[str, Any]] | None:
+        listed = await all_deliveries(api)
+        return listed if all(d["attempts"] == 1 and "lastStatus" in d for d in listed) else None
+
+    listed = {d["endpoint"]: d for d in await wait_for(settled, timeout=30)}
+    assert listed[fine.url]["state"] == "delivered" and listed[fine.url]["lastStatus"] == 200
+    failed = listed[failing.url]
+    assert failed["state"] == "pending" and failed["lastStatus"] == 500
+    assert failed["lastError"].startswith("answered 500: xxxx")
+    assert len(failed["lastError"]) <= webhooks.ERROR_CHARS
+
+
+async def test_timeout_s_is_a_deadline_for_the_whole_attempt(
+    make_api: Callable[..., Any], endpoints: Callable[[Answer], Awaitable[RawEndpoint]]
+) -> None:
+    """An answer trickled a byte at a time, each byte well within ``timeout_s`` of the last,
+    is given up at ``timeout_s`` after the attempt began: its head (no answer) or its body
+    (the status and what came of the body)."""
+    head = await endpoints(trickled_head)
+    body = await endpoints(trickled_body)
+    api: Api = await make_api(
+        webhooks=[
+            hook(head.url, timeout_s=1, retry_first_s=3600),
+            hook(body.url, timeout_s=1, retry_first_s=3600),
+        ]
+    )
+    await ban(api, "p1")
+
+    async def both_hung_up() -> bool:
+        return all(e.conns and e.conns[0].hung_up_at for e in (head, body))
+
+    assert await wait_for(both_hung_up), "the sender still reads a trickled answer"
+    for e in (head, body):
+        conn = e.conns[0]
+        assert conn.hung_up_at is not None
+        # given up at 1 s; 10 s is a generous bound on a loaded machine, far below the
+        # 45 s the trickle lasts
+        assert conn.hung_up_at - conn.read_at < 10, conn.hung_up_at - conn.read_at
+
+    async def settled() -> dict[str, dict[str, Any]] | None:
+        listed = {d["endpoint"]: d for d in await all_deliveries(api)}
+        return listed if all("lastError" in d for d in listed.values()) else None
+
+    listed = await wait_for(settled, timeout=30)
+    assert listed and listed[head.url]["lastError"] == "no answer within 1 s"
+    assert "lastStatus" not in listed[head.url]
+    assert listed[body.url]["lastStatus"] == 500
+    assert listed[body.url]["lastError"].startswith("answered 500: slow")
+    assert all(d["state"] == "pending" and d["attempts"] == 1 for d in listed.values())
+
+
+async def test_a_stalled_endpoint_delays_only_its_own_events(
+    make_api: Callable[..., Any], endpoints: Callable[[Answer], Awaitable[RawEndpoint]]
+) -> None:
+    """While one endpoint holds an attempt (it trickles its answer, within its long
+    timeout), another endpoint gets the events that come after, at once."""
+    slow = await endpoints(trickled_head)
+    fast = await endpoints(no_content)
+    api: Api = await make_api(
+        webhooks=[hook(slow.url, timeout_s=120), hook(fast.url, timeout_s=120)]
+    )
+    await ban(api, "p1")
+
+    async def first() -> bool:
+        return bool(slow.conns) and banned(fast) == ["p1"]
+
+    assert await wait_for(first), (banned(slow), banned(fast))
+    await ban(api, "p2")
+
+    async def second() -> bool:
+        return banned(fast) == ["p1", "p2"]
+
+    assert await wait_for(second, timeout=30), "the second event waits on the slow endpoint"
+    # ... and it came while the slow endpoint still held its first attempt, which the sender
+    # has not given up: the slow endpoint's own next event waits behind it.
+    assert banned(slow) == ["p1"] and slow.open() == slow.conns
+
+
+async def test_an_endpoints_credentials_are_used_but_never_shown_nor_logged(
+    make_api: Callable[..., Any],
+    endpoints: Callable[..., Awaitable[RawEndpoint]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A url's password and token are sent to the endpoint, and are in none of the admin's
+    list (the endpoint, the error that echoed them, the cursor), nor in any log line."""
+    caplog.set_level(logging.INFO)
+    password, token = "pw-s3cret-value", "tok-s3cret-value"
+
+    async def refuse(conn: Conn, writer: asyncio.StreamWriter, hung_up: asyncio.Event) -> None:
+        said = conn.head.split("\r\n")[0].encode()  # the request line, its query in it
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+            % len(said)
+        )
+        writer.write(said)
+        await writer.drain()
+
+    plain = await endpoints(no_content)
+    guarded = await endpoints(refuse, f"/hook?token={token}&x=1")
+    url = guarded.url.replace("http://", f"http://hooker:{password}@")
+    shown = guarded.url.replace("http://", "http://hooker:***@").replace(token, "***")
+    api: Api = await make_api(
+        webhooks=[
+            hook(url, retry_first_s=0.05, retry_for_s=0.5),
+            # a second delivery of the same event, so that a page of one has a cursor
+            hook(plain.url),
+        ]
+    )
+    await ban(api, "p1")
+
+    async def failed() -> list[dict[str, Any]]:
+        return await all_deliveries(api, state="failed")
+
+    assert await wait_for(failed), "the guarded endpoint's delivery was not given up"
+    # The endpoint was sent the credentials of its url.
+    conn = guarded.conns[0]
+    secret = base64.b64encode(f"hooker:{password}".encode()).decode()
+    assert conn.fields["authorization"] == f"Basic {secret}"
+    assert f"?token={token}&x=1 " in conn.head
+
+    pages = []
+    cursor = None
+    while True:
+        params = {"limit": 1, **({"cursor": cursor} if cursor else {})}
+        r = await api.client.get(
+            "/v1/admin/webhooks/deliveries", params=params, headers=api.auth(api.admin_key)
+        )
+        assert r.status_code == 200, r.text
+        pages.append(r.text)
+        cursor = r.json().get("next")
+        if cursor is None:
+            break
+    listed = [d for p in pages for d in json.loads(p)["deliveries"]]
+    assert sorted(d["endpoint"] for d in listed) == sorted([shown, plain.url])
+    [mine] = [d for d in listed if d["endpoint"] == shown]
+    assert mine["state"] == "failed" and mine["lastStatus"] == 401
+    assert mine["lastError"] == "answered 401: POST /hook?token=***&x=1 HTTP/1.1"
+    for secret_text in (password, token):
+        for page in pages:
+            assert secret_text not in page and secret_text.encode().hex() not in page
+        for record in caplog.records:
+            assert secret_text not in record.getMessage(), record.getMessage()
+    assert any(shown in r.getMessage() for r in caplog.records)  # named, redacted

@@ -524,3 +524,30 @@ def test_webhooks_url_and_uniqueness() -> None:
     (hook,) = settings.webhooks
     assert (hook.timeout_s, hook.retry_first_s, hook.retry_for_s) == (2.0, 5.0, 86_400.0)
     assert SECRET not in repr(settings)  # a settings dump in a log shows no secret
+
+
+def test_webhooks_messages_and_settings_never_show_a_urls_credentials() -> None:
+    """A url's password and token are in no message about a mistyped table, and in no
+    dump of the settings; the settings keep them, to send with every delivery."""
+    url = "https://hooker:pw-s3cret@prizes.example/p?token=tok-s3cret&x=1"
+    shown = "'https://hooker:***@prizes.example/p?token=***&x=1'"
+    row = {**ROW_NEEDS["webhooks"], "url": url}
+    assert errors({"webhooks": [{**row, "url": url.replace("https", "ftp")}]}) == (
+        f"webhooks[0].url: expected http://... or https://..., got {shown.replace('https', 'ftp')}"
+    )
+    assert errors({"webhooks": [row, row]}) == f"webhooks: {shown} is defined twice"
+    # [webhooks] for [[webhooks]]: named, not echoed (it holds the url and the secret)
+    assert errors({"webhooks": row}) == (
+        "webhooks: expected an array of tables ([[webhooks]]), got a table"
+    )
+    assert errors({"webhooks": [row, [row]]}) == (
+        "webhooks: expected an array of tables ([[webhooks]]), got an array at [1]"
+    )
+    assert errors({"webhooks": url}) == (
+        f"webhooks: expected an array of tables ([[webhooks]]), got {shown}"
+    )
+    settings = config.parse({"webhooks": [row]})
+    assert settings.webhooks[0].url == url
+    dumped = repr(settings)
+    assert shown in dumped
+    assert "s3cret" not in dumped and SECRET not in dumped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from podium.redact import redact_url
+from podium.redact import redact_text, redact_url
 
 
 @pytest.mark.parametrize(
@@ -28,3 +28,16 @@ def test_secrets_are_hidden_and_the_rest_kept(url: str, shown: str) -> None:
 
 def test_a_url_that_cannot_be_parsed_is_hidden_whole() -> None:
     assert redact_url("https://[::1:bad/x?token=t") == "***"
+
+
+def test_a_urls_secrets_are_hidden_in_a_text_that_repeats_them() -> None:
+    url = "https://u:p%40ss@h/x?token=a%2Bb&Key=zz&x=1"
+    said = f"401 for {url}: password p@ss (p%40ss), token a+b (a%2Bb), key zz, x 1"
+    assert redact_text(said, url) == (
+        "401 for https://u:***@h/x?token=***&Key=***&x=1: "
+        "password *** (***), token *** (***), key ***, x 1"
+    )
+    assert redact_text("refused", url) == "refused"
+    assert redact_text("no secret in https://h/x?page=2", "https://h/x?page=2") == (
+        "no secret in https://h/x?page=2"
+    )

@@ -27,7 +27,7 @@ RUNNERS = {
     "freezer": ["freezer", "tournament-freezer"],  # boards' windows, tournaments' runs
     "reconciler": ["reconciler"],
     "pruner": ["pruner", "event-pruner"],  # results past retention, old events
-    "webhooks": ["webhooks"],
+    "webhooks": ["webhooks", "webhook-delivery"],  # events into deliveries, one endpoint's
 }
 HOOK = {
     "url": "http://127.0.0.1:9/hook",

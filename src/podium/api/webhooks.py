@@ -77,7 +77,7 @@ async def list_deliveries(
         str | None,
         Query(
             pattern=CURSOR,
-            max_length=2600,
+            max_length=600,
             description="the `next` of the previous page, as it was given",
         ),
     ] = None,

@@ -80,10 +80,21 @@ class WebhookEvents(EventStream, Protocol):
         many events were fanned out. Safe with several callers at once."""
         ...
 
-    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
+    async def claim_deliveries(
+        self,
+        now: float,
+        lease_until: float,
+        limit: int,
+        *,
+        endpoint: str | None = None,
+        other_than: Sequence[str] = (),
+    ) -> list[Due]:
         """Up to ``limit`` pending deliveries due by ``now``, each counted an attempt and
         held until ``lease_until`` (not claimed again before then, unless settled), oldest
-        due first. Two callers at once never claim the same one."""
+        due first. Two callers at once never claim the same one. ``endpoint``: only the
+        deliveries to it (each endpoint is claimed for apart, so that a slow one holds back
+        only its own); ``other_than``: only those to none of these endpoints (the ones no
+        longer configured)."""
         ...
 
     async def settle(

@@ -60,7 +60,9 @@ CLAIM = """
 UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_at = $2
 FROM (
     SELECT event_id, endpoint FROM webhook_deliveries
-    WHERE state = 'pending' AND next_at <= $1 ORDER BY next_at LIMIT $3
+    WHERE state = 'pending' AND next_at <= $1
+    AND ($4::text IS NULL OR endpoint = $4) AND endpoint <> ALL($5::text[])
+    ORDER BY next_at LIMIT $3
     FOR UPDATE SKIP LOCKED
 ) due, webhook_events e
 WHERE d.event_id = due.event_id AND d.endpoint = due.endpoint AND e.id = d.event_id
@@ -119,8 +121,20 @@ class Webhooks(Database):
 
         return await self._run(run)
 
-    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
-        rows = await self._run(lambda c: c.fetch(CLAIM, float(now), float(lease_until), limit))
+    async def claim_deliveries(
+        self,
+        now: float,
+        lease_until: float,
+        limit: int,
+        *,
+        endpoint: str | None = None,
+        other_than: Sequence[str] = (),
+    ) -> list[Due]:
+        rows = await self._run(
+            lambda c: c.fetch(
+                CLAIM, float(now), float(lease_until), limit, endpoint, list(other_than)
+            )
+        )
         rows = sorted(rows, key=lambda r: r["first_at"])
         return [due_of(r) for r in rows]
 

@@ -32,9 +32,20 @@ class Webhooks(Part):
         done = await gather_all(db.fan_out(routes, since, now, limit) for _, db in dbs)
         return sum(done)
 
-    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
+    async def claim_deliveries(
+        self,
+        now: float,
+        lease_until: float,
+        limit: int,
+        *,
+        endpoint: str | None = None,
+        other_than: Sequence[str] = (),
+    ) -> list[Due]:
         dbs = await self._every()
-        parts = await gather_all(db.claim_deliveries(now, lease_until, limit) for _, db in dbs)
+        parts = await gather_all(
+            db.claim_deliveries(now, lease_until, limit, endpoint=endpoint, other_than=other_than)
+            for _, db in dbs
+        )
         return [replace(d, source=u) for (u, _), part in zip(dbs, parts, strict=True) for d in part]
 
     async def settle(

@@ -81,13 +81,25 @@ class Webhooks(Database):
 
         return await self._write(run)
 
-    async def claim_deliveries(self, now: float, lease_until: float, limit: int) -> list[Due]:
+    async def claim_deliveries(
+        self,
+        now: float,
+        lease_until: float,
+        limit: int,
+        *,
+        endpoint: str | None = None,
+        other_than: Sequence[str] = (),
+    ) -> list[Due]:
+        others = list(other_than)
+
         def run(c: sqlite3.Connection) -> list[Due]:
             rows = c.execute(
                 "SELECT d.event_id, d.endpoint, e.type, e.at, e.data, d.attempts + 1 AS attempts, "
                 "d.first_at FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id "
-                "WHERE d.state = 'pending' AND d.next_at <= ? ORDER BY d.next_at LIMIT ?",
-                (now, limit),
+                "WHERE d.state = 'pending' AND d.next_at <= ? AND (? IS NULL OR d.endpoint = ?) "
+                f"AND d.endpoint NOT IN ({', '.join('?' * len(others))}) "
+                "ORDER BY d.next_at LIMIT ?",
+                (now, endpoint, endpoint, *others, limit),
             ).fetchall()
             c.executemany(
                 "UPDATE webhook_deliveries SET attempts = ?, next_at = ? "
