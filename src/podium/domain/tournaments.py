@@ -29,7 +29,14 @@ from podium.domain import schedule
 from podium.domain.boards import Aggregate, BoardSpec, Order, Tally, Ties
 from podium.domain.codec import time_bits_for
 from podium.domain.validation import ID, ID_RE, text_problem
-from podium.domain.windows import SCHEDULED_ID, Window, WindowError, WindowKind, WindowRule
+from podium.domain.windows import (
+    SCHEDULED_ID,
+    Window,
+    WindowError,
+    WindowKind,
+    WindowRule,
+    to_rfc3339,
+)
 
 BOARD_PREFIX = "~"  # not in a board name (config.NAME_RE): a tournament's board is "~<id>"
 ATTEMPTS_SUFFIX = "#attempts"  # beside a tournament's total in a record's totals: attempts used
@@ -41,6 +48,12 @@ MAX_ATTEMPTS = 10_000
 MAX_DURATION_S = 366 * 86_400  # a run's seconds are packed into the score (docs §2)
 FREEZE_AFTER_S = 600  # late results a run takes after its end, as a board's default
 FOREVER = 253_402_300_799  # 9999-12-31T23:59:59Z: a recurring tournament with no end
+# The times a definition may name: a start or an end from 2000 to the start of 9998, so that
+# every run, and its late time, ends before FOREVER and renders as a four-digit year (a
+# start in year 1 was taken, and answered as "1-01-01T00:00:00Z"); FOREVER itself stands for
+# "no end" (a recurring tournament's default).
+EARLIEST = 946_684_800  # 2000-01-01T00:00:00Z
+LATEST = 253_339_228_800  # 9998-01-01T00:00:00Z
 
 
 class State(StrEnum):
@@ -276,6 +289,11 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
             raise TournamentError("modes", f"unknown mode {m!r} (known: {sorted(known_modes)})")
     if len(set(t.modes)) != len(t.modes):
         raise TournamentError("modes", "a mode is named twice")
+    for name, at in (("startsAt", t.starts_at), ("endsAt", t.ends_at)):
+        if not EARLIEST <= at <= LATEST and not (name == "endsAt" and at == FOREVER):
+            raise TournamentError(
+                name, f"must be from {to_rfc3339(EARLIEST)} to {to_rfc3339(LATEST)}"
+            )
     if t.ends_at <= t.starts_at:
         raise TournamentError("endsAt", "must be after startsAt")
     if t.schedule is None:
