@@ -20,7 +20,7 @@ from dataclasses import replace
 from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec
-from podium.domain.models import Target
+from podium.domain.models import ApiKey, Target
 from podium.domain.tournaments import (
     State,
     Tournament,
@@ -33,7 +33,7 @@ from podium.domain.tournaments import (
 )
 from podium.domain.validation import id_problem
 from podium.domain.windows import Window, WindowError, indexed_window
-from podium.errors import Conflict, InvalidInput, NotFound
+from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.past import Download, Format, Past, WindowList
 from podium.ports import Clock, Players, Results
@@ -210,11 +210,21 @@ class Tournaments:
 
     # -- joining --------------------------------------------------------------------------
 
-    async def join(self, tournament_id: str, player_id: str) -> tuple[Tournament, bool]:
-        """Join a player (a game server's call): whether they joined now (False: before)."""
+    async def join(
+        self, tournament_id: str, player_id: str, key: ApiKey
+    ) -> tuple[Tournament, bool]:
+        """Join a player (a game server's call): whether they joined now (False: before).
+        A key joins players only to tournaments of its modes, where its results could count
+        (invariant 5 of docs/architecture.md): another server's key cannot fill a place."""
         if why := id_problem("playerId", player_id):
             raise InvalidInput(why)
         t = await self.get(tournament_id)
+        if not any(key.may_submit(m) for m in t.modes):
+            raise Forbidden(
+                f"this credential may not join players to tournament {t.id}: it counts "
+                f"modes {', '.join(t.modes)}, and the credential's are "
+                f"{', '.join(key.modes) or 'none'}"
+            )
         now = self.clock.now()
         if t.ended_early is not None and t.ended_early <= now:
             joined = Joined.ENDED  # ended by the admin: no need to ask
@@ -231,6 +241,17 @@ class Tournaments:
             case Joined.ENDED:
                 raise Conflict(f"tournament {tournament_id} has ended: no one joins it now")
         return await self.get(tournament_id), joined is Joined.JOINED
+
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> Tournament:
+        """Take a player out of the entrants (the admin's call): their place is free again,
+        and where joining is required their results count there no longer; what they scored
+        before stays on its board (a ban takes a player off every board)."""
+        if why := id_problem("playerId", player_id):
+            raise InvalidInput(why)
+        await self.get(tournament_id)
+        if not await self.store.remove_entrant(tournament_id, player_id):
+            raise NotFound(f"player {player_id} has not joined tournament {tournament_id}")
+        return await self.get(tournament_id)
 
     # -- the record path --------------------------------------------------------------------
 

@@ -84,3 +84,28 @@ async def test_joins_never_overfill_and_are_answered_by_pairs(store: ScoreStore)
     found = await store.entrants_among(["cup", "open", "nope"], ["a", "b", *winners, "z"])
     assert found == {("cup", "a"), ("open", "b"), *(("cup", p) for p in winners)}
     assert await store.entrants_among([], ["a"]) == set()
+
+
+async def test_an_entrant_removed_frees_the_place(store: ScoreStore) -> None:
+    await store.create_tournament(CUP)
+    for p in ("a", "b", "c"):
+        assert await store.join_tournament("cup", p, T0) is Joined.JOINED
+    assert await store.join_tournament("cup", "d", T0) is Joined.FULL
+    assert await store.remove_entrant("cup", "b")
+    assert not await store.remove_entrant("cup", "b")  # gone already
+    assert not await store.remove_entrant("nope", "a")
+    t = await store.tournament("cup")
+    assert t is not None and t.entrants == 2
+    assert await store.entrants_among(["cup"], ["a", "b", "c"]) == {("cup", "a"), ("cup", "c")}
+    assert await store.join_tournament("cup", "d", T0 + 1) is Joined.JOINED
+    # removals and joins racing: the count is the entrants, never past maxEntrants
+    raced = await asyncio.gather(
+        *(store.remove_entrant("cup", p) for p in ("a", "c")),
+        *(store.join_tournament("cup", f"r{i}", T0 + 2) for i in range(6)),
+    )
+    assert raced[:2] == [True, True]
+    joined = {f"r{i}" for i in range(6) if raced[2 + i] is Joined.JOINED}
+    t = await store.tournament("cup")
+    assert t is not None and t.entrants == 1 + len(joined) <= 3
+    everyone = ["a", "c", "d", *(f"r{i}" for i in range(6))]
+    assert await store.entrants_among(["cup"], everyone) == {("cup", p) for p in {"d", *joined}}

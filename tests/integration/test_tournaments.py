@@ -490,3 +490,82 @@ async def test_a_lost_index_gets_its_runs_back_with_the_boards(cup: Cup) -> None
     assert await b.rebuild_live() >= 2
     cup.podium.reads.clear_cache()
     assert await cup.top("cup") == [(1, "b", 20), (2, "a", 10)]
+
+
+async def test_a_key_joins_only_to_tournaments_of_its_modes(cup: Cup) -> None:
+    """A game server's key joins players only to tournaments it could submit results to;
+    the admin removes an entrant, which frees the place and stops their results counting
+    where joining is required."""
+    await cup.create(joinRequired=True, maxEntrants=2)  # modes: default
+    _, casual = await cup.podium.keys.create("casual", ["event"], False)
+    r = await cup.client.post(
+        "/v1/tournaments/cup/entrants", json={"playerId": "a"}, headers=cup.auth(casual)
+    )
+    assert r.status_code == 403, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert "default" in r.json()["detail"] and "event" in r.json()["detail"]
+    assert (await cup.get("/v1/tournaments/cup"))["entrants"] == 0  # nothing changed
+    await cup.create(id="mixed", modes=["default", "event"], joinRequired=True)
+    r = await cup.client.post(
+        "/v1/tournaments/mixed/entrants", json={"playerId": "a"}, headers=cup.auth(casual)
+    )
+    assert r.status_code == 201, r.text  # one mode in common: its results count there
+
+    await cup.join("cup", "a")
+    await cup.join("cup", "b")
+    await cup.join("cup", "c", 409)  # full
+    path = "/v1/admin/tournaments/cup/entrants"
+    r = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.game))
+    assert r.status_code == 403, r.text  # only the admin removes
+    r = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.admin))
+    assert r.status_code == 200, r.text
+    assert (r.json()["playerId"], r.json()["tournament"]["entrants"]) == ("b", 1)
+    again = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.admin))
+    assert again.status_code == 404 and "not joined" in again.json()["detail"], again.text
+    r = await cup.client.delete(
+        "/v1/admin/tournaments/nope/entrants/b", headers=cup.auth(cup.admin)
+    )
+    assert r.status_code == 404, r.text
+    await cup.join("cup", "c")  # the place is free again
+
+    cup.clock.t = cup.t0 + 600
+    m1 = await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20, "c": 5})
+    assert "cup" in m1["a"]["tournaments"] and "cup" in m1["c"]["tournaments"]
+    assert "tournaments" not in m1["b"]  # removed: no longer counts there
+    assert await cup.top("cup") == [(1, "a", 10), (2, "c", 5)]
+
+
+async def test_a_tournament_board_pages_both_ways_by_cursor(cup: Cup) -> None:
+    await cup.create()
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {p: 100 - i for i, p in enumerate("abcde")})
+    first = await cup.get("/v1/tournaments/cup/board", limit=2)
+    assert [e["playerId"] for e in first["entries"]] == ["a", "b"]
+    second = await cup.get("/v1/tournaments/cup/board", limit=2, cursor=first["next"])
+    assert second["board"] == "cup"
+    assert [(e["rank"], e["playerId"]) for e in second["entries"]] == [(3, "c"), (4, "d")]
+    back = await cup.get("/v1/tournaments/cup/board", limit=2, cursor=second["prev"])
+    assert [e["playerId"] for e in back["entries"]] == ["a", "b"]
+    # a cursor of another tournament's board is refused, saying why
+    await cup.create(id="other")
+    problem = await cup.get("/v1/tournaments/other/board", 422, limit=2, cursor=first["next"])
+    assert "cursor" in problem["detail"], problem
+
+
+async def test_times_out_of_range_are_refused_naming_the_field(cup: Cup) -> None:
+    for fields, named in (
+        ({"startsAt": "0001-01-01T00:00:00Z", "endsAt": "0001-01-01T01:00:00Z"}, "startsAt"),
+        ({"startsAt": "1999-12-31T23:00:00Z", "endsAt": "2000-01-01T01:00:00Z"}, "startsAt"),
+        ({"startsAt": "9998-06-01T00:00:00Z", "endsAt": "9998-06-02T00:00:00Z"}, "startsAt"),
+        ({"endsAt": "9999-01-01T00:00:00Z", "schedule": "0 0 * * *", "durationSeconds": 60},
+         "endsAt"),
+    ):  # fmt: skip
+        problem = await cup.create(422, id="old", **fields)
+        assert problem["detail"].startswith(named), problem
+        assert "2000-01-01T00:00:00Z" in problem["detail"], problem
+    assert (await cup.get("/v1/tournaments"))["tournaments"] == []  # nothing made
+    # the earliest start taken, rendered with its four-digit year
+    made = await cup.create(
+        id="y2k", startsAt="2000-01-01T00:00:00Z", endsAt="2000-01-02T00:00:00Z"
+    )
+    assert (made["startsAt"], made["endsAt"]) == ("2000-01-01T00:00:00Z", "2000-01-02T00:00:00Z")

@@ -23,6 +23,7 @@ from podium.domain import tournaments as d
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.metadata import canonical
 from podium.domain.metadata import shown as shown_metadata
+from podium.domain.models import ApiKey
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Service
@@ -132,6 +133,11 @@ class JoinOut(BaseModel):
     joined: bool = Field(description="false: the player had joined already (the same join)")
 
 
+class RemovedOut(BaseModel):
+    tournament: TournamentOut
+    playerId: str
+
+
 class TournamentRankOut(s.RankOut):
     attemptsLeft: int | None = Field(default=None, description="absent: no maxAttempts")
 
@@ -216,6 +222,22 @@ async def end_tournament(request: Request, tournamentId: TournamentId) -> Tourna
     return _out(await podium.tournaments.end(tournamentId), podium.clock.now())
 
 
+@admin_router.delete(
+    "/v1/admin/tournaments/{tournamentId}/entrants/{playerId}",
+    response_model=RemovedOut,
+    responses=responses(401, 403, 404, 422, 503),
+)
+async def remove_entrant(
+    request: Request, tournamentId: TournamentId, playerId: PlayerId
+) -> RemovedOut:
+    """Take a player out of the entrants: the place is free again, and where joining is
+    required their results count there no longer (what they scored stays); 404 for a
+    player who has not joined."""
+    podium = _podium(request)
+    t = await podium.tournaments.remove_entrant(tournamentId, playerId)
+    return RemovedOut(tournament=_out(t, podium.clock.now()), playerId=playerId)
+
+
 @read_router.get(
     "/v1/tournaments",
     response_model=TournamentsOut,
@@ -248,17 +270,21 @@ async def get_tournament(request: Request, tournamentId: TournamentId) -> Tourna
     "/v1/tournaments/{tournamentId}/entrants",
     status_code=201,
     response_model=JoinOut,
-    dependencies=[Depends(game_server)],
     responses={
         200: {"model": JoinOut, "description": "joined already: the same join"},
         **responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
 async def join_tournament(
-    request: Request, response: Response, tournamentId: TournamentId, body: JoinIn
+    request: Request,
+    response: Response,
+    tournamentId: TournamentId,
+    body: JoinIn,
+    key: Annotated[ApiKey, Depends(game_server)],
 ) -> JoinOut:
+    """Join a player; 403 for a key none of whose modes the tournament counts."""
     podium = _podium(request)
-    t, joined = await podium.tournaments.join(tournamentId, body.playerId)
+    t, joined = await podium.tournaments.join(tournamentId, body.playerId, key)
     response.status_code = 201 if joined else 200
     return JoinOut(tournament=_out(t, podium.clock.now()), playerId=body.playerId, joined=joined)
 

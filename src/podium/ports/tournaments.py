@@ -46,6 +46,11 @@ class TournamentStore(Protocol):
         ``ENDED``."""
         ...
 
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        """Take the player out of the entrants, in one transaction that holds the
+        tournament's row as a join does, its count one less: whether they had joined."""
+        ...
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

@@ -116,6 +116,26 @@ class Tournaments(Database):
 
         return await self._run(run)
 
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        async def run(c: Conn) -> bool:
+            # The row first, as a join holds it: a join and a removal of the same player
+            # queue one behind the other, so the count follows the entrants.
+            if await c.fetchval(_ONE + " FOR UPDATE", tournament_id) is None:
+                return False
+            gone = await c.fetchval(
+                "DELETE FROM tournament_entrants WHERE tournament_id = $1 AND player_id = $2 "
+                "RETURNING true",
+                tournament_id,
+                player_id,
+            )
+            if gone:
+                await c.execute(
+                    "UPDATE tournaments SET entrants = entrants - 1 WHERE id = $1", tournament_id
+                )
+            return bool(gone)
+
+        return await self._run(run)
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

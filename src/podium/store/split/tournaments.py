@@ -48,6 +48,9 @@ class Tournaments(Part):
     async def join_tournament(self, tournament_id: str, player_id: str, now: float) -> Joined:
         return await self.router.home.join_tournament(tournament_id, player_id, now)
 
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        return await self.router.home.remove_entrant(tournament_id, player_id)
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

@@ -115,6 +115,20 @@ class Tournaments(Database):
 
         return await self._write(run)
 
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        def run(c: sqlite3.Connection) -> bool:
+            gone = c.execute(
+                "DELETE FROM tournament_entrants WHERE tournament_id = ? AND player_id = ?",
+                (tournament_id, player_id),
+            ).rowcount
+            if gone:
+                c.execute(
+                    "UPDATE tournaments SET entrants = entrants - 1 WHERE id = ?", (tournament_id,)
+                )
+            return bool(gone)
+
+        return await self._write(run)
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:
