@@ -13,9 +13,12 @@ Knows the ports, never an adapter.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from podium.caching import Cache
 from podium.config import Settings
@@ -31,7 +34,7 @@ from podium.domain.tournaments import (
     span,
     tournament_of,
 )
-from podium.domain.validation import id_problem
+from podium.domain.validation import ID_RE, id_problem
 from podium.domain.windows import Window, WindowError, indexed_window
 from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
@@ -47,6 +50,8 @@ log = logging.getLogger("podium.tournaments")
 LIST_HELD_S = 1.0  # how long a process trusts its list of tournaments on the record path
 SPECS_HELD = 10_000  # tournament boards whose spec one process holds
 MISSING_HELD_S = 5.0  # a board name with no tournament is asked again after this
+LOOKBACK = 3  # begun runs of a tournament the freezer looks at after its first pass
+LIST_PAGE = 100  # tournaments a page of the CLI's whole list reads
 
 
 class Specs:
@@ -71,24 +76,69 @@ class Specs:
         return await self._held.get_or_load(board, load)
 
 
-async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
+class TournamentFreezer:
     """The freezer's pass over tournaments: each run anyone played in, past its end and its
     late time (or ended by the admin), not frozen yet, freezes now (the store's freeze is
-    once, whoever asks). Returns how many."""
-    now = clock.now()
-    froze = 0
-    for t in await store.list_tournaments():
-        spec = t.spec()
-        frozen = await lifecycle.frozen(spec.name)
-        for run in await _played(t, lifecycle):
-            if run.id in frozen or run.start > now:
-                continue
-            assert run.end is not None
-            ended = t.ended_early is not None and run.start <= t.ended_early <= now
-            if ended or now >= run.end + spec.freeze_after_s:
-                done, _ = await lifecycle.freeze(spec, run)
-                froze += int(done)
-    return froze
+    once, whoever asks). Only tournaments not settled are walked (``unsettled_tournaments``,
+    an index of those alone): one is settled once no result can count for it any more
+    (``Tournament.settled_by``) and every run anyone played is frozen, so the pass costs the
+    same however many ended before. A tournament's first pass in a process looks at every
+    run anyone played (runs that ended while no freezer ran); later ones at its last
+    ``LOOKBACK`` begun runs, as the boards' freezer does, so a long-lived recurring one
+    costs the same on its thousandth run as on its first."""
+
+    def __init__(self, store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> None:
+        self.store = store
+        self.lifecycle = lifecycle
+        self.clock = clock
+        self._swept: set[str] = set()  # tournaments whose every played run was looked at
+
+    async def step(self) -> int:
+        """One pass; returns how many runs it froze."""
+        now = self.clock.now()
+        froze = 0
+        for t in await self.store.unsettled_tournaments():
+            if t.starts_at > now:
+                continue  # nothing can have counted yet
+            spec = t.spec()
+            whole = t.id not in self._swept or t.settled_by(now)
+            runs = await _played(t, self.lifecycle) if whole else await self._recent(t, now)
+            self._swept.add(t.id)
+            left = False
+            for run in runs:
+                if await self.lifecycle.is_frozen(spec.name, run.id) or run.start > now:
+                    continue
+                assert run.end is not None
+                ended = t.ended_early is not None and run.start <= t.ended_early <= now
+                if ended or now >= run.end + spec.freeze_after_s:
+                    done, _ = await self.lifecycle.freeze(spec, run)
+                    froze += int(done)
+                else:
+                    left = True
+            if t.settled_by(now) and not left:
+                await self.store.settle_tournament(t.id, now)
+                self._swept.discard(t.id)
+        return froze
+
+    async def _recent(self, t: Tournament, now: float) -> list[Window]:
+        """Its last ``LOOKBACK`` begun runs that anyone played in."""
+        rule, out = t.rule(), []
+        w = rule.latest(int(now))
+        for _ in range(LOOKBACK):
+            if w is None:
+                break
+            async for batch in self.lifecycle.store.standings(t.board, w.id, batch=1):
+                if batch:
+                    out.append(w)
+                break
+            w = rule.before(w)
+        return out
+
+
+async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
+    """One pass of a freezer new to every tournament (``TournamentFreezer``): returns how
+    many runs it froze."""
+    return await TournamentFreezer(store, lifecycle, clock).step()
 
 
 async def _played(t: Tournament, lifecycle: Lifecycle) -> list[Window]:
@@ -123,7 +173,9 @@ class Tournaments:
         self.lifecycle = lifecycle
         self.reads = reads
         self.past = past
-        self._list: Cache[int, list[Tournament]] = Cache(1, LIST_HELD_S, clock.now)
+        self._list: Cache[str, list[Tournament]] = Cache(
+            max(1, len(settings.modes)), LIST_HELD_S, clock.now
+        )
         self.specs = Specs(store, clock)
 
     # -- the admin's calls --------------------------------------------------------------
@@ -133,7 +185,7 @@ class Tournaments:
         the same create; another under its id is a 409."""
         modes = {m.name: max(abs(m.min_points), abs(m.max_points)) for m in self.settings.modes}
         try:
-            check(t, set(modes), modes)
+            check(t, set(modes), modes, self.settings.server.tournament_min_period_s)
         except TournamentError as e:
             raise InvalidInput(str(e)) from None
         stored, created = await self.store.create_tournament(
@@ -155,16 +207,42 @@ class Tournaments:
         except TournamentError as e:
             raise InvalidInput(str(e)) from None
 
+    async def listing(
+        self,
+        category: str | None = None,
+        state: State | None = None,
+        cursor: str | None = None,
+        limit: int = 20,
+    ) -> TournamentList:
+        """A page of the tournaments, by start then id, after ``cursor`` (the ``next`` of
+        the page before), of ``category`` and in ``state`` now. The store reads a page by
+        an index and a condition a few more meet than are in the state; those are left
+        out here, reading on until the page is full, so every page but the last holds
+        ``limit``."""
+        after = _decode(cursor)
+        now = self.clock.now()
+        found: list[Tournament] = []
+        while len(found) <= limit:
+            batch = await self.store.tournaments_page(after, limit + 1, category, state, now)
+            found += [t for t in batch if state is None or t.state(now) is state]
+            if len(batch) <= limit:
+                break  # none after these
+            after = (batch[-1].starts_at, batch[-1].id)
+        page = found[:limit]
+        more = len(found) > limit
+        return TournamentList(page, _encode(page[-1]) if more else None)
+
     async def all(
         self, category: str | None = None, state: State | None = None
     ) -> list[Tournament]:
-        now = self.clock.now()
-        return [
-            t
-            for t in await self.store.list_tournaments()
-            if (category is None or t.category == category)
-            and (state is None or t.state(now) is state)
-        ]
+        """Every tournament, page after page (the command line's list)."""
+        out: list[Tournament] = []
+        cursor: str | None = ""
+        while cursor is not None:
+            listed = await self.listing(category, state, cursor or None, LIST_PAGE)
+            out += listed.tournaments
+            cursor = listed.next
+        return out
 
     async def get(self, tournament_id: str) -> Tournament:
         if why := id_problem("tournament id", tournament_id):
@@ -200,7 +278,7 @@ class Tournaments:
         made known to the reads (``podium rebuild --all`` rebuilds them with the boards)."""
         now = self.clock.now()
         out: list[tuple[BoardSpec, Window]] = []
-        for t in await self.store.list_tournaments():
+        for t in await self.store.unsettled_tournaments():  # a settled one's runs are frozen
             spec = t.spec()
             for run in await _played(t, self.lifecycle):
                 if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
@@ -255,8 +333,12 @@ class Tournaments:
 
     # -- the record path --------------------------------------------------------------------
 
-    async def _live(self) -> list[Tournament]:
-        return await self._list.get_or_load(0, self.store.list_tournaments)
+    async def _live(self, mode: str) -> list[Tournament]:
+        """The tournaments of ``mode`` still taking results, as the store's index answers
+        (ended ones are not read at all), held ``LIST_HELD_S``."""
+        return await self._list.get_or_load(
+            mode, lambda: self.store.live_tournaments(mode, self.clock.now())
+        )
 
     async def targets(
         self, mode: str, ended_at: int, now: float, player_ids: Sequence[str]
@@ -267,7 +349,7 @@ class Tournaments:
         store checks the freeze again in the record's transaction, and ``maxAttempts``
         there (``recording.fold_targets``)."""
         found: list[tuple[Tournament, Target, TournamentSpec]] = []
-        for t in await self._live():
+        for t in await self._live(mode):
             if mode not in t.modes or t.ended_early is not None:
                 continue
             spec = t.spec()
@@ -406,3 +488,34 @@ class Tournaments:
             return Page(t.id, run, self.clock.now(), [])
         page = await self.reads.friends_page(t.board, player_id, run)
         return replace(page, board=t.id)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentList:
+    """A page of tournaments, and the cursor of the next (None on the last)."""
+
+    tournaments: list[Tournament]
+    next: str | None
+
+
+# A cursor of the list: the start and id of the last tournament of a page, so that a page
+# never repeats or skips one whatever is created meanwhile. Validated, not signed: a forged
+# one only names a place in the list, which anyone may read.
+
+
+def _encode(t: Tournament) -> str:
+    raw = json.dumps([t.starts_at, t.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(cursor: str | None) -> tuple[int, str] | None:
+    if cursor is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        start, tid = json.loads(raw)
+        if not (isinstance(start, int) and isinstance(tid, str) and ID_RE.fullmatch(tid)):
+            raise ValueError(cursor)
+    except (ValueError, TypeError, binascii.Error):
+        raise InvalidInput("cursor: not a cursor this API gave (pass `next` as it is)") from None
+    return start, tid

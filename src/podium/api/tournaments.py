@@ -121,6 +121,9 @@ class TournamentOut(BaseModel):
 
 class TournamentsOut(BaseModel):
     tournaments: list[TournamentOut]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; absent on the last"
+    )
 
 
 class JoinIn(s._In):
@@ -241,6 +244,7 @@ async def remove_entrant(
 @read_router.get(
     "/v1/tournaments",
     response_model=TournamentsOut,
+    response_model_exclude_unset=True,  # ``next`` absent on the last page; nulls stay
     dependencies=[Depends(read_limit)],
     responses=responses(422, 429, 503),
 )
@@ -248,11 +252,22 @@ async def list_tournaments(
     request: Request,
     category: Annotated[str | None, Query(pattern=anchored(d.CATEGORY))] = None,
     state: Annotated[Literal["upcoming", "live", "ended"] | None, Query()] = None,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="the `next` of the previous page, as it was given"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TournamentsOut:
+    """Tournaments by start, a page at a time: follow ``next`` until it is absent."""
     podium = _podium(request)
-    found = await podium.tournaments.all(category, None if state is None else d.State(state))
+    listed = await podium.tournaments.listing(
+        category, None if state is None else d.State(state), cursor, limit
+    )
     now = podium.clock.now()
-    return TournamentsOut(tournaments=[_out(t, now) for t in found])
+    out = TournamentsOut(tournaments=[_out(t, now) for t in listed.tournaments])
+    if listed.next is not None:
+        out.next = listed.next
+    return out
 
 
 @read_router.get(
