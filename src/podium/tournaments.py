@@ -25,6 +25,7 @@ from podium.config import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.models import ApiKey, Target
 from podium.domain.tournaments import (
+    FREEZE_AFTER_S,
     State,
     Tournament,
     TournamentError,
@@ -51,6 +52,8 @@ LIST_HELD_S = 1.0  # how long a process trusts its list of tournaments on the re
 SPECS_HELD = 10_000  # tournament boards whose spec one process holds
 MISSING_HELD_S = 5.0  # a board name with no tournament is asked again after this
 LOOKBACK = 3  # begun runs of a tournament the freezer looks at after its first pass
+RECENT_S = 3600.0  # and any run that came due this recently (short runs, a long late time)
+SWEEP_S = 3600.0  # how often the freezer looks at every played run of each tournament again
 LIST_PAGE = 100  # tournaments a page of the CLI's whole list reads
 
 
@@ -84,18 +87,24 @@ class TournamentFreezer:
     (``Tournament.settled_by``) and every run anyone played is frozen, so the pass costs the
     same however many ended before. A tournament's first pass in a process looks at every
     run anyone played (runs that ended while no freezer ran); later ones at its last
-    ``LOOKBACK`` begun runs, as the boards' freezer does, so a long-lived recurring one
-    costs the same on its thousandth run as on its first."""
+    ``LOOKBACK`` begun runs and those that came due within ``RECENT_S``, as the boards'
+    freezer does, so a long-lived recurring one costs the same on its thousandth run as on
+    its first; every ``SWEEP_S`` it looks at every played run again (a run missed while the
+    store was down)."""
 
     def __init__(self, store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> None:
         self.store = store
         self.lifecycle = lifecycle
         self.clock = clock
         self._swept: set[str] = set()  # tournaments whose every played run was looked at
+        self._swept_at = clock.now()
 
     async def step(self) -> int:
         """One pass; returns how many runs it froze."""
         now = self.clock.now()
+        if now - self._swept_at >= SWEEP_S:
+            self._swept.clear()
+            self._swept_at = now
         froze = 0
         for t in await self.store.unsettled_tournaments():
             if t.starts_at > now:
@@ -121,12 +130,14 @@ class TournamentFreezer:
         return froze
 
     async def _recent(self, t: Tournament, now: float) -> list[Window]:
-        """Its last ``LOOKBACK`` begun runs that anyone played in."""
-        rule, out = t.rule(), []
+        """Its last ``LOOKBACK`` begun runs, and any that came due within ``RECENT_S``,
+        that anyone played in."""
+        rule, out, n = t.rule(), [], 0
         w = rule.latest(int(now))
-        for _ in range(LOOKBACK):
-            if w is None:
+        while w is not None and w.end is not None:
+            if n >= LOOKBACK and w.end + FREEZE_AFTER_S < now - RECENT_S:
                 break
+            n += 1
             async for batch in self.lifecycle.store.standings(t.board, w.id, batch=1):
                 if batch:
                     out.append(w)
