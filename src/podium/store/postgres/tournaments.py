@@ -4,6 +4,7 @@ one behind another and never overfill it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -102,9 +103,11 @@ class Tournaments(Database):
 
     async def live_tournaments(self, mode: str, now: float) -> list[Tournament]:
         rows = await self._fetch(
+            # A whole second against the bigint column (closes_at is whole: > now is > its
+            # floor), so that the partial index tournaments_live answers it.
             f"SELECT {COLS} FROM tournaments WHERE ended_early IS NULL AND closes_at > $1 "
             "AND $2 = ANY(modes) ORDER BY starts_at, id",
-            float(now),
+            math.floor(now),
             mode,
         )
         return [_tournament(r) for r in rows]
