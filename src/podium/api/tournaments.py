@@ -27,6 +27,7 @@ from podium.domain.models import ApiKey
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Service
+from podium.tournaments import CURSOR as LIST_CURSOR
 
 admin_router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 write_router = APIRouter(tags=["write"])
@@ -254,7 +255,11 @@ async def list_tournaments(
     state: Annotated[Literal["upcoming", "live", "ended"] | None, Query()] = None,
     cursor: Annotated[
         str | None,
-        Query(max_length=200, description="the `next` of the previous page, as it was given"),
+        Query(
+            pattern=LIST_CURSOR,
+            max_length=100,
+            description="the `next` of the previous page, as it was given",
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TournamentsOut:
