@@ -221,6 +221,11 @@ class ServerSettings:
     pages and streams) or "write" (game servers and admins: results, profiles, friends lists,
     bans, freezes, review), each with the health and metrics endpoints. A fleet that runs them
     apart keeps reads from queueing behind bursts of writes."""
+    tournament_min_period_s: Count = 3600
+    """The shortest time a recurring tournament's schedule may leave between two starts (a
+    create with a shorter one is a 422): each run is a board window of its own, frozen,
+    archived and announced by a tournament.ended event, so "* * * * *" would make 1,440 of
+    each a day for as long as it lasts. 0: no minimum."""
     claim_lease_s: Amount = 60.0
     """How long a match id stays claimed by a key that has no result in it yet: a request
     that died between its claim and its writes (a crash, a kill -9) leaves such a claim, and

@@ -14,14 +14,16 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from podium.caching import Cache
 from podium.config import Settings
 from podium.domain.boards import BoardSpec
-from podium.domain.models import Target
+from podium.domain.models import ApiKey, Target
 from podium.domain.tournaments import (
+    FREEZE_AFTER_S,
     State,
     Tournament,
     TournamentError,
@@ -31,9 +33,9 @@ from podium.domain.tournaments import (
     span,
     tournament_of,
 )
-from podium.domain.validation import id_problem
+from podium.domain.validation import ID, id_problem
 from podium.domain.windows import Window, WindowError, indexed_window
-from podium.errors import Conflict, InvalidInput, NotFound
+from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
 from podium.lifecycle import Lifecycle
 from podium.past import Download, Format, Past, WindowList
 from podium.ports import Clock, Players, Results
@@ -47,6 +49,10 @@ log = logging.getLogger("podium.tournaments")
 LIST_HELD_S = 1.0  # how long a process trusts its list of tournaments on the record path
 SPECS_HELD = 10_000  # tournament boards whose spec one process holds
 MISSING_HELD_S = 5.0  # a board name with no tournament is asked again after this
+LOOKBACK = 3  # begun runs of a tournament the freezer looks at after its first pass
+RECENT_S = 3600.0  # and any run that came due this recently (short runs, a long late time)
+SWEEP_S = 3600.0  # how often the freezer looks at every played run of each tournament again
+LIST_PAGE = 100  # tournaments a page of the CLI's whole list reads
 
 
 class Specs:
@@ -71,24 +77,77 @@ class Specs:
         return await self._held.get_or_load(board, load)
 
 
-async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
+class TournamentFreezer:
     """The freezer's pass over tournaments: each run anyone played in, past its end and its
     late time (or ended by the admin), not frozen yet, freezes now (the store's freeze is
-    once, whoever asks). Returns how many."""
-    now = clock.now()
-    froze = 0
-    for t in await store.list_tournaments():
-        spec = t.spec()
-        frozen = await lifecycle.frozen(spec.name)
-        for run in await _played(t, lifecycle):
-            if run.id in frozen or run.start > now:
-                continue
-            assert run.end is not None
-            ended = t.ended_early is not None and run.start <= t.ended_early <= now
-            if ended or now >= run.end + spec.freeze_after_s:
-                done, _ = await lifecycle.freeze(spec, run)
-                froze += int(done)
-    return froze
+    once, whoever asks). Only tournaments not settled are walked (``unsettled_tournaments``,
+    an index of those alone): one is settled once no result can count for it any more
+    (``Tournament.settled_by``) and every run anyone played is frozen, so the pass costs the
+    same however many ended before. A tournament's first pass in a process looks at every
+    run anyone played (runs that ended while no freezer ran); later ones at its last
+    ``LOOKBACK`` begun runs and those that came due within ``RECENT_S``, as the boards'
+    freezer does, so a long-lived recurring one costs the same on its thousandth run as on
+    its first; every ``SWEEP_S`` it looks at every played run again (a run missed while the
+    store was down)."""
+
+    def __init__(self, store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> None:
+        self.store = store
+        self.lifecycle = lifecycle
+        self.clock = clock
+        self._swept: set[str] = set()  # tournaments whose every played run was looked at
+        self._swept_at = clock.now()
+
+    async def step(self) -> int:
+        """One pass; returns how many runs it froze."""
+        now = self.clock.now()
+        if now - self._swept_at >= SWEEP_S:
+            self._swept.clear()
+            self._swept_at = now
+        froze = 0
+        for t in await self.store.unsettled_tournaments():
+            if t.starts_at > now:
+                continue  # nothing can have counted yet
+            spec = t.spec()
+            whole = t.id not in self._swept or t.settled_by(now)
+            runs = await _played(t, self.lifecycle) if whole else await self._recent(t, now)
+            self._swept.add(t.id)
+            left = False
+            for run in runs:
+                if await self.lifecycle.is_frozen(spec.name, run.id) or run.start > now:
+                    continue
+                assert run.end is not None
+                ended = t.ended_early is not None and run.start <= t.ended_early <= now
+                if ended or now >= run.end + spec.freeze_after_s:
+                    done, _ = await self.lifecycle.freeze(spec, run)
+                    froze += int(done)
+                else:
+                    left = True
+            if t.settled_by(now) and not left:
+                await self.store.settle_tournament(t.id, now)
+                self._swept.discard(t.id)
+        return froze
+
+    async def _recent(self, t: Tournament, now: float) -> list[Window]:
+        """Its last ``LOOKBACK`` begun runs, and any that came due within ``RECENT_S``,
+        that anyone played in."""
+        rule, out, n = t.rule(), [], 0
+        w = rule.latest(int(now))
+        while w is not None and w.end is not None:
+            if n >= LOOKBACK and w.end + FREEZE_AFTER_S < now - RECENT_S:
+                break
+            n += 1
+            async for batch in self.lifecycle.store.standings(t.board, w.id, batch=1):
+                if batch:
+                    out.append(w)
+                break
+            w = rule.before(w)
+        return out
+
+
+async def freeze_due(store: TournamentStore, lifecycle: Lifecycle, clock: Clock) -> int:
+    """One pass of a freezer new to every tournament (``TournamentFreezer``): returns how
+    many runs it froze."""
+    return await TournamentFreezer(store, lifecycle, clock).step()
 
 
 async def _played(t: Tournament, lifecycle: Lifecycle) -> list[Window]:
@@ -123,7 +182,9 @@ class Tournaments:
         self.lifecycle = lifecycle
         self.reads = reads
         self.past = past
-        self._list: Cache[int, list[Tournament]] = Cache(1, LIST_HELD_S, clock.now)
+        self._list: Cache[str, list[Tournament]] = Cache(
+            max(1, len(settings.modes)), LIST_HELD_S, clock.now
+        )
         self.specs = Specs(store, clock)
 
     # -- the admin's calls --------------------------------------------------------------
@@ -133,7 +194,7 @@ class Tournaments:
         the same create; another under its id is a 409."""
         modes = {m.name: max(abs(m.min_points), abs(m.max_points)) for m in self.settings.modes}
         try:
-            check(t, set(modes), modes)
+            check(t, set(modes), modes, self.settings.server.tournament_min_period_s)
         except TournamentError as e:
             raise InvalidInput(str(e)) from None
         stored, created = await self.store.create_tournament(
@@ -155,16 +216,42 @@ class Tournaments:
         except TournamentError as e:
             raise InvalidInput(str(e)) from None
 
+    async def listing(
+        self,
+        category: str | None = None,
+        state: State | None = None,
+        cursor: str | None = None,
+        limit: int = 20,
+    ) -> TournamentList:
+        """A page of the tournaments, by start then id, after ``cursor`` (the ``next`` of
+        the page before), of ``category`` and in ``state`` now. The store reads a page by
+        an index and a condition a few more meet than are in the state; those are left
+        out here, reading on until the page is full, so every page but the last holds
+        ``limit``."""
+        after = _decode(cursor)
+        now = self.clock.now()
+        found: list[Tournament] = []
+        while len(found) <= limit:
+            batch = await self.store.tournaments_page(after, limit + 1, category, state, now)
+            found += [t for t in batch if state is None or t.state(now) is state]
+            if len(batch) <= limit:
+                break  # none after these
+            after = (batch[-1].starts_at, batch[-1].id)
+        page = found[:limit]
+        more = len(found) > limit
+        return TournamentList(page, _encode(page[-1]) if more else None)
+
     async def all(
         self, category: str | None = None, state: State | None = None
     ) -> list[Tournament]:
-        now = self.clock.now()
-        return [
-            t
-            for t in await self.store.list_tournaments()
-            if (category is None or t.category == category)
-            and (state is None or t.state(now) is state)
-        ]
+        """Every tournament, page after page (the command line's list)."""
+        out: list[Tournament] = []
+        cursor: str | None = ""
+        while cursor is not None:
+            listed = await self.listing(category, state, cursor or None, LIST_PAGE)
+            out += listed.tournaments
+            cursor = listed.next
+        return out
 
     async def get(self, tournament_id: str) -> Tournament:
         if why := id_problem("tournament id", tournament_id):
@@ -200,7 +287,7 @@ class Tournaments:
         made known to the reads (``podium rebuild --all`` rebuilds them with the boards)."""
         now = self.clock.now()
         out: list[tuple[BoardSpec, Window]] = []
-        for t in await self.store.list_tournaments():
+        for t in await self.store.unsettled_tournaments():  # a settled one's runs are frozen
             spec = t.spec()
             for run in await _played(t, self.lifecycle):
                 if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
@@ -210,11 +297,21 @@ class Tournaments:
 
     # -- joining --------------------------------------------------------------------------
 
-    async def join(self, tournament_id: str, player_id: str) -> tuple[Tournament, bool]:
-        """Join a player (a game server's call): whether they joined now (False: before)."""
+    async def join(
+        self, tournament_id: str, player_id: str, key: ApiKey
+    ) -> tuple[Tournament, bool]:
+        """Join a player (a game server's call): whether they joined now (False: before).
+        A key joins players only to tournaments of its modes, where its results could count
+        (invariant 5 of docs/architecture.md): another server's key cannot fill a place."""
         if why := id_problem("playerId", player_id):
             raise InvalidInput(why)
         t = await self.get(tournament_id)
+        if not any(key.may_submit(m) for m in t.modes):
+            raise Forbidden(
+                f"this credential may not join players to tournament {t.id}: it counts "
+                f"modes {', '.join(t.modes)}, and the credential's are "
+                f"{', '.join(key.modes) or 'none'}"
+            )
         now = self.clock.now()
         if t.ended_early is not None and t.ended_early <= now:
             joined = Joined.ENDED  # ended by the admin: no need to ask
@@ -232,10 +329,25 @@ class Tournaments:
                 raise Conflict(f"tournament {tournament_id} has ended: no one joins it now")
         return await self.get(tournament_id), joined is Joined.JOINED
 
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> Tournament:
+        """Take a player out of the entrants (the admin's call): their place is free again,
+        and where joining is required their results count there no longer; what they scored
+        before stays on its board (a ban takes a player off every board)."""
+        if why := id_problem("playerId", player_id):
+            raise InvalidInput(why)
+        await self.get(tournament_id)
+        if not await self.store.remove_entrant(tournament_id, player_id):
+            raise NotFound(f"player {player_id} has not joined tournament {tournament_id}")
+        return await self.get(tournament_id)
+
     # -- the record path --------------------------------------------------------------------
 
-    async def _live(self) -> list[Tournament]:
-        return await self._list.get_or_load(0, self.store.list_tournaments)
+    async def _live(self, mode: str) -> list[Tournament]:
+        """The tournaments of ``mode`` still taking results, as the store's index answers
+        (ended ones are not read at all), held ``LIST_HELD_S``."""
+        return await self._list.get_or_load(
+            mode, lambda: self.store.live_tournaments(mode, self.clock.now())
+        )
 
     async def targets(
         self, mode: str, ended_at: int, now: float, player_ids: Sequence[str]
@@ -246,7 +358,7 @@ class Tournaments:
         store checks the freeze again in the record's transaction, and ``maxAttempts``
         there (``recording.fold_targets``)."""
         found: list[tuple[Tournament, Target, TournamentSpec]] = []
-        for t in await self._live():
+        for t in await self._live(mode):
             if mode not in t.modes or t.ended_early is not None:
                 continue
             spec = t.spec()
@@ -385,3 +497,31 @@ class Tournaments:
             return Page(t.id, run, self.clock.now(), [])
         page = await self.reads.friends_page(t.board, player_id, run)
         return replace(page, board=t.id)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentList:
+    """A page of tournaments, and the cursor of the next (None on the last)."""
+
+    tournaments: list[Tournament]
+    next: str | None
+
+
+# A cursor of the list: the start and id of the last tournament of a page, so that a page
+# never repeats or skips one whatever is created meanwhile ("<start>_<id>"). Every string of
+# its pattern (``CURSOR``, published with the route) names a place in the list, which anyone
+# may read, so it needs no signature and a forged one opens nothing.
+CURSOR = rf"^-?[0-9]{{1,12}}_{ID}$"
+
+
+def _encode(t: Tournament) -> str:
+    return f"{t.starts_at}_{t.id}"
+
+
+def _decode(cursor: str | None) -> tuple[int, str] | None:
+    if cursor is None:
+        return None
+    if re.fullmatch(CURSOR, cursor) is None:
+        raise InvalidInput("cursor: not a cursor this API gave (pass `next` as it is)")
+    start, tid = cursor.split("_", 1)
+    return int(start), tid

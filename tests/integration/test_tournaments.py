@@ -20,9 +20,10 @@ import pytest
 
 from podium.api.app import create_app
 from podium.domain import events
+from podium.domain.tournaments import Tournament
 from podium.ports import BoardKey
 from podium.service import Service
-from podium.tournaments import Specs, freeze_due
+from podium.tournaments import Specs, TournamentFreezer, freeze_due
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_web import RawStream
@@ -428,6 +429,10 @@ async def test_a_recurring_tournament_runs_on_its_schedule(cup: Cup) -> None:
     )
     m1 = await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 5})
     assert m1["a"]["tournaments"] == {"hourly": {"points": 10, "attemptsLeft": 1}}
+    b = cup.app.state.backends
+    # a freezer that has had its first pass looks at the last runs only, and finds it due
+    freezer = TournamentFreezer(b.store, cup.podium.lifecycle, cup.clock)
+    assert await freezer.step() == 0
     cup.clock.t = cup.t0 + 2400  # between two runs
     gap = await cup.submit("gap", cup.t0 + 2000, {"a": 7})
     assert "tournaments" not in gap["a"]
@@ -439,8 +444,8 @@ async def test_a_recurring_tournament_runs_on_its_schedule(cup: Cup) -> None:
     assert m2["a"]["tournaments"] == {"hourly": {"points": 3, "attemptsLeft": 1}}
     assert await cup.top("hourly") == [(1, "a", 3)]
     assert await cup.top("hourly", run=first) == [(1, "a", 10), (2, "b", 5)]
-    b = cup.app.state.backends
-    assert await freeze_due(b.store, cup.podium.lifecycle, cup.clock) == 1  # the first run
+    assert await freezer.step() == 1  # the first run
+    assert await freezer.step() == 0
     assert await freeze_due(b.store, cup.podium.lifecycle, cup.clock) == 0
     assert await cup.top("hourly", run=first) == [(1, "a", 10), (2, "b", 5)]  # final standings
     me = await cup.get("/v1/tournaments/hourly/players/a", run=first)
@@ -531,3 +536,204 @@ async def test_a_lost_index_gets_its_runs_back_with_the_boards(cup: Cup) -> None
     assert await b.rebuild_live() >= 2
     cup.podium.reads.clear_cache()
     assert await cup.top("cup") == [(1, "b", 20), (2, "a", 10)]
+
+
+async def test_a_key_joins_only_to_tournaments_of_its_modes(cup: Cup) -> None:
+    """A game server's key joins players only to tournaments it could submit results to;
+    the admin removes an entrant, which frees the place and stops their results counting
+    where joining is required."""
+    await cup.create(joinRequired=True, maxEntrants=2)  # modes: default
+    _, casual = await cup.podium.keys.create("casual", ["event"], False)
+    r = await cup.client.post(
+        "/v1/tournaments/cup/entrants", json={"playerId": "a"}, headers=cup.auth(casual)
+    )
+    assert r.status_code == 403, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert "default" in r.json()["detail"] and "event" in r.json()["detail"]
+    assert (await cup.get("/v1/tournaments/cup"))["entrants"] == 0  # nothing changed
+    await cup.create(id="mixed", modes=["default", "event"], joinRequired=True)
+    r = await cup.client.post(
+        "/v1/tournaments/mixed/entrants", json={"playerId": "a"}, headers=cup.auth(casual)
+    )
+    assert r.status_code == 201, r.text  # one mode in common: its results count there
+
+    await cup.join("cup", "a")
+    await cup.join("cup", "b")
+    await cup.join("cup", "c", 409)  # full
+    path = "/v1/admin/tournaments/cup/entrants"
+    r = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.game))
+    assert r.status_code == 403, r.text  # only the admin removes
+    r = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.admin))
+    assert r.status_code == 200, r.text
+    assert (r.json()["playerId"], r.json()["tournament"]["entrants"]) == ("b", 1)
+    again = await cup.client.delete(f"{path}/b", headers=cup.auth(cup.admin))
+    assert again.status_code == 404 and "not joined" in again.json()["detail"], again.text
+    r = await cup.client.delete(
+        "/v1/admin/tournaments/nope/entrants/b", headers=cup.auth(cup.admin)
+    )
+    assert r.status_code == 404, r.text
+    await cup.join("cup", "c")  # the place is free again
+
+    cup.clock.t = cup.t0 + 600
+    m1 = await cup.submit("m1", cup.t0 + 60, {"a": 10, "b": 20, "c": 5})
+    assert "cup" in m1["a"]["tournaments"] and "cup" in m1["c"]["tournaments"]
+    assert "tournaments" not in m1["b"]  # removed: no longer counts there
+    assert await cup.top("cup") == [(1, "a", 10), (2, "c", 5)]
+
+
+async def test_a_tournament_board_pages_both_ways_by_cursor(cup: Cup) -> None:
+    await cup.create()
+    cup.clock.t = cup.t0 + 600
+    await cup.submit("m1", cup.t0 + 60, {p: 100 - i for i, p in enumerate("abcde")})
+    first = await cup.get("/v1/tournaments/cup/board", limit=2)
+    assert [e["playerId"] for e in first["entries"]] == ["a", "b"]
+    second = await cup.get("/v1/tournaments/cup/board", limit=2, cursor=first["next"])
+    assert second["board"] == "cup"
+    assert [(e["rank"], e["playerId"]) for e in second["entries"]] == [(3, "c"), (4, "d")]
+    back = await cup.get("/v1/tournaments/cup/board", limit=2, cursor=second["prev"])
+    assert [e["playerId"] for e in back["entries"]] == ["a", "b"]
+    # a cursor of another tournament's board is refused, saying why
+    await cup.create(id="other")
+    problem = await cup.get("/v1/tournaments/other/board", 422, limit=2, cursor=first["next"])
+    assert "cursor" in problem["detail"], problem
+
+
+async def test_times_out_of_range_are_refused_naming_the_field(cup: Cup) -> None:
+    for fields, named in (
+        ({"startsAt": "0001-01-01T00:00:00Z", "endsAt": "0001-01-01T01:00:00Z"}, "startsAt"),
+        ({"startsAt": "1999-12-31T23:00:00Z", "endsAt": "2000-01-01T01:00:00Z"}, "startsAt"),
+        ({"startsAt": "9998-06-01T00:00:00Z", "endsAt": "9998-06-02T00:00:00Z"}, "startsAt"),
+        ({"endsAt": "9999-01-01T00:00:00Z", "schedule": "0 0 * * *", "durationSeconds": 60},
+         "endsAt"),
+    ):  # fmt: skip
+        problem = await cup.create(422, id="old", **fields)
+        assert problem["detail"].startswith(named), problem
+        assert "2000-01-01T00:00:00Z" in problem["detail"], problem
+    assert (await cup.get("/v1/tournaments"))["tournaments"] == []  # nothing made
+    # the earliest start taken, rendered with its four-digit year
+    made = await cup.create(
+        id="y2k", startsAt="2000-01-01T00:00:00Z", endsAt="2000-01-02T00:00:00Z"
+    )
+    assert (made["startsAt"], made["endsAt"]) == ("2000-01-01T00:00:00Z", "2000-01-02T00:00:00Z")
+
+
+async def test_the_list_pages_by_cursor_with_its_filters(cup: Cup) -> None:
+    """By start, ``limit`` at a time, ``next`` absent on the last page, every page of a
+    filtered list full but the last (ended tournaments between the live ones included)."""
+    for i in range(7):  # t0..t6 an hour apart; the even ones weekly
+        await cup.create(
+            id=f"t{i}",
+            startsAt=rfc3339(cup.t0 - 3 * HOUR + i * HOUR),
+            endsAt=rfc3339(cup.t0 - 2 * HOUR + i * HOUR + (HOUR if i % 2 else 0)),
+            category="weekly" if i % 2 == 0 else None,
+        )
+    # now: t0..t2 ended, t3 live (and t2's odd sibling t1 ended too), t4..t6 upcoming
+    seen, cursor, pages = [], None, 0
+    while True:
+        params: dict[str, Any] = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+        page = await cup.get("/v1/tournaments", **params)
+        seen += [t["id"] for t in page["tournaments"]]
+        pages += 1
+        if "next" not in page:
+            break
+        assert len(page["tournaments"]) == 3
+        cursor = page["next"]
+    assert (seen, pages) == ([f"t{i}" for i in range(7)], 3)
+    assert all("endsAt" in t and "endedAt" in t for t in page["tournaments"])  # nulls stay
+
+    async def every(**params: Any) -> list[str]:
+        out, cursor = [], None
+        while True:
+            page = await cup.get(
+                "/v1/tournaments", limit=1, **params, **({"cursor": cursor} if cursor else {})
+            )
+            assert len(page["tournaments"]) == 1 or "next" not in page
+            out += [t["id"] for t in page["tournaments"]]
+            if "next" not in page:
+                return out
+            cursor = page["next"]
+
+    states = {t["id"]: t["state"] for t in (await cup.get("/v1/tournaments"))["tournaments"]}
+    for state in ("ended", "live", "upcoming"):
+        assert await every(state=state) == [i for i, s in states.items() if s == state]
+    assert await every(category="weekly", state="upcoming") == [
+        i for i in ("t4", "t6") if states[i] == "upcoming"
+    ]
+    for bad in ({"cursor": "garbage!"}, {"limit": 0}, {"limit": 101}, {"cursor": "W10"}):
+        problem = await cup.get("/v1/tournaments", 422, **bad)
+        assert problem["status"] == 422, problem
+
+
+class Loaded:
+    """A store whose tournaments each call answered are noted by id: what a path read."""
+
+    def __init__(self, store: Any) -> None:
+        self._store, self.ids = store, set[str]()
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if not asyncio.iscoroutinefunction(found):
+            return found
+
+        async def noted(*args: Any, **kwargs: Any) -> Any:
+            answer = await found(*args, **kwargs)
+            for t in answer if isinstance(answer, list) else [answer]:
+                if isinstance(t, Tournament):
+                    self.ids.add(t.id)
+            return answer
+
+        return noted
+
+
+async def test_ended_tournaments_are_out_of_the_record_path_and_the_freezer(cup: Cup) -> None:
+    """A result reads only the tournaments still open for its mode; the freezer settles a
+    tournament once every run is frozen and no result can count, and walks it no more."""
+    for i in range(3):  # ended long ago, played in, frozen by no one yet
+        await cup.create(
+            id=f"old{i}", startsAt=rfc3339(cup.t0 - 3 * DAY), endsAt=rfc3339(cup.t0 - 2 * DAY)
+        )
+    await cup.create(id="cup")
+    await cup.create(id="other", modes=["event"], endsAt=rfc3339(cup.t0 + DAY))
+    b = cup.app.state.backends
+    cup.clock.t = cup.t0 - 3 * DAY + 60
+    await cup.submit("m0", cup.t0 - 3 * DAY + 30, {"a": 4})
+    cup.clock.t = cup.t0 + 600
+    seen = Loaded(b.store)
+    cup.podium.tournaments.store = seen
+    m1 = await cup.submit("m1", cup.t0 + 60, {"a": 10})
+    assert m1["a"]["tournaments"] == {"cup": {"points": 10}}
+    assert seen.ids == {"cup"}  # neither the ended ones nor another mode's
+
+    walked = Loaded(b.store)
+    freezer = TournamentFreezer(walked, cup.podium.lifecycle, cup.clock)
+    assert await freezer.step() == 3  # the old ones' runs, at last
+    assert walked.ids == {"old0", "old1", "old2", "cup", "other"}  # the first pass: all
+    walked.ids.clear()
+    assert await freezer.step() == 0
+    assert walked.ids == {"cup", "other"}  # the ended ones were settled
+    assert await cup.top("old0") == [(1, "a", 4)]  # read from its final standings
+    old = await cup.get("/v1/tournaments/old0")
+    assert old["state"] == "ended"
+
+    # the cup settles an hour after its late time, and not before
+    cup.clock.t = cup.t0 + 2 * HOUR + 600 + HOUR - 1
+    assert await freezer.step() == 1
+    walked.ids.clear()
+    assert await freezer.step() == 0 and "cup" in walked.ids
+    cup.clock.t += 1
+    await freezer.step()
+    walked.ids.clear()
+    await freezer.step()
+    assert walked.ids == {"other"}
+    assert await cup.top("cup") == [(1, "a", 10)]
+
+
+async def test_a_schedule_too_frequent_is_refused(cup: Cup) -> None:
+    """Each run is a window frozen, archived and announced once: a run every minute is a
+    422 naming the schedule and the setting (server.tournament_min_period_s, an hour)."""
+    for cron in ("* * * * *", "*/30 * * * *", "0,59 * * * *"):
+        problem = await cup.create(422, id="fast", schedule=cron, durationSeconds=30, endsAt=None)
+        assert problem["detail"].startswith("schedule:"), problem
+        assert "tournament_min_period_s" in problem["detail"], problem
+    made = await cup.create(id="hourly", schedule="0 * * * *", durationSeconds=60, endsAt=None)
+    assert made["schedule"] == "0 * * * *"

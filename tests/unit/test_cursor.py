@@ -17,8 +17,10 @@ MEMBERS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", fullmatch=True)
 
 
 @given(
-    board=st.from_regex(r"[a-z0-9][a-z0-9_-]{0,31}", fullmatch=True),
-    window=st.sampled_from(["2026-W44", "2026-10-28", "S3", "all", "2026-W44@FR"]),
+    board=st.from_regex(
+        r"[a-z0-9][a-z0-9_-]{0,31}|~[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}", fullmatch=True
+    ),
+    window=st.sampled_from(["2026-W44", "2026-10-28", "S3", "all", "2026-W44@FR", "20261204T1800"]),
     before=st.booleans(),
     member=MEMBERS,
     score=st.integers(-(1 << 53) + 1, (1 << 53) - 1),
@@ -50,6 +52,8 @@ GOOD = {"v": 1, "b": "week", "w": "2026-W44", "d": "n", "m": "p1", "s": 5, "r": 
         (_raw([1, 2]), "unknown version"),
         (_raw({**GOOD, "v": 2}), "unknown version"),
         (_raw({**GOOD, "b": "Week"}), "'b'"),
+        (_raw({**GOOD, "b": "~"}), "'b'"),  # a tournament's board names its id
+        (_raw({**GOOD, "b": "~a b"}), "'b'"),
         (_raw({**GOOD, "w": "2026-W44\n"}), "'w'"),
         (_raw({**GOOD, "m": "p 1"}), "'m'"),
         (_raw({**GOOD, "m": None}), "'m'"),

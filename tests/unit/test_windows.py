@@ -285,6 +285,11 @@ def test_to_epoch_and_rfc3339() -> None:
     assert to_rfc3339(t + 0.9) == "2026-10-28T19:04:11Z"  # whole seconds
     plus2 = timezone(timedelta(hours=2))
     assert to_epoch(datetime(2026, 10, 28, 21, 4, 11, tzinfo=plus2)) == t
+    # always a four-digit year, as RFC 3339 has it (strftime's %Y drops the zeros)
+    assert to_rfc3339(to_epoch(datetime(1, 1, 1, tzinfo=UTC))) == "0001-01-01T00:00:00Z"
+    assert to_rfc3339(to_epoch(datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC))) == (
+        "0999-12-31T23:59:59Z"
+    )
 
 
 # --- properties over several years ---------------------------------------------------------

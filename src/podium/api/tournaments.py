@@ -23,9 +23,11 @@ from podium.domain import tournaments as d
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.metadata import canonical
 from podium.domain.metadata import shown as shown_metadata
+from podium.domain.models import ApiKey
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
 from podium.service import Service
+from podium.tournaments import CURSOR as LIST_CURSOR
 
 admin_router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 write_router = APIRouter(tags=["write"])
@@ -121,6 +123,9 @@ class TournamentOut(BaseModel):
 
 class TournamentsOut(BaseModel):
     tournaments: list[TournamentOut]
+    next: str | None = Field(
+        default=None, description="the cursor of the next page; absent on the last"
+    )
 
 
 class JoinIn(s._In):
@@ -131,6 +136,11 @@ class JoinOut(BaseModel):
     tournament: TournamentOut
     playerId: str
     joined: bool = Field(description="false: the player had joined already (the same join)")
+
+
+class RemovedOut(BaseModel):
+    tournament: TournamentOut
+    playerId: str
 
 
 class TournamentRankOut(s.RankOut):
@@ -217,9 +227,26 @@ async def end_tournament(request: Request, tournamentId: TournamentId) -> Tourna
     return _out(await podium.tournaments.end(tournamentId), podium.clock.now())
 
 
+@admin_router.delete(
+    "/v1/admin/tournaments/{tournamentId}/entrants/{playerId}",
+    response_model=RemovedOut,
+    responses=responses(401, 403, 404, 422, 503),
+)
+async def remove_entrant(
+    request: Request, tournamentId: TournamentId, playerId: PlayerId
+) -> RemovedOut:
+    """Take a player out of the entrants: the place is free again, and where joining is
+    required their results count there no longer (what they scored stays); 404 for a
+    player who has not joined."""
+    podium = _podium(request)
+    t = await podium.tournaments.remove_entrant(tournamentId, playerId)
+    return RemovedOut(tournament=_out(t, podium.clock.now()), playerId=playerId)
+
+
 @read_router.get(
     "/v1/tournaments",
     response_model=TournamentsOut,
+    response_model_exclude_unset=True,  # ``next`` absent on the last page; nulls stay
     dependencies=[Depends(read_limit)],
     responses=responses(422, 429, 503),
 )
@@ -227,11 +254,26 @@ async def list_tournaments(
     request: Request,
     category: Annotated[str | None, Query(pattern=anchored(d.CATEGORY))] = None,
     state: Annotated[Literal["upcoming", "live", "ended"] | None, Query()] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            pattern=LIST_CURSOR,
+            max_length=100,
+            description="the `next` of the previous page, as it was given",
+        ),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> TournamentsOut:
+    """Tournaments by start, a page at a time: follow ``next`` until it is absent."""
     podium = _podium(request)
-    found = await podium.tournaments.all(category, None if state is None else d.State(state))
+    listed = await podium.tournaments.listing(
+        category, None if state is None else d.State(state), cursor, limit
+    )
     now = podium.clock.now()
-    return TournamentsOut(tournaments=[_out(t, now) for t in found])
+    out = TournamentsOut(tournaments=[_out(t, now) for t in listed.tournaments])
+    if listed.next is not None:
+        out.next = listed.next
+    return out
 
 
 @read_router.get(
@@ -249,17 +291,21 @@ async def get_tournament(request: Request, tournamentId: TournamentId) -> Tourna
     "/v1/tournaments/{tournamentId}/entrants",
     status_code=201,
     response_model=JoinOut,
-    dependencies=[Depends(game_server)],
     responses={
         200: {"model": JoinOut, "description": "joined already: the same join"},
         **responses(401, 403, 404, 409, 413, 422, 503),
     },
 )
 async def join_tournament(
-    request: Request, response: Response, tournamentId: TournamentId, body: JoinIn
+    request: Request,
+    response: Response,
+    tournamentId: TournamentId,
+    body: JoinIn,
+    key: Annotated[ApiKey, Depends(game_server)],
 ) -> JoinOut:
+    """Join a player; 403 for a key none of whose modes the tournament counts."""
     podium = _podium(request)
-    t, joined = await podium.tournaments.join(tournamentId, body.playerId)
+    t, joined = await podium.tournaments.join(tournamentId, body.playerId, key)
     response.status_code = 201 if joined else 200
     return JoinOut(tournament=_out(t, podium.clock.now()), playerId=body.playerId, joined=joined)
 

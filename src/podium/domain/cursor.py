@@ -23,12 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from podium.domain.codec import MAX_BITS
-from podium.domain.validation import ID_RE
+from podium.domain.tournaments import BOARD_PREFIX
+from podium.domain.validation import ID, ID_RE
 
 VERSION = 1
 MAX_LENGTH = 400  # characters of a cursor as sent: a member id is at most 64 of them
 PATTERN = r"[A-Za-z0-9_-]{1,400}"
-_BOARD_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")  # as config.NAME_RE
+# A configured board's name (as config.NAME_RE), or a tournament's board, "~" and its id
+# (domain/tournaments.py): its pages' cursors come back too.
+_BOARD_RE = re.compile(rf"[a-z0-9][a-z0-9_-]{{0,31}}|{re.escape(BOARD_PREFIX)}{ID}")
 _WINDOW_RE = re.compile(r"[0-9A-Za-z-]{1,13}(@[A-Z]{2})?")
 _RANK_LIMIT = 1 << 31
 

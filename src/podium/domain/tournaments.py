@@ -29,7 +29,14 @@ from podium.domain import schedule
 from podium.domain.boards import Aggregate, BoardSpec, Order, Tally, Ties
 from podium.domain.codec import time_bits_for
 from podium.domain.validation import ID, ID_RE, text_problem
-from podium.domain.windows import SCHEDULED_ID, Window, WindowError, WindowKind, WindowRule
+from podium.domain.windows import (
+    SCHEDULED_ID,
+    Window,
+    WindowError,
+    WindowKind,
+    WindowRule,
+    to_rfc3339,
+)
 
 BOARD_PREFIX = "~"  # not in a board name (config.NAME_RE): a tournament's board is "~<id>"
 ATTEMPTS_SUFFIX = "#attempts"  # beside a tournament's total in a record's totals: attempts used
@@ -40,7 +47,17 @@ MAX_ENTRANTS = 10_000_000
 MAX_ATTEMPTS = 10_000
 MAX_DURATION_S = 366 * 86_400  # a run's seconds are packed into the score (docs §2)
 FREEZE_AFTER_S = 600  # late results a run takes after its end, as a board's default
+# How long after a tournament stopped taking results the freezer settles it (marks it done
+# with, once every run anyone played is frozen), from then on out of its walk: well past its
+# late time, so that a process whose clock lags another's has long recorded its last result.
+SETTLE_AFTER_S = 3600
 FOREVER = 253_402_300_799  # 9999-12-31T23:59:59Z: a recurring tournament with no end
+# The times a definition may name: a start or an end from 2000 to the start of 9998, so that
+# every run, and its late time, ends before FOREVER and renders as a four-digit year (a
+# start in year 1 was taken, and answered as "1-01-01T00:00:00Z"); FOREVER itself stands for
+# "no end" (a recurring tournament's default).
+EARLIEST = 946_684_800  # 2000-01-01T00:00:00Z
+LATEST = 253_339_228_800  # 9998-01-01T00:00:00Z
 
 
 class State(StrEnum):
@@ -95,6 +112,28 @@ class Tournament:
     def end(self) -> float:
         """When it stopped (or stops) taking results by time: its end, or the early end."""
         return self.ends_at if self.ended_early is None else min(self.ends_at, self.ended_early)
+
+    @property
+    def closes_at(self) -> int:
+        """When its last run stops taking late results, by its definition (an early end
+        aside): a one-shot run's end, or the end of the last run a schedule can start before
+        ``ends_at`` (none: ``FOREVER``), and the late time. The stores keep it beside the
+        definition, so that the record path asks for the tournaments still open at a time
+        rather than walking every one ever made."""
+        if self.schedule is None:
+            return self.ends_at + FREEZE_AFTER_S
+        if self.ends_at >= FOREVER:
+            return FOREVER
+        return self.ends_at + (self.duration_s or 0) + FREEZE_AFTER_S
+
+    def settled_by(self, now: float) -> bool:
+        """Whether no result can count for it any more, by ``SETTLE_AFTER_S``: past its
+        close, or past the late time of an early end (the run open then froze at once, and
+        the runs before it each by its own late time)."""
+        done = float(self.closes_at)
+        if self.ended_early is not None:
+            done = min(done, self.ended_early + FREEZE_AFTER_S)
+        return now >= done + SETTLE_AFTER_S
 
     def state(self, now: float) -> State:
         if now >= self.end:  # its time is up, or the admin ended it (even before it began)
@@ -260,9 +299,12 @@ def span(
     return starts_at, ends_at
 
 
-def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) -> None:
+def check(
+    t: Tournament, known_modes: set[str], points_bound: dict[str, int], min_period_s: int = 0
+) -> None:
     """Every rule of a definition, raising ``TournamentError`` naming the first field wrong.
-    ``points_bound``: the largest |points| of each mode, which a total must be able to hold."""
+    ``points_bound``: the largest |points| of each mode, which a total must be able to hold;
+    ``min_period_s``: the shortest time a schedule may leave between two starts."""
     if not ID_RE.fullmatch(t.id):
         raise TournamentError("id", f"{t.id!r} must match {ID}")
     if why := text_problem(t.title):
@@ -276,6 +318,11 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
             raise TournamentError("modes", f"unknown mode {m!r} (known: {sorted(known_modes)})")
     if len(set(t.modes)) != len(t.modes):
         raise TournamentError("modes", "a mode is named twice")
+    for name, at in (("startsAt", t.starts_at), ("endsAt", t.ends_at)):
+        if not EARLIEST <= at <= LATEST and not (name == "endsAt" and at == FOREVER):
+            raise TournamentError(
+                name, f"must be from {to_rfc3339(EARLIEST)} to {to_rfc3339(LATEST)}"
+            )
     if t.ends_at <= t.starts_at:
         raise TournamentError("endsAt", "must be after startsAt")
     if t.schedule is None:
@@ -284,7 +331,7 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
         if t.ends_at - t.starts_at > MAX_DURATION_S:
             raise TournamentError("endsAt", f"a tournament lasts at most {MAX_DURATION_S} s")
     else:
-        _check_schedule(t)
+        _check_schedule(t, min_period_s)
     if t.max_entrants is not None and not 1 <= t.max_entrants <= MAX_ENTRANTS:
         raise TournamentError("maxEntrants", f"must be 1 to {MAX_ENTRANTS}")
     if t.max_attempts is not None and not 1 <= t.max_attempts <= MAX_ATTEMPTS:
@@ -306,8 +353,11 @@ def check(t: Tournament, known_modes: set[str], points_bound: dict[str, int]) ->
             )
 
 
-def _check_schedule(t: Tournament) -> None:
-    """A schedule podium takes (domain/schedule.py), with runs that never overlap."""
+def _check_schedule(t: Tournament, min_period_s: int) -> None:
+    """A schedule podium takes (domain/schedule.py), with runs that never overlap, and
+    starts at least ``min_period_s`` apart: each run is a board window of its own, frozen,
+    archived and announced (``tournament.ended``) once, so a run every minute would be 1,440
+    of each a day, for as long as the tournament lasts."""
     assert t.schedule is not None
     try:
         expr = schedule.check(t.schedule)
@@ -320,6 +370,12 @@ def _check_schedule(t: Tournament) -> None:
     if not 1 <= t.duration_s <= MAX_DURATION_S:
         raise TournamentError("durationSeconds", f"must be 1 to {MAX_DURATION_S}")
     gap, _ = schedule.shortest_gap(expr)
+    if gap < min_period_s:
+        raise TournamentError(
+            "schedule",
+            f"{expr!r} starts runs {gap} s apart; at least {min_period_s} s between two "
+            "starts (server.tournament_min_period_s)",
+        )
     if t.duration_s > gap:
         raise TournamentError(
             "durationSeconds",

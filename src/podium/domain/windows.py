@@ -254,4 +254,6 @@ def to_epoch(dt: datetime) -> int:
 
 
 def to_rfc3339(t: float) -> str:
-    return datetime.fromtimestamp(int(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Four digits of year always, as RFC 3339 has it: strftime's %Y writes year 1 as "1".
+    d = datetime.fromtimestamp(int(t), UTC)
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}Z"

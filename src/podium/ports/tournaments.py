@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 
-from podium.domain.tournaments import Tournament
+from podium.domain.tournaments import State, Tournament
 
 
 class Joined(StrEnum):
@@ -31,8 +31,34 @@ class TournamentStore(Protocol):
 
     async def tournament(self, tournament_id: str) -> Tournament | None: ...
 
-    async def list_tournaments(self) -> list[Tournament]:
-        """Every tournament, by start then id."""
+    async def tournaments_page(
+        self,
+        after: tuple[int, str] | None,
+        limit: int,
+        category: str | None = None,
+        state: State | None = None,
+        now: float = 0.0,
+    ) -> list[Tournament]:
+        """Up to ``limit`` tournaments by start then id, after ``(starts_at, id)``; of
+        ``category``; with ``state``, those that may be in it at ``now``, read from an
+        index (``store.common.tournament_state_sql``: a few more than are, which the caller
+        narrows with ``Tournament.state``)."""
+        ...
+
+    async def live_tournaments(self, mode: str, now: float) -> list[Tournament]:
+        """The tournaments of ``mode`` a result may still count for at ``now`` (not ended
+        early, ``closes_at`` later), by start then id: read from an index, so that the
+        record path costs the same however many tournaments ever ended."""
+        ...
+
+    async def unsettled_tournaments(self) -> list[Tournament]:
+        """Every tournament not settled yet (``settle_tournament``), by start then id: the
+        freezer's walk, from an index of those alone."""
+        ...
+
+    async def settle_tournament(self, tournament_id: str, now: float) -> None:
+        """Mark it settled at ``now`` (the first mark stays): every run anyone played is
+        frozen and no result can count for it any more, so no walk needs it again."""
         ...
 
     async def end_tournament(self, tournament_id: str, now: float) -> Tournament | None:
@@ -44,6 +70,11 @@ class TournamentStore(Protocol):
         row: a second join is ``ALREADY``, a join once ``maxEntrants`` have joined ``FULL``
         (joins racing for the last place never overfill), one at or after its end
         ``ENDED``."""
+        ...
+
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        """Take the player out of the entrants, in one transaction that holds the
+        tournament's row as a join does, its count one less: whether they had joined."""
         ...
 
     async def entrants_among(

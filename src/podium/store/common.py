@@ -23,6 +23,7 @@ from podium.domain.models import (
     Target,
 )
 from podium.domain.retention import StoredResult
+from podium.domain.tournaments import State
 from podium.ports.status import Reachable
 from podium.ports.store import RecordHandle, TallyRow
 from podium.ports.webhooks import Delivery, Due
@@ -64,6 +65,21 @@ def migrations(dialect: str) -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             out.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
     return sorted(out)
+
+
+def tournament_state_sql(state: State, now: str) -> str:
+    """A condition that holds for every tournament ``Tournament.state`` puts in ``state`` at
+    the time ``now`` (a placeholder), and for few others: the page of a list by state is
+    read from an index and narrowed by the domain's rule (``Tournaments.listing``). Ended: its
+    time up, or recurring (whose runs may have stopped before ``ends_at``); otherwise not
+    ended, and begun (live) or, one-shot, not begun (upcoming; a recurring one may be
+    between two runs)."""
+    if state is State.ENDED:
+        return f"(ends_at <= {now} OR ended_early <= {now} OR schedule IS NOT NULL)"
+    running = f"ends_at > {now} AND (ended_early IS NULL OR ended_early > {now})"
+    if state is State.LIVE:
+        return f"({running} AND starts_at <= {now})"
+    return f"({running} AND (starts_at > {now} OR schedule IS NOT NULL))"
 
 
 def result_of(r: Row) -> ResultRecord:

@@ -17,7 +17,7 @@ from podium.domain.cohorts import is_cohort
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
 from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Windows
-from podium.tournaments import freeze_due
+from podium.tournaments import TournamentFreezer
 from podium.workers.runner import Needs, Runner
 
 PERIOD_S = 5.0  # how often the freezer looks for windows that are due
@@ -92,12 +92,10 @@ class Freezer:
 def runners(n: Needs) -> list[Runner]:
     freezer = Freezer(n.settings, n.store, n.clock, n.lifecycle)
 
-    async def tournaments() -> int:
-        return await freeze_due(n.store, n.lifecycle, n.clock)
-
+    tournaments = TournamentFreezer(n.store, n.lifecycle, n.clock)
     runners = [
         Runner("freezer", freezer.step, idle_sleep_s=PERIOD_S),
-        Runner("tournament-freezer", tournaments, idle_sleep_s=PERIOD_S),
+        Runner("tournament-freezer", tournaments.step, idle_sleep_s=PERIOD_S),
     ]
     if n.leagues is not None and n.leagues.boards:
         runners.append(Runner("cohort-freezer", n.leagues.freeze_due, idle_sleep_s=PERIOD_S))

@@ -164,7 +164,8 @@ class Reconciler:
         """The configured boards, then every tournament's board (``~<id>``: its runs are
         windows of it, written to the index as a board's are), each known by name for the
         confirmation of its suspects."""
-        made = [t.spec() for t in await self._store.list_tournaments()]
+        # Not the settled ones: every run of theirs is frozen, read from its final standings.
+        made = [t.spec() for t in await self._store.unsettled_tournaments()]
         self._boards = {b.name: b for b in self._settings.boards} | {b.name: b for b in made}
         return [*self._settings.boards, *made]
 

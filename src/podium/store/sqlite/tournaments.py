@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from podium.domain.boards import Aggregate, Order, Ties
-from podium.domain.tournaments import Tournament
+from podium.domain.tournaments import State, Tournament
 from podium.ports.tournaments import Joined
+from podium.store.common import tournament_state_sql
 from podium.store.sqlite.db import Database
 
 COLS = (
@@ -52,15 +53,15 @@ class Tournaments(Database):
         row = (
             t.id, t.title, ",".join(t.modes), t.aggregate.value, t.order.value, t.ties.value,
             t.starts_at, t.ends_at, int(t.join_required), t.max_entrants, t.max_attempts,
-            t.category, t.metadata, t.created_at, t.schedule, t.duration_s,
+            t.category, t.metadata, t.created_at, t.schedule, t.duration_s, t.closes_at,
         )  # fmt: skip
 
         def run(c: sqlite3.Connection) -> tuple[Tournament, bool]:
             cur = c.execute(
                 "INSERT OR IGNORE INTO tournaments (id, title, modes, aggregate, sort_order, "
                 "ties, starts_at, ends_at, join_required, max_entrants, max_attempts, category, "
-                "metadata, created_at, schedule, duration_s) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "metadata, created_at, schedule, duration_s, closes_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
             stored = _one(c, t.id)
@@ -72,11 +73,58 @@ class Tournaments(Database):
     async def tournament(self, tournament_id: str) -> Tournament | None:
         return await self._read(lambda c: _one(c, tournament_id))
 
-    async def list_tournaments(self) -> list[Tournament]:
+    async def tournaments_page(
+        self,
+        after: tuple[int, str] | None,
+        limit: int,
+        category: str | None = None,
+        state: State | None = None,
+        now: float = 0.0,
+    ) -> list[Tournament]:
+        where: list[str] = []
+        args: dict[str, object] = {"limit": limit, "now": now}
+        if after is not None:
+            where.append("(starts_at, id) > (:start, :id)")
+            args |= {"start": after[0], "id": after[1]}
+        if category is not None:
+            where.append("category = :category")
+            args["category"] = category
+        if state is not None:
+            where.append(tournament_state_sql(state, ":now"))
+        sql = (
+            f"SELECT {COLS} FROM tournaments {'WHERE ' + ' AND '.join(where) if where else ''} "
+            "ORDER BY starts_at, id LIMIT :limit"
+        )
+        rows = await self._read(lambda c: c.execute(sql, args).fetchall())
+        return [_tournament(r) for r in rows]
+
+    async def live_tournaments(self, mode: str, now: float) -> list[Tournament]:
         rows = await self._read(
-            lambda c: c.execute(f"SELECT {COLS} FROM tournaments ORDER BY starts_at, id").fetchall()
+            lambda c: c.execute(
+                f"SELECT {COLS} FROM tournaments INDEXED BY tournaments_live "
+                "WHERE ended_early IS NULL AND closes_at > ? "
+                "AND instr(',' || modes || ',', ',' || ? || ',') > 0 ORDER BY starts_at, id",
+                (now, mode),
+            ).fetchall()
         )
         return [_tournament(r) for r in rows]
+
+    async def unsettled_tournaments(self) -> list[Tournament]:
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {COLS} FROM tournaments INDEXED BY tournaments_unsettled "
+                "WHERE settled_at IS NULL ORDER BY starts_at, id"
+            ).fetchall()
+        )
+        return [_tournament(r) for r in rows]
+
+    async def settle_tournament(self, tournament_id: str, now: float) -> None:
+        await self._write(
+            lambda c: c.execute(
+                "UPDATE tournaments SET settled_at = coalesce(settled_at, ?) WHERE id = ?",
+                (now, tournament_id),
+            )
+        )
 
     async def end_tournament(self, tournament_id: str, now: float) -> Tournament | None:
         def run(c: sqlite3.Connection) -> Tournament | None:
@@ -112,6 +160,20 @@ class Tournaments(Database):
                 "UPDATE tournaments SET entrants = entrants + 1 WHERE id = ?", (tournament_id,)
             )
             return Joined.JOINED
+
+        return await self._write(run)
+
+    async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
+        def run(c: sqlite3.Connection) -> bool:
+            gone = c.execute(
+                "DELETE FROM tournament_entrants WHERE tournament_id = ? AND player_id = ?",
+                (tournament_id, player_id),
+            ).rowcount
+            if gone:
+                c.execute(
+                    "UPDATE tournaments SET entrants = entrants - 1 WHERE id = ?", (tournament_id,)
+                )
+            return bool(gone)
 
         return await self._write(run)
 
