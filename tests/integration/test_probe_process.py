@@ -109,3 +109,16 @@ def test_a_setting_bootstrap_refuses_is_said_before_the_start(
     assert "Traceback" not in done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"podium: configuration error: {says}"), lines
+
+
+async def test_a_nats_log_that_cannot_connect_is_named_without_its_password() -> None:
+    """The log's outage says which server it tried (it goes to the log and to podium
+    status), not the password in its URL."""
+    from podium.errors import PodiumError
+    from podium.log.nats import NatsLog
+    from podium.ports import SystemClock
+
+    log = NatsLog.from_url(f"nats://{USER}127.0.0.1:{free_port()}", "probe", SystemClock())
+    with pytest.raises(PodiumError) as caught:
+        await log._connect()
+    assert "u:***@127.0.0.1" in str(caught.value) and SECRET not in str(caught.value)
