@@ -258,6 +258,17 @@ class ServerSettings:
     a proxy, every client it forwards counts as one unless the proxy is trusted."""
     max_streams: AtLeastOne = 2000
     """Streams open at once in one process, all clients together; one more gets 503."""
+    max_connections: AtLeastOne = 4096
+    """Connections open at once to one process (streams, keep-alive connections, and
+    requests); one more is answered 503 with Retry-After and closed as soon as it is
+    accepted, while those open go on. At start the process raises its limit on open files
+    to hold this many and its backends' (or warns that it cannot)."""
+    idle_timeout_s: AtLeastOne = 5
+    """A connection with no request under way, just opened or between two requests, is
+    closed after this many seconds."""
+    request_timeout_s: AtLeastOne = 10
+    """A request must arrive whole, headers and body, within this many seconds of its first
+    byte, or its connection is closed (with a 408 where nothing was answered yet)."""
     api: Annotated[Literal["all", "read", "write"], _says("expected all | read | write")] = "all"
     """What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
     pages and streams) or "write" (game servers and admins: results, profiles, friends lists,
