@@ -88,6 +88,9 @@ def topology(settings: Settings) -> Topology:
             "server.api: a process for reads or writes only needs an index it shares with "
             "the others (index.url = redis://...); the in-process index is this process's own"
         )
+    if settings.server.read_limiter == "redis" and topo.in_process_index:
+        # Said here, before anything starts, rather than from inside a failed start.
+        raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     return topo
 
 

@@ -111,6 +111,7 @@ def serve(
     """The API and, by default, every background role, in one process (or --processes)."""
     import uvicorn
 
+    from podium import serving
     from podium.api.app import create_app
 
     settings = _settings(config_file)
@@ -146,10 +147,10 @@ def serve(
         typer.echo(f"podium: configuration error: {e}", err=True)
         raise typer.Exit(2) from None
     _logging()
-    uvicorn.run(
+    serving.file_headroom(server)
+    config = serving.Config(  # idle and slow connections closed, connections capped
         application,
-        host=server.host,
-        port=server.port,
+        server,
         log_level="info",
         access_log=False,
         # Open board streams never end by themselves: give them this long, then close them.
@@ -159,6 +160,10 @@ def serve(
         # on this host choose the client address the read limits count.
         proxy_headers=False,
     )
+    runner = uvicorn.Server(config)
+    runner.run()
+    if not runner.started:  # as uvicorn.run says a failed start
+        raise typer.Exit(3)
 
 
 def _serve_processes(
@@ -173,10 +178,9 @@ def _serve_processes(
     import sys
     import tempfile
 
-    import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    from podium import orphans
+    from podium import orphans, serving
 
     if _topology(settings).in_process_index:
         typer.echo(
@@ -203,12 +207,12 @@ def _serve_processes(
     try:
         # uvicorn.run would serve a single process in this one, whose metrics were set up
         # before PROMETHEUS_MULTIPROC_DIR existed: the supervisor starts them all afresh.
-        config = uvicorn.Config(
+        serving.file_headroom(settings.server)  # the processes inherit the limit
+        config = serving.Config(
             "podium.api.app:from_environment",
+            settings.server,
             factory=True,
             workers=processes,
-            host=settings.server.host,
-            port=settings.server.port,
             log_level="info",
             access_log=False,
             timeout_graceful_shutdown=3,

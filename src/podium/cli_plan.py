@@ -114,7 +114,10 @@ def plan_command(
     try:
         p = plan(load, caps)
     except CapacityError as e:
-        raise _fail(str(e)) from None
+        message = str(e)
+        if e.field is not None:  # named as the option that gave it: --peak, not peak
+            message = f"--{e.field.replace('_', '-')}{message.removeprefix(e.field)}"
+        raise _fail(message) from None
     if as_json:
         out = p.as_json()
         out["capacity_sources"] = {

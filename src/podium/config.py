@@ -51,7 +51,8 @@ from podium.domain.models import Mode
 from podium.domain.validation import capacity
 from podium.domain.windows import WindowKind, WindowRule, to_epoch, to_rfc3339
 from podium.errors import ConfigError
-from podium.topology import is_sentinel_url, sentinel_address
+from podium.redact import redact_url
+from podium.topology import address_problem, is_sentinel_url, sentinel_address
 from podium.webhook_config import WebhookTable, check_unique
 from podium.webhook_config import tables as webhook_tables
 
@@ -79,6 +80,18 @@ _STRINGS = "expected a list of strings"
 _FLAG = "expected true or false"
 
 
+def _shown(value: Any) -> Any:
+    """``value`` as a message may repeat it: any URL in it (a mistyped store URL, a list of
+    them) without its password or secret query values (``redact.py``)."""
+    if isinstance(value, str):
+        return redact_url(value) if "://" in value else value
+    if isinstance(value, list | tuple):
+        return type(value)(_shown(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    return value
+
+
 def _says(expected: str, rule: str | None = None) -> WrapValidator:
     """Whatever pydantic finds wrong with a value, say ``<expected>, got <value>`` (or, for a
     value of the right kind out of bounds, ``<rule>, got <value>``): the messages stay ours,
@@ -89,7 +102,8 @@ def _says(expected: str, rule: str | None = None) -> WrapValidator:
             return handler(value)
         except ValidationError as e:
             only_rules = rule and all(err["type"] in _RULES for err in e.errors())
-            raise ValueError(f"{rule if only_rules else expected}, got {value!r}") from None
+            said = rule if only_rules else expected
+            raise ValueError(f"{said}, got {_shown(value)!r}") from None
 
     return WrapValidator(check)
 
@@ -131,11 +145,38 @@ Networks = Annotated[
 ]
 
 
+def _servers(url: str) -> str:
+    """A URL's hosts and ports read now (topology.py), as its adapter will read them: a
+    malformed one stops the start naming the field and the bad part, not a driver's
+    traceback at the first connection."""
+    if problem := address_problem(url):
+        raise ValueError(f"{problem}, in {redact_url(url)}")
+    return url
+
+
 StoreUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(sqlite:///|postgres(ql)?://)"),
     _says(_STRING, "expected sqlite:///PATH or postgresql://..."),
+    AfterValidator(_servers),
 ]
+# Each database of a split store; its checks apart from the list's, so that a bad one is
+# named by its place (store.shards[1]).
+ShardUrl = Annotated[
+    str,
+    StringConstraints(strict=True, pattern=r"^postgres(ql)?://"),
+    _says(_STRING, "expected postgresql://..."),
+    AfterValidator(_servers),
+]
+
+
+def _a_list(value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list of postgresql:// URLs, got {_shown(value)!r}")
+    return value
+
+
+ShardUrls = Annotated[tuple[ShardUrl, ...], BeforeValidator(_a_list), _csv]  # _csv first
 
 
 def _sentinel_url(url: str) -> str:
@@ -158,11 +199,13 @@ IndexUrl = Annotated[
         "expected memory://, redis[s]://..., redis[s]+cluster://... or redis+sentinel://...",
     ),
     AfterValidator(_sentinel_url),
+    AfterValidator(_servers),
 ]
 LogUrl = Annotated[
     str,
     StringConstraints(strict=True, pattern=r"^(outbox://|nats://)"),
     _says(_STRING, "expected outbox:// or nats://..."),
+    AfterValidator(_servers),
 ]
 
 # The file's modes and boards take numbers from TOML only: no strings.
@@ -216,6 +259,17 @@ class ServerSettings:
     a proxy, every client it forwards counts as one unless the proxy is trusted."""
     max_streams: AtLeastOne = 2000
     """Streams open at once in one process, all clients together; one more gets 503."""
+    max_connections: AtLeastOne = 4096
+    """Connections open at once to one process (streams, keep-alive connections, and
+    requests); one more is answered 503 with Retry-After and closed as soon as it is
+    accepted, while those open go on. At start the process raises its limit on open files
+    to hold this many and its backends' (or warns that it cannot)."""
+    idle_timeout_s: AtLeastOne = 5
+    """A connection with no request under way, just opened or between two requests, is
+    closed after this many seconds."""
+    request_timeout_s: AtLeastOne = 10
+    """A request must arrive whole, headers and body, within this many seconds of its first
+    byte, or its connection is closed (with a 408 where nothing was answered yet)."""
     api: Annotated[Literal["all", "read", "write"], _says("expected all | read | write")] = "all"
     """What this process answers: "all"; "read" (players: boards, ranks, friends, the browser
     pages and streams) or "write" (game servers and admins: results, profiles, friends lists,
@@ -254,7 +308,7 @@ class ServerSettings:
 @table(frozen=True, config=_TABLE)
 class StoreSettings:
     url: StoreUrl = "sqlite:///podium.db"
-    shards: Texts = ()
+    shards: ShardUrls = ()
     """The Postgres databases that hold players, split by player (README, "Store split by
     player"); ``url`` is then the home database, which holds the keys, the bucket map and the
     freezes. Empty: one database, ``url``, holds everything."""
@@ -721,16 +775,17 @@ def _describe(error: ErrorDetails) -> str:
             return f"{where}: unknown section (known: {', '.join(sorted(_File.model_fields))})"
         known = [f.name for f in dataclasses.fields(_TABLES[str(loc[0])])]
         return f"{where}: unknown setting (known: {', '.join(known)})"
+    shown = _shown(error["input"])
     if kind in ("dataclass_type", "model_type"):
-        return f"{where}: expected a table, got {error['input']!r}"
+        return f"{where}: expected a table, got {shown!r}"
     if kind == "tuple_type":
-        return f"{where}: expected an array of tables, got {error['input']!r}"
+        return f"{where}: expected an array of tables, got {shown!r}"
     if kind in ("missing", "missing_argument"):
         return f"{where}: required"
     if kind == "value_error":
         message = str(error.get("ctx", {})["error"])
         return f"{where}: {message}" if where else message
-    return f"{where}: {error['msg']}, got {error['input']!r}"
+    return f"{where}: {error['msg']}, got {shown!r}"
 
 
 # --- the JSON Schema of the file --------------------------------------------------------------

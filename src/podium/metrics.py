@@ -34,6 +34,17 @@ MATCHES_ACCEPTED = Counter(
     "of submissions accepted",
     registry=REGISTRY,
 )
+CONNECTIONS_REFUSED = Counter(
+    "podium_connections_refused",
+    "Connections answered 503 and closed at once: the process had server.max_connections open",
+    registry=REGISTRY,
+)
+REQUESTS_TIMED_OUT = Counter(
+    "podium_requests_timed_out",
+    "Connections closed because a request begun did not arrive whole within "
+    "server.request_timeout_s",
+    registry=REGISTRY,
+)
 RESULTS_FLAGGED = Counter(
     "podium_results_flagged",
     "Results flagged for review (accepted all the same)",

@@ -8,7 +8,10 @@ again. It holds kinds and counts only, never an adapter, so it imports nothing o
 
 It also reads the one index URL that names more than a server, ``redis+sentinel://``
 (``sentinel_address``), for the settings' check (config.py) and for bootstrap, which hands
-the parts to the Sentinel adapter (``index/sentinel.py``).
+the parts to the Sentinel adapter (``index/sentinel.py``); and, for the settings' check, the
+hosts and ports of every other store, index and log URL (``address_problem``), as each
+adapter will read them, so that a bad one stops the start naming the setting rather than
+failing inside a driver.
 """
 
 from __future__ import annotations
@@ -126,3 +129,57 @@ def _host_port(text: str) -> tuple[str, int]:
     if not host or not fine:
         raise ValueError(f"expected {SENTINEL_FORM}: {text!r} is not a Sentinel's HOST:PORT")
     return host, int(port) if rest else SENTINEL_PORT
+
+
+def address_problem(url: str) -> str | None:
+    """What is wrong with the servers ``url`` names, as its adapter would read them (every
+    ``HOST[:PORT]`` with a port of 1 to 65535; one server for a single Redis, whose path is
+    its database number; a port for each node of a cluster), or None. The words name the
+    bad part, never the URL's user or password."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme in ("sqlite", "memory", "outbox", SENTINEL_SCHEME):
+        return None  # no server, or read whole by sentinel_address
+    netloc, path = rest, ""
+    for i, c in enumerate(rest):
+        if c in "/?#":
+            netloc, path = rest[:i], rest[i:]
+            break
+    if "@" not in netloc and "@" in path.partition("?")[0]:
+        # A password with a / ? or # in it, unencoded: what looks like the host would be
+        # part of it, so none of it is named.
+        return "the user or password holds a / ? or #: percent-encode it (%2F %3F %23)"
+    if scheme == "nats":  # each server of the list may carry its own user (log/nats.py)
+        hosts = [h.rpartition("@")[2] for h in netloc.split(",")]
+    else:
+        hosts = netloc.rpartition("@")[2].split(",")
+    cluster = scheme.endswith("+cluster")
+    if scheme in ("redis", "rediss") and len(hosts) > 1:
+        return f"one Redis is one HOST:PORT, not {len(hosts)} (redis+cluster:// names several)"
+    for host in hosts:
+        if problem := _address(host.strip(), port_needed=cluster):
+            return problem
+    if scheme in ("redis", "rediss"):
+        db = path.partition("?")[0].removeprefix("/")
+        if db and not db.isdigit():
+            return f"the path is the database number, got {db!r}"
+    if cluster and path not in ("", "/", "/0"):  # index/cluster.py reads neither
+        return f"Redis Cluster has only database 0, and no options: got {path!r}"
+    return None
+
+
+def _address(text: str, *, port_needed: bool) -> str | None:
+    if text.startswith("["):  # an IPv6 address, bracketed
+        _, close, rest = text[1:].partition("]")
+        if not close:
+            return f"{text!r} opens a [ it never closes"
+        if rest and not rest.startswith(":"):
+            return f"{text!r} is not [ADDRESS]:PORT"
+        port = rest.removeprefix(":") if rest else None
+    else:
+        _, colon, port_text = text.partition(":")
+        port = port_text if colon else None
+    if port is None or port == "":
+        return f"{text!r} names no port" if port_needed else None
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        return f"port {port!r} of {text!r} is not a number from 1 to 65535"
+    return None

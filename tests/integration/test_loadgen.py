@@ -66,3 +66,30 @@ def test_a_short_run_is_acknowledged_read_seen_on_the_board_and_verified(
     assert verify["checked"] > 0 and verify["players"] > 0
     assert verify["mismatch_count"] == 0, verify["mismatches"]
     assert summary["settings"]["friends"] is True
+
+
+def test_verify_fails_a_run_whose_every_match_was_refused(tmp_path: Path) -> None:
+    """Issue 33: with every match refused (a 422: the server's only mode takes matches of
+    1,000 s or more, the loadgen's last 60 to 900), ``--verify`` had nothing to read back
+    and exited 0. A run that was not verified is not a pass: exit 1, saying why."""
+    modes = '[[modes]]\nname = "default"\nmin_duration_s = 1000\nmax_duration_s = 2000\n'
+    server = start_server(tmp_path / "server", config=modes)
+    try:
+        game = tmp_path / "game.key"
+        game.write_text(server.game_key)
+        out = tmp_path / "out.json"
+        argv = [sys.executable, "-m", "podium", "loadgen", "--api", server.url]
+        argv += ["--key-file", str(game), "--players", "20", "--rate", "4", "--duration", "2s"]
+        argv += ["--seed", "1", "--no-live", "--json", str(out), "--verify"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PODIUM_")}
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=240, env=env)
+    finally:
+        stop_server(server)
+    summary = json.loads(out.read_text())
+    assert summary["matches"]["sent"] > 0 and summary["matches"]["acknowledged"] == 0
+    assert summary["errors"] == {"submit": {"422": summary["matches"]["sent"]}}
+    assert done.returncode == 1, done.stdout + done.stderr
+    verify = summary["verify"]
+    assert verify["passed"] is False
+    assert any("were not acknowledged" in f for f in verify["failures"]), verify
+    assert "verify: FAILED" in done.stdout

@@ -38,7 +38,7 @@ from podium.loadgen.setup import (
     friend_lists,
     reached,
 )
-from podium.loadgen.stats import SUBMIT, Tally, summary
+from podium.loadgen.stats import SUBMIT, Tally, Verified, summary
 
 
 def test_the_default_mix_averages_the_seeds_reads_in_its_proportions() -> None:
@@ -242,3 +242,41 @@ def test_the_command_refuses_what_it_cannot_run_before_any_load(args: list[str],
     out = CliRunner().invoke(app, ["loadgen", "--api", "http://127.0.0.1:9", *args], env={})
     assert out.exit_code == 2, out.output
     assert says in out.output
+
+
+def _verified(checked: int, mismatches: int = 0, skipped: int = 0) -> Verified:
+    v = Verified(players=max(checked, 1), checked=checked)
+    v.mismatches = [{"player": "p", "board": "week", "answered": 1, "read": 0}] * mismatches
+    v.skipped = ["day: its window changed during the run"] * skipped
+    return v
+
+
+def _run(sent: int, acknowledged: int, failed: int) -> Tally:
+    t = Tally()
+    t.matches_sent, t.matches_failed = sent, failed
+    for _ in range(acknowledged):
+        t.acknowledged(0.5, 2)
+    return t
+
+
+@pytest.mark.parametrize(
+    ("tally", "verified", "failures"),
+    [
+        (_run(4, 4, 0), _verified(8), []),
+        # Issue 33: every match refused, nothing to read back: that passed.
+        (_run(4, 0, 4), _verified(0), ["4 of 4 matches were not acknowledged", "no total"]),
+        (_run(4, 3, 1), _verified(6), ["1 of 4 matches were not acknowledged"]),
+        (_run(4, 3, 0), _verified(6), ["1 of 4 matches were not acknowledged"]),  # cut off
+        (_run(4, 4, 0), _verified(8, mismatches=2), ["2 totals read back differ"]),
+        (_run(4, 4, 0), _verified(0, skipped=3), ["no total"]),
+    ],
+)
+def test_verify_passes_only_when_every_match_is_acknowledged_and_read_back(
+    tally: Tally, verified: Verified, failures: list[str]
+) -> None:
+    out = summary(tally, elapsed_s=1.0, offered_s=1.0, settings={}, notes=[], verified=verified)
+    v = out["verify"]
+    assert v["passed"] is (not failures)
+    assert len(v["failures"]) == len(failures)
+    for said, expected in zip(v["failures"], failures, strict=True):
+        assert said.startswith(expected), said

@@ -158,3 +158,40 @@ def test_podium_plan_refuses_a_bad_file(tmp_path: Path) -> None:
     assert "unknown capacity 'redis_iops'" in out.output
     out = runner.invoke(app, ["plan", "--capacity", "redis_gb_per_shard"])
     assert out.exit_code == 2 and "NAME=NUMBER" in out.output
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--peak", "inf"], "--peak"),
+        (["--peak", "1e308"], "--peak"),
+        (["--peak", "nan"], "--peak"),
+        (["--matches-per-player", "1e300"], "--matches-per-player"),
+        (["--reads-per-match", "-inf"], "--reads-per-match"),
+        (["--keep-days", "inf"], "--keep-days"),
+        (["--keep-days", "nan"], "--keep-days"),
+        (["--daily-players", "99999999999999999999999"], "--daily-players"),
+        (["--windows-per-result", "100000"], "--windows-per-result"),
+        (["--players-per-board", "99999999999999999999999"], "--players-per-board"),
+        (["--capacity", "redis_gb_per_shard=1e-320"], "Redis shards"),
+    ],
+)
+def test_podium_plan_refuses_non_finite_and_absurd_values_in_one_line(
+    args: list[str], named: str
+) -> None:
+    """Issue 33: ``--peak inf`` was an OverflowError's traceback; now, as a bad parameter,
+    exit 2 and one line that names the option (or the tier whose count could not be)."""
+    out = runner.invoke(app, ["plan", *args])
+    assert out.exit_code == 2, out.output
+    assert not isinstance(out.exception, ArithmeticError | ValueError), out.exception
+    lines = out.output.strip().splitlines()
+    assert len(lines) == 1, out.output
+    assert lines[0].startswith("podium plan: ") and named in lines[0], lines[0]
+
+
+def test_plan_bounds_every_load_value() -> None:
+    with pytest.raises(CapacityError, match=r"peak: expected a number above 0 and at most"):
+        plan(Load(peak=float("inf")))
+    with pytest.raises(CapacityError, match=r"keep_days: expected a number from 0 to"):
+        plan(Load(keep_days=float("nan")))
+    plan(Load(daily_players=10**10, peak=10_000, keep_days=36_500))  # the largest: a plan

@@ -113,7 +113,11 @@ def test_serve_starts_every_role(monkeypatch: pytest.MonkeyPatch) -> None:
         return object()
 
     monkeypatch.setattr(app, "create_app", create_app)
-    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
+
+    def run(server: uvicorn.Server, *args: object) -> None:
+        server.started = True  # and serves nothing
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
     for argv, expected in ([], bootstrap.ROLES), (["--no-workers"], ()):
         done = CliRunner().invoke(cli.app, ["serve", *argv], env=WORKER_ENV)
         assert done.exit_code == 0, done.output

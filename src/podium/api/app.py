@@ -105,6 +105,7 @@ def create_app(
     app.add_middleware(problems.BodyLimit, limit=settings.server.max_body_bytes)
     app.add_middleware(protocol.HeadAsGet)
     app.add_middleware(shedding.ShedReads, gate=app.state.shed_gate)
+    app.add_middleware(protocol.QueryKeysOnce)  # refused, never shed: it is bad input
     app.add_middleware(web.Headers)  # on every response, the 413s included
     if "write" in kinds:  # outermost: plain results, ahead of the stack (api/hot.py)
         app.add_middleware(

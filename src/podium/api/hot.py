@@ -6,9 +6,10 @@ server's busy time in finding the route among every included router and in solvi
 parameters, against a fifth in the read itself. ``HotRoute`` is placed first among the
 app's routes: it takes a request only when its path and query are in the common form, with
 every value already valid (``?neighbors=2``, ``?limit=100&offset=0``); anything else
-(another parameter, a value out of range or spelled otherwise, a key twice) matches
+(another parameter, a value out of range or spelled otherwise) matches
 nothing here and goes on to the routes of ``routes.py``, which answer it exactly as before
-(a 422 names the field). The handlers do what those routes do, in the same order: the
+(a 422 names the field; a key twice never comes this far: ``protocol.QueryKeysOnce``,
+a middleware, refuses it first). The handlers do what those routes do, in the same order: the
 shared read limiter, the read, the same body and headers; an error raised is translated by
 the app's exception handlers into the same problem+json. The routes of ``routes.py`` stay
 the published contract (the OpenAPI document is built from them alone).
@@ -216,9 +217,11 @@ class HotResults:
 
 
 def _plain_post(scope: Scope, max_body: int) -> str | None:
-    """The match id of a results post in the plain form: the path, one Content-Type of
-    exactly application/json, a Content-Length within ``max_body``; None otherwise."""
-    if scope["type"] != "http" or scope["method"] != "POST":
+    """The match id of a results post in the plain form: the path, no query (the route
+    reads none, and the stack holds a query to its rules: ``protocol.QueryKeysOnce``), one
+    Content-Type of exactly application/json, a Content-Length within ``max_body``; None
+    otherwise."""
+    if scope["type"] != "http" or scope["method"] != "POST" or scope["query_string"]:
         return None
     m = _RESULTS.fullmatch(_path(scope))
     if m is None:

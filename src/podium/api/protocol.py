@@ -1,6 +1,7 @@
 """HTTP's own rules, where the framework leaves them out: ``HEAD`` answered as ``GET``, a 405's
-``Allow`` naming the path's methods, no redirect built from the ``Host`` header, and JSON
-bodies that are JSON: declared as such (else 415) and with each key once (else 422).
+``Allow`` naming the path's methods, no redirect built from the ``Host`` header, JSON
+bodies that are JSON: declared as such (else 415) and with each key once (else 422), and a
+query with each key once (else 422).
 
 One table of the app's routes (``RouteTable``) answers what each of them asks: which methods
 a path has, and whether a route reads a JSON body.
@@ -13,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -201,3 +203,59 @@ class JsonBodies:
         except (ValueError, RecursionError):
             pass  # not JSON at all: the framework says where (a 422, as ever)
         return None
+
+
+# Query parameters a route may be given several times. None: a list is one value,
+# comma-separated (``?ids=a,b,c``); a route that reads one as a list names it here.
+REPEATABLE: frozenset[str] = frozenset()
+
+
+def repeated(query: bytes) -> str | None:
+    """The first key of ``query`` given more than once, as the app reads keys (percent- and
+    plus-decoded, a key without ``=`` included); None when each is there once. A query of
+    one pair costs a byte search."""
+    if b"&" not in query:
+        return None
+    if b"%" in query or b"+" in query:  # spelled otherwise: read as Starlette reads it
+        keys = [k for k, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)]
+        return next((k for i, k in enumerate(keys) if k in keys[:i] and k not in REPEATABLE), None)
+    seen: set[bytes] = set()
+    for pair in query.split(b"&"):
+        key = pair.partition(b"=")[0]
+        if key in seen and (name := key.decode("latin-1")) not in REPEATABLE:
+            return name
+        if pair:  # an empty pair (a=1&&b=2) names no key
+            seen.add(key)
+    return None
+
+
+def repeated_key(key: str) -> Any:
+    """The 422 of a query key given twice, naming it as a field is named
+    (``query.limit``)."""
+    shown = key if len(key) <= 64 else f"{key[:64]}..."
+    message = (
+        f'the query parameter "{shown}" is given more than once; it takes one value '
+        "(a list is one value, comma-separated)"
+    )
+    return problem(
+        422, "Invalid input", message, errors=[{"field": f"query.{shown}", "message": message}]
+    )
+
+
+class QueryKeysOnce:
+    """A query key given twice is a 422 naming it, on every route, before any handler
+    runs: a framework reads a single-valued parameter given twice as its last value, so
+    ``?limit=1&limit=500`` would be answered as if the first were not there. The plain
+    results taken ahead of the stack (``hot.HotResults``) leave any request with a query
+    to it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (key := repeated(scope["query_string"])) is not None:
+            refusal = repeated_key(key)
+            _count_rejection(Request(scope), refusal.status_code)
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -80,7 +80,12 @@ MEASURED_FORMAT = 1  # the "format" a --measured file names
 
 
 class CapacityError(ValueError):
-    """A capacities file or value that cannot be used; the message says which and why."""
+    """A capacities file or value that cannot be used; the message says which and why,
+    and starts with ``field``'s name where one value of the load is at fault."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def capacities(given: Mapping[str, Any], base: Capacities = DEFAULTS) -> Capacities:
@@ -144,8 +149,13 @@ class Tier:
         }
 
 
-def _tier(needs: dict[str, dict[str, float]]) -> Tier:
+def _tier(name: str, needs: dict[str, dict[str, float]]) -> Tier:
     fullest = max(sum(shares.values()) for shares in needs.values())
+    if not fullest <= MAX_NODES:  # a capacity near 0 (or an overflow): no count to give
+        raise CapacityError(
+            f"{name}: the plan would need more than {MAX_NODES:,.0f} nodes ({fullest:.3g}); "
+            "check the capacities"
+        )
     # A hair of tolerance, so that 2.0000000001 of float arithmetic is two nodes, not three.
     return Tier(max(1, math.ceil(fullest - 1e-9)), needs)
 
@@ -189,14 +199,40 @@ class Plan:
         }
 
 
+# What a load may say: each value finite and within reach of a real game (ten billion
+# players, a peak ten thousand times the day's average, a century of results). Past these,
+# the arithmetic only overflows or rounds to nonsense, so a value there is a typo.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "daily_players": (0, 1e10),
+    "matches_per_player": (0, 1e4),
+    "reads_per_match": (0, 1e4),
+    "peak": (0, 1e4),
+    "windows_per_result": (0, 1e3),
+    "players_per_board": (0, 1e10),
+    "keep_days": (0, 36_500),
+}
+_AT_LEAST_ZERO = frozenset({"reads_per_match", "keep_days"})  # the others: above 0
+MAX_NODES = 1e9  # a tier past this is a capacity that was mistyped, not a plan
+
+
+def check(load: Load) -> None:
+    """CapacityError naming the first value of ``load`` that is not a finite number within
+    its ``BOUNDS`` (above the low one, or at it for those that may be 0)."""
+    for name, (low, high) in BOUNDS.items():
+        value = getattr(load, name)
+        if value is None:
+            continue  # players_per_board left out
+        inclusive = name in _AT_LEAST_ZERO
+        above = value >= low if inclusive else value > low
+        if not (math.isfinite(value) and above and value <= high):
+            lower = f"from {low:g} to" if inclusive else f"above {low:g} and at most"
+            raise CapacityError(
+                f"{name}: expected a number {lower} {high:,.0f}, got {value}", field=name
+            )
+
+
 def plan(load: Load, caps: Capacities = DEFAULTS) -> Plan:
-    for name in ("daily_players", "matches_per_player", "peak", "windows_per_result"):
-        if not getattr(load, name) > 0:
-            raise CapacityError(f"{name}: expected a number above 0, got {getattr(load, name)}")
-    if load.reads_per_match < 0 or load.keep_days < 0:
-        raise CapacityError("reads_per_match and keep_days: expected 0 or more")
-    if load.players_per_board is not None and load.players_per_board <= 0:
-        raise CapacityError(f"players_per_board: expected above 0, got {load.players_per_board}")
+    check(load)
     results_a_day = load.daily_players * load.matches_per_player
     avg = results_a_day / SECONDS_A_DAY
     peak = avg * load.peak
@@ -208,27 +244,30 @@ def plan(load: Load, caps: Capacities = DEFAULTS) -> Plan:
     store_bytes = stored * caps.bytes_per_result_stored
     gb = 1e9
     redis = _tier(
+        "Redis shards",
         {
             "cpu": {
                 "writes": writes / caps.redis_writes_per_shard,
                 "reads": reads / caps.redis_reads_per_shard,
             },
             "memory": {"boards": board_bytes / gb / caps.redis_gb_per_shard},
-        }
+        },
     )
     postgres = _tier(
+        "Postgres databases",
         {
             "cpu": {"results": peak / caps.postgres_results_per_database},
             "storage": {"results kept": store_bytes / gb / caps.postgres_gb_per_database},
-        }
+        },
     )
     api = _tier(
+        "API processes",
         {
             "cpu": {
                 "results": peak / caps.api_results_per_process,
                 "reads": reads / caps.api_reads_per_process,
             }
-        }
+        },
     )
     return Plan(
         load, caps, avg, peak, writes, reads, members, board_bytes, stored, store_bytes,

@@ -27,6 +27,7 @@ from redis.cluster import LoadBalancingStrategy
 
 from podium.errors import ConfigError
 from podium.index.redis import TIMEOUTS, RedisIndex
+from podium.redact import redact_url
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
 
@@ -62,7 +63,7 @@ def nodes_of(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
     password, TLS)."""
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise ConfigError(f"index.url: not a Redis Cluster URL: {url!r}")
+        raise ConfigError(f"index.url: not a Redis Cluster URL: {redact_url(url)!r}")
     auth, _, hosts = parts.netloc.rpartition("@")
     options: dict[str, Any] = {}
     if auth:
@@ -81,7 +82,7 @@ def nodes_of(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
     for hostport in hosts.split(","):
         host, sep, port = hostport.strip().rpartition(":")
         if not sep or not host or not port.isdigit():
-            raise ConfigError(f"index.url: {hostport!r} is not host:port in {url!r}")
+            raise ConfigError(f"index.url: {hostport!r} is not host:port in {redact_url(url)!r}")
         nodes.append((host.strip("[]"), int(port)))
     return nodes, options
 

@@ -109,7 +109,11 @@ def loadgen_command(
     seed: Annotated[int | None, typer.Option(help="The traffic's random seed.")] = None,
     verify_totals: Annotated[
         bool,
-        typer.Option("--verify", help="Read back every player's totals at the end; 1 if wrong."),
+        typer.Option(
+            "--verify",
+            help="Read back every player's totals at the end. Exit 1 unless every match was "
+            "acknowledged and every total read back is the one answered.",
+        ),
     ] = False,
     json_file: Annotated[
         Path | None, typer.Option("--json", help="Write the summary to FILE as JSON.")
@@ -120,7 +124,9 @@ def loadgen_command(
 ) -> None:
     """Simulated game servers and players against a running podium: open-loop matches at a
     rate, the seed's reads after each, a live display, and a summary (latency per route,
-    commit to board, errors by status). Exits 1 when --verify finds a wrong total."""
+    commit to board, errors by status). With --verify, exits 1 unless the run was verified:
+    every match acknowledged (none refused, unanswered or cut off), at least one total read
+    back, and each equal to what the submissions answered."""
     apis = tuple(a.strip().rstrip("/") for item in api for a in item.split(",") if a.strip())
     game_key = _key(key, key_file, "--key")
     if game_key is None:
@@ -164,7 +170,7 @@ def loadgen_command(
         json_file.write_text(json.dumps(out, indent=2) + "\n")
     if out.get("fatal"):
         raise _fail(out["fatal"])
-    if out["verify"] is not None and out["verify"]["mismatch_count"]:
+    if out["verify"] is not None and not out["verify"]["passed"]:
         raise typer.Exit(1)
 
 

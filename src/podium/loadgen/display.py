@@ -118,9 +118,11 @@ def print_summary(out: dict[str, Any], console: Console) -> None:
     v = out["verify"]
     if v is not None:
         say(
-            f"verify: {v['checked']:,} totals of {v['players']:,} players read back, "
-            f"{v['mismatch_count']:,} mismatches"
+            f"verify: {'passed' if v['passed'] else 'FAILED'}: {v['checked']:,} totals of "
+            f"{v['players']:,} players read back, {v['mismatch_count']:,} mismatches"
         )
+        for failure in v["failures"]:
+            say(f"  {failure}")
         for x in v["mismatches"][:10]:
             say(f"  {x['player']} on {x['board']}: answered {x['answered']}, read {x['read']}")
         for note in v["skipped"]:

@@ -73,6 +73,25 @@ class Tally:
         return out
 
 
+def failures(t: Tally, v: Verified) -> list[str]:
+    """Why ``--verify`` did not pass (nothing: it passed). It passes only when it could
+    vouch for every match of the run: each one acknowledged (a refused match, one without
+    an answer, or one cut off at the end leaves its results unknown or unrecorded), at
+    least one total read back, and every total read back equal to what was answered."""
+    out = []
+    missing = t.matches_sent - t.matches_acknowledged
+    if missing:
+        out.append(
+            f"{missing:,} of {t.matches_sent:,} matches were not acknowledged "
+            "(refused, unanswered or cut off: see errors)"
+        )
+    if v.checked == 0:
+        out.append("no total could be read back (no result acknowledged, or no board judged)")
+    if v.mismatches:
+        out.append(f"{len(v.mismatches):,} totals read back differ from what was answered")
+    return out
+
+
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1000, 3)
 
@@ -137,6 +156,8 @@ def summary(
         "verify": None
         if verified is None
         else {
+            "passed": not failures(t, verified),
+            "failures": failures(t, verified),
             "players": verified.players,
             "checked": verified.checked,
             "mismatch_count": len(verified.mismatches),

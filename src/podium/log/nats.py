@@ -74,6 +74,7 @@ from podium.log.nats_pull import Pull
 from podium.log.nats_relay import Publisher
 from podium.log.nats_replay import NatsReplay
 from podium.ports import Clock, Relayed
+from podium.redact import redact_url
 
 log = logging.getLogger("podium.log")
 
@@ -185,7 +186,7 @@ class NatsLog:
         async def quiet(e: Exception) -> None:
             log.warning("NATS: %s: %s", type(e).__name__, e)
 
-        with translated(f"connect to {','.join(self._servers)}"):
+        with translated(f"connect to {','.join(redact_url(s) for s in self._servers)}"):
             # Reconnects for ever once connected (a node killed, a restart). nats-py would
             # also try the first connection for ever: that one is bounded here, and the
             # runner retries it.

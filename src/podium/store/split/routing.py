@@ -19,6 +19,7 @@ from typing import TypeVar
 from podium.aio import gather_all
 from podium.domain.sharding import BUCKETS, bucket_of
 from podium.errors import ConfigError, StoreUnavailable, Unavailable
+from podium.redact import redact_url
 from podium.store.postgres import PostgresStore
 from podium.store.postgres.errors import MOVED
 
@@ -60,7 +61,7 @@ class Router:
             raise ConfigError("store.shards: a split store needs at least one database")
         for url in (home, *shards):
             if not url.startswith(("postgresql://", "postgres://")):
-                raise ConfigError(f"store.shards: {url!r} is not a postgresql:// URL")
+                raise ConfigError(f"store.shards: {redact_url(url)!r} is not a postgresql:// URL")
         self._pool_sizes = (pool_size, read_pool_size)
         self._home_url = home
         self._shard_urls = list(dict.fromkeys(shards))
