@@ -80,7 +80,7 @@ class Figures:
 
 @contextmanager
 def own_topic(partitions: int) -> Iterator[str]:
-    """A topic of the benchmark's own, deleted afterwards."""
+    """A topic of the benchmark's own, deleted afterwards with its consumer groups."""
     name = f"podium-bench-{secrets.token_hex(4)}"
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP, "log_level": 4})
     for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
@@ -90,6 +90,16 @@ def own_topic(partitions: int) -> Iterator[str]:
     finally:
         for future in admin.delete_topics([name]).values():
             future.result(30)
+        listed = admin.list_consumer_groups().result(30)
+        groups = [g.group_id for g in listed.valid if g.group_id.startswith(f"{name}-")]
+        if groups:
+            for future in admin.delete_consumer_groups(groups).values():
+                future.result(30)
+
+
+def group(topic: str) -> str:
+    """A consumer group of the run's own, deleted with its topic."""
+    return f"{topic}-{secrets.token_hex(3)}"
 
 
 def check(read: Counter[bytes], n: int, client: str) -> None:
@@ -137,7 +147,7 @@ def confluent_consume(topic: str, n: int) -> tuple[float, float]:
     consumer = Consumer(
         {
             "bootstrap.servers": BOOTSTRAP,
-            "group.id": f"podium-bench-{secrets.token_hex(4)}",
+            "group.id": group(topic),
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
         }
@@ -180,7 +190,7 @@ async def confluent_aio(topic_produce: str, topic_consume: str, n: int) -> Figur
     consumer = AIOConsumer(
         {
             "bootstrap.servers": BOOTSTRAP,
-            "group.id": f"podium-bench-{secrets.token_hex(4)}",
+            "group.id": group(topic_consume),
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
         }
@@ -228,7 +238,7 @@ async def aiokafka_run(topic_produce: str, topic_consume: str, n: int) -> Figure
     consumer = AIOKafkaConsumer(
         topic_consume,
         bootstrap_servers=BOOTSTRAP,
-        group_id=f"podium-bench-{secrets.token_hex(4)}",
+        group_id=group(topic_consume),
         auto_offset_reset="earliest",
         enable_auto_commit=False,
     )
@@ -283,7 +293,7 @@ def reference(topic: str, n: int) -> Figures:
     out = java(
         "org.apache.kafka.tools.ConsumerPerformance",
         *("--bootstrap-server", BOOTSTRAP, "--topic", topic, "--messages", str(n)),
-        *("--group", f"podium-bench-{secrets.token_hex(4)}"),
+        *("--group", group(topic)),
     )
     # start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec,
     # rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec

@@ -103,11 +103,23 @@ def create_topic(
     wait_for(lambda: _has_leaders(client, name, partitions), f"the leaders of topic {name}", 60)
 
 
+def group_name(topic: str) -> str:
+    """A consumer group of the test's own, named after its topic: deleted with it."""
+    return f"{topic}-{secrets.token_hex(3)}"
+
+
 def delete_topic(bootstrap: str, name: str) -> None:
+    """The topic, and the consumer groups named after it (``group_name``)."""
     client = admin(bootstrap)
     for future in client.delete_topics([name], operation_timeout=30).values():
         with suppress(KafkaException):  # never made, or gone already
             future.result(60)
+    listed = client.list_consumer_groups(request_timeout=30).result(60)
+    groups = [g.group_id for g in listed.valid if g.group_id.startswith(f"{name}-")]
+    if groups:
+        for future in client.delete_consumer_groups(groups, request_timeout=30).values():
+            with suppress(KafkaException):  # a member still leaving: it expires by itself
+                future.result(60)
 
 
 @contextmanager
@@ -117,7 +129,7 @@ def own_topic(
     replication: int = 1,
     config: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    """A topic nobody else uses, made here and deleted afterwards."""
+    """A topic nobody else uses, made here and deleted afterwards with its groups."""
     name = topic_name()
     create_topic(bootstrap, name, partitions, replication, config)
     try:

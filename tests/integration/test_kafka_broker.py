@@ -12,7 +12,6 @@ Every wait is for a condition, with deadlines far above what a loaded 2-core mac
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections import Counter
@@ -30,17 +29,24 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from tests.kafka_cluster import client_config, cluster, need_kafka, own_topic, wait_for
+from tests.kafka_cluster import (
+    client_config,
+    cluster,
+    group_name,
+    need_kafka,
+    own_topic,
+    wait_for,
+)
 
 IDEMPOTENT = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 
 
-def consumer(bootstrap: str, group: str | None = None, **more: Any) -> Consumer:
+def consumer(bootstrap: str, group: str, **more: Any) -> Consumer:
     return Consumer(
         client_config(
             bootstrap,
             **{
-                "group.id": group or f"podium-test-{secrets.token_hex(4)}",
+                "group.id": group,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 **more,
@@ -93,7 +99,7 @@ def test_keyed_message_round_trip() -> None:
         assert p.flush(60) == 0
         [acked] = delivered
 
-        c = consumer(bootstrap)
+        c = consumer(bootstrap, group_name(topic))
         try:
             c.subscribe([topic])
             [msg] = read(c, 1)
@@ -110,7 +116,7 @@ def test_group_resumes_after_committed_offset() -> None:
     bootstrap = need_kafka()
     with own_topic(bootstrap, partitions=1) as topic:
         produce_acked(bootstrap, topic, [(b"k", str(i).encode()) for i in range(10)])
-        group = f"podium-test-{secrets.token_hex(4)}"
+        group = group_name(topic)
 
         first = consumer(bootstrap, group)
         try:
@@ -139,7 +145,7 @@ def test_offsets_for_times_finds_a_message_by_its_timestamp() -> None:
             p.produce(topic, str(i).encode(), b"k", timestamp=ts)
         assert p.flush(60) == 0
 
-        c = consumer(bootstrap)
+        c = consumer(bootstrap, group_name(topic))
         try:
             [at] = c.offsets_for_times([TopicPartition(topic, 0, 1_500_000)], timeout=30)
             assert at.offset == 1  # the first message at or after the time
@@ -278,8 +284,7 @@ def test_leader_killed_loses_no_acknowledged_message(tmp_path: Path) -> None:
             # Everything acknowledged is there, once (the idempotent producer's retries
             # across the failover wrote nothing twice), read by a consumer group on the two
             # nodes left, its offsets committed.
-            group = f"podium-test-{secrets.token_hex(4)}"
-            messages = read_all(bootstrap, topic, group)
+            messages = read_all(bootstrap, topic, group_name(topic))
             counts = Counter(m.key() for m in messages)
             print(  # shown with the failure, or with -s
                 f"node {victim + 1} killed at {at_kill} acked, partition 0 led elsewhere "
