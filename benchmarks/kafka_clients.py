@@ -115,6 +115,16 @@ def check(read: Counter[bytes], n: int, client: str) -> None:
 PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
 
 
+def consumer_config(topic: str) -> dict[str, object]:
+    """A group of its own from the topic's start, committing by hand after each batch."""
+    return {
+        "bootstrap.servers": BOOTSTRAP,
+        "group.id": group(topic),
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+
+
 def confluent_produce(topic: str, n: int) -> float:
     producer = Producer({"bootstrap.servers": BOOTSTRAP, **PRODUCER})
     errors: list[KafkaError] = []
@@ -144,14 +154,7 @@ def confluent_produce(topic: str, n: int) -> float:
 
 
 def confluent_consume(topic: str, n: int) -> tuple[float, float]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": BOOTSTRAP,
-            "group.id": group(topic),
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = Consumer(consumer_config(topic))
     read: Counter[bytes] = Counter()
     subscribed = time.perf_counter()
     first = 0.0
@@ -187,14 +190,7 @@ async def confluent_aio(topic_produce: str, topic_consume: str, n: int) -> Figur
     finally:
         await producer.close()
 
-    consumer = AIOConsumer(
-        {
-            "bootstrap.servers": BOOTSTRAP,
-            "group.id": group(topic_consume),
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = AIOConsumer(consumer_config(topic_consume))
     read: Counter[bytes] = Counter()
     subscribed = time.perf_counter()
     first = 0.0
