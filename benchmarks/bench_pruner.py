@@ -84,7 +84,7 @@ async def preload_postgres(url: str, n: int, days: int, base: int) -> None:
 
 async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None:
     from podium import bootstrap
-    from podium.config import parse
+    from podium.config.settings import parse
     from podium.domain.models import ApiKey, PlayerResult
     from podium.workers.pruner import Pruner
 
@@ -232,7 +232,7 @@ def main() -> None:
 
 async def _migrate(url: str) -> None:
     from podium import bootstrap
-    from podium.config import parse
+    from podium.config.settings import parse
 
     b = bootstrap.build(parse({"store": {"url": url}}))
     try:

@@ -85,7 +85,8 @@ async def step(
 
 
 async def in_process(env: Env, args: argparse.Namespace) -> None:
-    from podium import bootstrap, config
+    from podium import bootstrap
+    from podium.config import settings as config
     from podium.domain.models import MatchQuery, PlayerResult
     from podium.ports import BoardKey
 

@@ -30,12 +30,12 @@ from typing import Any
 from _harness import code_line, install_sigterm, machine_line, run
 from podium.domain.boards import BoardSpec
 from podium.domain.windows import WindowKind, WindowRule
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.split import SplitIndex
-from podium.paging import links
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.index import RedisIndex
+from podium.index.split.index import SplitIndex
 from podium.ports import BoardKey, RankIndex
-from podium.views import Entry
+from podium.service.reads.paging import links
+from podium.service.views import Entry
 
 KEY = BoardKey("week", "2026-W49")
 PREFIX = f"podium-bench-cursor-{random.randrange(1 << 30):x}"

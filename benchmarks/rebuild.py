@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import code_line, free_port, install_sigterm, machine_line, make_env
-from podium.index.redis_rebuild import FILL_CHUNK as PAGE  # members a ZADD, as podium sends
+from podium.index.redis.rebuild import FILL_CHUNK as PAGE  # members a ZADD, as podium sends
 
 BOARD = "week"
 
@@ -88,7 +88,7 @@ async def resp_file(store_url: str, key: str, window: str, start: int, path: Pat
     """The same members and packed scores as podium writes, as RESP ``ZADD``s in a file."""
     import asyncpg
 
-    from podium.config import parse
+    from podium.config.settings import parse
 
     spec = next(b for b in parse({}).boards if b.name == BOARD)
     encode = spec.codec.encode
@@ -146,8 +146,9 @@ def redis_cli(port: int, *args: str) -> str:
 
 def child(config_path: str, window: str) -> None:
     """The podium side, in a process of its own: the rebuild, timed; JSON on stdout."""
-    from podium import bootstrap, config
-    from podium.rebuilding import Target
+    from podium import bootstrap
+    from podium.config import settings as config
+    from podium.service.upkeep.gapless import Target
 
     class Timer:
         first: float | None = None
@@ -213,7 +214,7 @@ def main() -> None:
             f'[store]\nurl = "{env.store_url}"\n[index]\nurl = "{env.index_url}"\n'
             f'prefix = "{env.prefix}"\n'
         )
-        from podium.config import parse
+        from podium.config.settings import parse
 
         spec = next(b for b in parse({}).boards if b.name == BOARD)
         now = int(time.time())

@@ -56,7 +56,7 @@ def db_url(name: str) -> str:
 
 async def relay_child(stream: str, urls: list[str]) -> None:
     from podium.log.events import source_of
-    from podium.log.nats import NatsLog
+    from podium.log.nats.log import NatsLog
     from podium.ports import Relayed
     from podium.store.postgres import PostgresStore
 
@@ -129,7 +129,7 @@ def wait_ready(p: subprocess.Popen[str]) -> None:
 
 
 async def make_stream(stream: str) -> None:
-    from podium.log.nats import NatsLog
+    from podium.log.nats.log import NatsLog
 
     log = NatsLog([NATS_URL], stream, WallClock())
     try:

@@ -16,12 +16,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from podium.api.ratelimit import Buckets, ReadLimiter
-from podium.archive import FileArchive
-from podium.config import Settings
-from podium.counted import CountedRanks
+from podium.archive.standings import FileArchive
+from podium.config.settings import Settings
+from podium.config.topology import (
+    IndexKind,
+    LogKind,
+    StoreKind,
+    Topology,
+    is_sentinel_url,
+    sentinel_address,
+)
 from podium.errors import ConfigError, Unavailable
-from podium.index.split import SplitIndex
-from podium.mending import MarkedRanks
+from podium.index.split.index import SplitIndex
 from podium.ports import (
     ChangeLog,
     Clock,
@@ -36,23 +42,17 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.generations import Generations
-from podium.ranking import SnapshotRanks
-from podium.rebuilding import GaplessRebuild
-from podium.resharding import Reshard
-from podium.service import Service
-from podium.topology import (
-    IndexKind,
-    LogKind,
-    StoreKind,
-    Topology,
-    is_sentinel_url,
-    sentinel_address,
-)
+from podium.service.ranks.counted import CountedRanks
+from podium.service.ranks.marked import MarkedRanks
+from podium.service.ranks.snapshot import SnapshotRanks
+from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.upkeep.reshard import Reshard
+from podium.service.wiring import Service
 from podium.workers import mender, roles, updater
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
-    from podium.index.layout import Layout, RedisLayout
+    from podium.index.redis.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -78,7 +78,7 @@ def topology(settings: Settings) -> Topology:
     elif is_sentinel_url(index_url):
         index = "sentinel"
     else:
-        from podium.index.cluster import is_cluster_url
+        from podium.index.redis.cluster import is_cluster_url
 
         index = "cluster" if is_cluster_url(index_url) else "redis"
     log: LogKind = "nats" if settings.log.url.startswith("nats://") else "outbox"
@@ -150,8 +150,8 @@ def gapless(
 def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     url, n, prefix = settings.index.url, topo.shards, settings.index.prefix
     if topo.in_process_index:
-        from podium.index.memory import MemoryIndex
-        from podium.index.memory_snapshots import MemorySnapshots
+        from podium.index.memory.index import MemoryIndex
+        from podium.index.memory.snapshots import MemorySnapshots
 
         if n == 1:
             memory = MemoryIndex(clock.now)
@@ -160,11 +160,11 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
         return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split)
-    from podium.index.cluster import client_for, shard_indexes
-    from podium.index.generations import RedisGenerations
-    from podium.index.keys import Keys
-    from podium.index.redis import RedisIndex
-    from podium.index.redis_snapshots import RedisSnapshots
+    from podium.index.redis.cluster import client_for, shard_indexes
+    from podium.index.redis.generations import RedisGenerations
+    from podium.index.redis.index import RedisIndex
+    from podium.index.redis.keys import Keys
+    from podium.index.redis.snapshots import RedisSnapshots
 
     replicas = settings.index.read_from_replicas
     if topo.index == "sentinel":  # one Redis, the primary Sentinel names (and its replicas)
@@ -172,7 +172,7 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     else:
         client = client_for(url, read_from_replicas=replicas)
     if n == 1 and topo.index != "cluster":  # one Redis, one shard: today's keys, untagged
-        from podium.index.layout import RedisLayout
+        from podium.index.redis.layout import RedisLayout
 
         redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
@@ -182,7 +182,7 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
     # indirection (index/layout.py), so that a reshard switches the shard count live.
-    from podium.index.layout import (
+    from podium.index.redis.layout import (
         Layout,
         LiveCopy,
         LiveGenerations,
@@ -211,7 +211,7 @@ def _sentinel(
     settings: Settings, *, read_from_replicas: bool = False, timeout_s: float | None = None
 ) -> Any:
     """The client of the primary that ``redis+sentinel://`` names (``index/sentinel.py``)."""
-    from podium.index.sentinel import sentinel_client
+    from podium.index.redis.sentinel import sentinel_client
 
     try:
         at = sentinel_address(settings.index.url)
@@ -238,7 +238,7 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
         raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:
         return ReadLimiter(server.read_rate_per_s, server.read_burst)
-    from podium.index.ratelimit import TIMEOUT_S, RedisReadLimiter
+    from podium.index.redis.ratelimit import TIMEOUT_S, RedisReadLimiter
 
     if topo.index == "sentinel":
         client = _sentinel(settings, timeout_s=TIMEOUT_S)
@@ -255,7 +255,7 @@ def _log(
 ) -> ChangeLog:
     if topo.log == "nats":
         from podium.log.events import source_of
-        from podium.log.nats import NatsLog
+        from podium.log.nats.log import NatsLog
 
         databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
         if split is not None:

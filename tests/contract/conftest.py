@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from podium.index.cluster import client_for, cluster_client, shard_indexes
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.sentinel import sentinel_client
-from podium.index.split import SplitIndex
-from podium.topology import sentinel_address
+from podium.config.topology import sentinel_address
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import client_for, cluster_client, shard_indexes
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.sentinel import sentinel_client
+from podium.index.split.index import SplitIndex
 from tests.conftest import REDIS_URL, OwnDatabases
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]

@@ -23,9 +23,9 @@ from redis.asyncio.sentinel import MasterNotFoundError, SlaveNotFoundError
 
 from podium.domain.boards import in_board_order
 from podium.errors import IndexUnavailable, InternalError, Unavailable
-from podium.index.errors import translate, translated
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.errors import translate, translated
+from podium.index.redis.index import RedisIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
 from tests.contract.conftest import INDEXES, Backend, backend_of

@@ -25,7 +25,7 @@ import pytest
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
 from podium.ports import ChangeLog, ScoreStore
 from podium.store.postgres import PostgresStore

@@ -15,13 +15,13 @@ import jsonschema
 import nats
 import pytest
 
-import podium.log.nats
+import podium.log.nats.log
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import ConfigError, LogUnavailable
 from podium.log.events import SCHEMA_ID, EventError, decode, source_of
-from podium.log.nats import DUPLICATE_WINDOW_S, NatsLog
+from podium.log.nats.log import DUPLICATE_WINDOW_S, NatsLog
 from podium.store.sqlite import SqliteStore
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.ports import free_ports

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from podium import bootstrap, metrics
-from podium.config import parse
+from podium.config.settings import parse
 from podium.log.events import source_of
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.ports import ChangeLog
 from podium.store.sqlite import SqliteStore
 from tests.contract.test_log_nats import raw_messages, record, store, stream

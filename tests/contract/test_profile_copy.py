@@ -17,9 +17,9 @@ import pytest
 from podium.domain.boards import in_board_order
 from podium.domain.models import Profile
 from podium.domain.sharding import shard_tag
-from podium.index.keys import SINGLE
-from podium.index.redis import RedisIndex
-from podium.index.redis_profiles import RedisProfileCopy
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.keys import SINGLE
+from podium.index.redis.profiles import RedisProfileCopy
 from podium.ports import BoardKey, ProfileCopy, RankIndex
 from tests.contract.conftest import INDEXES, Backend, backend_of
 

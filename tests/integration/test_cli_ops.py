@@ -20,8 +20,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from podium import bootstrap, config
-from podium.cli import app
+from podium import bootstrap
+from podium.cli.main import app
+from podium.config import settings as config
 from podium.domain.models import PlayerResult, Scope
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL

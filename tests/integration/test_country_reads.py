@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from podium import metrics
-from podium.api.app import create_app
+from podium.serve.app import create_app
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api, Backends, settings_for
 from tests.integration.test_web import RawStream
 

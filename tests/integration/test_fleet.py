@@ -22,7 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from podium import bootstrap, config
+from podium import bootstrap
+from podium.config import settings as config
 from podium.domain.models import Target
 from tests.conftest import REDIS_URL, need
 from tests.integration.conftest import two_player_match

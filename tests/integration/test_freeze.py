@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from podium import archive, bootstrap
-from podium.config import Settings
+from podium import bootstrap
+from podium.archive import standings as archive
+from podium.config.settings import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
 from podium.workers.freezer import Freezer
 from tests.conftest import stored_results

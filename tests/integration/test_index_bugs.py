@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from podium.errors import InternalError
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
@@ -83,8 +83,8 @@ async def test_a_rank_read_brings_the_markers_of_its_own_step(redis_prefix: str)
     """On one Redis, ``around.lua`` reads the generation marker in the step that reads the
     rows: what ``Generations.tokens`` says, gone when the marker is gone (mending.py takes it
     as the check after the read); a shard's read leaves it to the check."""
-    from podium.index.generations import RedisGenerations
-    from podium.index.redis import RedisIndex
+    from podium.index.redis.generations import RedisGenerations
+    from podium.index.redis.index import RedisIndex
 
     week = BoardKey("week", "2026-W44")
     index = RedisIndex(RedisIndex.client_from_url(REDIS_URL), prefix=redis_prefix)

@@ -22,13 +22,13 @@ import httpx
 import jsonschema
 import pytest
 
-from podium.api.app import create_app
 from podium.domain import cohorts, events
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
-from podium.service import Service
+from podium.serve.app import create_app
+from podium.service.tournaments import Specs
+from podium.service.wiring import Service
 from podium.store.postgres.cohorts import STRIPES
-from podium.tournaments import Specs
 from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from podium.api.app import create_app
 from podium.bootstrap import Backends
 from podium.ports import BoardKey
+from podium.serve.app import create_app
 from tests.integration.conftest import Api, settings_for
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 

@@ -52,11 +52,11 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from podium.config.topology import sentinel_address
 from podium.domain.sharding import shard_of, shard_tag
-from podium.index.cluster import cluster_client
-from podium.index.sentinel import sentinel_client
+from podium.index.redis.cluster import cluster_client
+from podium.index.redis.sentinel import sentinel_client
 from podium.store.postgres import PostgresStore
-from podium.topology import sentinel_address
 from tests.conftest import OwnDatabases, need
 from tests.integration.fleet import Fleet
 from tests.nats_cluster import delete_stream, need_nats, stream_name

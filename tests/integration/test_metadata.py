@@ -17,7 +17,7 @@ import pytest
 
 from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.metadata import METADATA_MAX
 from podium.domain.models import PlayerResult
 from podium.domain.windows import index_expiry

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podium import bootstrap
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain.boards import in_board_order
 from podium.domain.models import ApiKey, Message, PlayerResult, Target
 from podium.errors import Conflict

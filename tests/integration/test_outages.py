@@ -13,9 +13,9 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from podium.api.app import create_app
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.models import Target
+from podium.serve.app import create_app
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
 from tests.proxy import Proxy

@@ -18,16 +18,17 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from podium import bootstrap, result_archive
-from podium.api.app import create_app
-from podium.cli import app as cli
-from podium.config import Settings
+from podium import bootstrap
+from podium.archive import results as result_archive
+from podium.cli.main import app as cli
+from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.models import ApiKey, PlayerResult, ResultRecord, Scope, Target
 from podium.domain.retention import DAY_S, ResultKey, StoredResult, day_id, day_start
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import InvalidInput
 from podium.ports import Retention
+from podium.serve.app import create_app
 from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
 from podium.workers.pruner import Pruner

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from podium import bootstrap, config
+from podium import bootstrap
+from podium.config import settings as config
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
 from podium.domain.tournaments import Tournament
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import SPLIT_INDEX_SHARDS, Backends

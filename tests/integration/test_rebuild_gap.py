@@ -21,11 +21,11 @@ import pytest
 
 from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.models import PlayerResult
 from podium.errors import NotFound
 from podium.ports import BoardKey
-from podium.rebuilding import Target
+from podium.service.upkeep.gapless import Target
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 

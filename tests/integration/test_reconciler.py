@@ -16,13 +16,13 @@ import pytest
 
 from podium import bootstrap, metrics
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
 from podium.domain.tournaments import Tournament
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL

@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 
-from podium import bootstrap, config
+from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import Settings, parse
+from podium.config import settings as config
+from podium.config.settings import Settings, parse
 from podium.errors import ConfigError, Conflict, Unavailable
-from podium.index.keys import layout_pattern
+from podium.index.redis.keys import layout_pattern
 from podium.ports import BoardKey
-from podium.rebuilding import GaplessRebuild, Target
+from podium.service.upkeep.gapless import GaplessRebuild, Target
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL

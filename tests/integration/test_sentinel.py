@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from podium.bootstrap import Backends, build
-from podium.config import parse
+from podium.config.settings import parse
 from podium.errors import IndexUnavailable, RateLimited
 from podium.ports import BoardKey
 from tests.redis_sentinel import SERVICE, Sentinels

@@ -15,7 +15,7 @@ import asyncpg
 import httpx
 import pytest
 
-from podium.config import parse
+from podium.config.settings import parse
 from podium.store.split import SplitStore
 from tests.integration.conftest import Api, close_all, started_api
 from tests.pg_cluster import PgCluster

@@ -15,8 +15,8 @@ import pytest
 
 from podium.domain.boards import in_board_order
 from podium.domain.sharding import shard_tag
-from podium.index.cluster import cluster_client
-from podium.index.keys import Keys
+from podium.index.redis.cluster import cluster_client
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
 from tests.integration.conftest import Api
 

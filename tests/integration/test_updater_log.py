@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from podium import bootstrap
-from podium.config import Settings, parse
+from podium.config.settings import Settings, parse
 from podium.domain.models import ApiKey, Message, PlayerResult
 from podium.errors import IndexUnavailable
 from podium.log.outbox import OutboxLog

@@ -6,8 +6,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
-from podium import archive
-from podium.archive import FileArchive
+from podium.archive import standings as archive
+from podium.archive.standings import FileArchive
 from podium.domain.models import FinalEntry
 
 ENTRIES = [

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from podium.aio import gather_all
-from podium.caching import Cache
+from podium.util.aio import gather_all
+from podium.util.caching import Cache
 
 
 class Clock:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain import cohorts
 from podium.domain.boards import Tally
 from podium.domain.cohorts import League, LeagueError, Zones, fill, plan_moves, zones
 from podium.domain.models import FinalEntry, Target
 from podium.domain.plans import plan_cohort_freeze
+from podium.domain.recording import open_targets
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import ConfigError, WindowClosed
-from podium.recording import open_targets
 
 TIERS = ("bronze", "silver", "gold", "diamond")
 LEAGUE = League(30, TIERS, 5, 5)

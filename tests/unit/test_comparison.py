@@ -7,7 +7,7 @@ import random
 from collections import Counter
 
 from podium.domain.comparison import compare
-from podium.rebuilding import Reservoir
+from podium.service.upkeep.gapless import Reservoir
 
 
 def test_the_same_generations_differ_by_nothing() -> None:

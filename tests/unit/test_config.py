@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 import pytest
 from pydantic import AwareDatetime
 
-from podium import config
-from podium.config import DEFAULT_SEASON_START, Settings, load, parse
+from podium.config import settings as config
+from podium.config.settings import DEFAULT_SEASON_START, Settings, load, parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import Mode
 from podium.domain.windows import WEEK, WindowKind

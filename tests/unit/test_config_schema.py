@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from podium import config
-from podium.cli import app
+from podium.cli.main import app
+from podium.config import settings as config
 from podium.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

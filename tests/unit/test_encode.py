@@ -11,7 +11,7 @@ from podium.api import schemas as s
 from podium.api.encode import EncodedPages, page_json, rank_json
 from podium.api.routes import _entry as model_entry  # what the other routes answer with
 from podium.domain.windows import to_rfc3339
-from podium.views import Entry, Page, PlayerRank
+from podium.service.views import Entry, Page, PlayerRank
 
 texts = st.text(min_size=1, max_size=12)
 entries = st.builds(

@@ -1,6 +1,7 @@
 import gc
 
-from podium import gcpolicy, metrics
+from podium import metrics
+from podium.serve import gcpolicy
 
 
 def _pauses(generation: str) -> float:

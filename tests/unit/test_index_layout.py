@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from podium import metrics
-from podium.index.keys import Keys, layout_pattern, shard_tag
-from podium.index.layout import Layout, LiveCopy, LiveIndex, Parts
+from podium.index.redis.keys import Keys, layout_pattern, shard_tag
+from podium.index.redis.layout import Layout, LiveCopy, LiveIndex, Parts
 from podium.ports import BoardKey
 
 KEY = BoardKey("week", "2026-W44")

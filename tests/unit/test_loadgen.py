@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from typer.testing import CliRunner
 
-from podium.cli import app
+from podium.cli.main import app
 from podium.client import Board
 from podium.loadgen.latency import Rate, Recorder
 from podium.loadgen.mix import (

@@ -12,9 +12,9 @@ from podium.domain.boards import BoardSpec
 from podium.domain.histogram import Estimate
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import Rebuilding
-from podium.mending import GONE_S, WHOLE_S, MarkedRanks
 from podium.ports import Around, BoardKey, Estimated
 from podium.ports.generations import Held
+from podium.service.ranks.marked import GONE_S, WHOLE_S, MarkedRanks
 
 SPEC = BoardSpec("week", WindowRule(WindowKind.WEEK))
 KEY = BoardKey("week", "2026-W44")

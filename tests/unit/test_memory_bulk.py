@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from podium.index.memory import MemoryIndex, _Board
+from podium.index.memory.index import MemoryIndex, _Board
 from podium.ports import BoardKey, Meta
 
 KEY = BoardKey("week", "2026-W44")

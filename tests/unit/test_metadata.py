@@ -11,9 +11,9 @@ import pytest
 from podium.domain.boards import Aggregate, BoardSpec, Tally
 from podium.domain.metadata import METADATA_MAX, MetadataError, canonical, metadata_problem
 from podium.domain.models import Change, ResultRecord, Target
+from podium.domain.recording import step
 from podium.domain.windows import WindowKind, WindowRule
 from podium.log.events import decode, encode
-from podium.recording import step
 
 WEEK = WindowRule(WindowKind.WEEK)
 

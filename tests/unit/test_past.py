@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from podium import archive
 from podium.api.windows import _accepted, _takes_gzip
-from podium.archive import FileArchive, _json_line, _rfc3339
+from podium.archive import standings as archive
+from podium.archive.standings import FileArchive, _json_line, _rfc3339
 from podium.domain.models import FinalEntry
 from podium.domain.windows import to_rfc3339
 from podium.errors import InvalidInput
-from podium.past import _decode, _encode
+from podium.service.reads.past import _decode, _encode
 
 # Ids that read like the numbers around them, and one named like a column.
 TRICKY = ["12", "7", "player_id", "-3", "a.b:c-d_e"]

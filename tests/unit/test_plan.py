@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from podium.cli import app
+from podium.cli.main import app
 from podium.domain.capacity import (
     DEFAULTS,
     SOURCES,

@@ -13,7 +13,7 @@ import pytest
 
 from podium.domain.models import Profile
 from podium.errors import StoreUnavailable
-from podium.profiles import TTL_S, ProfileCache
+from podium.service.profiles import TTL_S, ProfileCache
 
 
 class Clock:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podium.config import parse
-from podium.counted import CountedRanks
+from podium.config.settings import parse
 from podium.domain.snapshot import Snapshot
-from podium.index.memory import MemoryIndex
-from podium.index.memory_snapshots import MemorySnapshots
+from podium.index.memory.index import MemoryIndex
+from podium.index.memory.snapshots import MemorySnapshots
 from podium.ports import BoardKey, Top
-from podium.ranking import SnapshotRanks
+from podium.service.ranks.counted import CountedRanks
+from podium.service.ranks.snapshot import SnapshotRanks
 
 KEY = BoardKey("week", "2026-W49")
 SPEC = next(b for b in parse({}).boards if b.name == "week")

@@ -9,16 +9,16 @@ from typing import Any, cast
 
 import pytest
 
-from podium.archive import Archive
-from podium.config import parse
-from podium.counted import CountedRanks
+from podium.archive.standings import Archive
+from podium.config.settings import parse
 from podium.domain.models import FrozenWindow, Profile
 from podium.errors import IndexUnavailable, NotFound
-from podium.index.memory import MemoryIndex
-from podium.lifecycle import Lifecycle
+from podium.index.memory.index import MemoryIndex
 from podium.ports import Around, BoardKey, Placed, ScoreStore
-from podium.profiles import ProfileCache
-from podium.reads import LAST_PAGE_S, Reads
+from podium.service.lifecycle import Lifecycle
+from podium.service.profiles import ProfileCache
+from podium.service.ranks.counted import CountedRanks
+from podium.service.reads.reads import LAST_PAGE_S, Reads
 
 # All-time boards hold points alone (no time packed in), so the scores below are the points.
 BOARDS = [

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from podium.cli_rebuild import Bar
+from podium.cli.rebuild import Bar
 
 
 def test_the_bar_shows_members_written_their_rate_and_the_time_left() -> None:

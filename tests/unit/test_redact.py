@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from podium.redact import redact_text, redact_url
+from podium.util.redact import redact_text, redact_url
 
 
 @pytest.mark.parametrize(

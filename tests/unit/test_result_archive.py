@@ -9,8 +9,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from podium import result_archive
-from podium.cli import app
+from podium.archive import results as result_archive
+from podium.cli.main import app
 from podium.domain.retention import StoredResult
 
 T0 = 1_792_800_000  # 2026-10-24T00:00:00Z

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from podium import bootstrap, cli, gcpolicy
-from podium.config import Settings, parse
+from podium import bootstrap
+from podium.cli import main as cli
+from podium.config.settings import Settings, parse
 from podium.errors import ConfigError
+from podium.serve import gcpolicy
 from podium.workers import roles
 from podium.workers.runner import Needs, Runner
 
@@ -104,7 +106,7 @@ def test_an_unknown_role_is_refused_with_the_list(
 def test_serve_starts_every_role(monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    from podium.api import app
+    from podium.serve import app
 
     given: list[tuple[str, ...]] = []
 

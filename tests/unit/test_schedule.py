@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain import schedule
 from podium.domain.boards import BoardSpec
 from podium.domain.windows import (

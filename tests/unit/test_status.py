@@ -3,9 +3,9 @@ role's freshness from its heartbeats, and the one line that says what is down.""
 
 from __future__ import annotations
 
-from podium.index.nodes import replication
+from podium.index.redis.nodes import replication
 from podium.ports.status import Heartbeat, IndexNode, Reachable, Replica
-from podium.status import STALE_AFTER_S, Report, roles
+from podium.service.status import STALE_AFTER_S, Report, roles
 
 
 def test_a_replica_lags_by_the_bytes_it_has_not_received() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from podium.bootstrap import topology
-from podium.config import parse
+from podium.config.settings import parse
+from podium.config.topology import SentinelAddress, Topology, sentinel_address
 from podium.errors import ConfigError
-from podium.topology import SentinelAddress, Topology, sentinel_address
 
 PG = "postgresql://podium@db0.invalid/podium"
 
@@ -71,7 +71,7 @@ def test_a_split_store_needs_a_postgres_home() -> None:
 def test_the_command_line_says_it_as_a_configuration_error(args: list[str]) -> None:
     from typer.testing import CliRunner
 
-    from podium.cli import app
+    from podium.cli.main import app
 
     out = CliRunner().invoke(app, args, env={"PODIUM_SERVER_API": "read"})
     assert out.exit_code == 2

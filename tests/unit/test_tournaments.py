@@ -10,6 +10,7 @@ import pytest
 
 from podium.domain.boards import Aggregate, BoardSpec, Order, Ties
 from podium.domain.models import ResultRecord, Target
+from podium.domain.recording import fold_targets
 from podium.domain.tournaments import (
     Entered,
     Tournament,
@@ -19,7 +20,6 @@ from podium.domain.tournaments import (
     tournament_totals,
 )
 from podium.domain.windows import WindowError, WindowKind, WindowRule
-from podium.recording import fold_targets
 
 T0 = 1_796_000_400  # a whole hour
 HOUR = 3600

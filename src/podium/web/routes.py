@@ -24,7 +24,7 @@ from podium.api.auth import ops
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.api.schemas import BOARD, COUNTRY
-from podium.service import Service
+from podium.service.wiring import Service
 from podium.web.ops import OpsOut, snapshot
 from podium.web.stream import Hub
 

@@ -28,9 +28,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from podium.archive.results import DayWriter, DirLock, Holds
 from podium.domain.retention import StoredResult, oldest_accepted, prunable
 from podium.ports import Clock, Retention, WebhookEvents
-from podium.result_archive import DayWriter, DirLock, Holds
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.workers")

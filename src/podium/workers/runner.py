@@ -20,12 +20,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from podium import metrics
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.errors import Unavailable
-from podium.leagues import Leagues
-from podium.lifecycle import Lifecycle
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
 from podium.ports.generations import Generations
+from podium.service.leagues import Leagues
+from podium.service.lifecycle import Lifecycle
 
 log = logging.getLogger("podium.workers")
 

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection
 
 from podium import metrics
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain import cohorts
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
@@ -37,7 +37,7 @@ from podium.domain.sharding import shard_of
 from podium.domain.windows import WindowError, index_expiry
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers import mender
 from podium.workers.runner import Needs, Runner
 

@@ -11,10 +11,10 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from podium.aio import gather_all
 from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.postgres import PostgresStore
 from podium.store.split.routing import Part
+from podium.util.aio import gather_all
 
 
 class Webhooks(Part):
