@@ -4,7 +4,7 @@ Each board window is a ``SortedList`` of ``(score, member)`` kept in ascending o
 the board order of ``domain.boards.board_key`` (score, then member bytes), which is the order
 of a Redis sorted set: Python compares ``str`` by code point, and UTF-8 keeps code point
 order, so the tuples sort as ``(score, member.encode())`` would without encoding a member on
-every comparison (``tests/unit/test_boards.py`` holds the two alike). Descending boards read
+every comparison (``tests/unit/domain/test_boards.py`` holds the two alike). Descending boards read
 it from the end, as ``ZREVRANGE`` does, so equal scores come out in reverse member order on
 both backends. One list holds the whole board, so every rank is exact.
 

@@ -17,7 +17,7 @@ from podium.cli.main import app
 from podium.config import settings as config
 from podium.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def generated() -> str:

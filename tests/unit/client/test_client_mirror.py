@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-CLIENT = Path(__file__).resolve().parents[2] / "src" / "podium" / "client"
+CLIENT = Path(__file__).resolve().parents[3] / "src" / "podium" / "client"
 
 # What differs by nature, whole lines: the docstring, the imports, the default sleep.
 LINES = {
