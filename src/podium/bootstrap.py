@@ -143,7 +143,7 @@ def gapless(
 ) -> GaplessRebuild:
     """The rebuild without a gap (``rebuilding.py``) of this deployment's index."""
     return GaplessRebuild(
-        settings, store, index, podium.rebuilds.index, clock, podium.reads, replay
+        settings, store, index, podium.rebuilds.index, clock, podium.changed, replay
     )
 
 
@@ -411,8 +411,8 @@ class Backends:
             )
         p = self.podium
         return Reshard(
-            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.reads,
-            self.replay,
+            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.boards,
+            p.changed, self.replay,
         )  # fmt: skip
 
     async def replay(self, since_s: float) -> int:

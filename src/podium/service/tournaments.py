@@ -37,6 +37,7 @@ from podium.domain.windows import Window, WindowError, indexed_window
 from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
 from podium.ports import Clock, Players, Results
 from podium.ports.tournaments import Joined, TournamentStore
+from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.reads.past import Download, Format, Past, WindowList
 from podium.service.reads.reads import Reads
@@ -171,6 +172,7 @@ class Tournaments:
         players: Players,
         clock: Clock,
         lifecycle: Lifecycle,
+        boards: Boards,
         reads: Reads,
         past: Past,
     ) -> None:
@@ -180,6 +182,7 @@ class Tournaments:
         self.players = players
         self.clock = clock
         self.lifecycle = lifecycle
+        self.boards = boards  # a tournament's runs are boards made at run time
         self.reads = reads
         self.past = past
         self._list: Cache[str, list[Tournament]] = Cache(
@@ -291,7 +294,7 @@ class Tournaments:
             spec = t.spec()
             for run in await _played(t, self.lifecycle):
                 if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
-                    self.reads.know(spec)
+                    self.boards.know(spec)
                     out.append((spec, run))
         return out
 
@@ -388,7 +391,7 @@ class Tournaments:
         to the reads."""
         t = await self.get(tournament_id)
         spec = t.spec()
-        self.reads.know(spec)
+        self.boards.know(spec)
         now = self.clock.now()
         if run is None:
             w = t.run_at(now)
@@ -428,7 +431,7 @@ class Tournaments:
                 f"tournament {t.id} is {state.value}, not live: read its board at "
                 f"/v1/tournaments/{t.id}/board"
             )
-        self.reads.know(t.spec())
+        self.boards.know(t.spec())
         return t.board
 
     async def page(
@@ -479,7 +482,7 @@ class Tournaments:
         open one, closed ones not frozen yet, and every frozen one with its standings
         file's sha256."""
         t = await self.get(tournament_id)
-        self.reads.know(t.spec())
+        self.boards.know(t.spec())
         listed = await self.past.windows(t.board, None, cursor, limit)
         return replace(listed, board=t.id)
 

@@ -6,6 +6,9 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``player_admin``: profiles, friends and bans (``player_admin.py``);
 - ``board_admin``: a window's review before prizes, and its freeze now (``board_admin.py``);
 - ``rebuilds``: the index refilled from the store, profiles included (``rebuilds.py``);
+- ``boards``: the board catalogue, configured and made at run time, and the window a
+  request names (``boards.py``); ``changed``, what a use case that changed the index tells
+  this process's reads (``Reads.clear_cache``);
 - ``reads``: pages, ranks, friends, distributions (``reads.py``);
 - ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
 - ``health``: whether the store and the index answer (``health.py``);
@@ -30,6 +33,7 @@ from podium.archive.standings import Archive
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.service.board_admin import BoardAdmin
+from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys
 from podium.service.health import Health
 from podium.service.leagues import Leagues
@@ -50,6 +54,8 @@ from podium.service.webhook_admin import WebhookAdmin
 class Service:
     settings: Settings
     clock: Clock
+    boards: Boards
+    changed: Changed
     reads: Reads
     lifecycle: Lifecycle
     matches: Matches
@@ -80,24 +86,30 @@ class Service:
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
-        reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
-        past = Past(store, store, index, clock, lifecycle, archive, reads)
-        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads, past)
+        boards = Boards(settings.boards, clock)
+        reads = Reads(settings, boards, store, ranking, copy, clock, lifecycle, profiles, index)
+        changed: Changed = reads.clear_cache  # the pages this process holds, read again
+        past = Past(store, store, index, clock, lifecycle, archive, boards)
+        tournaments = Tournaments(
+            settings, store, store, store, clock, lifecycle, boards, reads, past
+        )
         leagues = Leagues(settings, store, index, lifecycle, profiles, clock)
         return cls(
             settings=settings,
             clock=clock,
+            boards=boards,
+            changed=changed,
             reads=reads,
             lifecycle=lifecycle,
             matches=Matches(settings, store, lifecycle, clock, tournaments, leagues),
             keys=Keys(settings, store, clock),
-            player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
-            board_admin=BoardAdmin(store, reads, lifecycle, leagues),
-            rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
+            player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, changed),
+            board_admin=BoardAdmin(store, boards, reads, lifecycle, changed, leagues),
+            rebuilds=Rebuilds(settings, store, index, copy, clock, boards, changed),
             health=Health(store, index, log),
             past=past,
-            groups=Groups(store, index, reads, lifecycle, clock),
-            lookups=Lookups(reads),
+            groups=Groups(store, index, boards, lifecycle, clock),
+            lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
             webhooks=WebhookAdmin(store),
             tournaments=tournaments,
             leagues=leagues,

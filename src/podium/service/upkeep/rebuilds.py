@@ -16,7 +16,7 @@ from podium.domain.boards import BoardSpec
 from podium.domain.cohorts import cohort_window
 from podium.domain.windows import Window, index_expiry, indexed_window
 from podium.ports import BoardKey, Clock, Meta, Players, ProfileCopy, RankIndex, Windows
-from podium.service.reads.reads import Reads
+from podium.service.boards import Boards, Changed
 
 if TYPE_CHECKING:
     from podium.service.upkeep.gapless import GaplessRebuild
@@ -42,14 +42,16 @@ class Rebuilds:
         index: RankIndex,
         copy: ProfileCopy,
         clock: Clock,
-        reads: Reads,
+        boards: Boards,
+        changed: Changed,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
         self.copy = copy
         self.clock = clock
-        self.reads = reads  # the board lookups, and this process's pages to clear
+        self.boards = boards
+        self.changed = changed  # this process's pages, read again after a rebuild
         # A shared index (Redis) is rebuilt beside its live generation (rebuilding.py):
         # set by bootstrap; the in-process index is refilled in place at start, before any
         # read, where one sort of the whole board is the fastest way in.
@@ -57,9 +59,9 @@ class Rebuilds:
 
     async def rebuild(self, board: str, window_id: str) -> int:
         """Replace one board window in the index with what the store holds."""
-        spec = self.reads.board(board)
+        spec = self.boards.board(board)
         # A league's cohort is a window of its board (domain/cohorts.py) no read names.
-        w = cohort_window(spec.rule, window_id) or self.reads.window(spec, window_id)
+        w = cohort_window(spec.rule, window_id) or self.boards.window(spec, window_id)
         if self.gapless is not None:
             from podium.service.upkeep.gapless import Target
 
@@ -94,7 +96,7 @@ class Rebuilds:
             versions=versions if self.settings.versioned(spec) else None,
             metadata=metadata,
         )
-        self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
+        self.changed(self.clock.now())  # as after a ban
         return len(entries)
 
     async def rebuild_live(self) -> int:
