@@ -65,14 +65,15 @@ class Leagues:
         lifecycle: Lifecycle,
         profiles: ProfileCache,
         clock: Clock,
+        marked: MarkedRanks | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
-        # Set by bootstrap on a Redis index: a live cohort's read is checked against the
-        # generation markers as every board read is, so an emptied index answers 503 (the
-        # board is being rebuilt), never an empty cohort.
-        self.marked: MarkedRanks | None = None
+        # On a Redis index (bootstrap passes the reads' own): a live cohort's read is
+        # checked against the generation markers as every board read is, so an emptied
+        # index answers 503 (the board is being rebuilt), never an empty cohort.
+        self.marked = marked
         self.lifecycle = lifecycle
         self.profiles = profiles
         self.clock = clock

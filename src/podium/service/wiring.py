@@ -22,11 +22,14 @@ call. Each lives in its own module and takes only the ports it uses:
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
-store, index or log). Only ``bootstrap.py`` builds one, from ports.
+store, index or log). Only ``bootstrap.py`` builds one, from ports and the two choices it
+makes for the deployment (how a window is rebuilt, whether reads check the index's markers):
+nothing is patched in after.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from podium.archive.standings import Archive
@@ -41,12 +44,13 @@ from podium.service.lifecycle import Lifecycle
 from podium.service.matches import Matches
 from podium.service.player_admin import PlayerAdmin
 from podium.service.profiles import ProfileCache
+from podium.service.ranks.marked import MarkedRanks
 from podium.service.reads.groups import Groups
 from podium.service.reads.lookups import Lookups
 from podium.service.reads.past import Past
 from podium.service.reads.reads import Reads
 from podium.service.tournaments import Tournaments
-from podium.service.upkeep.rebuilds import Rebuilds
+from podium.service.upkeep.rebuilds import Beside, Rebuilds
 from podium.service.webhook_admin import WebhookAdmin
 
 
@@ -82,7 +86,14 @@ class Service:
         archive: Archive,
         ranking: RankSource,
         log: ChangeLog | None = None,
+        *,
+        beside: Callable[[Changed], Beside] | None = None,
+        marked: MarkedRanks | None = None,
     ) -> Service:
+        """``beside``: how a shared index rebuilds a window beside its live generation,
+        given what to tell when it switched (None: refilled in place, the in-process index);
+        ``marked``: the reads' check of the index's generation markers, which a league's
+        cohort read goes through too (None: an index without markers)."""
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
@@ -93,7 +104,8 @@ class Service:
         tournaments = Tournaments(
             settings, store, store, store, clock, lifecycle, boards, reads, past
         )
-        leagues = Leagues(settings, store, index, lifecycle, profiles, clock)
+        leagues = Leagues(settings, store, index, lifecycle, profiles, clock, marked)
+        rebuilt = None if beside is None else beside(changed)
         return cls(
             settings=settings,
             clock=clock,
@@ -105,7 +117,7 @@ class Service:
             keys=Keys(settings, store, clock),
             player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, changed),
             board_admin=BoardAdmin(store, boards, reads, lifecycle, changed, leagues),
-            rebuilds=Rebuilds(settings, store, index, copy, clock, boards, changed),
+            rebuilds=Rebuilds(settings, store, index, copy, clock, boards, changed, rebuilt),
             health=Health(store, index, log),
             past=past,
             groups=Groups(store, index, boards, lifecycle, clock),

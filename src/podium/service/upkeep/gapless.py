@@ -200,6 +200,13 @@ class GaplessRebuild:
             await self.index.drop_build(t.key, token)
         return [Outcome(t.key, n, d) for t, (n, _), d in zip(targets, filled, diffs, strict=True)]
 
+    async def one(self, spec: BoardSpec, window: Window) -> int:
+        """One window as ``Rebuilds.rebuild`` asks for it on a shared index: switched with
+        no grace and not compared (the operator's ``podium rebuild`` asks for both through
+        ``run``); how many entries."""
+        [done] = await self.run([Target(spec, window)], grace_s=0.0, compared=False)
+        return done.members
+
     async def _keep(self, targets: Sequence[Target], token: str, lost: list[BoardKey]) -> None:
         while True:
             await asyncio.sleep(HOLD_S / 3)
