@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from podium.config.settings import Settings
 from podium.domain import cohorts
@@ -28,9 +29,11 @@ from podium.ports.cohorts import CohortStore, Standing
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
-from podium.service.upkeep.rebuilds import Rebuilds
 from podium.service.views import Entry, entry, ranks_in_order
 from podium.util.caching import Cache
+
+if TYPE_CHECKING:  # only the type: the rebuilds are handed to rebuild_live by its caller
+    from podium.service.upkeep.rebuilds import Rebuilds
 
 log = logging.getLogger("podium.leagues")
 

@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
@@ -41,9 +42,11 @@ from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.reads.past import Download, Format, Past, WindowList
 from podium.service.reads.reads import Reads
-from podium.service.upkeep.rebuilds import Rebuilds
 from podium.service.views import Page, PlayerRank
 from podium.util.caching import Cache
+
+if TYPE_CHECKING:  # only the type: the rebuilds are handed to rebuild_live by its caller
+    from podium.service.upkeep.rebuilds import Rebuilds
 
 log = logging.getLogger("podium.tournaments")
 
