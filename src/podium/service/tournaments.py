@@ -4,7 +4,7 @@ a game server, counted as one more board target of a match, and read as a board.
 A tournament's standings are a board window's (``domain/tournaments.py``): the record path
 folds a result into its tally in the same transaction as the boards' (``matches.py`` asks
 ``targets`` here), the updater writes it to the index (``spec``), the reads page and rank it
-(``page``, ``rank``, ``friends``, through ``reads.py`` with its spec registered), and its end
+(``page``, ``rank``, ``friends``, through ``reads.py``, its spec in ``boards.py``), and its end
 freezes it into final standings through the lifecycle, exactly once (``end`` now; the
 freezer's ``due`` pass at its time).
 
@@ -290,7 +290,7 @@ class Tournaments:
 
     async def live_runs(self) -> list[tuple[BoardSpec, Window]]:
         """Every begun run whose index key would still exist, with its board (``~<id>``),
-        made known to the reads (``podium rebuild --all`` rebuilds them with the boards)."""
+        made known to the boards (``podium rebuild --all`` rebuilds them with the boards)."""
         now = self.clock.now()
         out: list[tuple[BoardSpec, Window]] = []
         for t in await self.store.unsettled_tournaments():  # a settled one's runs are frozen
@@ -412,7 +412,7 @@ class Tournaments:
 
     async def board_run(self, board: str, run: str | None) -> tuple[BoardSpec, Window]:
         """A tournament's board (``~<id>``) and one of its begun runs (by default the open
-        one, or the last to begin), its spec made known to the reads: what ``podium
+        one, or the last to begin), its spec made known to the board catalogue: what ``podium
         rebuild --board ~<id> [--window RUN]`` rebuilds. A 404 for a board no tournament
         holds, or a run that has not begun (nothing of it is in the index yet)."""
         tid = tournament_of(board)
@@ -425,7 +425,7 @@ class Tournaments:
         return spec, spec.rule.parse(found)
 
     async def live_board(self, tournament_id: str) -> str:
-        """The board a live tournament's stream follows (its spec known to the reads); a
+        """The board a live tournament's stream follows (its spec known to the boards); a
         tournament that is not live is a 404 that says where its board is read."""
         t = await self.get(tournament_id)
         state = t.state(self.clock.now())
