@@ -167,11 +167,11 @@ def child(config_path: str, window: str) -> None:
         b = bootstrap.build(config.load(config_path))
         try:
             await b.store.migrate()
-            spec = b.podium.reads.board(BOARD)
+            spec = b.podium.boards.board(BOARD)
             timer = Timer()
             t0, c0 = time.perf_counter(), time.process_time()
             [done] = await b.gapless().run(
-                [Target(spec, b.podium.reads.window(spec, window))], grace_s=0, progress=timer
+                [Target(spec, b.podium.boards.window(spec, window))], grace_s=0, progress=timer
             )
             end = time.perf_counter()
             assert timer.first is not None and timer.filled is not None

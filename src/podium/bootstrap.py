@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from podium.api.ratelimit import Buckets, ReadLimiter
@@ -143,7 +144,7 @@ def gapless(
 ) -> GaplessRebuild:
     """The rebuild without a gap (``rebuilding.py``) of this deployment's index."""
     return GaplessRebuild(
-        settings, store, index, podium.rebuilds.index, clock, podium.reads, replay
+        settings, store, index, podium.rebuilds.index, clock, podium.changed, replay
     )
 
 
@@ -411,8 +412,8 @@ class Backends:
             )
         p = self.podium
         return Reshard(
-            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.reads,
-            self.replay,
+            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.boards,
+            p.changed, self.replay,
         )  # fmt: skip
 
     async def replay(self, since_s: float) -> int:
@@ -447,12 +448,15 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     marked = None
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = marked = MarkedRanks(ranking, parts.generations, clock)
+    # A shared index is rebuilt beside its live generation; the in-process one in place.
+    beside = None
+    if not topo.in_process_index:
+        beside = partial(GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock)
     podium = Service.wire(
-        settings, store, parts.index, parts.copy, clock, archive, ranking, changes
-    )
-    podium.leagues.marked = marked  # a live cohort is read from the index under the same check
-    if not topo.in_process_index:  # a shared index is rebuilt beside its live generation
-        podium.rebuilds.gapless = gapless(settings, store, parts.rebuilding, podium, clock)
+        settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
+        beside=beside,
+        marked=marked,  # a live cohort is read from the index under the same check
+    )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(
         settings,

@@ -38,7 +38,7 @@ async def broken(api: Api) -> AsyncIterator[Api]:
     assert (await api.submit("m1", [("a", 10), ("b", 5)])).status_code == 200
     await api.settle()
     assert (await api.client.get("/v1/boards/week/players/a")).status_code == 200
-    spec = api.podium.reads.board("week")
+    spec = api.podium.boards.board("week")
     window = spec.rule.window_at(int(time.time()))
     assert window is not None
     board = Keys(api.podium.settings.index.prefix).board(BoardKey("week", window.id))

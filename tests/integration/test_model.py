@@ -282,7 +282,7 @@ async def _play(
 async def _compare(b: bootstrap.Backends, model: Model, day: int) -> None:
     for board in BOARDS:
         name = str(board["name"])
-        spec = b.podium.reads.board(name)
+        spec = b.podium.boards.board(name)
         window = spec.rule.window_at(day)
         assert window is not None
         expected = model.board(board)

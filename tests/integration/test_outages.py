@@ -97,6 +97,6 @@ async def test_index_down_still_accepts_and_boards_catch_up(
 
 
 def _week_target(api: Any) -> Target:
-    spec = api.podium.reads.board("week")
+    spec = api.podium.boards.board("week")
     w = spec.rule.window_at(int(time.time()))
     return Target("week", w.id, w.start)

@@ -78,7 +78,7 @@ async def test_rebuild_mends_a_board_and_all_rebuilds_tournaments_too(
         up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock)
         while await up.step():
             pass
-        week = b.podium.reads.window(b.podium.reads.board("week"), None)
+        week = b.podium.boards.window(b.podium.boards.board("week"), None)
         board = BoardKey("week", week.id)
         assert await b.index.count(board) == 60
     finally:

@@ -94,7 +94,7 @@ async def board(b: Backends, name: str) -> dict[str, int]:
 
 
 def key_of(b: Backends, name: str) -> BoardKey:
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     return BoardKey(name, w.id)
@@ -102,7 +102,7 @@ def key_of(b: Backends, name: str) -> BoardKey:
 
 async def expected(b: Backends, name: str) -> dict[str, int]:
     """What the store says the board must hold: every unbanned player's score."""
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     key = key_of(b, name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
@@ -127,7 +127,7 @@ async def corrupt(b: Backends, name: str, players: list[str]) -> None:
     key = key_of(b, name)
     held = await board(b, name)
     gone, high, low = players
-    w = b.podium.reads.board(name).rule.window_at(int(NOW))
+    w = b.podium.boards.board(name).rule.window_at(int(NOW))
     assert w is not None
     exp = index_expiry(w)
     # ban + unban clears a member and its version on one window: then a plain write lands
@@ -213,7 +213,7 @@ def extra_repairs() -> float:
 async def stray(b: Backends, name: str, player: str, score: int) -> None:
     """An index write for a player with no result, behind podium's back (with a version on
     the versioned board, as a buggy updater would write one)."""
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     versions = [7] if b.settings.versioned(spec) else None

@@ -155,8 +155,8 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
     try:
         while seen["recorded"] < 5:
             await asyncio.sleep(0.01)
-        reads = one.podium.reads
-        targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+        boards = one.podium.boards
+        targets = [Target(boards.board(n), boards.window(boards.board(n), None)) for n in BOARDS]
         before = seen["reads"], seen["recorded"]
         seen["outcomes"] = await one.reshard().run(targets, count, grace_s=0.2)
         seen["during"] = seen["reads"] - before[0], seen["recorded"] - before[1]
@@ -333,7 +333,7 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
                 m.player_id for m in before[w.id].members
             ]
         assert await b.index.count(BoardKey("~cup", run.id)) == 7
-        week = b.podium.reads.window(b.podium.reads.board("week"), None)
+        week = b.podium.boards.window(b.podium.boards.board("week"), None)
         assert await b.index.count(BoardKey("week", week.id)) == 7
     finally:
         await b.close()
@@ -368,8 +368,8 @@ async def test_a_reshard_that_fails_before_its_switch_changes_nothing(
         raise Unavailable("the store went away")
 
     monkeypatch.setattr(GaplessRebuild, "run", dies)
-    reads = one.podium.reads
-    targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+    boards = one.podium.boards
+    targets = [Target(boards.board(n), boards.window(boards.board(n), None)) for n in BOARDS]
     with pytest.raises(Unavailable, match="went away"):
         await one.reshard().run(targets, 8, grace_s=0)
     assert await one.layout.record.read() == (None, None)

@@ -172,6 +172,6 @@ async def _targets(b: Backends, board: str | None, window: str | None) -> list[T
     elif window is not None and cohorts.of_league(window):
         spec, w = await p.leagues.cohort_window(board, window)
     else:
-        spec = p.reads.board(board)
-        w = p.reads.window(spec, window)
+        spec = p.boards.board(board)
+        w = p.boards.window(spec, window)
     return [Target(spec, w)]

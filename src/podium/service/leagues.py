@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from podium.config.settings import Settings
 from podium.domain import cohorts
@@ -28,9 +29,11 @@ from podium.ports.cohorts import CohortStore, Standing
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
-from podium.service.upkeep.rebuilds import Rebuilds
 from podium.service.views import Entry, entry, ranks_in_order
 from podium.util.caching import Cache
+
+if TYPE_CHECKING:  # only the type: the rebuilds are handed to rebuild_live by its caller
+    from podium.service.upkeep.rebuilds import Rebuilds
 
 log = logging.getLogger("podium.leagues")
 
@@ -65,14 +68,15 @@ class Leagues:
         lifecycle: Lifecycle,
         profiles: ProfileCache,
         clock: Clock,
+        marked: MarkedRanks | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
-        # Set by bootstrap on a Redis index: a live cohort's read is checked against the
-        # generation markers as every board read is, so an emptied index answers 503 (the
-        # board is being rebuilt), never an empty cohort.
-        self.marked: MarkedRanks | None = None
+        # On a Redis index (bootstrap passes the reads' own): a live cohort's read is
+        # checked against the generation markers as every board read is, so an emptied
+        # index answers 503 (the board is being rebuilt), never an empty cohort.
+        self.marked = marked
         self.lifecycle = lifecycle
         self.profiles = profiles
         self.clock = clock

@@ -25,8 +25,8 @@ from podium.domain.validation import (
 )
 from podium.errors import IndexUnavailable, InvalidInput, NotFound, Unavailable
 from podium.ports import BoardKey, Clock, Outbox, Players, ProfileCopy, RankIndex, Results
+from podium.service.boards import Changed
 from podium.service.profiles import ProfileCache
-from podium.service.reads.reads import Reads
 
 log = logging.getLogger("podium.players")
 
@@ -50,7 +50,7 @@ class PlayerAdmin:
         copy: ProfileCopy,
         clock: Clock,
         profiles: ProfileCache,
-        reads: Reads,
+        changed: Changed,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -58,7 +58,7 @@ class PlayerAdmin:
         self.copy = copy
         self.clock = clock
         self.profiles = profiles  # this process's names, forgotten on a change
-        self.reads = reads  # this process's pages, cleared on a ban
+        self.changed = changed  # this process's pages, cleared on a ban
 
     async def set_profile(self, profile: Profile, fields: set[str] | None = None) -> None:
         """Save a profile; with ``fields``, only those change and the rest are kept."""
@@ -125,7 +125,7 @@ class PlayerAdmin:
         finally:
             # On a split board, gone from this process's reads at once, not at the
             # aggregator's next cycle: its snapshot from before still has them in its top.
-            self.reads.clear_cache(changed_at=self.clock.now())
+            self.changed(self.clock.now())
         return True
 
     async def unban(self, player_id: str) -> bool:

@@ -4,7 +4,7 @@ a game server, counted as one more board target of a match, and read as a board.
 A tournament's standings are a board window's (``domain/tournaments.py``): the record path
 folds a result into its tally in the same transaction as the boards' (``matches.py`` asks
 ``targets`` here), the updater writes it to the index (``spec``), the reads page and rank it
-(``page``, ``rank``, ``friends``, through ``reads.py`` with its spec registered), and its end
+(``page``, ``rank``, ``friends``, through ``reads.py``, its spec in ``boards.py``), and its end
 freezes it into final standings through the lifecycle, exactly once (``end`` now; the
 freezer's ``due`` pass at its time).
 
@@ -17,6 +17,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
@@ -37,12 +38,15 @@ from podium.domain.windows import Window, WindowError, indexed_window
 from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
 from podium.ports import Clock, Players, Results
 from podium.ports.tournaments import Joined, TournamentStore
+from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.reads.past import Download, Format, Past, WindowList
 from podium.service.reads.reads import Reads
-from podium.service.upkeep.rebuilds import Rebuilds
 from podium.service.views import Page, PlayerRank
 from podium.util.caching import Cache
+
+if TYPE_CHECKING:  # only the type: the rebuilds are handed to rebuild_live by its caller
+    from podium.service.upkeep.rebuilds import Rebuilds
 
 log = logging.getLogger("podium.tournaments")
 
@@ -171,6 +175,7 @@ class Tournaments:
         players: Players,
         clock: Clock,
         lifecycle: Lifecycle,
+        boards: Boards,
         reads: Reads,
         past: Past,
     ) -> None:
@@ -180,6 +185,7 @@ class Tournaments:
         self.players = players
         self.clock = clock
         self.lifecycle = lifecycle
+        self.boards = boards  # a tournament's runs are boards made at run time
         self.reads = reads
         self.past = past
         self._list: Cache[str, list[Tournament]] = Cache(
@@ -284,14 +290,14 @@ class Tournaments:
 
     async def live_runs(self) -> list[tuple[BoardSpec, Window]]:
         """Every begun run whose index key would still exist, with its board (``~<id>``),
-        made known to the reads (``podium rebuild --all`` rebuilds them with the boards)."""
+        made known to the boards (``podium rebuild --all`` rebuilds them with the boards)."""
         now = self.clock.now()
         out: list[tuple[BoardSpec, Window]] = []
         for t in await self.store.unsettled_tournaments():  # a settled one's runs are frozen
             spec = t.spec()
             for run in await _played(t, self.lifecycle):
                 if indexed_window(spec.rule, run.id, now) is not None and run.start <= now:
-                    self.reads.know(spec)
+                    self.boards.know(spec)
                     out.append((spec, run))
         return out
 
@@ -388,7 +394,7 @@ class Tournaments:
         to the reads."""
         t = await self.get(tournament_id)
         spec = t.spec()
-        self.reads.know(spec)
+        self.boards.know(spec)
         now = self.clock.now()
         if run is None:
             w = t.run_at(now)
@@ -406,7 +412,7 @@ class Tournaments:
 
     async def board_run(self, board: str, run: str | None) -> tuple[BoardSpec, Window]:
         """A tournament's board (``~<id>``) and one of its begun runs (by default the open
-        one, or the last to begin), its spec made known to the reads: what ``podium
+        one, or the last to begin), its spec made known to the board catalogue: what ``podium
         rebuild --board ~<id> [--window RUN]`` rebuilds. A 404 for a board no tournament
         holds, or a run that has not begun (nothing of it is in the index yet)."""
         tid = tournament_of(board)
@@ -419,7 +425,7 @@ class Tournaments:
         return spec, spec.rule.parse(found)
 
     async def live_board(self, tournament_id: str) -> str:
-        """The board a live tournament's stream follows (its spec known to the reads); a
+        """The board a live tournament's stream follows (its spec known to the boards); a
         tournament that is not live is a 404 that says where its board is read."""
         t = await self.get(tournament_id)
         state = t.state(self.clock.now())
@@ -428,7 +434,7 @@ class Tournaments:
                 f"tournament {t.id} is {state.value}, not live: read its board at "
                 f"/v1/tournaments/{t.id}/board"
             )
-        self.reads.know(t.spec())
+        self.boards.know(t.spec())
         return t.board
 
     async def page(
@@ -479,7 +485,7 @@ class Tournaments:
         open one, closed ones not frozen yet, and every frozen one with its standings
         file's sha256."""
         t = await self.get(tournament_id)
-        self.reads.know(t.spec())
+        self.boards.know(t.spec())
         listed = await self.past.windows(t.board, None, cursor, limit)
         return replace(listed, board=t.id)
 

@@ -6,6 +6,9 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``player_admin``: profiles, friends and bans (``player_admin.py``);
 - ``board_admin``: a window's review before prizes, and its freeze now (``board_admin.py``);
 - ``rebuilds``: the index refilled from the store, profiles included (``rebuilds.py``);
+- ``boards``: the board catalogue, configured and made at run time, and the window a
+  request names (``boards.py``); ``changed``, what a use case that changed the index tells
+  this process's reads (``Reads.clear_cache``);
 - ``reads``: pages, ranks, friends, distributions (``reads.py``);
 - ``lifecycle``: the life of a window: its freeze, final standings, archive (``lifecycle.py``);
 - ``health``: whether the store and the index answer (``health.py``);
@@ -19,17 +22,21 @@ call. Each lives in its own module and takes only the ports it uses:
 
 ``Service`` holds them and nothing else: no rule lives here, and the API reaches data only
 through these (``tests/unit/test_layout.py`` checks that ``api/`` and ``web/`` touch no
-store, index or log). Only ``bootstrap.py`` builds one, from ports.
+store, index or log). Only ``bootstrap.py`` builds one, from ports and the two choices it
+makes for the deployment (how a window is rebuilt, whether reads check the index's markers):
+nothing is patched in after.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from podium.archive.standings import Archive
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.service.board_admin import BoardAdmin
+from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys
 from podium.service.health import Health
 from podium.service.leagues import Leagues
@@ -37,12 +44,13 @@ from podium.service.lifecycle import Lifecycle
 from podium.service.matches import Matches
 from podium.service.player_admin import PlayerAdmin
 from podium.service.profiles import ProfileCache
+from podium.service.ranks.marked import MarkedRanks
 from podium.service.reads.groups import Groups
 from podium.service.reads.lookups import Lookups
 from podium.service.reads.past import Past
 from podium.service.reads.reads import Reads
 from podium.service.tournaments import Tournaments
-from podium.service.upkeep.rebuilds import Rebuilds
+from podium.service.upkeep.rebuilds import Beside, Rebuilds
 from podium.service.webhook_admin import WebhookAdmin
 
 
@@ -50,6 +58,8 @@ from podium.service.webhook_admin import WebhookAdmin
 class Service:
     settings: Settings
     clock: Clock
+    boards: Boards
+    changed: Changed
     reads: Reads
     lifecycle: Lifecycle
     matches: Matches
@@ -76,28 +86,42 @@ class Service:
         archive: Archive,
         ranking: RankSource,
         log: ChangeLog | None = None,
+        *,
+        beside: Callable[[Changed], Beside] | None = None,
+        marked: MarkedRanks | None = None,
     ) -> Service:
+        """``beside``: how a shared index rebuilds a window beside its live generation,
+        given what to tell when it switched (None: refilled in place, the in-process index);
+        ``marked``: the reads' check of the index's generation markers, which a league's
+        cohort read goes through too (None: an index without markers)."""
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
-        reads = Reads(settings, store, ranking, copy, clock, lifecycle, profiles, index)
-        past = Past(store, store, index, clock, lifecycle, archive, reads)
-        tournaments = Tournaments(settings, store, store, store, clock, lifecycle, reads, past)
-        leagues = Leagues(settings, store, index, lifecycle, profiles, clock)
+        boards = Boards(settings.boards, clock)
+        reads = Reads(settings, boards, store, ranking, copy, clock, lifecycle, profiles, index)
+        changed: Changed = reads.clear_cache  # the pages this process holds, read again
+        past = Past(store, store, index, clock, lifecycle, archive, boards)
+        tournaments = Tournaments(
+            settings, store, store, store, clock, lifecycle, boards, reads, past
+        )
+        leagues = Leagues(settings, store, index, lifecycle, profiles, clock, marked)
+        rebuilt = None if beside is None else beside(changed)
         return cls(
             settings=settings,
             clock=clock,
+            boards=boards,
+            changed=changed,
             reads=reads,
             lifecycle=lifecycle,
             matches=Matches(settings, store, lifecycle, clock, tournaments, leagues),
             keys=Keys(settings, store, clock),
-            player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, reads),
-            board_admin=BoardAdmin(store, reads, lifecycle, leagues),
-            rebuilds=Rebuilds(settings, store, index, copy, clock, reads),
+            player_admin=PlayerAdmin(settings, store, index, copy, clock, profiles, changed),
+            board_admin=BoardAdmin(store, boards, reads, lifecycle, changed, leagues),
+            rebuilds=Rebuilds(settings, store, index, copy, clock, boards, changed, rebuilt),
             health=Health(store, index, log),
             past=past,
-            groups=Groups(store, index, reads, lifecycle, clock),
-            lookups=Lookups(reads),
+            groups=Groups(store, index, boards, lifecycle, clock),
+            lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
             webhooks=WebhookAdmin(store),
             tournaments=tournaments,
             leagues=leagues,

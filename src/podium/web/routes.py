@@ -125,10 +125,10 @@ async def stream(
     ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read). On a
     board split by country, name the group (``?group=FR``)."""
     podium: Service = request.app.state.podium
-    reads = podium.reads
+    boards = podium.boards
     # Refuse an unknown board, one without an open window, a grouped board without a
     # group or a group on a board without groups, before the stream starts.
-    reads.window(reads.board(board), None, group)
+    boards.window(boards.board(board), None, group)
     hub = _hub(request)
     # Counted per client as the read rate is: behind a trusted proxy, the forwarded client.
     release = hub.admit(request.app.state.client_address(request))

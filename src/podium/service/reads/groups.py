@@ -20,8 +20,8 @@ from podium.domain.boards import BoardSpec
 from podium.domain.windows import GROUP_SEP, Window, WindowError, split_group
 from podium.errors import InvalidInput, NotFound
 from podium.ports import BoardKey, Clock, RankIndex, Windows
+from podium.service.boards import Boards, no_open_window
 from podium.service.lifecycle import Lifecycle
-from podium.service.reads.reads import Reads, no_open_window
 from podium.util.aio import gather_all
 from podium.util.caching import Cache
 
@@ -47,11 +47,11 @@ class BoardGroups:
 
 class Groups:
     def __init__(
-        self, store: Windows, index: RankIndex, reads: Reads, lifecycle: Lifecycle, clock: Clock
+        self, store: Windows, index: RankIndex, boards: Boards, lifecycle: Lifecycle, clock: Clock
     ) -> None:
         self.store = store
         self.index = index
-        self.reads = reads
+        self.boards = boards
         self.lifecycle = lifecycle
         self.clock = clock
         self._windows: Cache[str, list[str]] = Cache(WINDOWS_HELD, WINDOWS_HELD_S, clock.now)
@@ -61,7 +61,7 @@ class Groups:
 
     async def of(self, board: str, window_id: str | None) -> BoardGroups:
         """The groups of one window of a grouped board (the current window by default)."""
-        spec = self.reads.board(board)
+        spec = self.boards.board(board)
         if spec.group_by is None:
             raise InvalidInput(f"board {board} is not split into groups")
         w = self._window(spec, window_id)

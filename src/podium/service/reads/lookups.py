@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from podium.domain.boards import Order, Ties, in_board_order
 from podium.domain.validation import ID_IS, ID_RE
 from podium.errors import InvalidInput
-from podium.ports import BoardKey
-from podium.service.reads.reads import Reads
+from podium.ports import BoardKey, Clock, ProfileCopy, RankSource
+from podium.service.boards import Boards
+from podium.service.lifecycle import Lifecycle
+from podium.service.profiles import ProfileCache
 
 MAX_IDS = 100
 
@@ -56,33 +58,46 @@ def parse_ids(text: str) -> list[str]:
 
 
 class Lookups:
-    def __init__(self, reads: Reads) -> None:
-        # The board and window rules, the rank source and the names are the reads' own.
-        self.reads = reads
+    def __init__(
+        self,
+        boards: Boards,
+        lifecycle: Lifecycle,
+        ranks: RankSource,
+        copy: ProfileCopy,
+        profiles: ProfileCache,
+        clock: Clock,
+    ) -> None:
+        # The same board and window rules, rank source and names as the reads (``reads.py``):
+        # a player looked up is where a page shows them.
+        self.boards = boards
+        self.lifecycle = lifecycle  # a frozen window's final standings
+        self.ranks = ranks
+        self.copy = copy  # the index's copy of profiles, while it is complete
+        self.profiles = profiles  # else the store's, through this process's cache
+        self.clock = clock
 
     async def players(
         self, board: str, ids: list[str], window_id: str | None, group: str | None = None
     ) -> Lookup:
-        reads = self.reads
-        spec = reads.board(board)
-        w = reads.window(spec, window_id, group)
-        if await reads.lifecycle.is_frozen(board, w.id):
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id, group)
+        if await self.lifecycle.is_frozen(board, w.id):
             found = []
             for p in ids:  # the final standings: one keyed read a player
-                e = await reads.lifecycle.store.final_entry(board, w.id, p)
+                e = await self.lifecycle.store.final_entry(board, w.id, p)
                 if e is not None:
                     found.append((e.position, Found(p, e.rank, e.points, True)))
             found.sort(key=lambda f: f[0])
             rows = [f for _, f in found]
         else:
             key = BoardKey(board, w.id)
-            places = await reads.ranks.places(spec, key, ids)
+            places = await self.ranks.places(spec, key, ids)
             present = [(p, h.score, h.rank, h.exact) for p, h in zip(ids, places, strict=True) if h]
             # In board order by score (the one order), not by ranks: an estimate need not
             # agree with the order it estimates.
             present = in_board_order(present, spec.order is Order.DESC)
             if spec.ties is Ties.SHARED and present:
-                shared = await reads.ranks.shared_ranks(spec, key, [s for _, s, _, _ in present])
+                shared = await self.ranks.shared_ranks(spec, key, [s for _, s, _, _ in present])
                 ranks = [shared[s] for _, s, _, _ in present]
             else:
                 ranks = [r + 1 for _, _, r, _ in present]
@@ -92,8 +107,8 @@ class Lookups:
                 for rank, (p, s, _, exact) in zip(ranks, present, strict=True)
             ]
         ids_found = [f.player_id for f in rows]
-        held = await reads.copy.profiles(ids_found) if rows else {}
-        names = held if held is not None else await reads.profiles.get(ids_found)
+        held = await self.copy.profiles(ids_found) if rows else {}
+        names = held if held is not None else await self.profiles.get(ids_found)
         out = []
         for f in rows:
             prof = names.get(f.player_id)
@@ -102,4 +117,4 @@ class Lookups:
             out.append(f)
         on_board = {f.player_id for f in out}
         absent = [p for p in ids if p not in on_board]
-        return Lookup(board, w.id, reads.clock.now(), out, absent)
+        return Lookup(board, w.id, self.clock.now(), out, absent)

@@ -37,8 +37,8 @@ from podium.domain.windows import (
 )
 from podium.errors import Conflict, InternalError, InvalidInput, NotFound
 from podium.ports import BoardKey, Clock, RankIndex, Results, Windows
+from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
-from podium.service.reads.reads import Reads
 from podium.util.caching import Cache
 
 State = Literal["open", "closed", "frozen"]
@@ -116,7 +116,7 @@ class Past:
         clock: Clock,
         lifecycle: Lifecycle,
         archive: Archive,
-        reads: Reads,
+        boards: Boards,
     ) -> None:
         self.store = windows
         self.results = results
@@ -124,7 +124,7 @@ class Past:
         self.clock = clock
         self.lifecycle = lifecycle
         self.archive = archive
-        self.reads = reads
+        self.boards = boards
         self._checked: Cache[tuple[str, str], FrozenWindow] = Cache(
             CHECKED_HELD, CHECKED_S, clock.now
         )
@@ -139,7 +139,7 @@ class Past:
     ) -> WindowList:
         """The board's windows, newest first: the open one, the closed ones not frozen yet,
         and every frozen one; on a grouped board, one group's."""
-        spec = self.reads.board(board)
+        spec = self.boards.board(board)
         _check_group(spec, group, required=True)
         after = _decode(cursor, board, group)
         now = self.clock.now()
@@ -214,8 +214,8 @@ class Past:
     async def standings(self, board: str, window_id: str, fmt: Format, gzip: bool) -> Download:
         """A frozen window's standings, streamed from its archive file: CSV (the file itself
         when ``gzip``: its bytes are those the sha256 is of) or JSON lines."""
-        spec = self.reads.board(board)
-        w = self.reads.window(spec, window_id)
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id)
         info = await self._frozen(spec, w)
         if fmt == "jsonl":
             body = self.archive.jsonl(info.archive)
@@ -277,7 +277,7 @@ class Past:
         """Their final rank and points in each frozen window of the board they played,
         newest first; on a grouped board, in whichever group they were counted (or in
         ``group`` only)."""
-        spec = self.reads.board(board)
+        spec = self.boards.board(board)
         _check_group(spec, group, required=False)
         after = _decode(cursor, board, group)
         frozen = await self.lifecycle.frozen(board)

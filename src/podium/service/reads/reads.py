@@ -17,14 +17,7 @@ from podium.domain.boards import BoardSpec, Ties, in_board_order
 from podium.domain.cursor import Cursor
 from podium.domain.models import Profile
 from podium.domain.recording import UNKNOWN_GROUP
-from podium.domain.windows import (
-    GROUP_RE,
-    Window,
-    WindowError,
-    grouped,
-    split_group,
-    to_rfc3339,
-)
+from podium.domain.windows import Window
 from podium.errors import IndexUnavailable, InvalidInput, NotFound
 from podium.ports import (
     BoardKey,
@@ -35,6 +28,7 @@ from podium.ports import (
     ProfileCopy,
     RankSource,
 )
+from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.reads.paging import links, read_cursor, uneven
@@ -67,26 +61,11 @@ LAST_PAGE_S = 600.0
 LAST_PAGES_HELD = 1_000
 
 
-def no_open_window(spec: BoardSpec, now: float) -> str:
-    """What a read of the current window says when none is open: before the first season,
-    or on a schedule between two windows, with when the next one opens."""
-    t = int(now)
-    nxt = spec.rule.next_start(t)
-    opens = f": the next opens at {to_rfc3339(nxt)}" if nxt is not None else ""
-    last = spec.rule.latest(t)
-    if last is None:
-        return f"board {spec.name} has no open window yet{opens}"
-    assert last.end is not None  # all-time is always open
-    return (
-        f"board {spec.name} has no open window: {last.id} closed at {to_rfc3339(last.end)}"
-        f"{opens} (ask for ?window={last.id})"
-    )
-
-
 class Reads:
     def __init__(
         self,
         settings: Settings,
+        boards: Boards,
         players: Players,
         ranks: RankSource,
         copy: ProfileCopy,
@@ -96,6 +75,7 @@ class Reads:
         metadata: EntryMetadata | None = None,
     ) -> None:
         self.settings = settings
+        self.boards = boards  # the board and the window a read names
         self.players = players
         # Counted on the index, or on a board split across shards the aggregator's snapshot
         # (counted.py, ranking.py): bootstrap picks.
@@ -105,7 +85,6 @@ class Reads:
         self.lifecycle = lifecycle
         self.profiles = profiles
         self.metadata = metadata  # the index's entry metadata; None: entries show none
-        self.boards = {b.name: b for b in settings.boards}
         # One refill per page at a time: when an entry expires under load, every request
         # that misses it waits for the same refill instead of each making its own (at 64
         # readers the page p99 was 0.2-0.4 s against a p50 of 0.5 ms, BENCHMARKS.md).
@@ -123,58 +102,6 @@ class Reads:
             LAST_PAGES_HELD, LAST_PAGE_S, clock.now
         )
 
-    def know(self, spec: BoardSpec) -> None:
-        """A board made at run time (a tournament's run), read like a configured one."""
-        self.boards.setdefault(spec.name, spec)
-
-    def board(self, name: str) -> BoardSpec:
-        spec = self.boards.get(name)
-        if spec is None:
-            raise NotFound(f"no board named {name!r}")
-        return spec
-
-    def window(
-        self,
-        spec: BoardSpec,
-        window_id: str | None,
-        group: str | None = None,
-        *,
-        begun: bool = True,
-    ) -> Window:
-        """The window asked for (the current one by default), and on a board split into
-        groups, that group's window: ``?window=2026-W44&group=FR`` or ``2026-W44@FR``.
-        With ``begun``, one that has not begun yet is a 404, as no one is on it."""
-        base_id, suffix = split_group(window_id) if window_id else (None, None)
-        if suffix is not None and group is not None and suffix != group:
-            raise InvalidInput(f"window {window_id!r} and group {group!r} disagree")
-        group = group or suffix
-        if base_id is None:
-            w = spec.rule.window_at(int(self.clock.now()))
-            if w is None:
-                raise NotFound(no_open_window(spec, self.clock.now()))
-        else:
-            try:
-                w = spec.rule.parse(base_id)
-            except WindowError as e:
-                raise InvalidInput(str(e)) from None
-            if begun and w.start > self.clock.now():  # not begun: no one is on it yet
-                raise NotFound(
-                    f"board {spec.name} has no window {base_id} yet: it opens at "
-                    f"{to_rfc3339(w.start)}"
-                )
-        if spec.group_by is None:
-            if group is not None:
-                raise InvalidInput(f"board {spec.name} is not split into groups")
-            return w
-        if group is None:
-            raise InvalidInput(
-                f"board {spec.name} is split by {spec.group_by}: name a group "
-                "(?group=FR, or a window id like 2026-W44@FR)"
-            )
-        if not GROUP_RE.fullmatch(group):
-            raise InvalidInput(f"group {group!r} must be a two-letter country code")
-        return grouped(w, group)
-
     async def _home(self, spec: BoardSpec, player_id: str, group: str | None) -> str | None:
         """A player's group on a grouped board, when the caller did not name one."""
         if spec.group_by is None or group is not None:
@@ -191,8 +118,8 @@ class Reads:
         group: str | None = None,
         cursor: str | None = None,
     ) -> Page:
-        spec = self.board(board)
-        w = self.window(spec, window_id, group)
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id, group)
         if cursor is not None:
             at = read_cursor(cursor, spec, w, window_id is not None, self.clock.now())
             if offset:
@@ -343,8 +270,8 @@ class Reads:
         window_id: str | None,
         group: str | None = None,
     ) -> PlayerRank:
-        spec = self.board(board)
-        w = self.window(spec, window_id, await self._home(spec, player_id, group))
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id, await self._home(spec, player_id, group))
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
@@ -395,8 +322,8 @@ class Reads:
     async def friends_page(
         self, board: str, player_id: str, window_id: str | None, group: str | None = None
     ) -> Page:
-        spec = self.board(board)
-        w = self.window(spec, window_id, await self._home(spec, player_id, group))
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id, await self._home(spec, player_id, group))
         friends = await self.players.friends(player_id)
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
@@ -435,8 +362,8 @@ class Reads:
     ) -> Distribution:
         """How many players hold how many points: equal-width point buckets from the lowest
         to the highest total on the board, as the rank source counts (or estimates) them."""
-        spec = self.board(board)
-        w = self.window(spec, window_id, group)
+        spec = self.boards.board(board)
+        w = self.boards.window(spec, window_id, group)
         spread = await self.ranks.spread(spec, BoardKey(board, w.id), buckets)
         out = [Bucket(low, high, n) for low, high, n in spread.buckets]
         return Distribution(board, w.id, spread.as_of, spread.players, out, exact=spread.exact)

@@ -38,7 +38,7 @@ from podium.domain.comparison import Difference, compare
 from podium.domain.windows import Window, index_expiry
 from podium.errors import Conflict, Unavailable
 from podium.ports import BoardKey, Clock, Meta, RankIndex, Rebuilding, TallyRow
-from podium.service.reads.reads import Reads
+from podium.service.boards import Changed
 from podium.service.upkeep.rebuilds import RebuildStore
 
 log = logging.getLogger("podium.rebuilding")
@@ -123,7 +123,7 @@ class GaplessRebuild:
         index: Rebuilding,
         live: RankIndex,
         clock: Clock,
-        reads: Reads,
+        changed: Changed,
         replay: Callable[[float], Awaitable[int]] | None = None,
     ) -> None:
         self.settings = settings
@@ -131,7 +131,7 @@ class GaplessRebuild:
         self.index = index
         self.live = live
         self.clock = clock
-        self.reads = reads
+        self.changed = changed  # this process's pages, read again after the switch
         self.replay = replay  # the log from a time applied again; None: the caller replays
 
     async def run(
@@ -190,7 +190,7 @@ class GaplessRebuild:
                 with contextlib.suppress(Exception):
                     await self.index.abort_build(t.key, token)
             raise
-        self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
+        self.changed(self.clock.now())  # as after a ban
         if not all(switched):
             raise Unavailable("a rebuild's hold ran out before its switch; run it again")
         progress.say(f"switched {len(targets)} board windows; the old keys go in {grace_s:g}s")
@@ -199,6 +199,13 @@ class GaplessRebuild:
         for t in targets:
             await self.index.drop_build(t.key, token)
         return [Outcome(t.key, n, d) for t, (n, _), d in zip(targets, filled, diffs, strict=True)]
+
+    async def one(self, spec: BoardSpec, window: Window) -> int:
+        """One window as ``Rebuilds.rebuild`` asks for it on a shared index: switched with
+        no grace and not compared (the operator's ``podium rebuild`` asks for both through
+        ``run``); how many entries."""
+        [done] = await self.run([Target(spec, window)], grace_s=0.0, compared=False)
+        return done.members
 
     async def _keep(self, targets: Sequence[Target], token: str, lost: list[BoardKey]) -> None:
         while True:

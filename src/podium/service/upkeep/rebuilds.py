@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.cohorts import cohort_window
 from podium.domain.windows import Window, index_expiry, indexed_window
 from podium.ports import BoardKey, Clock, Meta, Players, ProfileCopy, RankIndex, Windows
-from podium.service.reads.reads import Reads
-
-if TYPE_CHECKING:
-    from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.boards import Boards, Changed
 
 log = logging.getLogger("podium.rebuilds")
 
@@ -34,6 +31,13 @@ class RebuildStore(Players, Windows, Protocol):
     banned, every profile (``Players``)."""
 
 
+class Beside(Protocol):
+    """A shared index's way to rebuild a board window (``gapless.py``): beside its live
+    generation, which answers every read meanwhile, then switched in; how many entries."""
+
+    async def one(self, spec: BoardSpec, window: Window) -> int: ...
+
+
 class Rebuilds:
     def __init__(
         self,
@@ -42,29 +46,29 @@ class Rebuilds:
         index: RankIndex,
         copy: ProfileCopy,
         clock: Clock,
-        reads: Reads,
+        boards: Boards,
+        changed: Changed,
+        beside: Beside | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.index = index
         self.copy = copy
         self.clock = clock
-        self.reads = reads  # the board lookups, and this process's pages to clear
-        # A shared index (Redis) is rebuilt beside its live generation (rebuilding.py):
-        # set by bootstrap; the in-process index is refilled in place at start, before any
-        # read, where one sort of the whole board is the fastest way in.
-        self.gapless: GaplessRebuild | None = None
+        self.boards = boards
+        self.changed = changed  # this process's pages, read again after a rebuild
+        # A shared index (Redis) is rebuilt beside its live generation (gapless.py), as
+        # bootstrap picks; the in-process index (None) is refilled in place at start,
+        # before any read, where one sort of the whole board is the fastest way in.
+        self.beside = beside
 
     async def rebuild(self, board: str, window_id: str) -> int:
         """Replace one board window in the index with what the store holds."""
-        spec = self.reads.board(board)
+        spec = self.boards.board(board)
         # A league's cohort is a window of its board (domain/cohorts.py) no read names.
-        w = cohort_window(spec.rule, window_id) or self.reads.window(spec, window_id)
-        if self.gapless is not None:
-            from podium.service.upkeep.gapless import Target
-
-            [done] = await self.gapless.run([Target(spec, w)], grace_s=0.0, compared=False)
-            return done.members
+        w = cohort_window(spec.rule, window_id) or self.boards.window(spec, window_id)
+        if self.beside is not None:
+            return await self.beside.one(spec, w)
         # Plain rows and lists, the codec's encode bound once: this loop runs for every
         # entry of the board (a million at an embedded start), so each object and lookup
         # per row shows in the start's time (BENCHMARKS.md, issue 23).
@@ -94,7 +98,7 @@ class Rebuilds:
             versions=versions if self.settings.versioned(spec) else None,
             metadata=metadata,
         )
-        self.reads.clear_cache(changed_at=self.clock.now())  # as after a ban
+        self.changed(self.clock.now())  # as after a ban
         return len(entries)
 
     async def rebuild_live(self) -> int:

@@ -44,7 +44,7 @@ from podium.config.settings import Settings
 from podium.errors import Conflict, Unavailable
 from podium.ports import Clock, RankIndex
 from podium.ports.layouts import Layouts
-from podium.service.reads.reads import Reads
+from podium.service.boards import Boards, Changed
 from podium.service.upkeep.gapless import GaplessRebuild, Outcome, Progress, Quiet, Target
 from podium.service.upkeep.rebuilds import Rebuilds, RebuildStore
 
@@ -61,7 +61,8 @@ class Reshard:
         layouts: Layouts,
         live: RankIndex,
         clock: Clock,
-        reads: Reads,
+        boards: Boards,
+        changed: Changed,
         replay: Callable[[float], Awaitable[int]] | None = None,
     ) -> None:
         self.settings = settings
@@ -69,7 +70,8 @@ class Reshard:
         self.layouts = layouts
         self.live = live  # the live layout's boards, as every read sees them
         self.clock = clock
-        self.reads = reads
+        self.boards = boards
+        self.changed = changed  # this process's pages, read again on the new layout
         self.replay = replay
 
     async def run(
@@ -127,7 +129,7 @@ class Reshard:
             with contextlib.suppress(Exception):
                 await marks.unlock(token)
         await self.layouts.follow()
-        self.reads.clear_cache(changed_at=self.clock.now())
+        self.changed(self.clock.now())
         log.warning("the index's layout record switched from %d to %d shards", was, count)
         progress.say(
             f"switched to {count} shards; the old layout's keys go in {wait + grace_s:g}s "
@@ -149,14 +151,20 @@ class Reshard:
             for player in banned:
                 await new.ban(keys, player)
         copier = Rebuilds(
-            self.settings, self.store, new, self.layouts.copy_of(count), self.clock, self.reads
+            self.settings,
+            self.store,
+            new,
+            self.layouts.copy_of(count),
+            self.clock,
+            self.boards,
+            self.changed,
         )
         profiles = await copier.copy_profiles()
         if profiles is None:
             raise Unavailable("the new layout's copy of profiles was taken over; run it again")
         progress.say(f"copied {profiles:,} profiles into the new layout")
         rebuild = GaplessRebuild(
-            self.settings, self.store, new, self.live, self.clock, self.reads, self.replay
+            self.settings, self.store, new, self.live, self.clock, self.changed, self.replay
         )
         # Switched inside the new layout at once (no reader there yet): no grace to wait.
         return await rebuild.run(targets, grace_s=0.0, progress=progress)

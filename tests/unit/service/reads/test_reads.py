@@ -15,6 +15,7 @@ from podium.domain.models import FrozenWindow, Profile
 from podium.errors import IndexUnavailable, NotFound
 from podium.index.memory.index import MemoryIndex
 from podium.ports import Around, BoardKey, Placed, ScoreStore
+from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.counted import CountedRanks
@@ -77,8 +78,9 @@ async def reads() -> Reads:
             expire_at=None,
         )
     index.calls.clear()
+    boards = Boards(settings.boards, clock)
     return Reads(
-        settings, store, CountedRanks(index, clock), index.copy, clock, lifecycle, profiles
+        settings, boards, store, CountedRanks(index, clock), index.copy, clock, lifecycle, profiles
     )
 
 
@@ -199,6 +201,7 @@ def estimating(reads: Reads) -> Reads:
     ranks = CountedRanks(index, reads.clock)
     return Reads(
         reads.settings,
+        reads.boards,
         reads.players,
         ranks,
         index.copy,
@@ -280,7 +283,8 @@ async def test_a_page_is_answered_as_last_read_while_the_index_is_out_for_ten_mi
         expire_at=None,
     )
     ranks = GoingDown(index, clock)
-    reads = Reads(settings, store, ranks, index.copy, clock, lifecycle, profiles)
+    boards = Boards(settings.boards, clock)
+    reads = Reads(settings, boards, store, ranks, index.copy, clock, lifecycle, profiles)
     first = await reads.page("first", None, 0, 3)
     assert len(first.entries) == 3 and first.entries[0].player_id == "a"
     ranks.down = True
