@@ -48,7 +48,7 @@ from podium.service.ranks.snapshot import SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
-from podium.workers import mender, roles, updater
+from podium.workers import mender, replay, roles
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
@@ -417,8 +417,8 @@ class Backends:
 
     async def replay(self, since_s: float) -> int:
         """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
-        more, before the roles start (``updater.replay``)."""
-        return await updater.replay(self.needs(), since_s)
+        more, before the roles start (``workers/replay.py``)."""
+        return await replay.replay(self.needs(), since_s)
 
     async def close(self) -> None:
         for r in self._runners:
