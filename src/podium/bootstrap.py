@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive.standings import FileArchive
 from podium.config.settings import Settings
 from podium.config.topology import (
@@ -27,6 +26,7 @@ from podium.config.topology import (
     sentinel_address,
 )
 from podium.errors import ConfigError, Unavailable
+from podium.index.memory.ratelimit import ReadLimiter
 from podium.index.split.index import SplitIndex
 from podium.ports import (
     ChangeLog,
@@ -42,6 +42,7 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.generations import Generations
+from podium.ports.ratelimit import Buckets
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
@@ -227,6 +228,12 @@ def _sentinel(
         read_from_replicas=read_from_replicas,
         timeout_s=timeout_s,
     )
+
+
+def process_limiter(settings: Settings) -> Buckets:
+    """This process's own read buckets: what an app holds until its lifespan puts the
+    configured ones (``read_limiter``) in place."""
+    return ReadLimiter(settings.server.read_rate_per_s, settings.server.read_burst)
 
 
 def read_limiter(settings: Settings, topo: Topology) -> Buckets:
