@@ -42,6 +42,8 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.generations import Generations
+from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
+from podium.ports.operations import BucketMoves
 from podium.ports.ratelimit import Buckets
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
@@ -53,7 +55,6 @@ from podium.workers import mender, replay, roles
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
-    from podium.index.redis.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -127,11 +128,11 @@ class IndexParts:
     index: RankIndex
     copy: ProfileCopy
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
 
 
 def gapless(
@@ -306,14 +307,14 @@ class Backends:
     podium: Service
     read_limiter: Buckets
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None  # a split index's shards; None when it is not split
     topology: Topology
     # The store split by player, for what only it does (moving a bucket); None otherwise.
-    split_store: SplitStore | None
+    moves: BucketMoves | None
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -347,7 +348,7 @@ class Backends:
             await self.layout.follow()
         except Unavailable as e:  # the watch follows it once the index answers
             log.warning("the index's layout record could not be read at start: %s", e)
-        metrics.INDEX_SHARDS.set(self.layout.live.count)
+        metrics.INDEX_SHARDS.set(self.layout.count)
         if not any(r.role == "layout" for r in self._runners):
             watch = Runner("layout", self.layout.step, idle_sleep_s=self.settings.index.watch_s)
             self._runners.append(watch)
@@ -389,6 +390,7 @@ class Backends:
             shards,
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
+            self.topology,
             self.generations,
             self.rebuild_live,
             self.podium.leagues,
@@ -406,6 +408,13 @@ class Backends:
         return gapless(
             self.settings, self.store, self.rebuilding, self.podium, self.clock, self.replay
         )
+
+    def buckets(self) -> BucketMoves:
+        """``podium store move-bucket``: the moves of a store split by player; only such a
+        store has buckets to move."""
+        if self.moves is None:
+            raise ConfigError("store.shards: the store is not split across databases")
+        return self.moves
 
     def reshard(self) -> Reshard:
         """``podium rebuild --all --shards M``: the index's shard count changed while the

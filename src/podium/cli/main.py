@@ -394,12 +394,10 @@ def store_move_bucket(
         raise typer.BadParameter("give --to URL, or --abort")
 
     async def run(b: Backends) -> bool:
-        split = b.split_store
-        if split is None:
-            raise ConfigError("store.shards: the store is not split across databases")
+        moves = b.buckets()
         if to is None:  # --abort
-            return await split.abort_move(bucket)
-        return await split.move_bucket(bucket, to, grace_s=grace, drain_timeout_s=drain_timeout)
+            return await moves.abort_move(bucket)
+        return await moves.move_bucket(bucket, to, grace_s=grace, drain_timeout_s=drain_timeout)
 
     _logging()
     done = _run(_settings(config_file), run)
