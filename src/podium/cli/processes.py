@@ -14,7 +14,8 @@ from podium import bootstrap, metrics
 from podium.bootstrap import Backends
 from podium.cli import common
 from podium.cli.common import ConfigOpt
-from podium.config.settings import Settings, StoreSettings
+from podium.config.sections import StoreSettings
+from podium.config.settings import Settings
 from podium.domain.models import Scope
 from podium.errors import ConfigError
 from podium.serve import gcpolicy
