@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from podium.api.ratelimit import Buckets, ReadLimiter
 from podium.archive.standings import FileArchive
 from podium.config.settings import Settings
 from podium.config.topology import (
@@ -28,6 +27,7 @@ from podium.config.topology import (
     sentinel_address,
 )
 from podium.errors import ConfigError, Unavailable
+from podium.index.memory.ratelimit import ReadLimiter
 from podium.index.split.index import SplitIndex
 from podium.ports import (
     ChangeLog,
@@ -43,17 +43,19 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.generations import Generations
+from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
+from podium.ports.operations import BucketMoves
+from podium.ports.ratelimit import Buckets
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
-from podium.workers import mender, roles, updater
+from podium.workers import mender, replay, roles
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
-    from podium.index.redis.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -127,11 +129,11 @@ class IndexParts:
     index: RankIndex
     copy: ProfileCopy
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
 
 
 def gapless(
@@ -230,6 +232,12 @@ def _sentinel(
     )
 
 
+def process_limiter(settings: Settings) -> Buckets:
+    """This process's own read buckets: what an app holds until its lifespan puts the
+    configured ones (``read_limiter``) in place."""
+    return ReadLimiter(settings.server.read_rate_per_s, settings.server.read_burst)
+
+
 def read_limiter(settings: Settings, topo: Topology) -> Buckets:
     """The read buckets (``server.read_limiter``): this process's, or the fleet's in the
     index's Redis. "auto" shares them wherever the index is a Redis."""
@@ -300,14 +308,14 @@ class Backends:
     podium: Service
     read_limiter: Buckets
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None  # a split index's shards; None when it is not split
     topology: Topology
     # The store split by player, for what only it does (moving a bucket); None otherwise.
-    split_store: SplitStore | None
+    moves: BucketMoves | None
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -341,7 +349,7 @@ class Backends:
             await self.layout.follow()
         except Unavailable as e:  # the watch follows it once the index answers
             log.warning("the index's layout record could not be read at start: %s", e)
-        metrics.INDEX_SHARDS.set(self.layout.live.count)
+        metrics.INDEX_SHARDS.set(self.layout.count)
         if not any(r.role == "layout" for r in self._runners):
             watch = Runner("layout", self.layout.step, idle_sleep_s=self.settings.index.watch_s)
             self._runners.append(watch)
@@ -383,6 +391,7 @@ class Backends:
             shards,
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
+            self.topology,
             self.generations,
             self.rebuild_live,
             self.podium.leagues,
@@ -401,6 +410,13 @@ class Backends:
             self.settings, self.store, self.rebuilding, self.podium, self.clock, self.replay
         )
 
+    def buckets(self) -> BucketMoves:
+        """``podium store move-bucket``: the moves of a store split by player; only such a
+        store has buckets to move."""
+        if self.moves is None:
+            raise ConfigError("store.shards: the store is not split across databases")
+        return self.moves
+
     def reshard(self) -> Reshard:
         """``podium rebuild --all --shards M``: the index's shard count changed while the
         fleet runs (``resharding.py``); only a split Redis index has layouts."""
@@ -418,8 +434,8 @@ class Backends:
 
     async def replay(self, since_s: float) -> int:
         """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
-        more, before the roles start (``updater.replay``)."""
-        return await updater.replay(self.needs(), since_s)
+        more, before the roles start (``workers/replay.py``)."""
+        return await replay.replay(self.needs(), since_s)
 
     async def close(self) -> None:
         for r in self._runners:

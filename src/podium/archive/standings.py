@@ -1,4 +1,5 @@
-"""The archive: every frozen window's full standings as a compressed file with a manifest.
+"""The archive (``ports/archive.py``): every frozen window's full standings as a compressed
+file with a manifest.
 
 Prizes are paid from this copy, never from the live board, so the file is written the same
 way every time from the same standings (gzip without a timestamp, rows in board order) and
@@ -20,7 +21,7 @@ import secrets
 import zlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from podium.domain.models import FinalEntry
 from podium.domain.windows import DAY, to_rfc3339
@@ -28,35 +29,6 @@ from podium.domain.windows import DAY, to_rfc3339
 COLUMNS = ("position", "rank", "player_id", "points", "reached_at")
 CHUNK = 256 * 1024  # bytes of the file read at a time when it is streamed or searched
 T = TypeVar("T")
-
-
-class Archive(Protocol):
-    async def write(
-        self, board: str, window: str, entries: Sequence[FinalEntry], frozen_at: float
-    ) -> tuple[str, str]:
-        """Write the standings; return (file name, sha256 of its bytes)."""
-        ...
-
-    async def checksum(self, name: str) -> str | None:
-        """The sha256 of the file's bytes as they are now; None if it is not here."""
-        ...
-
-    def raw(self, name: str) -> AsyncIterator[bytes]:
-        """The file's bytes as stored (the gzip the sha256 is of), a chunk at a time."""
-        ...
-
-    def text(self, name: str) -> AsyncIterator[bytes]:
-        """The standings as CSV (the file decompressed), a chunk at a time."""
-        ...
-
-    def jsonl(self, name: str) -> AsyncIterator[bytes]:
-        """The standings as JSON lines, a chunk at a time: the columns in camelCase,
-        ``reachedAt`` in RFC 3339."""
-        ...
-
-    async def find(self, name: str, player_id: str) -> FinalEntry | None:
-        """One player's line of the standings, or None if they are not in them."""
-        ...
 
 
 class FileArchive:

@@ -3,7 +3,7 @@
 Each goes through the very use case its admin route calls (``player_admin.py``,
 ``board_admin.py``, ``status.py``), never around it: a ban from here is recorded in the store
 first and lifted from every board window as the API's is, a freeze freezes once. A refusal
-is said in one line, as the API's problem says it, and exits 1 (``cli._run``). The commands
+is said in one line, as the API's problem says it, and exits 1 (``common.run``). The commands
 read the same settings file as every other (``--config`` or ``PODIUM_CONFIG``).
 """
 
@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from podium.bootstrap import Backends
+from podium.cli import common
+from podium.cli.common import ConfigOpt
 from podium.domain.models import FrozenWindow
 from podium.domain.windows import to_rfc3339
 from podium.service.views import Page
@@ -21,9 +23,6 @@ from podium.service.views import Page
 if TYPE_CHECKING:
     from podium.service.status import Report
 
-ConfigOpt = Annotated[
-    str | None, typer.Option("--config", envvar="PODIUM_CONFIG", help="TOML settings file.")
-]
 REASON_MAX = 500  # as the API's ban body (api/schemas.py BanIn)
 
 # What the API's 202 says of a ban or an unban recorded while the index is out: the same here.
@@ -52,14 +51,12 @@ def ban(
 
     Recorded in the store first, then removed from every board window and refused there, as
     the admin route does; `podium unban` restores them."""
-    from podium.cli import main as cli
-
     if not 1 <= len(reason) <= REASON_MAX:
         typer.echo(f"podium: --reason: 1 to {REASON_MAX} characters, got {len(reason)}", err=True)
         raise typer.Exit(2)
-    settings = cli._settings(config_file)
-    in_process = cli._topology(settings).in_process_index
-    done = cli._run(settings, lambda b: b.podium.player_admin.ban(player, reason))
+    settings = common.load_settings(config_file)
+    in_process = common.topology_of(settings).in_process_index
+    done = common.run(settings, lambda b: b.podium.player_admin.ban(player, reason))
     if not done:
         typer.echo(
             f"banned {player}: recorded, and their results are no longer counted; {BAN_PENDING}"
@@ -76,10 +73,8 @@ def unban(
     config_file: ConfigOpt = None,
 ) -> None:
     """Lift a ban: the player's totals, kept in the store, return to the boards."""
-    from podium.cli import main as cli
-
-    settings = cli._settings(config_file)
-    done = cli._run(settings, lambda b: b.podium.player_admin.unban(player))
+    settings = common.load_settings(config_file)
+    done = common.run(settings, lambda b: b.podium.player_admin.unban(player))
     if not done:
         typer.echo(f"unbanned {player}: recorded; {UNBAN_PENDING}")
         return
@@ -102,14 +97,13 @@ def freeze(
 
     As the admin route does (a tournament that ended early): the final standings go into
     the store and every player into the archive file; a second freeze changes nothing."""
-    from podium.cli import main as cli
 
     async def run(b: Backends) -> tuple[bool, FrozenWindow, Page]:
         froze, info = await b.podium.board_admin.freeze(board, window)
         page = await b.podium.reads.page(board, info.window, 0, top) if top else None
         return froze, info, page or Page(board, info.window, info.frozen_at, [])
 
-    froze, info, page = cli._run(cli._settings(config_file), run)
+    froze, info, page = common.run(common.load_settings(config_file), run)
     how = "froze" if froze else "already frozen:"
     typer.echo(
         f"{how} {info.board} {info.window} at {to_rfc3339(info.frozen_at)}, {info.players} "
@@ -131,12 +125,11 @@ def status(
     import json
 
     from podium import bootstrap
-    from podium.cli import main as cli
     from podium.errors import ConfigError, PodiumError
     from podium.service.status import Status
 
-    settings = cli._settings(config_file)
-    topo = cli._topology(settings)
+    settings = common.load_settings(config_file)
+    topo = common.topology_of(settings)
 
     async def main() -> Report:
         b = bootstrap.build(settings)

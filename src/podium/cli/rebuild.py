@@ -29,13 +29,11 @@ from rich.progress import (
 from rich.text import Text
 
 from podium.bootstrap import Backends
+from podium.cli import common
+from podium.cli.common import ConfigOpt
 from podium.domain import cohorts
 from podium.domain.tournaments import tournament_of
 from podium.service.upkeep.gapless import Outcome, Target
-
-ConfigOpt = Annotated[
-    str | None, typer.Option("--config", envvar="PODIUM_CONFIG", help="TOML settings file.")
-]
 
 
 class Rate(ProgressColumn):
@@ -117,8 +115,6 @@ def rebuild(
 
     With --shards M (and --all), the same under a new shard count: every process writes
     both layouts meanwhile, and the layout record switches every window at once."""
-    from podium.cli import main as cli
-
     if every == (board is not None):
         typer.echo("podium: rebuild: name --board (with --window), or --all", err=True)
         raise typer.Exit(2)
@@ -128,15 +124,15 @@ def rebuild(
     if shards is not None and not every:
         typer.echo("podium: rebuild: --shards goes with --all (every window moves)", err=True)
         raise typer.Exit(2)
-    settings = cli._settings(config_file)
-    if shards is not None and cli._topology(settings).in_process_index:
+    settings = common.load_settings(config_file)
+    if shards is not None and common.topology_of(settings).in_process_index:
         typer.echo(
             "podium: rebuild --shards: the in-process index is this process's own and rebuilt "
             "at every start: set index.shards in the settings and restart",
             err=True,
         )
         raise typer.Exit(2)
-    if cli._topology(settings).in_process_index:
+    if common.topology_of(settings).in_process_index:
         typer.echo("podium: the in-process index is rebuilt by `podium serve` at start", err=True)
         raise typer.Exit(2)
     console = Console(stderr=True)
@@ -149,7 +145,7 @@ def rebuild(
                 return await b.reshard().run(targets, shards, grace_s=grace, progress=bar)
             return await b.gapless().run(targets, grace_s=grace, progress=bar)
 
-    outcomes = cli._run(settings, run)
+    outcomes = common.run(settings, run)
     for o in outcomes:
         typer.echo(f"rebuilt {o.key.board} {o.key.window} with {o.members} players")
     if shards is not None:

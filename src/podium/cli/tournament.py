@@ -3,7 +3,7 @@
 Each goes through the use case the admin routes call (``tournaments.py``), never around it:
 a create is checked by the same rules (a refusal names the field, as the API's 422 does),
 the same definition again is the same create, and an end freezes the run exactly once. A
-refusal is said in one line and exits 1 (``cli._run``).
+refusal is said in one line and exits 1 (``common.run``).
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from typing import Annotated
 import typer
 
 from podium.bootstrap import Backends
+from podium.cli import common
+from podium.cli.common import ConfigOpt
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.metadata import MetadataError, canonical
 from podium.domain.tournaments import FOREVER, State, Tournament
 from podium.domain.windows import to_epoch, to_rfc3339
 
 app = typer.Typer(no_args_is_help=True, help="Tournaments: create, list, end.")
-
-ConfigOpt = Annotated[
-    str | None, typer.Option("--config", envvar="PODIUM_CONFIG", help="TOML settings file.")
-]
 
 
 def _time(option: str, value: str) -> int:
@@ -84,8 +82,6 @@ def create(
     config_file: ConfigOpt = None,
 ) -> None:
     """Create a tournament (the same definition again changes nothing)."""
-    from podium.cli import main as cli
-
     meta = None
     if metadata is not None:
         try:
@@ -95,7 +91,7 @@ def create(
             raise typer.Exit(2) from None
     starts = None if starts_at is None else _time("--starts-at", starts_at)
     ends = None if ends_at is None else _time("--ends-at", ends_at)
-    settings = cli._settings(config_file)
+    settings = common.load_settings(config_file)
 
     async def run(b: Backends) -> tuple[Tournament, bool]:
         first, last = b.podium.tournaments.span(starts, ends, schedule is not None)
@@ -118,7 +114,7 @@ def create(
         )
         return await b.podium.tournaments.create(t)
 
-    stored, created = cli._run(settings, run)
+    stored, created = common.run(settings, run)
     typer.echo(("created " if created else "exists, the same: ") + _line(stored, stored.created_at))
 
 
@@ -129,15 +125,13 @@ def list_tournaments(
     config_file: ConfigOpt = None,
 ) -> None:
     """List tournaments, by start."""
-    from podium.cli import main as cli
-
-    settings = cli._settings(config_file)
+    settings = common.load_settings(config_file)
 
     async def run(b: Backends) -> list[str]:
         now = b.podium.clock.now()
         return [_line(t, now) for t in await b.podium.tournaments.all(category, state)]
 
-    for line in cli._run(settings, run):
+    for line in common.run(settings, run):
         typer.echo(line)
 
 
@@ -147,8 +141,6 @@ def end(
     config_file: ConfigOpt = None,
 ) -> None:
     """End a tournament now, as if its time were up: its run freezes into final standings."""
-    from podium.cli import main as cli
-
-    settings = cli._settings(config_file)
-    t = cli._run(settings, lambda b: b.podium.tournaments.end(tournament_id))
+    settings = common.load_settings(config_file)
+    t = common.run(settings, lambda b: b.podium.tournaments.end(tournament_id))
     typer.echo(f"ended {_line(t, t.ended_early or t.ends_at)}")

@@ -45,6 +45,12 @@ class Topology:
         return self.index == "memory"
 
     @property
+    def events_published(self) -> bool:
+        """The log publishes the store's events on its stream (NATS): an event is done with
+        only once it is there too (the event pruner)."""
+        return self.log == "nats"
+
+    @property
     def aggregated(self) -> bool:
         """Boards are split across more than one index shard: the aggregator merges their
         tops, and reads answer from its snapshot. One shard is the whole board, every rank

@@ -13,7 +13,7 @@ from fastapi.openapi.utils import get_openapi
 from podium import __version__, bootstrap, metrics
 from podium.api import contract, docs, hot, problems, protocol, shedding
 from podium.api.encode import EncodedPages
-from podium.api.ratelimit import ClientAddress, PendingMatches, ReadLimiter
+from podium.api.ratelimit import ClientAddress, PendingMatches
 from podium.api.routes import ROUTERS
 from podium.config import settings as config
 from podium.config.settings import Settings
@@ -73,9 +73,7 @@ def create_app(
     )
     app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
     # The process's own buckets until the lifespan puts the configured ones in place.
-    app.state.read_limiter = ReadLimiter(
-        settings.server.read_rate_per_s, settings.server.read_burst
-    )
+    app.state.read_limiter = bootstrap.process_limiter(settings)
     app.state.client_address = ClientAddress(settings.server.trusted_proxies)
     app.state.encoded_pages = EncodedPages()
     app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)

@@ -31,7 +31,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from podium import metrics
-from podium.config.settings import ServerSettings
+from podium.config.sections import ServerSettings
 
 log = logging.getLogger("podium.serving")
 

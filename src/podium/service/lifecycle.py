@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from podium.archive.standings import Archive
 from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow
@@ -22,6 +21,7 @@ from podium.domain.plans import plan_freeze
 from podium.domain.windows import Window, WindowKind
 from podium.errors import InvalidInput, NotFound
 from podium.ports import Clock, Windows
+from podium.ports.archive import Archive
 from podium.service.profiles import ProfileCache
 from podium.service.views import Entry, Page, PlayerRank, entry, ranks_in_order
 from podium.util.caching import Cache

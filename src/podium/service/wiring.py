@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from podium.archive.standings import Archive
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
+from podium.ports.archive import Archive
 from podium.service.board_admin import BoardAdmin
 from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys

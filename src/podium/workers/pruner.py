@@ -200,7 +200,7 @@ def runners(n: Needs) -> list[Runner]:
             n.clock,
             store.keep_events_days,
             fanned=bool(n.settings.webhooks),
-            published=n.settings.log.url.startswith("nats://"),
+            published=n.topology.events_published,
         )
         # It loops over its pages itself: one pass a period, whatever it did.
         out.append(Runner("event-pruner", events.step, idle_sleep_s=PERIOD_S, full=1 << 30))

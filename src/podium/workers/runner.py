@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from podium import metrics
 from podium.config.settings import Settings
+from podium.config.topology import Topology
 from podium.errors import Unavailable
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
 from podium.ports.generations import Generations
@@ -100,6 +101,7 @@ class Needs:
     shards: Sequence[ShardIndex]  # a split index's shards; empty when it is not split
     lifecycle: Lifecycle  # the service's own, so a freeze is seen by its reads at once
     fill_profiles: Callable[[], Awaitable[int | None]]  # the store's profiles into the copy
+    topology: Topology  # what the deployment is made of (config/topology.py)
     # The index's generation markers (None: the in-process index has none), and every live
     # window refilled from the store: what the mender (workers/mender.py) needs.
     generations: Generations | None = None

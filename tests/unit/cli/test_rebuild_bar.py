@@ -1,4 +1,4 @@
-"""The rebuild's progress bar (``cli_rebuild.Bar``): each window's members written, the rate
+"""The rebuild's progress bar (``cli/rebuild.py``, ``Bar``): each window's members written, the rate
 in members a second, and the time left, drawn by rich."""
 
 from __future__ import annotations

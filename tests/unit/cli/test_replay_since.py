@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import typer
 
-from podium.cli.main import _duration
+from podium.cli.processes import _duration
 
 
 @pytest.mark.parametrize(

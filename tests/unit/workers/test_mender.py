@@ -1,6 +1,6 @@
 """The mender (``workers/mender.py``) on a fake index's markers and a set clock: what it
 confirms, and from when it replays after a failover, however late it is noticed; and which
-changes a replay of some shards keeps (``updater.on_shards``)."""
+changes a replay of some shards keeps (``replay.on_shards``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from podium.domain.models import Change, ProfileChange
 from podium.domain.sharding import shard_of
 from podium.ports.generations import Held
 from podium.workers.mender import Mender
-from podium.workers.updater import on_shards
+from podium.workers.replay import on_shards
 
 REPLAY_S = 60.0
 OLD, NEW = "run-a:repl-a", "run-b:repl-b"

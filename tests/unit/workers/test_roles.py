@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from podium import bootstrap
+from podium.cli import common
 from podium.cli import main as cli
 from podium.config.settings import Settings, parse
 from podium.errors import ConfigError
@@ -69,7 +70,7 @@ def _worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]) ->
         with pytest.raises(_Started):
             asyncio.run(fn(Backends()))
 
-    monkeypatch.setattr(cli, "_run", run)
+    monkeypatch.setattr(common, "run", run)
     monkeypatch.setattr(gcpolicy, "settle", lambda: None)  # it would freeze this process's gc
     done = CliRunner().invoke(cli.app, ["worker", *argv], env=WORKER_ENV)
     return done, made[0] if made else None

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Literal
 
-from podium.archive.standings import Archive
 from podium.domain.boards import BoardSpec
 from podium.domain.models import FinalEntry, FrozenWindow
 from podium.domain.tournaments import tournament_of
@@ -37,6 +36,7 @@ from podium.domain.windows import (
 )
 from podium.errors import Conflict, InternalError, InvalidInput, NotFound
 from podium.ports import BoardKey, Clock, RankIndex, Results, Windows
+from podium.ports.archive import Archive
 from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.util.caching import Cache

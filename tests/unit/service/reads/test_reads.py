@@ -9,12 +9,12 @@ from typing import Any, cast
 
 import pytest
 
-from podium.archive.standings import Archive
 from podium.config.settings import parse
 from podium.domain.models import FrozenWindow, Profile
 from podium.errors import IndexUnavailable, NotFound
 from podium.index.memory.index import MemoryIndex
 from podium.ports import Around, BoardKey, Placed, ScoreStore
+from podium.ports.archive import Archive
 from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
