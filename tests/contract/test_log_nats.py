@@ -293,7 +293,7 @@ async def test_replay_delivers_again_what_was_committed_since(
 
 async def test_an_unreachable_nats_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     # the first connection's bound, shortened from 5 s: nothing answers on the port anyway
-    monkeypatch.setattr(podium.log.nats, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(podium.log.nats.log, "CONNECT_TIMEOUT_S", 0.5)
     [port] = free_ports(1)
     log = NatsLog([f"nats://127.0.0.1:{port}"], "nowhere", Clock(), partitions=2)
     with pytest.raises(LogUnavailable):

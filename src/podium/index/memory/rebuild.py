@@ -1,5 +1,5 @@
 """A board window of the in-process index rebuilt beside the live one (the ``Rebuilding``
-port, as ``redis_rebuild.py`` does it on Redis): a second ``_Board`` per window, filled a
+port, as ``redis/rebuild.py`` does it on Redis): a second ``Board`` per window, filled a
 page at a time between reads, written by every write meanwhile (``MemoryIndex.write``,
 ``remove`` and ``ban`` apply to it too), then put in the live one's place in one step.
 
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from podium.index.memory.board import Board, write
 from podium.ports import BoardKey, Meta
-
-if TYPE_CHECKING:
-    from podium.index.memory.index import MemoryIndex, _Board
 
 
 @dataclass
@@ -24,16 +22,17 @@ class Held:
     when it holds the window (renewed by ``keep_build``, as the Redis pointer's TTL)."""
 
     token: str
-    board: _Board
+    board: Board
     until: float
 
 
 class MemoryRebuild:
-    """The ``Rebuilding`` half of ``MemoryIndex`` (which sets these attributes)."""
+    """The ``Rebuilding`` half of ``MemoryIndex`` (which sets these attributes, and gives
+    the new generation's reads, ``built``)."""
 
-    _boards: dict[BoardKey, _Board]
+    _boards: dict[BoardKey, Board]
     _next: dict[BoardKey, Held]
-    _retired: dict[tuple[BoardKey, str], _Board]
+    _retired: dict[tuple[BoardKey, str], Board]
     _clock: Callable[[], float]
     copy: Any
 
@@ -44,7 +43,7 @@ class MemoryRebuild:
             held = None
         return held
 
-    def _building(self, key: BoardKey) -> _Board | None:
+    def _building(self, key: BoardKey) -> Board | None:
         """The new generation of the window a rebuild fills, if one runs."""
         held = self._held(key)
         return None if held is None else held.board
@@ -54,11 +53,9 @@ class MemoryRebuild:
         return held if held is not None and held.token == token else None
 
     async def begin_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
-        from podium.index.memory.index import _Board
-
         if self._held(key) is not None:
             return False
-        self._next[key] = Held(token, _Board(), self._clock() + ttl_s)
+        self._next[key] = Held(token, Board(), self._clock() + ttl_s)
         return True
 
     async def keep_build(self, key: BoardKey, token: str, ttl_s: float) -> bool:
@@ -83,11 +80,9 @@ class MemoryRebuild:
             return 0  # not this rebuild's (any more): its switch will refuse
         board = held.board
         if versions is None:  # by the board's order, as ZADD GT (LT) does on Redis
-            from podium.index.memory.index import _write
-
             live = self._boards.get(key)
             banned = set() if live is None else live.banned
-            _write(board, entries, descending, None, metadata, banned)
+            write(board, entries, descending, None, metadata, banned)
             return len(entries)
         for i, (member, score) in enumerate(entries):  # as given: the replay mends after
             board.set(member, score)
@@ -95,22 +90,6 @@ class MemoryRebuild:
             if metadata is not None:
                 board.set_meta(member, *metadata[i])
         return len(entries)
-
-    def built(self, token: str) -> MemoryIndex:
-        from podium.index.memory.index import MemoryIndex
-
-        parent = self
-
-        class Built(MemoryIndex):
-            """The reads of the new generation: every board read goes through ``_get``."""
-
-            def _get(self, key: BoardKey, create: bool = False) -> _Board | None:
-                held = parent._mine(key, token)
-                return None if held is None else held.board
-
-        view = Built(self._clock)
-        view.copy = self.copy
-        return view
 
     async def switch_build(
         self, key: BoardKey, token: str, *, expire_at: int | None, grace_s: float

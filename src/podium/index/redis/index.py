@@ -8,7 +8,10 @@ Reads that need more than one command run as one script rather than a MULTI: the
 instant, and much less client work per call than queueing and parsing a transaction.
 
 The index keeps its copy of profiles (the ``ProfileCopy`` port, ``redis_profiles.py``) as
-``copy``, beside its boards, so that ``around`` reads the rows' names in the same script.
+``copy``, beside its boards, so that ``around`` reads the rows' names in the same script:
+of the composite reads written once for every index (``index/reads.py``), it keeps its own
+``around`` (around.lua, one round trip where the shared one would take three); its
+``page_after`` and ``rank`` are the shared ones, one script each (slice.lua, ranks.lua).
 Every call goes through one table of errors (errors.py). Every key name comes from keys.py.
 
 With ``shard=n`` the index is one shard's part of every board (``ShardIndex``, for a board
@@ -29,6 +32,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
 from podium.errors import ConfigError
+from podium.index.reads import ComposedReads
 from podium.index.redis.errors import translated
 from podium.index.redis.keys import SINGLE, Keys, shard_tag
 from podium.index.redis.nodes import describe
@@ -118,7 +122,7 @@ def _score(held: Any) -> int | None:
     return None if held is None else int(float(held))
 
 
-class RedisIndex(RedisRebuild):
+class RedisIndex(ComposedReads, RedisRebuild):
     def __init__(
         self,
         client: Any,
@@ -162,6 +166,12 @@ class RedisIndex(RedisRebuild):
     @classmethod
     def from_url(cls, url: str, prefix: str = "podium", shard: int | None = None) -> RedisIndex:
         return cls(cls.client_from_url(url), prefix, shard)
+
+    def built(self, token: str) -> RedisIndex:
+        """The reads of a rebuild's new generation (``Rebuilding.built``, ``rebuild.py``)."""
+        return RedisIndex(
+            self._r, self.keys.prefix, self.shard, generation=token, layout=self.layout
+        )
 
     @property
     def client(self) -> Any:
@@ -248,21 +258,6 @@ class RedisIndex(RedisRebuild):
             reply = await self._r.execute_command("ZRANGE", zkey, start, stop, *args)
         return _rows(reply)
 
-    async def page_after(
-        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
-    ) -> list[tuple[str, int]]:
-        if n < 0:
-            raise ValueError(f"page_after: n must not be negative, not {n}")
-        if n == 0:
-            return []
-        if after is None:
-            return await self.page(key, 0, n - 1, descending=descending)
-        # near.lua's rows just behind the cursor: one script, at one instant, O(log N + n).
-        # It also reads the n rows ahead, unused here: a few kB a page, cheaper to carry
-        # than a second script that would have to place the cursor the same way.
-        member, score = after
-        return (await self.near(key, member, score, n, descending=descending)).below
-
     async def page_from(
         self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
     ) -> Slice:
@@ -309,9 +304,6 @@ class RedisIndex(RedisRebuild):
         with translated:
             held = await self._r.hmget(self.keys.meta(key), list(members))
         return _meta(members, held)
-
-    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
-        return (await self.ranks(key, [player_id], descending=descending))[0]
 
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool

@@ -22,7 +22,7 @@ part of a window shares the shard's tag, keys.py), over that node's own connecti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.asyncio.cluster import RedisCluster
 
@@ -31,9 +31,6 @@ from podium.index.redis.errors import translated
 from podium.index.redis.keys import Keys
 from podium.index.redis.scripts import Script
 from podium.ports import BoardKey, Meta
-
-if TYPE_CHECKING:
-    from podium.index.redis.index import RedisIndex
 
 FILL_CHUNK = 2500  # members per ZADD or HSET of a fill: bounded work per command on Redis
 STAGING_TTL_S = 3600  # what a new generation lives at most until its switch (write.lua too)
@@ -74,7 +71,8 @@ def _hset(key: bytes, pairs: Sequence[tuple[str, str]]) -> bytes:
 
 
 class RedisRebuild:
-    """The ``Rebuilding`` half of ``RedisIndex`` (which sets these attributes)."""
+    """The ``Rebuilding`` half of ``RedisIndex`` (which sets these attributes, and gives
+    the new generation's reads, ``built``)."""
 
     _r: Any
     keys: Keys
@@ -147,13 +145,6 @@ class RedisRebuild:
         with translated:
             await self._send(z.decode(), b"".join(out), n + 3)
         return len(entries)
-
-    def built(self, token: str) -> RedisIndex:
-        """The new generation's reads (to compare it with the live one before the switch)."""
-        from podium.index.redis.index import RedisIndex
-
-        prefix, shard = self.keys.prefix, self.shard
-        return RedisIndex(self._r, prefix, shard, generation=token, layout=self.layout)
 
     async def switch_build(
         self, key: BoardKey, token: str, *, expire_at: int | None, grace_s: float

@@ -28,21 +28,13 @@ from podium.domain import cohorts
 from podium.domain.boards import merge_in_board_order
 from podium.domain.models import Profile
 from podium.domain.sharding import shard_of
+from podium.index.reads import ComposedReads
 from podium.index.split.profiles import SplitProfileCopy
-from podium.ports import (
-    Around,
-    BoardKey,
-    MarkedScore,
-    Meta,
-    Placed,
-    ProfileCopy,
-    ShardIndex,
-    Slice,
-)
+from podium.ports import BoardKey, MarkedScore, Meta, Near, Placed, ProfileCopy, ShardIndex, Slice
 from podium.ports.status import IndexNode
 
 
-class SplitIndex:
+class SplitIndex(ComposedReads):
     def __init__(
         self,
         shards: Sequence[ShardIndex],
@@ -158,22 +150,6 @@ class SplitIndex:
         )
         return list(islice(merge_in_board_order(parts, descending), start, stop + 1))
 
-    async def page_after(
-        self, key: BoardKey, after: tuple[str, int] | None, n: int, *, descending: bool
-    ) -> list[tuple[str, int]]:
-        """Each shard's ``n`` rows just behind the cursor, merged, and the first ``n`` kept:
-        S * n rows whatever the depth, where ``page`` reads every shard down to ``stop``.
-        Board order is one total order on (score, member) on every shard, so the rows
-        behind the cursor on each shard are exactly the merged board's rows behind it."""
-        if n < 0:
-            raise ValueError(f"page_after: n must not be negative, not {n}")
-        if n == 0:
-            return []
-        parts = await asyncio.gather(
-            *(s.page_after(key, after, n, descending=descending) for s in self._of(key))
-        )
-        return list(islice(merge_in_board_order(parts, descending), n))
-
     async def page_from(
         self, key: BoardKey, at: tuple[str, int], n: int, *, descending: bool, before: bool
     ) -> Slice:
@@ -213,9 +189,6 @@ class SplitIndex:
         shard = self.shard_of(player_id) if home is None else home
         return shard, await self.shards[shard].marked_score(key, player_id)
 
-    async def rank(self, key: BoardKey, player_id: str, *, descending: bool) -> Placed | None:
-        return (await self.ranks(key, [player_id], descending=descending))[0]
-
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
     ) -> list[Placed | None]:
@@ -232,31 +205,27 @@ class SplitIndex:
         placed = iter(Placed(a, s, True) for a, (_, s) in zip(ahead, probes, strict=True))
         return [None if s is None else next(placed) for s in scores]
 
-    async def around(
-        self, key: BoardKey, player_id: str, neighbors: int, *, descending: bool
-    ) -> Around | None:
-        """The player's score from their shard, then every shard's count ahead of it and
-        rows on each side (``near``), merged: the closest ``neighbors`` above and below; and
-        the rows' names from the copy of profiles, where it is complete (each name lives on
-        its row's own shard, so that is one more step, taken at once on the shards holding
-        those rows)."""
-        score = (await self.scores(key, [player_id]))[0]
-        if score is None:
-            return None
+    async def near(
+        self, key: BoardKey, member: str, score: int, n: int, *, descending: bool
+    ) -> Near:
+        """Every shard's count ahead of (member, score) summed, and its rows on each side
+        merged, the closest ``n`` kept: exact, counted on every shard (``around``'s step,
+        ``index/reads.py``)."""
         parts = await asyncio.gather(
-            *(
-                s.near(key, player_id, score, neighbors, descending=descending)
-                for s in self._of(key)
-            )
+            *(s.near(key, member, score, n, descending=descending) for s in self._of(key))
         )
-        rank = sum(p.ahead for p in parts)
         above = list(merge_in_board_order((p.above for p in parts), descending))
-        below = list(islice(merge_in_board_order((p.below for p in parts), descending), neighbors))
-        rows = [*above[len(above) - min(neighbors, len(above)) :], (player_id, score), *below]
-        members = [m for m, _ in rows]
-        # The names and the metadata at once: each lives on its row's own shard.
+        below = list(islice(merge_in_board_order((p.below for p in parts), descending), n))
+        return Near(sum(p.ahead for p in parts), above[len(above) - min(n, len(above)) :], below)
+
+    async def _beside(
+        self, key: BoardKey, members: list[str]
+    ) -> tuple[dict[str, Profile] | None, dict[str, str]]:
+        """The rows' names from the copy of profiles, where it is complete, and their
+        metadata, for ``around``: each lives on its row's own shard, so one more step, taken
+        at once on the shards holding those rows."""
         names, meta = await asyncio.gather(self._names(members), self.entry_metadata(key, members))
-        return Around(rank, score, rows, names, exact=True, metadata=meta)
+        return names, meta
 
     async def _names(self, members: list[str]) -> dict[str, Profile] | None:
         return None if self.copy is None else await self.copy.profiles(members)

@@ -33,7 +33,7 @@ That is at least once still, and the updater's writes make it harmless.
 
 **Replay.** ``replay(since)`` is a log of its own: an ephemeral consumer that starts at that
 time, delivers what the stream held when it was made, and is deleted when closed
-(``nats_replay.py``).
+(``replay.py``).
 """
 
 from __future__ import annotations
@@ -431,7 +431,16 @@ class NatsLog:
             max_ack_pending=MAX_ACK_PENDING,
             inactive_threshold=max(60.0, 6 * self._lease_s),
         )
-        return NatsReplay(self, Pull(nc, js, self._stream, config, PULL_TIMEOUT_S), end, keep)
+        pull = Pull(nc, js, self._stream, config, PULL_TIMEOUT_S)
+        return NatsReplay(
+            self,
+            pull,
+            end,
+            keep,
+            lease_s=self._lease_s,
+            decode=self._decode,
+            settle=self._settle_replies,
+        )
 
     async def close(self) -> None:
         # Give back at once what this consumer still holds, but only what is still its own

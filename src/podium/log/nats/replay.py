@@ -1,20 +1,23 @@
 """``NatsLog.replay``: one ephemeral consumer over every partition, from a start time up to
 the last message the stream held when the replay began; then nothing. Settled through the
 log that made it; deleted when closed (or by JetStream, once left idle). With ``keep``, the
-changes it refuses are acked as they are read and never delivered."""
+changes it refuses are acked as they are read and never delivered.
+
+It knows the log that made it by the port (``ChangeLog``) and the two steps of it that it
+shares (decoding a pull's messages, settling replies), given to it, so the imports run one
+way: ``log.py`` imports this module, never the reverse."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+
+from nats.aio.msg import Msg
 
 from podium.domain.models import Message
 from podium.log.nats.pull import Pull
-
-if TYPE_CHECKING:
-    from podium.log.nats.log import NatsLog
+from podium.ports import ChangeLog
 
 log = logging.getLogger("podium.log")
 
@@ -24,9 +27,23 @@ class NatsReplay:
     to the last message the stream held when the replay began; then nothing."""
 
     def __init__(
-        self, log: NatsLog, pull: Pull, end: int, keep: Callable[[Message], bool] | None = None
+        self,
+        log: ChangeLog,
+        pull: Pull,
+        end: int,
+        keep: Callable[[Message], bool] | None = None,
+        *,
+        lease_s: float,
+        decode: Callable[[list[Msg], float], Awaitable[list[Message]]],
+        settle: Callable[[Sequence[str], bytes], Awaitable[None]],
     ) -> None:
+        """``log``: the log that made it, which settles its deliveries; ``decode``: its
+        messages of a pull as deliveries leased until a time; ``settle``: replies given one
+        body (``+ACK``) at once."""
         self._log = log
+        self._lease_s = lease_s
+        self._decode = decode
+        self._settle = settle
         self._pull = pull
         self._end = end
         self._done = end == 0
@@ -48,15 +65,15 @@ class NatsReplay:
         # Less than ``limit`` only at the end: that is how the caller knows it is done.
         out: list[Message] = []
         while not self._done and len(out) < limit:
-            lease_ends = time.monotonic() + self._log._lease_s
+            lease_ends = time.monotonic() + self._lease_s
             msgs = await self._pull.next(limit - len(out))
             mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
             later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
             if later or not msgs:
                 self._done = True  # past the end: the updaters' own consumers deliver those
             if later:
-                await self._log._settle_replies(later, b"+ACK")
-            got = await self._log._decode(mine, lease_ends)
+                await self._settle(later, b"+ACK")
+            got = await self._decode(mine, lease_ends)
             if self._keep is not None:
                 refused = [m for m in got if not self._keep(m)]
                 if refused:
@@ -76,7 +93,7 @@ class NatsReplay:
 
     async def replay(
         self, since: float, keep: Callable[[Message], bool] | None = None
-    ) -> NatsReplay:
+    ) -> ChangeLog:
         return await self._log.replay(since, keep)
 
     async def close(self) -> None:
