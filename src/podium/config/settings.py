@@ -44,6 +44,7 @@ from pydantic.dataclasses import dataclass as table
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
+from podium.config.kafka import KafkaSettings
 from podium.config.topology import address_problem, is_sentinel_url, sentinel_address
 from podium.config.webhooks import WebhookTable, check_unique
 from podium.config.webhooks import tables as webhook_tables
@@ -203,8 +204,8 @@ IndexUrl = Annotated[
 ]
 LogUrl = Annotated[
     str,
-    StringConstraints(strict=True, pattern=r"^(outbox://|nats://)"),
-    _says(_STRING, "expected outbox:// or nats://..."),
+    StringConstraints(strict=True, pattern=r"^(outbox://|nats://|kafka://)"),
+    _says(_STRING, "expected outbox://, nats://... or kafka://..."),
     AfterValidator(_servers),
 ]
 
@@ -374,6 +375,8 @@ class LogSettings:
     retention_s: AtLeastOne = 86_400
     """How long the stream keeps each change, applied or not: how far back ``podium worker
     --replay-since`` can reach on NATS, and what other subscribers may read again."""
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    """``[log.kafka]``: the topics, group and security of ``url = "kafka://..."``."""
 
 
 @table(frozen=True, config=_TABLE)

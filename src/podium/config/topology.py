@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 StoreKind = Literal["sqlite", "postgres", "split"]  # split: Postgres databases by player
 # memory: this process's own; sentinel: one Redis primary that Sentinel names, its replicas
 IndexKind = Literal["memory", "redis", "cluster", "sentinel"]
-LogKind = Literal["outbox", "nats"]
+LogKind = Literal["outbox", "nats", "kafka"]
 
 
 @dataclass(frozen=True, slots=True)
