@@ -3,11 +3,16 @@
 One store database's outbox is relayed by one process at a time, so that a player's changes
 reach the topic in commit order. The leases are kept where the updaters' state is: in a
 consumer group's committed-offset metadata, the group ``<group>.relays`` on partition 0 of
-the events topic (its offset means nothing): ``{source: [holder, until_ms]}``. Each relay
-process renews its own leases every third of a lease and takes the databases whose lease
-ran out (or that nobody held) every quarter of a lease; it relays a database only after it
-read back its own name on it, and stops at its lease's end, measured from before the write
-that renewed it (``time.monotonic()``).
+the events topic (its offset means nothing): ``{"h": {source: [holder, until_ms]}, "m":
+{holder: until_ms}}``. Each relay process renews its own leases every third of a lease and
+takes the databases whose lease ran out (or that nobody held) every quarter of a lease; it
+relays a database only after it read back its own name on it, and stops at its lease's end,
+measured from before the write that renewed it (``time.monotonic()``).
+
+**Shared out.** Each relay process also keeps itself in ``m`` while it runs, and holds at
+most its share of the databases: as many as there are, divided by the live relay
+processes, rounded up. One that holds more (another relay started) gives the extra back,
+and the newcomer takes them, as on NATS (``log/nats/lease.py``).
 
 Kafka has no compare-and-set on a commit: two processes that take a free database at the
 same instant can both believe they hold it until the next renewal reads the winner back.
@@ -19,9 +24,10 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -74,7 +80,8 @@ class RelayLeases:
                 )
         return self._consumer
 
-    def _read(self, c: Consumer) -> dict[str, list[object]]:
+    def read(self, c: Consumer) -> tuple[dict[str, list[Any]], dict[str, int]]:
+        """The leases (source -> [holder, until_ms]) and the relays (holder -> until_ms)."""
         from podium.log.kafka.log import REQUEST_TIMEOUT_S
 
         with translated(f"read the relay leases ({self.group})"):
@@ -83,12 +90,14 @@ class RelayLeases:
             raise KafkaException(tp.error)
         try:
             raw = json.loads(tp.metadata or "{}")
-            return {str(k): list(v) for k, v in raw.items()}
+            leases = {str(k): list(v) for k, v in raw.get("h", {}).items()}
+            members = {str(k): int(v) for k, v in raw.get("m", {}).items()}
+            return leases, members
         except (ValueError, TypeError, AttributeError):
-            return {}
+            return {}, {}
 
-    def _commit(self, c: Consumer, leases: dict[str, list[object]]) -> None:
-        text = json.dumps(leases, separators=(",", ":"))
+    def _commit(self, c: Consumer, leases: dict[str, list[Any]], members: dict[str, int]) -> None:
+        text = json.dumps({"h": leases, "m": members}, separators=(",", ":"))
         slot = TopicPartition(self._log.events_topic, 0, 0, text)
         with translated(f"write the relay leases ({self.group})"):
             c.commit(offsets=[slot], asynchronous=False)
@@ -98,15 +107,25 @@ class RelayLeases:
         lease_ms = int(self._log.lease_s * 1000)
         sent = time.monotonic()
         now_ms = int(time.time() * 1000)
-        leases = self._read(c)
-        for s in sources:
-            holder, until = (leases.get(s) or ["", 0])[:2]
-            if holder == self.holder or int(until) <= now_ms:  # type: ignore[call-overload]
-                leases[s] = [self.holder, now_ms + lease_ms]
-        for s in [s for s, v in leases.items() if s not in sources and v[0] == self.holder]:
-            del leases[s]  # no longer a database
-        self._commit(c, leases)
-        back = self._read(c)  # the last writer's, if another wrote at the same time
+        leases, members = self.read(c)
+        members = {m: u for m, u in members.items() if u > now_ms}
+        members[self.holder] = now_ms + lease_ms
+        share = -(-len(sources) // len(members))
+        for s in [s for s, v in leases.items() if v[1] <= now_ms or s not in sources]:
+            if leases[s][0] == self.holder or leases[s][1] <= now_ms:
+                del leases[s]  # ran out, or no longer a database
+        held = sorted(s for s, v in leases.items() if v[0] == self.holder)
+        for s in held[share:]:
+            del leases[s]
+            log.info("relay: gave store database %s to another relay (%d relays)", s, len(members))
+        for s in held[:share]:
+            leases[s] = [self.holder, now_ms + lease_ms]
+        free = [s for s in sources if s not in leases]
+        random.shuffle(free)
+        for s in free[: max(0, share - len(held))]:
+            leases[s] = [self.holder, now_ms + lease_ms]
+        self._commit(c, leases, members)
+        back, _ = self.read(c)  # the last writer's, if another wrote at the same time
         mine = {s for s in sources if (back.get(s) or [""])[0] == self.holder}
         for s in mine - set(self._held):
             log.info("relay: now relaying store database %s (%s)", s, self.holder)
@@ -118,16 +137,17 @@ class RelayLeases:
 
     async def release(self) -> None:
         """Give back every lease at once (a clean stop): a standby need not wait them out."""
-        if not self._held or self._consumer is None:
+        if self._consumer is None:
             self._held = {}
             return
 
         def give_back() -> None:
             c = self._client()
-            leases = self._read(c)
+            leases, members = self.read(c)
             for s in [s for s, v in leases.items() if v[0] == self.holder]:
                 del leases[s]
-            self._commit(c, leases)
+            members.pop(self.holder, None)
+            self._commit(c, leases, members)
             c.close()
 
         self._held = {}

@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -149,7 +151,9 @@ class KafkaLog:
             databases = just_one
         self._databases = databases
         self._me = _token()  # this consumer, in the leases it writes
-        self._leases = RelayLeases(self, holder or self._me)
+        # The name its relay leases carry: host and pid, for whoever looks at them.
+        name = holder or f"{socket.gethostname()} pid {os.getpid()} {self._me}"
+        self._leases = RelayLeases(self, name)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="podium-kafka")
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
