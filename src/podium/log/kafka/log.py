@@ -77,7 +77,19 @@ READ_TIMEOUT_S = 10.0  # reading messages known to be there, below the high wate
 PING_TIMEOUT_S = 1.0  # readiness asks often: a log that takes longer is not answering
 START_TIMEOUT_S = 30.0  # the topics made and their partitions led
 PUBLISH_TIMEOUT_S = 10.0  # librdkafka's message.timeout.ms: a relay's publish at most
+RETRY_S = 5.0  # how long a partition without a known leader is asked again
 CACHE_MAX = 50_000  # messages read and kept per partition, for their redelivery
+
+LEADER_MOVING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
 
 T = TypeVar("T")
 
@@ -439,10 +451,7 @@ class KafkaLog:
             now_ms = int(time.time() * 1000)
             picked = st.free(now_ms)[:n]
             if len(picked) < n:
-                with translated(f"read the end of {self._topic}[{p}]"):
-                    low, high = consumer.get_watermark_offsets(
-                        TopicPartition(self._topic, p), timeout=REQUEST_TIMEOUT_S, cached=False
-                    )
+                low, high = self._watermarks(consumer, p)
                 if low > st.committed:  # gone with the topic's retention, applied or not
                     log.warning(
                         "%s[%d]: offsets %d to %d expired unread", self._topic, p, st.committed, low
@@ -477,38 +486,68 @@ class KafkaLog:
             self._change([p], lambda _, s: s.ack(dropped))
         return out
 
+    def _watermarks(self, consumer: Consumer, p: int) -> tuple[int, int]:
+        """The partition's first and next offsets. Asked again for a moment while its
+        leader is not known yet or moving (a topic just made, a broker lost), as the
+        producer's own retries do: a failover's first seconds are not an outage."""
+        deadline = time.monotonic() + RETRY_S
+        with translated(f"read the end of {self._topic}[{p}]"):
+            while True:
+                try:
+                    low, high = consumer.get_watermark_offsets(
+                        TopicPartition(self._topic, p), timeout=REQUEST_TIMEOUT_S, cached=False
+                    )
+                    return int(low), int(high)
+                except KafkaException as e:
+                    if e.args[0].code() not in LEADER_MOVING or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+
     def _records(
         self, consumer: Consumer, p: int, offsets: Sequence[int]
     ) -> dict[int, bytes | None]:
-        """The values at ``offsets`` of partition ``p`` (``None``: no message there)."""
+        """The values at ``offsets`` of partition ``p`` (``None``: no message there). An
+        offset the partition skipped (a message gone with the retention, a transaction
+        marker) is taken as empty only once a second read from it skips it too: nothing
+        unread is ever acked as gone."""
         cache = self._cache.setdefault(p, {})
         need = sorted(o for o in offsets if o not in cache)
         if need:
             if len(cache) > CACHE_MAX:
                 cache.clear()
-            start, end = need[0], need[-1] + 1
-            with translated(f"read {self._topic}[{p}] from offset {start}"):
-                consumer.assign([TopicPartition(self._topic, p, start)])
-                deadline = time.monotonic() + READ_TIMEOUT_S
-                at = start
-                while at < end:
-                    if time.monotonic() > deadline:
-                        raise LogUnavailable(
-                            f"Kafka: {self._topic}[{p}]: offsets {at} to {end - 1} not read "
-                            f"in {READ_TIMEOUT_S:.0f} s"
-                        )
-                    for m in consumer.consume(min(end - at, 10_000), timeout=0.2):
-                        err = m.error()
-                        if err is not None:
-                            raise KafkaException(err)
-                        o = m.offset()
-                        if m.partition() != p or o is None or o < at:
-                            continue
-                        for gap in range(at, o):
-                            cache[gap] = None
-                        cache[o] = m.value()
-                        at = o + 1
+            got = self._read_range(consumer, p, need[0], need[-1] + 1)
+            gaps = [o for o in need if got.get(o) is None]
+            if gaps:
+                again = self._read_range(consumer, p, gaps[0], gaps[-1] + 1)
+                got |= {o: again.get(o) for o in gaps}
+            cache.update((o, got.get(o)) for o in need)
         return {o: cache.get(o) for o in offsets}
+
+    def _read_range(
+        self, consumer: Consumer, p: int, start: int, end: int
+    ) -> dict[int, bytes | None]:
+        """Every message of ``p`` from ``start`` up to ``end``, from a fresh assignment."""
+        out: dict[int, bytes | None] = {}
+        with translated(f"read {self._topic}[{p}] from offset {start}"):
+            consumer.assign([TopicPartition(self._topic, p, start)])
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            at = start
+            while at < end:
+                if time.monotonic() > deadline:
+                    raise LogUnavailable(
+                        f"Kafka: {self._topic}[{p}]: offsets {at} to {end - 1} not read "
+                        f"in {READ_TIMEOUT_S:.0f} s"
+                    )
+                for m in consumer.consume(min(end - at, 10_000), timeout=0.2):
+                    err = m.error()
+                    if err is not None:
+                        raise KafkaException(err)
+                    o = m.offset()
+                    if m.partition() != p or o is None or o < at:
+                        continue
+                    out[o] = m.value()
+                    at = o + 1
+        return out
 
     async def ack(self, messages: Sequence[Message]) -> None:
         by = _by_partition(messages)

@@ -90,10 +90,11 @@ class State:
             text = json.dumps(raw, separators=(",", ":"))
             if len(text.encode()) <= METADATA_MAX:
                 return text
+            # a tenth at a time, the highest first: what is left out is delivered again
             if acked:
-                acked.pop()
+                del acked[-max(1, len(acked) // 10) :]
             else:
-                leases.pop()
+                del leases[-max(1, len(leases) // 10) :]
 
     # -- changing --------------------------------------------------------------------------
 
