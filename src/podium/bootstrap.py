@@ -84,7 +84,11 @@ def topology(settings: Settings) -> Topology:
         from podium.index.redis.cluster import is_cluster_url
 
         index = "cluster" if is_cluster_url(index_url) else "redis"
-    log: LogKind = "nats" if settings.log.url.startswith("nats://") else "outbox"
+    log: LogKind = "outbox"
+    if settings.log.url.startswith("nats://"):
+        log = "nats"
+    elif settings.log.url.startswith("kafka://"):
+        log = "kafka"
     topo = Topology(store, index, settings.index.shards, log)
     if settings.server.api != "all" and topo.in_process_index:
         raise ConfigError(
@@ -262,9 +266,8 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
 def _log(
     settings: Settings, topo: Topology, store: ScoreStore, split: SplitStore | None, clock: Clock
 ) -> ChangeLog:
-    if topo.log == "nats":
+    if topo.log in ("nats", "kafka"):
         from podium.log.events import source_of
-        from podium.log.nats.log import NatsLog
 
         databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
         if split is not None:
@@ -282,6 +285,25 @@ def _log(
                 return one
 
             databases = just_one
+        if topo.log == "kafka":
+            from podium.log.kafka.log import KafkaLog
+
+            kafka = settings.log.kafka
+            return KafkaLog.from_url(
+                settings.log.url,
+                clock,
+                topic=kafka.topic,
+                events_topic=kafka.events_topic,
+                group=kafka.group,
+                partitions=settings.log.partitions,
+                lease_s=settings.workers.lease_s,
+                replication=kafka.replication,
+                retention_s=float(settings.log.retention_s),
+                client=kafka.client,
+                databases=databases,
+            )
+        from podium.log.nats.log import NatsLog
+
         return NatsLog.from_url(
             settings.log.url,
             settings.log.stream,

@@ -6,12 +6,14 @@ README's table are made from these docstrings).
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Annotated, Literal
 
 from annotated_types import Ge, Gt, Le
 from pydantic import Strict, StringConstraints
 from pydantic.dataclasses import dataclass as table
 
+from podium.config.kafka import KafkaSettings
 from podium.config.values import (
     NUMBER,
     STRING,
@@ -187,6 +189,8 @@ class LogSettings:
     retention_s: AtLeastOne = 86_400
     """How long the stream keeps each change, applied or not: how far back ``podium worker
     --replay-since`` can reach on NATS, and what other subscribers may read again."""
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    """``[log.kafka]``: the topics, group and security of ``url = "kafka://..."``."""
 
 
 @table(frozen=True, config=TABLE)

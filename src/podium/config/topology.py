@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 StoreKind = Literal["sqlite", "postgres", "split"]  # split: Postgres databases by player
 # memory: this process's own; sentinel: one Redis primary that Sentinel names, its replicas
 IndexKind = Literal["memory", "redis", "cluster", "sentinel"]
-LogKind = Literal["outbox", "nats"]
+LogKind = Literal["outbox", "nats", "kafka"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +46,9 @@ class Topology:
 
     @property
     def events_published(self) -> bool:
-        """The log publishes the store's events on its stream (NATS): an event is done with
-        only once it is there too (the event pruner)."""
-        return self.log == "nats"
+        """The log publishes the store's events (NATS: on its stream; Kafka: on the events
+        topic): an event is done with only once it is there too (the event pruner)."""
+        return self.log in ("nats", "kafka")
 
     @property
     def aggregated(self) -> bool:

@@ -170,8 +170,8 @@ IndexUrl = Annotated[
 ]
 LogUrl = Annotated[
     str,
-    StringConstraints(strict=True, pattern=r"^(outbox://|nats://)"),
-    says(STRING, "expected outbox:// or nats://..."),
+    StringConstraints(strict=True, pattern=r"^(outbox://|nats://|kafka://)"),
+    says(STRING, "expected outbox://, nats://... or kafka://..."),
     AfterValidator(_servers),
 ]
 

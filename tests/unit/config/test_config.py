@@ -445,7 +445,7 @@ def test_bad_season_weeks() -> None:
 
 @pytest.mark.parametrize(
     ("section", "url"),
-    [("store", "mysql://db/podium"), ("index", "memcached://x"), ("log", "kafka://x")],
+    [("store", "mysql://db/podium"), ("index", "memcached://x"), ("log", "amqp://x")],
 )
 def test_bad_urls(section: str, url: str) -> None:
     message = errors({section: {"url": url}})
