@@ -82,7 +82,7 @@ class RelayLeases:
 
     def read(self, c: Consumer) -> tuple[dict[str, list[Any]], dict[str, int]]:
         """The leases (source -> [holder, until_ms]) and the relays (holder -> until_ms)."""
-        from podium.log.kafka.log import REQUEST_TIMEOUT_S
+        from podium.log.kafka.topics import REQUEST_TIMEOUT_S
 
         with translated(f"read the relay leases ({self.group})"):
             [tp] = c.committed([self._slot()], timeout=REQUEST_TIMEOUT_S)

@@ -56,28 +56,30 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient
 
 from podium import metrics
 from podium.domain.models import Message
 from podium.errors import ConfigError, LogUnavailable
 from podium.log.events import EventError, OtherVersion, decode
-from podium.log.kafka.errors import REFUSED_CODES, TRANSIENT_CODES, translated
+from podium.log.kafka.errors import translated
 from podium.log.kafka.lease import RelayLeases
 from podium.log.kafka.relay import Publisher
 from podium.log.kafka.replay import KafkaReplay
 from podium.log.kafka.state import State
+from podium.log.kafka.topics import (
+    PING_TIMEOUT_S,
+    PUBLISH_TIMEOUT_S,
+    READ_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    RETRY_S,
+    ensure_topics,
+)
 from podium.ports import Clock, Relayed
 
 log = logging.getLogger("podium.log")
 client_log = logging.getLogger("podium.log.kafka")
 
-REQUEST_TIMEOUT_S = 10.0  # a commit, an offset read: longer than a coordinator's election
-READ_TIMEOUT_S = 10.0  # reading messages known to be there, below the high watermark
-PING_TIMEOUT_S = 1.0  # readiness asks often: a log that takes longer is not answering
-START_TIMEOUT_S = 30.0  # the topics made and their partitions led
-PUBLISH_TIMEOUT_S = 10.0  # librdkafka's message.timeout.ms: a relay's publish at most
-RETRY_S = 5.0  # how long a partition without a known leader is asked again
 CACHE_MAX = 50_000  # messages read and kept per partition, for their redelivery
 
 LEADER_MOVING = frozenset(
@@ -257,64 +259,14 @@ class KafkaLog:
         return self._producer
 
     def _ensure_topics(self) -> None:
-        admin = AdminClient(self.config())
-        with translated(f"connect to {self._bootstrap}"):
-            md = admin.list_topics(timeout=REQUEST_TIMEOUT_S)
-        replication = self._replication or min(3, max(1, len(md.brokers)))
-        wanted = {self._topic: self._partitions, self._events_topic: self._partitions}
-        missing = [
-            NewTopic(
-                name,
-                count,
-                replication,
-                config={
-                    "retention.ms": str(int(self._retention_s * 1000)),
-                    "min.insync.replicas": str(min(2, replication)),
-                },
-            )
-            for name, count in wanted.items()
-            if name not in md.topics or md.topics[name].error is not None
-        ]
-        if missing:
-            futures = admin.create_topics(missing, operation_timeout=REQUEST_TIMEOUT_S)
-            for name, future in futures.items():
-                try:
-                    future.result(START_TIMEOUT_S)
-                    log.info(
-                        "created topic %s (%d partitions, %d copies)",
-                        name,
-                        self._partitions,
-                        replication,
-                    )
-                except KafkaException as e:
-                    err = e.args[0]
-                    if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                        continue  # made meanwhile by another process
-                    if err.code() in TRANSIENT_CODES and err.code() not in REFUSED_CODES:
-                        raise LogUnavailable(f"Kafka: create topic {name}: {err.str()}") from e
-                    raise ConfigError(
-                        f"log: Kafka refused to create topic {name!r} ({self._partitions} "
-                        f"partitions, replication {replication}): {err.name()}: {err.str()}; "
-                        "make it yourself, or change [log.kafka] topic/replication or "
-                        "[log] partitions"
-                    ) from e
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            with translated(f"look up topic {self._topic}"):
-                md = admin.list_topics(self._topic, timeout=REQUEST_TIMEOUT_S)
-            found = md.topics.get(self._topic)
-            if found is not None and found.error is None:
-                if len(found.partitions) != self._partitions:
-                    raise ConfigError(
-                        f"log.partitions: topic {self._topic!r} has {len(found.partitions)} "
-                        f"partitions, not {self._partitions}; a player's partition is fixed "
-                        "for a topic's life: use another topic ([log.kafka] topic)"
-                    )
-                if all(p.leader >= 0 for p in found.partitions.values()):
-                    return
-            if time.monotonic() > deadline:
-                raise LogUnavailable(f"Kafka: topic {self._topic}: no leader for every partition")
-            time.sleep(0.1)
+        ensure_topics(
+            AdminClient(self.config()),
+            self._bootstrap,
+            {self._topic: self._partitions, self._events_topic: self._partitions},
+            self._topic,
+            self._replication,
+            self._retention_s,
+        )
 
     async def ping(self) -> None:
         """The brokers answer a metadata request for the changes topic within

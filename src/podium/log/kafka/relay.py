@@ -113,7 +113,7 @@ def _event_record(topic: str, e: Event) -> Record:
 def send(log: KafkaLog, records: Sequence[Record]) -> list[KafkaError | None]:
     """Produce every record, in order, and wait for Kafka's answers (on the log's thread);
     each record's error, or ``None`` once stored."""
-    from podium.log.kafka.log import PUBLISH_TIMEOUT_S
+    from podium.log.kafka.topics import PUBLISH_TIMEOUT_S
 
     producer = log.producer()
     timed_out = KafkaError(KafkaError._MSG_TIMED_OUT, "no answer from Kafka")

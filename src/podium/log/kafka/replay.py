@@ -50,7 +50,7 @@ class KafkaReplay:
         await self._log.run(self._start, since)
 
     def _start(self, since: float) -> None:
-        from podium.log.kafka.log import REQUEST_TIMEOUT_S
+        from podium.log.kafka.topics import REQUEST_TIMEOUT_S
 
         topic = self._log.topic
         c = self._consumer = Consumer(
@@ -96,7 +96,7 @@ class KafkaReplay:
         return out
 
     def _read(self, n: int) -> list[Message]:
-        from podium.log.kafka.log import READ_TIMEOUT_S
+        from podium.log.kafka.topics import READ_TIMEOUT_S
 
         c = self._consumer
         assert c is not None
