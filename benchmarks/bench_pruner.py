@@ -104,7 +104,7 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
     b.start_roles(["updater"])
     key = ApiKey("bench", "bench", "h", ("default",))
     counted = Counting(b.store)
-    pruner = Pruner(counted, archive, b.clock, 90)
+    pruner = Pruner(counted, bootstrap.result_files(str(archive)), b.clock, 90)
     lat: dict[str, list[float]] = {"off": [], "on": []}
     pruned: dict[str, float] = {"seconds": 0}
     n = 0

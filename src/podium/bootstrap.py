@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from podium.archive.results import DayFiles
 from podium.archive.standings import FileArchive
 from podium.config.settings import Settings
 from podium.config.topology import (
@@ -42,6 +43,7 @@ from podium.ports import (
     Snapshots,
     SystemClock,
 )
+from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
 from podium.ports.operations import BucketMoves
@@ -399,6 +401,10 @@ class Backends:
         except Unavailable as e:
             log.warning("the index's generation markers could not be read at start: %s", e)
 
+    def result_files(self) -> ResultFiles:
+        """The day files the pruner moves results past the retention into."""
+        return result_files(self.settings.archive.dir)
+
     def needs(self) -> Needs:
         """What the roles are given (``workers/runner.py``): the ports, never the adapters."""
         shards: Sequence[ShardIndex] = () if self.split is None else self.split.shards
@@ -414,6 +420,7 @@ class Backends:
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
             self.topology,
+            self.result_files(),
             self.generations,
             self.rebuild_live,
             self.podium.leagues,
@@ -524,3 +531,9 @@ def _rank_source(topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
         return counted
     assert parts.split is not None  # more than one shard: always a split index
     return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock)
+
+
+def result_files(directory: str) -> ResultFiles:
+    """Pruned results' day files under ``directory`` (``[archive] dir``); also what
+    ``podium archive show`` reads a day file with."""
+    return DayFiles(directory)

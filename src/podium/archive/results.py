@@ -103,7 +103,7 @@ def rows(file: str | Path) -> Iterator[StoredResult]:
             yield _parse(row)
 
 
-class ManifestMismatch(Exception):
+class ManifestMismatch(ValueError):
     """A day file whose bytes are not the ones its manifest describes."""
 
 
@@ -215,6 +215,13 @@ class DayWriter:
         _fsync_dir(self.path.parent)
         return checksum
 
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def holds(self) -> Holds:
+        return Holds(self.path)
+
     def abort(self) -> None:
         with contextlib.suppress(Exception):
             self._raw.close()
@@ -271,3 +278,25 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class DayFiles:
+    """``ResultFiles`` (``ports/archive.py``) in ``<directory>/results``."""
+
+    columns: tuple[str, ...] = COLUMNS
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.where = str(self.directory / SUBDIR)
+
+    def lock(self) -> DirLock:
+        return DirLock(self.directory)
+
+    def day(self, start: int) -> DayWriter:
+        return DayWriter(self.directory, start)
+
+    def verify(self, file: str) -> dict[str, Any]:
+        return verify(file)
+
+    def rows(self, file: str) -> Iterator[StoredResult]:
+        return rows(file)

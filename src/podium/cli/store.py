@@ -3,6 +3,7 @@ player), and ``podium archive results | show`` (results past the retention, as f
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -102,7 +103,7 @@ def archive_results(
             )
         oldest = await b.store.oldest_result()
         days = 0 if oldest is None else max(0, (limit - day_start(oldest)) // DAY_S)
-        pruner = Pruner(b.store, settings.archive.dir, b.clock, keep)
+        pruner = Pruner(b.store, b.result_files(), b.clock, keep)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()) as bar:
             task = bar.add_task("days", total=days or None)
 
@@ -125,19 +126,20 @@ def archive_show(
     """Check a day file against its manifest (sha256, count) and print its results."""
     import itertools
 
-    from podium.archive import results as result_archive
+    from podium.bootstrap import result_files
 
+    files = result_files(str(Path(file).parent.parent))  # the archive dir: <dir>/results/<day>
     try:
-        manifest = result_archive.verify(file)
-    except (OSError, ValueError, KeyError, result_archive.ManifestMismatch) as e:
+        manifest = files.verify(file)
+    except (OSError, ValueError, KeyError) as e:
         typer.echo(f"podium: {file}: {e}", err=True)
         raise typer.Exit(1) from None
     typer.echo(
         f"{manifest['file']}: {manifest['results']} results of {manifest['day']}, "
         f"sha256 {manifest['sha256']} (verified)"
     )
-    typer.echo(",".join(result_archive.COLUMNS))
-    for r in itertools.islice(result_archive.rows(file), limit):
+    typer.echo(",".join(files.columns))
+    for r in itertools.islice(files.rows(file), limit):
         typer.echo(
             f"{r.ended_at},{r.player_id},{r.match_id},{r.key_id},{r.mode},{r.duration_s},"
             f"{r.points},{r.recorded_at!r},{r.flag or ''}"

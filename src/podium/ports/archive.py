@@ -1,13 +1,15 @@
 """``Archive``: where a frozen window's full standings are kept, the copy prizes are paid
-from (``archive/standings.py`` writes them as files).
+from (``archive/standings.py`` writes them as files). ``ResultFiles``: where the pruner
+moves results past the retention, a file per day (``archive/results.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, Protocol
 
 from podium.domain.models import FinalEntry
+from podium.domain.retention import ResultKey, StoredResult
 
 
 class Archive(Protocol):
@@ -37,3 +39,56 @@ class Archive(Protocol):
     async def find(self, name: str, player_id: str) -> FinalEntry | None:
         """One player's line of the standings, or None if they are not in them."""
         ...
+
+
+class DayFile(Protocol):
+    """One day's file written again: its old rows merged with the store's, a page at a time,
+    in key order. Blocking file work: its methods run in a thread."""
+
+    count: int  # rows in the file
+    added: int  # rows of the store's that the old file did not hold
+
+    @property
+    def name(self) -> str: ...
+
+    def add(self, page: list[StoredResult]) -> None:
+        """The store's next rows of the day, in key order, after the ones added before."""
+        ...
+
+    def finish(self) -> str:
+        """The file durable in place with its manifest; its sha256."""
+        ...
+
+    def abort(self) -> None: ...
+
+    def holds(self) -> Callable[[ResultKey], bool]:
+        """After ``finish``: whether a key is in the file, asked in key order."""
+        ...
+
+
+class FilesLock(Protocol):
+    def acquire(self) -> bool:
+        """Take the lock if nobody holds it; False if another pruner does."""
+        ...
+
+    def release(self) -> None: ...
+
+
+class ResultFiles(Protocol):
+    where: str  # the folder of the day files, as logs and messages show it
+    columns: tuple[str, ...]
+
+    def lock(self) -> FilesLock:
+        """The lock of these day files: one pruner at a time."""
+        ...
+
+    def day(self, start: int) -> DayFile:
+        """The file of the UTC day that starts at ``start``, to be written again."""
+        ...
+
+    def verify(self, file: str) -> dict[str, Any]:
+        """A day file checked against its manifest (sha256, count): the manifest. Raises
+        ``ValueError`` (or ``OSError``, ``KeyError``) on a file that does not match."""
+        ...
+
+    def rows(self, file: str) -> Iterator[StoredResult]: ...
