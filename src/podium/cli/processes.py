@@ -147,7 +147,7 @@ def _serve_processes(
         # before PROMETHEUS_MULTIPROC_DIR existed: the supervisor starts them all afresh.
         serving.file_headroom(settings.server)  # the processes inherit the limit
         config = serving.Config(
-            "podium.api.app:from_environment",
+            "podium.serve.app:from_environment",
             settings.server,
             factory=True,
             workers=processes,
