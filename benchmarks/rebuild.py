@@ -4,7 +4,8 @@ One board window of N members (``--members``, a million by default) is written i
 store's ``tallies`` table of a fresh Postgres database, once. Then, alternating in one run,
 into one private ``redis-server`` (no persistence) started here:
 
-- podium: the rebuild without a gap (``rebuilding.py``, what ``podium rebuild --board week``
+- podium: the rebuild without a gap (``service/upkeep/gapless.py``, what ``podium rebuild --board
+week``
   runs), in a child process of its own: the log's position noted, a new generation of keys
   filled from Postgres page by page, the log applied again, the two generations compared
   (counts, top 1,000, 1,000 sampled ranks), the switch, the old keys dropped. Timed from the

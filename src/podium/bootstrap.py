@@ -138,7 +138,7 @@ class IndexParts:
     split: SplitShards | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
-    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
 
 
@@ -150,7 +150,7 @@ def gapless(
     clock: Clock,
     replay: Callable[[float], Awaitable[int]] | None = None,
 ) -> GaplessRebuild:
-    """The rebuild without a gap (``rebuilding.py``) of this deployment's index."""
+    """The rebuild without a gap (``service/upkeep/gapless.py``) of this deployment's index."""
     return GaplessRebuild(
         settings, store, index, podium.rebuilds.index, clock, podium.changed, replay
     )
@@ -190,7 +190,7 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
-    # indirection (index/layout.py), so that a reshard switches the shard count live.
+    # indirection (index/redis/layout.py), so that a reshard switches the shard count live.
     from podium.index.redis.layout import (
         Layout,
         LiveCopy,
@@ -219,7 +219,7 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
 def _sentinel(
     settings: Settings, *, read_from_replicas: bool = False, timeout_s: float | None = None
 ) -> Any:
-    """The client of the primary that ``redis+sentinel://`` names (``index/sentinel.py``)."""
+    """The client of the primary that ``redis+sentinel://`` names (``index/redis/sentinel.py``)."""
     from podium.index.redis.sentinel import sentinel_client
 
     try:
@@ -338,7 +338,7 @@ class Backends:
     moves: BucketMoves | None
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
-    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/layout.py)
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
@@ -354,7 +354,7 @@ class Backends:
 
     async def follow_layout(self) -> None:
         """A split Redis index: the layout its record names followed now, before any read,
-        then watched every ``index.watch_s`` (``index/layout.py``), in every process. An
+        then watched every ``index.watch_s`` (``index/redis/layout.py``), in every process. An
         unsplit Redis whose record names a split layout (index.shards = 1 in a file left
         behind by a reshard) refuses to start: its keys are not the live ones."""
         if self.record is not None:
@@ -448,7 +448,7 @@ class Backends:
 
     def reshard(self) -> Reshard:
         """``podium rebuild --all --shards M``: the index's shard count changed while the
-        fleet runs (``resharding.py``); only a split Redis index has layouts."""
+        fleet runs (``service/upkeep/reshard.py``); only a split Redis index has layouts."""
         if self.layout is None:
             raise ConfigError(
                 "rebuild --shards: only a split Redis index (index.shards of 2 or more, or "

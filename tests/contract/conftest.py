@@ -28,10 +28,10 @@ from tests.conftest import REDIS_URL, OwnDatabases
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
 REDIS_INDEXES = SINGLE_INDEXES[1:]
-# A whole board split across shards (index/split.py), as bootstrap builds it: 4 in-process
+# A whole board split across shards (index/split/index.py), as bootstrap builds it: 4 in-process
 # shards; 16 hash-tag shards on the machine's Redis; 16 on the tests' own Redis Cluster.
 SPLIT_INDEXES = ["memory-split", "redis-split", "cluster-split"]
-# The single index reached through Sentinel (index/sentinel.py), on a private primary that
+# The single index reached through Sentinel (index/redis/sentinel.py), on a private primary that
 # one private Sentinel watches: the rank index contract only (the other suites' bodies run
 # on the same RedisIndex over a plain client).
 INDEXES = [*SINGLE_INDEXES, "sentinel", *SPLIT_INDEXES]

@@ -1,4 +1,4 @@
-"""The rank index on Redis Cluster (``index/cluster.py``): where the shards' keys live, reads
+"""The rank index on Redis Cluster (``index/redis/cluster.py``): where the shards' keys live, reads
 from replicas, the cluster's errors, the shared read limiter, and a primary that dies.
 
 The cluster is the tests' own (``tests/redis_cluster.py``): the session's for what only

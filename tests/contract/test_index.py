@@ -768,7 +768,7 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []
 
 
-# -- Redis errors: one table (index/errors.py) ---------------------------------------------
+# -- Redis errors: one table (index/redis/errors.py) ---------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Many relays at once: one store database is relayed by one process at a time, under a
-lease kept in JetStream (``log/nats_lease.py``), so that a player's changes reach the stream
+lease kept in JetStream (``log/nats/lease.py``), so that a player's changes reach the stream
 in commit order; the others stand by and take over when its holder stops. On the machine's
 NATS, a stream (and lease bucket) of each test's own."""
 

@@ -81,8 +81,8 @@ async def test_an_index_bug_is_logged_with_its_traceback(
 
 async def test_a_rank_read_brings_the_markers_of_its_own_step(redis_prefix: str) -> None:
     """On one Redis, ``around.lua`` reads the generation marker in the step that reads the
-    rows: what ``Generations.tokens`` says, gone when the marker is gone (mending.py takes it
-    as the check after the read); a shard's read leaves it to the check."""
+    rows: what ``Generations.tokens`` says, gone when the marker is gone (service/ranks/marked.py
+    takes it as the check after the read); a shard's read leaves it to the check."""
     from podium.index.redis.generations import RedisGenerations
     from podium.index.redis.index import RedisIndex
 

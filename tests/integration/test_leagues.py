@@ -409,8 +409,8 @@ async def test_a_cohort_of_an_index_that_lost_its_data_is_a_503_never_empty(
     league: League,
 ) -> None:
     """A Redis that came back empty takes the generation markers with the cohorts: a live
-    cohort's read is checked against them as a board read is (``mending.py``), so it says
-    the board is being rebuilt rather than answer a cohort with nobody in it."""
+    cohort's read is checked against them as a board read is (``service/ranks/marked.py``), so it
+    says the board is being rebuilt rather than answer a cohort with nobody in it."""
     lg = league
     if lg.kind == "embedded":
         pytest.skip("the in-process index is rebuilt before the process serves: no markers")

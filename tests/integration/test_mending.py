@@ -73,7 +73,7 @@ T = TypeVar("T")
 SEED = 20_000  # players on the board before it is broken: far more than a walk mends at once
 PER_MATCH = 100  # the most a match takes
 BOARD = "all"
-ZKEY = "t:{b:all:all}:z"  # the board's sorted set (index/keys.py, prefix "t", no shards)
+ZKEY = "t:{b:all:all}:z"  # the board's sorted set (index/redis/keys.py, prefix "t", no shards)
 SHARDS = 16  # on the private Redis Cluster
 # From the failover (or the flush) until the board must equal the store. Each replay here
 # requeues all 20,000 seeded players (REPLAY_S below), and on a 2-core machine with a load

@@ -1,5 +1,5 @@
-"""The rebuild without a gap (``rebuilding.py``) end to end: results recorded and applied by
-an updater throughout, readers asking players' ranks throughout, and a rebuild of both
+"""The rebuild without a gap (``service/upkeep/gapless.py``) end to end: results recorded and
+applied by an updater throughout, readers asking players' ranks throughout, and a rebuild of both
 boards' windows (a board by order and a versioned one) from the store in between.
 
 No read finds a seeded player missing or at zero points, and afterwards each board equals

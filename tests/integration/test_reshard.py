@@ -1,5 +1,5 @@
-"""A change of the index's shard count while the fleet runs (``resharding.py``,
-``index/layout.py``; docs/architecture.md §8): a production podium (Postgres, a split Redis
+"""A change of the index's shard count while the fleet runs (``service/upkeep/reshard.py``,
+``index/redis/layout.py``; docs/architecture.md §8): a production podium (Postgres, a split Redis
 index) resharded from 4 shards to 8 and back to 3 while results are recorded and applied
 by two processes (two ``bootstrap.build`` of the same settings, each with its updater) and
 readers in both ask players' ranks throughout.

@@ -4,9 +4,9 @@ Under ``[archive] dir``: ``results/<YYYY-MM-DD>.csv.gz`` and ``<YYYY-MM-DD>.mani
 (the day, the count, the first and last key, the sha256 of the file's bytes). The rows are
 in key order, (ended_at, player_id, match_id), each key once.
 
-Written as the standings archive is (``archive.py``): gzip without a timestamp, a temporary
-file renamed into place, so the same rows always give the same bytes. A day is written from
-what its file already holds merged with what the store still has of that day, both in key
+Written as the standings archive is (``archive/standings.py``): gzip without a timestamp, a
+temporary file renamed into place, so the same rows always give the same bytes. A day is written
+from what its file already holds merged with what the store still has of that day, both in key
 order, in one pass that keeps one row of each: so a pass that is killed after its file was
 written but before its deletes, and runs again, writes the same file, and a result recorded
 while a pass ran joins its day's file on the next. The file is fsynced, and its directory,

@@ -1,6 +1,6 @@
 """``podium rebuild --board B [--window W] | --all``: board windows of a shared index rebuilt
-from the store without a gap (``rebuilding.py``), with a ``rich`` progress bar (members per
-second, time left) and the difference between the new generation and the live one printed
+from the store without a gap (``service/upkeep/gapless.py``), with a ``rich`` progress bar (members
+per second, time left) and the difference between the new generation and the live one printed
 before the switch.
 
 The log is applied again by this process (``Backends.replay``, as ``podium worker

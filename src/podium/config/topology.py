@@ -7,8 +7,8 @@ in-process index, which rank source the reads use) asks this value instead of re
 again. It holds kinds and counts only, never an adapter, so it imports nothing of podium.
 
 It also reads the one index URL that names more than a server, ``redis+sentinel://``
-(``sentinel_address``), for the settings' check (config.py) and for bootstrap, which hands
-the parts to the Sentinel adapter (``index/sentinel.py``); and, for the settings' check, the
+(``sentinel_address``), for the settings' check (config/settings.py) and for bootstrap, which hands
+the parts to the Sentinel adapter (``index/redis/sentinel.py``); and, for the settings' check, the
 hosts and ports of every other store, index and log URL (``address_problem``), as each
 adapter will read them, so that a bad one stops the start naming the setting rather than
 failing inside a driver.
@@ -154,7 +154,7 @@ def address_problem(url: str) -> str | None:
         # A password with a / ? or # in it, unencoded: what looks like the host would be
         # part of it, so none of it is named.
         return "the user or password holds a / ? or #: percent-encode it (%2F %3F %23)"
-    if scheme == "nats":  # each server of the list may carry its own user (log/nats.py)
+    if scheme == "nats":  # each server of the list may carry its own user (log/nats/log.py)
         hosts = [h.rpartition("@")[2] for h in netloc.split(",")]
     else:
         hosts = netloc.rpartition("@")[2].split(",")
@@ -168,7 +168,7 @@ def address_problem(url: str) -> str | None:
         db = path.partition("?")[0].removeprefix("/")
         if db and not db.isdigit():
             return f"the path is the database number, got {db!r}"
-    if cluster and path not in ("", "/", "/0"):  # index/cluster.py reads neither
+    if cluster and path not in ("", "/", "/0"):  # index/redis/cluster.py reads neither
         return f"Redis Cluster has only database 0, and no options: got {path!r}"
     return None
 

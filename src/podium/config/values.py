@@ -113,7 +113,7 @@ Networks = Annotated[
 
 
 def _servers(url: str) -> str:
-    """A URL's hosts and ports read now (topology.py), as its adapter will read them: a
+    """A URL's hosts and ports read now (config/topology.py), as its adapter will read them: a
     malformed one stops the start naming the field and the bad part, not a driver's
     traceback at the first connection."""
     if problem := address_problem(url):
@@ -147,7 +147,7 @@ ShardUrls = Annotated[tuple[ShardUrl, ...], BeforeValidator(_a_list), as_list]  
 
 
 def _sentinel_url(url: str) -> str:
-    """A ``redis+sentinel://`` URL is read whole now (topology.py), so that a bad one stops
+    """A ``redis+sentinel://`` URL is read whole now (config/topology.py), so that a bad one stops
     the start naming the field, rather than the first connection failing later."""
     if is_sentinel_url(url):
         sentinel_address(url)  # its ValueError says what is wrong, and not the password
@@ -157,7 +157,7 @@ def _sentinel_url(url: str) -> str:
 IndexUrl = Annotated[
     str,
     StringConstraints(
-        # rediss: over TLS, one Redis or a cluster (index/cluster.py reads both schemes)
+        # rediss: over TLS, one Redis or a cluster (index/redis/cluster.py reads both schemes)
         strict=True,
         pattern=r"^(memory://|rediss?(\+cluster)?://|redis\+sentinel://)",
     ),

@@ -1,6 +1,6 @@
 """The ``[[webhooks]]`` tables of the settings file: where reward and moderation events are
 POSTed (``workers/webhooks.py``), signed with which secret, for which events, and how long
-a failing endpoint is retried. ``config.py`` reads them with the rest of the file; the
+a failing endpoint is retried. ``config/settings.py`` reads them with the rest of the file; the
 messages follow its style (``webhooks[0].events: unknown event 'window.closed' (known: ...)``).
 """
 

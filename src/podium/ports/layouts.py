@@ -1,10 +1,10 @@
 """``Layouts``: the shard layouts of a split index, as a reshard sees them
-(``podium rebuild --all --shards M``, ``resharding.py``; §8 of docs/architecture.md).
+(``podium rebuild --all --shards M``, ``service/upkeep/reshard.py``; §8 of docs/architecture.md).
 
 The live layout is the one the index's layout record names (absent: the configured
 ``index.shards``). A reshard names the next one in the record while it builds it, which
 every process follows by writing both; then it writes the record's switch, which every
-process follows within ``index.watch_s``. The layouts' keys never meet (``index/keys.py``).
+process follows within ``index.watch_s``. The layouts' keys never meet (``index/redis/keys.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Recording a match's results (``POST /v1/matches/{matchId}/results``): which board windows
 they count for, every check before the first write, the claim of the match, and one write
-per player. The rules of one player's record (replay, hourly cap, fold) are ``recording.py``.
+per player. The rules of one player's record (replay, hourly cap, fold) are ``domain/recording.py``.
 
 Knows the ports, never an adapter.
 """

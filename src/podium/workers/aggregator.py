@@ -81,7 +81,7 @@ class Aggregator:
         clock: Clock,
     ) -> None:
         self.settings = settings
-        self.shards = shards  # the live layout's, read at each cycle (index/layout.py)
+        self.shards = shards  # the live layout's, read at each cycle (index/redis/layout.py)
         self.snapshots = snapshots
         self.clock = clock
         self.token = secrets.token_hex(8)

@@ -7,9 +7,9 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
   one process, under the rebuild lock, refills every live board window from the store (the
   rebuild use case, ``rebuilds.py``), applies the log's last seconds once more (writes that
   landed while the rebuild read the store would otherwise be lost to its swap), and only
-  then writes a new marker: until then every read of the index answers 503 (``mending.py``).
-  That replay starts from before the rebuild began, however late the loss was noticed: the
-  store holds everything committed before, and the rebuild reads it all.
+  then writes a new marker: until then every read of the index answers 503
+  (``service/ranks/marked.py``). That replay starts from before the rebuild began, however late the
+  loss was noticed: the store holds everything committed before, and the rebuild reads it all.
 - A shard whose marker was written on **another node** than the one that holds it now (a
   replica took over, or the node restarted from a snapshot) may lack the writes of the last
   moments before the change: the log is applied once more from the time its marker was last
@@ -179,7 +179,7 @@ def mender(n: Needs) -> Mender | None:
         again,
         n.clock,
         n.settings.index.failover_replay_s,
-        lambda: max(1, len(n.shards)),  # the live layout's (index/layout.py)
+        lambda: max(1, len(n.shards)),  # the live layout's (index/redis/layout.py)
     )
 
 

@@ -1,5 +1,5 @@
 """The pruner role: results older than ``[store] keep_results_days`` out of the store, into
-a gzip CSV per UTC day of ``endedAt`` under ``[archive] dir`` (``result_archive.py``).
+a gzip CSV per UTC day of ``endedAt`` under ``[archive] dir`` (``archive/results.py``).
 
 A day goes once the whole of it is past the retention (so from then on every result of it
 is refused, ``Matches``), in two passes over the store's rows of that day: the first writes

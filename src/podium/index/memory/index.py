@@ -43,7 +43,8 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         self._boards: dict[BoardKey, Board] = {}
         self._clock = clock
         self.copy = MemoryProfileCopy()
-        self._next: dict[BoardKey, Held] = {}  # the generations rebuilds fill (memory_rebuild.py)
+        # the generations rebuilds fill (index/memory/rebuild.py)
+        self._next: dict[BoardKey, Held] = {}
         self._retired: dict[tuple[BoardKey, str], Board] = {}
 
     def _get(self, key: BoardKey, create: bool = False) -> Board | None:

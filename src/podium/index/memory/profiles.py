@@ -1,6 +1,6 @@
 """The in-process copy of profiles (``ProfileCopy``), kept beside the in-process boards.
 
-The same rules as the Redis copy (redis_profiles.py): a profile is kept only if its
+The same rules as the Redis copy (index/redis/profiles.py): a profile is kept only if its
 version is newer than the one held; the copy is complete only once one copier, under a
 lease it keeps, filled it and marked it so; until then reads are told None (unknown), not
 "no profile". ``MemoryIndex.around`` reads the rows' names from it in the same step.

@@ -1,6 +1,6 @@
 """The aggregator's snapshots and lease (``Snapshots``) in process, for the embedded mode.
 
-The same rules as in Redis (redis_snapshots.py): a lease that ends by the clock, a fencing
+The same rules as in Redis (index/redis/snapshots.py): a lease that ends by the clock, a fencing
 token that rises with each new holder, and snapshots kept only under the newest token, each
 for its time to live. One process holds them, so its aggregator and its readers meet here.
 """

@@ -5,7 +5,7 @@ The marker (``Keys.generation``) holds ``<token> <run_id>:<master_replid>``: the
 when the index was (re)built or first used, and the identity of the node it was written on.
 It is written like any other key, so a replica copies it: a replica promoted after its
 primary died still holds it, with the primary's identity, which is how the change is seen.
-That is the idea of the profile copy's mark (``redis_profiles.py``, tied to ``run_id``),
+That is the idea of the profile copy's mark (``index/redis/profiles.py``, tied to ``run_id``),
 with ``master_replid`` beside it: a replica that takes over draws a new one, and so does a
 primary restarted without its replication state.
 

@@ -7,7 +7,7 @@ exactly; we send them as decimal strings and read them back through ``int(float(
 Reads that need more than one command run as one script rather than a MULTI: the same one
 instant, and much less client work per call than queueing and parsing a transaction.
 
-The index keeps its copy of profiles (the ``ProfileCopy`` port, ``redis_profiles.py``) as
+The index keeps its copy of profiles (the ``ProfileCopy`` port, ``index/redis/profiles.py``) as
 ``copy``, beside its boards, so that ``around`` reads the rows' names in the same script:
 of the composite reads written once for every index (``index/reads.py``), it keeps its own
 ``around`` (around.lua, one round trip where the shared one would take three); its
@@ -222,7 +222,7 @@ class RedisIndex(ComposedReads, RedisRebuild):
 
     def _sidecars(self, key: BoardKey) -> list[str]:
         """A board window's sorted set and what write.lua and ban.lua keep beside it, and
-        the pointer to the generation a rebuild fills (``redis_rebuild.py``)."""
+        the pointer to the generation a rebuild fills (``index/redis/rebuild.py``)."""
         k = self.keys
         return [k.board(key), k.bans(key), k.versions(key), k.meta(key), k.next_generation(key)]
 

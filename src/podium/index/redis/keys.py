@@ -116,8 +116,8 @@ class Keys:
 
     def next_generation(self, key: BoardKey) -> str:
         """The pointer to the generation a rebuild is filling beside the live one
-        (``rebuilding.py``): it holds that generation's sorted set, versions and metadata
-        names, one a line, so that write.lua and ban.lua apply every change to both
+        (``service/upkeep/gapless.py``): it holds that generation's sorted set, versions and
+        metadata names, one a line, so that write.lua and ban.lua apply every change to both
         generations until the switch without building a name themselves; it lives only
         while the rebuild renews it."""
         return f"{self._window(key)}:next"
@@ -134,7 +134,7 @@ class Keys:
         return f"{self.prefix}:{tag}:profiles"
 
     def generation(self) -> str:
-        """The generation marker of this shard (``index/generations.py``): a token and the
+        """The generation marker of this shard (``index/redis/generations.py``): a token and the
         identity of the node it was written on, in the shard's slot, so that it lives and
         dies with that node's data: a Redis that came back empty lost it too."""
         return f"{self._base}:gen"
@@ -165,7 +165,7 @@ class Keys:
     def snapshot(self, key: BoardKey) -> str:
         return f"{self.prefix}:{{agg}}:snap:{key.board}:{key.window}"
 
-    # The layout record (``index/layout.py``): the live shard count a reshard wrote, and
+    # The layout record (``index/redis/layout.py``): the live shard count a reshard wrote, and
     # beside it, while one runs, the count being built. One tag: one slot, one MGET.
     def layout(self) -> str:
         return f"{self.prefix}:{{layout}}"

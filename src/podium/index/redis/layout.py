@@ -1,5 +1,5 @@
 """Which shard layout of a split Redis index is live, and the one indirection every process
-reads it through, so that ``podium rebuild --all --shards M`` (``resharding.py``, §8 of
+reads it through, so that ``podium rebuild --all --shards M`` (``service/upkeep/reshard.py``, §8 of
 docs/architecture.md) changes the shard count under a running fleet.
 
 - **The record** (``RedisLayout``, keys ``Keys.layout`` and ``Keys.layout_next``, one slot):
@@ -261,7 +261,7 @@ class Layout:
 
 class _Late:
     """A view whose calls reach the live layout's part at the moment of each call, even one
-    bound once and kept (``mending.py`` keeps ``tokens``): never the part that was live
+    bound once and kept (``service/ranks/marked.py`` keeps ``tokens``): never the part that was live
     when it was looked up."""
 
     layout: Layout
@@ -364,8 +364,8 @@ class LiveCopy(_Late):
 
 class LiveGenerations(_Late):
     """The generation markers of the live layout (``ports/generations.py``). A read's check
-    (``mending.py``) that finds markers of another number than before it read saw the layout
-    switch, not a rebuild: both layouts were whole."""
+    (``service/ranks/marked.py``) that finds markers of another number than before it read saw the
+    layout switch, not a rebuild: both layouts were whole."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout

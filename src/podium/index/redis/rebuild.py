@@ -1,6 +1,6 @@
 """A board window rebuilt on Redis beside the live one (the ``Rebuilding`` port,
-``rebuilding.py`` runs the procedure): a new generation of its keys (``Keys.of_generation``),
-filled in bulk, then switched in by one script.
+``service/upkeep/gapless.py`` runs the procedure): a new generation of its keys
+(``Keys.of_generation``), filled in bulk, then switched in by one script.
 
 - ``begin_build`` sets the window's pointer (``Keys.next_generation``, SET NX with a time to
   live the rebuild renews): from then on write.lua and ban.lua apply every change to both

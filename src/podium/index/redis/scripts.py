@@ -10,7 +10,7 @@ primary) never reaches a replica, and it knows no ``_RO`` form.
 
 A script's keys must hash to one slot on a cluster: redis-py's cluster client checks that
 before it sends (a script given keys of two slots is a bug, ``InternalError``), and
-``index/keys.py`` gives every key one script touches the same hash tag.
+``index/redis/keys.py`` gives every key one script touches the same hash tag.
 
 A line ``--#include <name>`` in a script is replaced by the text of ``lua/<name>.lua``:
 functions that two scripts share (``place.lua``) are written once.

@@ -3,7 +3,7 @@
 The client (``sentinel_client``) is redis-py's ``redis.asyncio.sentinel.Sentinel``'s client
 of the service's primary (``master_for``): every new connection asks the Sentinels which node
 is the primary now, so once a replica is promoted the next connection reaches it, with no
-restart. What it meets on the way is an outage (``index/errors.py``): the old primary's
+restart. What it meets on the way is an outage (``index/redis/errors.py``): the old primary's
 connections fail (connection refused, or ``READONLY`` from a primary demoted to a replica,
 which redis-py turns into a ConnectionError and a new question to the Sentinels); while the
 Sentinels agree the primary is down and none is promoted yet, ``MasterNotFoundError``.

@@ -8,9 +8,9 @@ lists exactly what one sorted set holding every shard's members would.
 
 Every answer here is exact: a rank is the number of members strictly ahead of the player,
 counted on every shard. The cheaper answers of a split board (slices of the aggregator's
-merged top, estimates from its histogram) are the read side's (``ranking.py``), which uses
-this class where it needs exactness. Reads of several shards are not one instant: a result
-landing on one shard between two shards' answers may show in one and not the other, by
+merged top, estimates from its histogram) are the read side's (``service/ranks/snapshot.py``),
+which uses this class where it needs exactness. Reads of several shards are not one instant: a
+result landing on one shard between two shards' answers may show in one and not the other, by
 at most the writes of that moment.
 
 The shards are ``ShardIndex`` adapters (a ``MemoryIndex`` each, or a ``RedisIndex`` per hash
@@ -45,7 +45,7 @@ class SplitIndex(ComposedReads):
             raise ValueError("a split index needs at least one shard")
         self.shards = list(shards)
         self._close = close
-        # The copy of profiles, each shard's beside its boards (split_profiles.py).
+        # The copy of profiles, each shard's beside its boards (index/split/profiles.py).
         self.copy = SplitProfileCopy(copies) if copies else None
 
     @property

@@ -6,7 +6,7 @@ stream leader), nobody answering on the JetStream API (JetStream starting, or no
 yet), and the server's own 503. Everything else (a request the server refuses as
 malformed, a limit, a permission) is a bug in what podium sent: ``InternalError``.
 
-A pull request (``nats_pull.py``) is answered by statuses, not errors: it ends when there is
+A pull request (``log/nats/pull.py``) is answered by statuses, not errors: it ends when there is
 nothing to deliver (404) or less than its batch (408, the request's own timeout, at once for a
 ``no_wait`` request: not an outage); a consumer with no leader (503), a leadership change or
 the consumer deleted (409) are "not now", transient as above; any other is a bug.

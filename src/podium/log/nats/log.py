@@ -6,12 +6,12 @@ and keep their order. The stream is made on first use if missing (file storage, 
 retention for ``[log] retention_s`` so that a replay by time can reach back, a duplicate
 window of ``DUPLICATE_WINDOW_S``); one made with another partition count is refused.
 Reward and moderation events go on it too, on ``<stream>.events.<type>``
-(``nats_relay.py``), which no consumer of changes reads; a stream made before them is
+(``log/nats/relay.py``), which no consumer of changes reads; a stream made before them is
 given that subject at first use.
 
 **Relay.** ``relay`` moves committed outbox rows into the stream, with message ids that
-make a re-publish harmless (``nats_relay.py``), from every store database this process
-holds the relay lease of (``nats_lease.py``): one relay at a time per database, so that a
+make a re-publish harmless (``log/nats/relay.py``), from every store database this process
+holds the relay lease of (``log/nats/lease.py``): one relay at a time per database, so that a
 player's changes reach the stream in commit order, and any number of relay processes, the
 others standing by. The databases are asked for at every step (``databases``), so a
 database that a bucket moved to is relayed too.
@@ -159,7 +159,7 @@ class NatsLog:
 
     @property
     def events_subject(self) -> str:
-        """Every event's subject: ``<stream>.events.<type>`` (``nats_relay.py``)."""
+        """Every event's subject: ``<stream>.events.<type>`` (``log/nats/relay.py``)."""
         return f"{self._stream}.events.>"
 
     # -- connection and stream ---------------------------------------------------------

@@ -6,7 +6,7 @@ in the outbox only once the stream acked every publish. A crash in between publi
 again, and the stream's duplicate window drops what it stored already.
 
 The relay is the one reader of its database's outbox while it holds that database's lease
-(``nats_lease.py``), so it claims rows whatever claims they carry: a claim left by a holder
+(``log/nats/lease.py``), so it claims rows whatever claims they carry: a claim left by a holder
 that died must not hide a player's earlier row while their later one is published. It
 starts no publish after ``stop_by``, the end of its lease less a publish's timeout (at most
 a third of a lease); what it had not published by then goes back to the outbox for the next

@@ -1,9 +1,9 @@
 """The reads' ranks counted on the rank index: every answer read from the index itself, at
 one instant where the index reads one (one sorted set; on a board split across shards, every
-shard asked at once, ``index/split.py``), and exact wherever the index says so.
+shard asked at once, ``index/split/index.py``), and exact wherever the index says so.
 
 The rank source of a deployment whose boards are not split across shards, and what the
-aggregator's snapshot (``ranking.py``) falls back to for whatever it cannot answer.
+aggregator's snapshot (``service/ranks/snapshot.py``) falls back to for whatever it cannot answer.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ class MarkedRanks:
         if None in after:
             raise Rebuilding("the index's generation marker is gone: the board is being rebuilt")
         # Markers of another number: a reshard switched the layout while this read ran
-        # (index/layout.py), both layouts whole (§8), so not a rebuild.
+        # (index/redis/layout.py), both layouts whole (§8), so not a rebuild.
         if before is not None and len(before) == len(after) and before != after:
             raise Rebuilding("the index was rebuilt while this read ran")
         return got

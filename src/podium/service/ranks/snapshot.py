@@ -10,7 +10,7 @@ wants it), so a thousand reads a second cost the snapshot store one read a secon
 Everything that must be exact (a rank inside the top whose neighbors reach past it; every
 rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
 snapshot cannot answer (none published yet, or none since the last change) is counted on the
-shards themselves (``counted.py`` over the split index, ``index/split.py``), as on one shard.
+shards themselves (``counted.py`` over the split index, ``index/split/index.py``), as on one shard.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ class SnapshotRanks:
                 return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
             if _estimates(spec, snap):
                 # The score with its shard's marker read in the same step: the read's check
-                # (mending.py) needs no second round trip.
+                # (service/ranks/marked.py) needs no second round trip.
                 shard, got = await self.split.marked_score(key, player_id)
                 score = got.score
                 if score is None:

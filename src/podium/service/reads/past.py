@@ -2,9 +2,9 @@
 streamed, and a player's final rank and points in each frozen window they played.
 
 What a frozen window keeps (``lifecycle.py``): its first ``exact_top`` places in the store
-(``final_standings``), and every player in its archive file (``archive.py``), whose sha256 the
-store holds. A player below the kept top is found in that file: their line there is as exact
-as the store's, and the answer says where it came from. An API process whose archive
+(``final_standings``), and every player in its archive file (``archive/standings.py``), whose
+sha256 the store holds. A player below the kept top is found in that file: their line there is as
+exact as the store's, and the answer says where it came from. An API process whose archive
 directory lacks the file (the freezer wrote it on another machine) writes it again from the
 store's frozen tallies, and uses it only if it has the very checksum the freeze recorded.
 

@@ -78,7 +78,7 @@ class Reads:
         self.boards = boards  # the board and the window a read names
         self.players = players
         # Counted on the index, or on a board split across shards the aggregator's snapshot
-        # (counted.py, ranking.py): bootstrap picks.
+        # (counted.py, service/ranks/snapshot.py): bootstrap picks.
         self.ranks = ranks
         self.copy = copy
         self.clock = clock

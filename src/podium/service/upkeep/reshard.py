@@ -6,7 +6,7 @@ one, compared with it, and switched for every window at once by the layout recor
 A player's shard in the new layout is another slot than their shard in the live one, so no
 one script can write both, as a rebuild of one layout does (``write.lua`` and its ``:next``
 pointer). Every process writes both instead, by itself, from the moment it follows the
-record's ``next`` (``index/layout.py``: its views write every layout it names):
+record's ``next`` (``index/redis/layout.py``: its views write every layout it names):
 
 1. **Take the menders' rebuild lock** (a live shard that lost its data meanwhile is mended
    by the new layout, filled from the store) and **name the next layout** in the record
@@ -17,8 +17,8 @@ record's ``next`` (``index/layout.py``: its views write every layout it names):
 2. **Bans and profiles**: every ban in the store written to the new layout's ban sets of the
    windows rebuilt, and the store's profiles copied into its copy (``Rebuilds.copy_profiles``).
 3. **Every window rebuilt into the new layout** by the rebuild without a gap
-   (``rebuilding.py``, the fill code itself: streamed pages, pipelined, the progress bar),
-   compared with the live layout (counts, the top 1,000, a sample) and the difference
+   (``service/upkeep/gapless.py``, the fill code itself: streamed pages, pipelined, the progress
+   bar), compared with the live layout (counts, the top 1,000, a sample) and the difference
    printed, the log replayed from before it began (into both layouts, through the views),
    then switched inside the new layout, which no one reads yet.
 4. **Mark** the new layout's shards (their generation markers), then **switch** the record:

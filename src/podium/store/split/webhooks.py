@@ -79,7 +79,7 @@ class Webhooks(Part):
         )
         return sum(done)
 
-    # The relay reads each database's events under that database's lease (``log/nats.py``);
+    # The relay reads each database's events under that database's lease (``log/nats/log.py``);
     # these two serve a caller of the whole store.
 
     async def unpublished_events(self, limit: int) -> list[Event]:

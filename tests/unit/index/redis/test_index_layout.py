@@ -1,6 +1,6 @@
-"""The index's shard layouts (``index/layout.py``, ``index/keys.py``): the tags of a layout a
-reshard built never meet the configured layout's; a process follows the layout record, writes
-both layouts while the next is built and the one it left until every process can have
+"""The index's shard layouts (``index/redis/layout.py``, ``index/redis/keys.py``): the tags of a
+layout a reshard built never meet the configured layout's; a process follows the layout record,
+writes both layouts while the next is built and the one it left until every process can have
 followed, and says so when its settings name another count."""
 
 from __future__ import annotations

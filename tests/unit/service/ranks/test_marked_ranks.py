@@ -119,7 +119,7 @@ async def test_a_token_changed_since_the_last_read_is_a_503_once() -> None:
 
 
 async def test_markers_of_another_number_are_a_reshard_not_a_rebuild() -> None:
-    """A reshard (index/layout.py) switched the layout while the read ran: the markers of 4
+    """A reshard (index/redis/layout.py) switched the layout while the read ran: the markers of 4
     shards before it, of 8 after; both layouts were whole, so the read is answered."""
     markers, source = Markers(("t1",) * 4), Source()
     ranks = _marked(markers, source)

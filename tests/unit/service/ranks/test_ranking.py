@@ -1,5 +1,5 @@
-"""The read side's hold on a split board's snapshot (``ranking.py``): after a change the
-aggregator has not counted yet (a ban, a rebuild), this process passes over every snapshot
+"""The read side's hold on a split board's snapshot (``service/ranks/snapshot.py``): after a change
+the aggregator has not counted yet (a ban, a rebuild), this process passes over every snapshot
 made before it, and counts on the shards, until a newer one is published."""
 
 from __future__ import annotations
