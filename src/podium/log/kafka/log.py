@@ -75,6 +75,7 @@ from podium.log.kafka.topics import (
     RETRY_S,
     ensure_topics,
 )
+from podium.log.partitions import Turns, databases_of
 from podium.ports import Clock, Relayed
 
 log = logging.getLogger("podium.log")
@@ -156,14 +157,7 @@ class KafkaLog:
         self._replication = replication
         self._retention_s = retention_s
         self._client = dict(client or {})
-        if databases is None and outbox is not None:
-            one = {source: outbox}
-
-            async def just_one() -> Mapping[str, Relayed]:
-                return one
-
-            databases = just_one
-        self._databases = databases
+        self._databases = databases_of(databases, outbox, source)
         self._me = _token()  # this consumer, in the leases it writes
         # The name its relay leases carry: host and pid, for whoever looks at them.
         name = holder or f"{socket.gethostname()} pid {os.getpid()} {self._me}"
@@ -172,7 +166,7 @@ class KafkaLog:
         self._consumer: Consumer | None = None
         self._producer: Producer | None = None
         self._connecting = asyncio.Lock()
-        self._turn = 0
+        self._turns = Turns(partitions)
         self._touched: set[int] = set()  # partitions this consumer took leases in
         self._cache: dict[int, dict[int, bytes | None]] = {}  # partition -> offset -> value
         self._closed = False
@@ -370,18 +364,10 @@ class KafkaLog:
     # -- consumers -------------------------------------------------------------------------
 
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
-        if partition is not None and not 0 <= partition < self._partitions:
-            raise ValueError(
-                f"partition {partition!r}: the log has partitions 0 to {self._partitions - 1}"
-            )
+        parts = self._turns.parts(partition)
         if limit <= 0:
             return []
         await self._ready()
-        if partition is not None:
-            parts = [partition]
-        else:
-            start, self._turn = self._turn, (self._turn + 1) % self._partitions
-            parts = [(start + i) % self._partitions for i in range(self._partitions)]
         out: list[Message] = []
         for p in parts:
             if len(out) >= limit:

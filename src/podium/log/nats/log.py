@@ -73,6 +73,7 @@ from podium.log.nats.lease import RelayLeases
 from podium.log.nats.pull import Pull
 from podium.log.nats.relay import Publisher
 from podium.log.nats.replay import NatsReplay
+from podium.log.partitions import Turns, databases_of
 from podium.ports import Clock, Relayed
 from podium.util.redact import redact_url
 
@@ -122,20 +123,13 @@ class NatsLog:
         self._lease_s = lease_s
         self._replicas = replicas
         self._retention_s = retention_s
-        if databases is None and outbox is not None:
-            one = {source: outbox}
-
-            async def just_one() -> Mapping[str, Relayed]:
-                return one
-
-            databases = just_one
-        self._databases = databases
+        self._databases = databases_of(databases, outbox, source)
         self._leases = RelayLeases(f"{stream}-relays", lease_s, replicas, holder)
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         self._connecting = asyncio.Lock()
         self._pulls: list[Pull] = []
-        self._turn = 0  # which partition a fetch of all of them starts with
+        self._turns = Turns(partitions)
         self._held: dict[str, float] = {}  # reply subject -> lease end, of what this holds
         self._pinging: asyncio.Future[None] | None = None  # readiness's question, asked once
 
@@ -324,18 +318,10 @@ class NatsLog:
     # -- consumers -------------------------------------------------------------------------
 
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
-        if partition is not None and not 0 <= partition < self._partitions:
-            raise ValueError(
-                f"partition {partition!r}: the log has partitions 0 to {self._partitions - 1}"
-            )
+        parts = self._turns.parts(partition)
         if limit <= 0:
             return []
         await self._ready()
-        if partition is not None:
-            parts = [partition]
-        else:
-            start, self._turn = self._turn, (self._turn + 1) % self._partitions
-            parts = [(start + i) % self._partitions for i in range(self._partitions)]
         return await self._fetch_from([self._pulls[p] for p in parts], limit)
 
     async def _fetch_from(self, pulls: list[Pull], limit: int) -> list[Message]:
