@@ -222,7 +222,7 @@ class Env:
     key: str = ""
 
     def redis_board_key(self, board: str, window: str) -> str:
-        from podium.index.keys import Keys
+        from podium.index.redis.keys import Keys
         from podium.ports import BoardKey
 
         assert self.prefix is not None

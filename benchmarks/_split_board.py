@@ -34,7 +34,7 @@ from _harness import _die_with_parent, free_port
 from podium.domain.boards import BoardSpec
 from podium.domain.sharding import shard_of, shard_tag
 from podium.domain.windows import Window
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
 
 PER_COMMAND = 1000  # members per ZADD

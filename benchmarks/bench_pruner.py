@@ -84,7 +84,7 @@ async def preload_postgres(url: str, n: int, days: int, base: int) -> None:
 
 async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None:
     from podium import bootstrap
-    from podium.config import parse
+    from podium.config.settings import parse
     from podium.domain.models import ApiKey, PlayerResult
     from podium.workers.pruner import Pruner
 
@@ -104,7 +104,7 @@ async def bench(args: argparse.Namespace, store_url: str, archive: Path) -> None
     b.start_roles(["updater"])
     key = ApiKey("bench", "bench", "h", ("default",))
     counted = Counting(b.store)
-    pruner = Pruner(counted, archive, b.clock, 90)
+    pruner = Pruner(counted, bootstrap.result_files(str(archive)), b.clock, 90)
     lat: dict[str, list[float]] = {"off": [], "on": []}
     pruned: dict[str, float] = {"seconds": 0}
     n = 0
@@ -232,7 +232,7 @@ def main() -> None:
 
 async def _migrate(url: str) -> None:
     from podium import bootstrap
-    from podium.config import parse
+    from podium.config.settings import parse
 
     b = bootstrap.build(parse({"store": {"url": url}}))
     try:

@@ -232,7 +232,7 @@ def fill_sqlite(path: Path, results: int, per_player: int, days: int) -> dict[st
 
 def archive_bytes(path: Path, directory: Path, limit: int) -> tuple[int, int]:
     """The first ``limit`` results, in key order, as one day file: (bytes, results)."""
-    from podium import result_archive
+    from podium.archive import results as result_archive
     from podium.domain.retention import StoredResult
 
     c = sqlite3.connect(path)

@@ -85,7 +85,8 @@ async def step(
 
 
 async def in_process(env: Env, args: argparse.Namespace) -> None:
-    from podium import bootstrap, config
+    from podium import bootstrap
+    from podium.config import settings as config
     from podium.domain.models import MatchQuery, PlayerResult
     from podium.ports import BoardKey
 
@@ -94,7 +95,7 @@ async def in_process(env: Env, args: argparse.Namespace) -> None:
     await b.start()  # embedded: rebuilds the in-process index from the file
     try:
         pod = b.podium
-        window = pod.reads.window(pod.reads.board("week"), None).id
+        window = pod.boards.window(pod.boards.board("week"), None).id
         key = BoardKey("week", window)
         rng = random.Random(5)
         n = args.n

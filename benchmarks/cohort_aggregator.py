@@ -27,12 +27,12 @@ from typing import Any
 
 from _harness import med_spread, save_json
 from podium.bootstrap import build
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.cohorts import is_cohort
 from podium.domain.models import PlayerResult
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 

@@ -11,6 +11,9 @@ per call, sequential and unloaded, of:
   what it reads now (one row more in the same call, to say whether there is a next page);
 - ``page_from(row, 100)`` behind the row at that offset, the cursor page's read, forward
   and backward;
+- ``page_after(row, 100)``, the keyset page the reconciler walks a board by (``keyset``),
+  and, for the member of that row, ``around`` with 2 neighbours and ``rank``: the reads
+  ``index/reads.py`` writes once for every index (Redis keeps its own ``around``);
 
 at offsets 0, 1,000 and 9,900 (the bottom page of the default ``exact_top``); the pages by
 offset below the top are timed ``--n / 10`` times (at least 10): on a split board each reads
@@ -30,12 +33,12 @@ from typing import Any
 from _harness import code_line, install_sigterm, machine_line, run
 from podium.domain.boards import BoardSpec
 from podium.domain.windows import WindowKind, WindowRule
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.split import SplitIndex
-from podium.paging import links
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.index import RedisIndex
+from podium.index.split.index import SplitIndex
 from podium.ports import BoardKey, RankIndex
-from podium.views import Entry
+from podium.service.reads.paging import links
+from podium.service.views import Entry
 
 KEY = BoardKey("week", "2026-W49")
 PREFIX = f"podium-bench-cursor-{random.randrange(1 << 30):x}"
@@ -62,7 +65,8 @@ async def fill(index: RankIndex, members: int) -> None:
 
 async def measure(name: str, index: RankIndex, n: int) -> None:
     print(f"\n{name}  (ms per call, median of {n})")
-    print(f"  {'offset':>7}  {'page 100':>9}  {'page 101':>9}  {'after':>9}  {'before':>9}")
+    heads = ("page 100", "page 101", "after", "before", "keyset", "around", "rank")
+    print(f"  {'offset':>7}" + "".join(f"  {h:>9}" for h in heads))
     for offset in (0, 1000, 9900):
         row = (await index.page(KEY, offset, offset, descending=True))[0]
         # a page by offset deep on a split board reads every shard down to it: fewer calls
@@ -74,11 +78,25 @@ async def measure(name: str, index: RankIndex, n: int) -> None:
         def beside(n: int, before: bool, r: tuple[str, int] = row) -> Awaitable[Any]:
             return index.page_from(KEY, r, n, descending=True, before=before)
 
-        a = await timed(lambda: page(99), deep)
-        b = await timed(lambda: page(100), deep)
-        c = await timed(lambda: beside(101, False), n)
-        d = await timed(lambda: beside(100, True), n)
-        print(f"  {offset:>7}  {a:>9.3f}  {b:>9.3f}  {c:>9.3f}  {d:>9.3f}")
+        def keyset(r: tuple[str, int] = row) -> Awaitable[Any]:
+            return index.page_after(KEY, r, 100, descending=True)
+
+        def around(r: tuple[str, int] = row) -> Awaitable[Any]:
+            return index.around(KEY, r[0], 2, descending=True)
+
+        def rank(r: tuple[str, int] = row) -> Awaitable[Any]:
+            return index.rank(KEY, r[0], descending=True)
+
+        times = [
+            await timed(lambda: page(99), deep),
+            await timed(lambda: page(100), deep),
+            await timed(lambda: beside(101, False), n),
+            await timed(lambda: beside(100, True), n),
+            await timed(keyset, n),
+            await timed(around, n),
+            await timed(rank, n),
+        ]
+        print(f"  {offset:>7}" + "".join(f"  {t:>9.3f}" for t in times))
 
 
 async def main() -> None:

@@ -44,7 +44,7 @@ from pathlib import Path
 import httpx
 
 from _harness import CLK_TCK, Server, code_line, free_port, install_sigterm, machine_line
-from podium.config import load
+from podium.config.settings import load
 from podium.domain.boards import Order
 
 BOARDS = {1: ("week",), 3: ("season", "week", "day")}

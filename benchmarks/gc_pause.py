@@ -14,7 +14,7 @@ import gc
 import statistics
 import time
 
-from podium.index.memory import MemoryIndex
+from podium.index.memory.index import MemoryIndex
 from podium.ports import BoardKey
 
 

@@ -32,11 +32,11 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from _harness import NATS_URL, delete_stream
 from podium import bootstrap
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.boards import Tally
 from podium.domain.models import Change, PlayerResult, ResultRecord, Target
 from podium.log.events import encode
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.store.sqlite import SqliteStore
 
 BATCH = 500

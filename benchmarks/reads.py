@@ -132,7 +132,8 @@ async def preload(env: Env, n: int) -> dict[str, float]:
     """Through the service in this process, then the updater role until the outbox is empty.
     Only public pieces are used (``bootstrap.build``, ``Keys.create``,
     ``Matches.record``, ``Backends.start_roles``), so that refactors do not break it."""
-    from podium import bootstrap, config
+    from podium import bootstrap
+    from podium.config import settings as config
     from podium.domain.models import PlayerResult
 
     settings = config.load(env.config_path)
@@ -181,7 +182,8 @@ async def preload_sql(env: Env, n: int) -> dict[str, float]:
     board window rebuilt into Redis by ``Rebuilds.rebuild`` (what ``podium rebuild`` runs)."""
     import asyncpg
 
-    from podium import bootstrap, config
+    from podium import bootstrap
+    from podium.config import settings as config
 
     settings = config.load(env.config_path)
     backends = bootstrap.build(settings)
@@ -240,7 +242,8 @@ async def preload_profiles(env: Env, n: int) -> float:
         return time.perf_counter() - t0
     import asyncpg
 
-    from podium import bootstrap, config
+    from podium import bootstrap
+    from podium.config import settings as config
 
     conn = await asyncpg.connect(env.store_url)
     try:

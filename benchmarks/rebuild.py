@@ -4,7 +4,8 @@ One board window of N members (``--members``, a million by default) is written i
 store's ``tallies`` table of a fresh Postgres database, once. Then, alternating in one run,
 into one private ``redis-server`` (no persistence) started here:
 
-- podium: the rebuild without a gap (``rebuilding.py``, what ``podium rebuild --board week``
+- podium: the rebuild without a gap (``service/upkeep/gapless.py``, what ``podium rebuild --board
+week``
   runs), in a child process of its own: the log's position noted, a new generation of keys
   filled from Postgres page by page, the log applied again, the two generations compared
   (counts, top 1,000, 1,000 sampled ranks), the switch, the old keys dropped. Timed from the
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from _harness import code_line, free_port, install_sigterm, machine_line, make_env
-from podium.index.redis_rebuild import FILL_CHUNK as PAGE  # members a ZADD, as podium sends
+from podium.index.redis.rebuild import FILL_CHUNK as PAGE  # members a ZADD, as podium sends
 
 BOARD = "week"
 
@@ -88,7 +89,7 @@ async def resp_file(store_url: str, key: str, window: str, start: int, path: Pat
     """The same members and packed scores as podium writes, as RESP ``ZADD``s in a file."""
     import asyncpg
 
-    from podium.config import parse
+    from podium.config.settings import parse
 
     spec = next(b for b in parse({}).boards if b.name == BOARD)
     encode = spec.codec.encode
@@ -146,8 +147,9 @@ def redis_cli(port: int, *args: str) -> str:
 
 def child(config_path: str, window: str) -> None:
     """The podium side, in a process of its own: the rebuild, timed; JSON on stdout."""
-    from podium import bootstrap, config
-    from podium.rebuilding import Target
+    from podium import bootstrap
+    from podium.config import settings as config
+    from podium.service.upkeep.gapless import Target
 
     class Timer:
         first: float | None = None
@@ -166,11 +168,11 @@ def child(config_path: str, window: str) -> None:
         b = bootstrap.build(config.load(config_path))
         try:
             await b.store.migrate()
-            spec = b.podium.reads.board(BOARD)
+            spec = b.podium.boards.board(BOARD)
             timer = Timer()
             t0, c0 = time.perf_counter(), time.process_time()
             [done] = await b.gapless().run(
-                [Target(spec, b.podium.reads.window(spec, window))], grace_s=0, progress=timer
+                [Target(spec, b.podium.boards.window(spec, window))], grace_s=0, progress=timer
             )
             end = time.perf_counter()
             assert timer.first is not None and timer.filled is not None
@@ -213,7 +215,7 @@ def main() -> None:
             f'[store]\nurl = "{env.store_url}"\n[index]\nurl = "{env.index_url}"\n'
             f'prefix = "{env.prefix}"\n'
         )
-        from podium.config import parse
+        from podium.config.settings import parse
 
         spec = next(b for b in parse({}).boards if b.name == BOARD)
         now = int(time.time())

@@ -6,7 +6,7 @@ bare nats-py publishers in one and in two processes.
 Each run makes ``--databases`` Postgres databases of its own on this machine's Postgres
 (``PODIUM_BENCH_POSTGRES``), and a stream of its own on this machine's NATS (``PODIUM_BENCH_NATS``);
 both are deleted afterwards. The relay processes (``--child relay``) are started first and
-left to share the databases' leases out (``log/nats_lease.py``) while the outboxes are
+left to share the databases' leases out (``log/nats/lease.py``) while the outboxes are
 empty; then ``--rows`` outbox rows per database are committed at once (one ``INSERT`` each,
 as many records would leave them, for 2,000 players), and the time is taken until every
 outbox is empty: every row published, acknowledged by the stream, and deleted. The bare
@@ -56,7 +56,7 @@ def db_url(name: str) -> str:
 
 async def relay_child(stream: str, urls: list[str]) -> None:
     from podium.log.events import source_of
-    from podium.log.nats import NatsLog
+    from podium.log.nats.log import NatsLog
     from podium.ports import Relayed
     from podium.store.postgres import PostgresStore
 
@@ -129,7 +129,7 @@ def wait_ready(p: subprocess.Popen[str]) -> None:
 
 
 async def make_stream(stream: str) -> None:
-    from podium.log.nats import NatsLog
+    from podium.log.nats.log import NatsLog
 
     log = NatsLog([NATS_URL], stream, WallClock())
     try:

@@ -43,15 +43,15 @@ import redis.asyncio as aioredis
 
 import _split_board as sb
 from _harness import code_line, install_sigterm, machine_line, quantile, run
-from podium import gcpolicy
 from podium.bootstrap import Backends, build
-from podium.config import Settings, parse
+from podium.config.settings import Settings, parse
 from podium.domain.boards import BoardSpec, in_board_order, merge_in_board_order
 from podium.domain.sharding import shard_of, shard_tag
 from podium.domain.windows import Window
 from podium.errors import Unavailable
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey, SystemClock
+from podium.serve import gcpolicy
 from podium.workers import aggregator
 from podium.workers.aggregator import Aggregator
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from podium.archive import FileArchive
+from podium.archive.standings import FileArchive
 from podium.domain.models import FinalEntry
 
 

@@ -76,12 +76,12 @@ from _harness import (
     wait_quiet,
 )
 from podium import bootstrap
-from podium.config import Settings, parse
+from podium.config.settings import Settings, parse
 from podium.domain.boards import Tally
 from podium.domain.models import Change, Message
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.log.events import encode, message_id, partition_of, source_of
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
 from podium.ports import BoardKey, ChangeLog
 from podium.workers.updater import Updater

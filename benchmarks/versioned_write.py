@@ -23,7 +23,7 @@ import time
 
 import redis.asyncio as aioredis
 
-from podium.index.redis import RedisIndex
+from podium.index.redis.index import RedisIndex
 from podium.ports import BoardKey
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

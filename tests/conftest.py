@@ -199,7 +199,7 @@ def redis_sentinel() -> Iterator[Any]:
 async def cluster_prefix(redis_cluster: Any) -> AsyncIterator[str]:
     """A key prefix of our own on the session's Redis Cluster; its keys are deleted
     afterwards, on every primary."""
-    from podium.index.cluster import cluster_client
+    from podium.index.redis.cluster import cluster_client
 
     prefix = f"podium-test-{secrets.token_hex(4)}"
     yield prefix

@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 import asyncpg
 
-from podium.aio import gather_all
+from podium.util.aio import gather_all
 
 # The server is shared (its max_connections with it): each statement at once is a connection.
 BATCH = 4  # copies made ahead, at once

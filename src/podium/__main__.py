@@ -1,3 +1,3 @@
-from podium.cli import main
+from podium.cli.main import main
 
 main()

@@ -13,15 +13,23 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from podium.api.ratelimit import Buckets, ReadLimiter
-from podium.archive import FileArchive
-from podium.config import Settings
-from podium.counted import CountedRanks
+from podium.archive.results import DayFiles
+from podium.archive.standings import FileArchive
+from podium.config.settings import Settings
+from podium.config.topology import (
+    IndexKind,
+    LogKind,
+    StoreKind,
+    Topology,
+    is_sentinel_url,
+    sentinel_address,
+)
 from podium.errors import ConfigError, Unavailable
-from podium.index.split import SplitIndex
-from podium.mending import MarkedRanks
+from podium.index.memory.ratelimit import ReadLimiter
+from podium.index.split.index import SplitIndex
 from podium.ports import (
     ChangeLog,
     Clock,
@@ -35,24 +43,21 @@ from podium.ports import (
     Snapshots,
     SystemClock,
 )
+from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
-from podium.ranking import SnapshotRanks
-from podium.rebuilding import GaplessRebuild
-from podium.resharding import Reshard
-from podium.service import Service
-from podium.topology import (
-    IndexKind,
-    LogKind,
-    StoreKind,
-    Topology,
-    is_sentinel_url,
-    sentinel_address,
-)
-from podium.workers import mender, roles, updater
+from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
+from podium.ports.operations import BucketMoves
+from podium.ports.ratelimit import Buckets
+from podium.service.ranks.counted import CountedRanks
+from podium.service.ranks.marked import MarkedRanks
+from podium.service.ranks.snapshot import SnapshotRanks
+from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.upkeep.reshard import Reshard
+from podium.service.wiring import Service
+from podium.workers import mender, replay, roles
 from podium.workers.runner import Needs, Runner
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
-    from podium.index.layout import Layout, RedisLayout
     from podium.store.split import SplitStore
 
 log = logging.getLogger("podium")
@@ -78,10 +83,14 @@ def topology(settings: Settings) -> Topology:
     elif is_sentinel_url(index_url):
         index = "sentinel"
     else:
-        from podium.index.cluster import is_cluster_url
+        from podium.index.redis.cluster import is_cluster_url
 
         index = "cluster" if is_cluster_url(index_url) else "redis"
-    log: LogKind = "nats" if settings.log.url.startswith("nats://") else "outbox"
+    log: LogKind = "outbox"
+    if settings.log.url.startswith("nats://"):
+        log = "nats"
+    elif settings.log.url.startswith("kafka://"):
+        log = "kafka"
     topo = Topology(store, index, settings.index.shards, log)
     if settings.server.api != "all" and topo.in_process_index:
         raise ConfigError(
@@ -126,11 +135,11 @@ class IndexParts:
     index: RankIndex
     copy: ProfileCopy
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
 
 
 def gapless(
@@ -141,17 +150,17 @@ def gapless(
     clock: Clock,
     replay: Callable[[float], Awaitable[int]] | None = None,
 ) -> GaplessRebuild:
-    """The rebuild without a gap (``rebuilding.py``) of this deployment's index."""
+    """The rebuild without a gap (``service/upkeep/gapless.py``) of this deployment's index."""
     return GaplessRebuild(
-        settings, store, index, podium.rebuilds.index, clock, podium.reads, replay
+        settings, store, index, podium.rebuilds.index, clock, podium.changed, replay
     )
 
 
 def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     url, n, prefix = settings.index.url, topo.shards, settings.index.prefix
     if topo.in_process_index:
-        from podium.index.memory import MemoryIndex
-        from podium.index.memory_snapshots import MemorySnapshots
+        from podium.index.memory.index import MemoryIndex
+        from podium.index.memory.snapshots import MemorySnapshots
 
         if n == 1:
             memory = MemoryIndex(clock.now)
@@ -160,11 +169,11 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
         return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split)
-    from podium.index.cluster import client_for, shard_indexes
-    from podium.index.generations import RedisGenerations
-    from podium.index.keys import Keys
-    from podium.index.redis import RedisIndex
-    from podium.index.redis_snapshots import RedisSnapshots
+    from podium.index.redis.cluster import client_for, shard_indexes
+    from podium.index.redis.generations import RedisGenerations
+    from podium.index.redis.index import RedisIndex
+    from podium.index.redis.keys import Keys
+    from podium.index.redis.snapshots import RedisSnapshots
 
     replicas = settings.index.read_from_replicas
     if topo.index == "sentinel":  # one Redis, the primary Sentinel names (and its replicas)
@@ -172,7 +181,7 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     else:
         client = client_for(url, read_from_replicas=replicas)
     if n == 1 and topo.index != "cluster":  # one Redis, one shard: today's keys, untagged
-        from podium.index.layout import RedisLayout
+        from podium.index.redis.layout import RedisLayout
 
         redis = RedisIndex(client, prefix=prefix)
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
@@ -181,8 +190,8 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
-    # indirection (index/layout.py), so that a reshard switches the shard count live.
-    from podium.index.layout import (
+    # indirection (index/redis/layout.py), so that a reshard switches the shard count live.
+    from podium.index.redis.layout import (
         Layout,
         LiveCopy,
         LiveGenerations,
@@ -210,8 +219,8 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
 def _sentinel(
     settings: Settings, *, read_from_replicas: bool = False, timeout_s: float | None = None
 ) -> Any:
-    """The client of the primary that ``redis+sentinel://`` names (``index/sentinel.py``)."""
-    from podium.index.sentinel import sentinel_client
+    """The client of the primary that ``redis+sentinel://`` names (``index/redis/sentinel.py``)."""
+    from podium.index.redis.sentinel import sentinel_client
 
     try:
         at = sentinel_address(settings.index.url)
@@ -229,6 +238,12 @@ def _sentinel(
     )
 
 
+def process_limiter(settings: Settings) -> Buckets:
+    """This process's own read buckets: what an app holds until its lifespan puts the
+    configured ones (``read_limiter``) in place."""
+    return ReadLimiter(settings.server.read_rate_per_s, settings.server.read_burst)
+
+
 def read_limiter(settings: Settings, topo: Topology) -> Buckets:
     """The read buckets (``server.read_limiter``): this process's, or the fleet's in the
     index's Redis. "auto" shares them wherever the index is a Redis."""
@@ -238,7 +253,7 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
         raise ConfigError("server.read_limiter: redis needs index.url = redis://...")
     if server.read_rate_per_s <= 0 or server.read_limiter == "process" or not redis:
         return ReadLimiter(server.read_rate_per_s, server.read_burst)
-    from podium.index.ratelimit import TIMEOUT_S, RedisReadLimiter
+    from podium.index.redis.ratelimit import TIMEOUT_S, RedisReadLimiter
 
     if topo.index == "sentinel":
         client = _sentinel(settings, timeout_s=TIMEOUT_S)
@@ -253,9 +268,8 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
 def _log(
     settings: Settings, topo: Topology, store: ScoreStore, split: SplitStore | None, clock: Clock
 ) -> ChangeLog:
-    if topo.log == "nats":
+    if topo.log in ("nats", "kafka"):
         from podium.log.events import source_of
-        from podium.log.nats import NatsLog
 
         databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
         if split is not None:
@@ -273,6 +287,25 @@ def _log(
                 return one
 
             databases = just_one
+        if topo.log == "kafka":
+            from podium.log.kafka.log import KafkaLog
+
+            kafka = settings.log.kafka
+            return KafkaLog.from_url(
+                settings.log.url,
+                clock,
+                topic=kafka.topic,
+                events_topic=kafka.events_topic,
+                group=kafka.group,
+                partitions=settings.log.partitions,
+                lease_s=settings.workers.lease_s,
+                replication=kafka.replication,
+                retention_s=float(settings.log.retention_s),
+                client=kafka.client,
+                databases=databases,
+            )
+        from podium.log.nats.log import NatsLog
+
         return NatsLog.from_url(
             settings.log.url,
             settings.log.stream,
@@ -299,14 +332,14 @@ class Backends:
     podium: Service
     read_limiter: Buckets
     snapshots: Snapshots
-    split: SplitIndex | None
+    split: SplitShards | None  # a split index's shards; None when it is not split
     topology: Topology
     # The store split by player, for what only it does (moving a bucket); None otherwise.
-    split_store: SplitStore | None
+    moves: BucketMoves | None
     generations: Generations | None = None  # a Redis index's markers; None in process
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
-    layout: Layout | None = None  # a split Redis index's live layout (index/layout.py)
-    record: RedisLayout | None = None  # an unsplit Redis's look at the layout record
+    layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
+    record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -321,7 +354,7 @@ class Backends:
 
     async def follow_layout(self) -> None:
         """A split Redis index: the layout its record names followed now, before any read,
-        then watched every ``index.watch_s`` (``index/layout.py``), in every process. An
+        then watched every ``index.watch_s`` (``index/redis/layout.py``), in every process. An
         unsplit Redis whose record names a split layout (index.shards = 1 in a file left
         behind by a reshard) refuses to start: its keys are not the live ones."""
         if self.record is not None:
@@ -340,7 +373,7 @@ class Backends:
             await self.layout.follow()
         except Unavailable as e:  # the watch follows it once the index answers
             log.warning("the index's layout record could not be read at start: %s", e)
-        metrics.INDEX_SHARDS.set(self.layout.live.count)
+        metrics.INDEX_SHARDS.set(self.layout.count)
         if not any(r.role == "layout" for r in self._runners):
             watch = Runner("layout", self.layout.step, idle_sleep_s=self.settings.index.watch_s)
             self._runners.append(watch)
@@ -368,6 +401,10 @@ class Backends:
         except Unavailable as e:
             log.warning("the index's generation markers could not be read at start: %s", e)
 
+    def result_files(self) -> ResultFiles:
+        """The day files the pruner moves results past the retention into."""
+        return result_files(self.settings.archive.dir)
+
     def needs(self) -> Needs:
         """What the roles are given (``workers/runner.py``): the ports, never the adapters."""
         shards: Sequence[ShardIndex] = () if self.split is None else self.split.shards
@@ -382,6 +419,8 @@ class Backends:
             shards,
             self.podium.lifecycle,
             self.podium.rebuilds.copy_profiles,
+            self.topology,
+            self.result_files(),
             self.generations,
             self.rebuild_live,
             self.podium.leagues,
@@ -400,9 +439,16 @@ class Backends:
             self.settings, self.store, self.rebuilding, self.podium, self.clock, self.replay
         )
 
+    def buckets(self) -> BucketMoves:
+        """``podium store move-bucket``: the moves of a store split by player; only such a
+        store has buckets to move."""
+        if self.moves is None:
+            raise ConfigError("store.shards: the store is not split across databases")
+        return self.moves
+
     def reshard(self) -> Reshard:
         """``podium rebuild --all --shards M``: the index's shard count changed while the
-        fleet runs (``resharding.py``); only a split Redis index has layouts."""
+        fleet runs (``service/upkeep/reshard.py``); only a split Redis index has layouts."""
         if self.layout is None:
             raise ConfigError(
                 "rebuild --shards: only a split Redis index (index.shards of 2 or more, or "
@@ -411,14 +457,14 @@ class Backends:
             )
         p = self.podium
         return Reshard(
-            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.reads,
-            self.replay,
+            self.settings, self.store, self.layout, p.rebuilds.index, self.clock, p.boards,
+            p.changed, self.replay,
         )  # fmt: skip
 
     async def replay(self, since_s: float) -> int:
         """``podium worker --replay-since``: the log's last ``since_s`` seconds applied once
-        more, before the roles start (``updater.replay``)."""
-        return await updater.replay(self.needs(), since_s)
+        more, before the roles start (``workers/replay.py``)."""
+        return await replay.replay(self.needs(), since_s)
 
     async def close(self) -> None:
         for r in self._runners:
@@ -447,12 +493,15 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     marked = None
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = marked = MarkedRanks(ranking, parts.generations, clock)
+    # A shared index is rebuilt beside its live generation; the in-process one in place.
+    beside = None
+    if not topo.in_process_index:
+        beside = partial(GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock)
     podium = Service.wire(
-        settings, store, parts.index, parts.copy, clock, archive, ranking, changes
-    )
-    podium.leagues.marked = marked  # a live cohort is read from the index under the same check
-    if not topo.in_process_index:  # a shared index is rebuilt beside its live generation
-        podium.rebuilds.gapless = gapless(settings, store, parts.rebuilding, podium, clock)
+        settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
+        beside=beside,
+        marked=marked,  # a live cohort is read from the index under the same check
+    )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(
         settings,
@@ -482,3 +531,9 @@ def _rank_source(topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
         return counted
     assert parts.split is not None  # more than one shard: always a split index
     return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock)
+
+
+def result_files(directory: str) -> ResultFiles:
+    """Pruned results' day files under ``directory`` (``[archive] dir``); also what
+    ``podium archive show`` reads a day file with."""
+    return DayFiles(directory)

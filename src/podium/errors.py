@@ -107,7 +107,7 @@ class LogUnavailable(Unavailable):
 
 class Rebuilding(IndexUnavailable):
     """The index lost its data (a Redis that came back empty) and is being refilled from
-    the store: a read now would show a board with players missing (``mending.py``)."""
+    the store: a read now would show a board with players missing (``service/ranks/marked.py``)."""
 
     title = "Board being rebuilt"
     public = "the board is being rebuilt from the score store; retry in Retry-After seconds"

@@ -270,7 +270,7 @@ INDEX_FAILOVERS = Counter(
 INDEX_LAYOUT_SWITCHES = Counter(
     "podium_index_layout_switches",
     "Times this process followed the index's layout record to another shard count "
-    "(podium rebuild --all --shards, index/layout.py)",
+    "(podium rebuild --all --shards, index/redis/layout.py)",
     registry=REGISTRY,
 )
 INDEX_SHARDS = Gauge(

@@ -18,20 +18,20 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
-from podium.index.cluster import client_for, cluster_client, shard_indexes
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.sentinel import sentinel_client
-from podium.index.split import SplitIndex
-from podium.topology import sentinel_address
+from podium.config.topology import sentinel_address
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import client_for, cluster_client, shard_indexes
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.sentinel import sentinel_client
+from podium.index.split.index import SplitIndex
 from tests.conftest import REDIS_URL, OwnDatabases
 
 SINGLE_INDEXES = ["memory", "redis", "redis-shard", "cluster-shard"]
 REDIS_INDEXES = SINGLE_INDEXES[1:]
-# A whole board split across shards (index/split.py), as bootstrap builds it: 4 in-process
+# A whole board split across shards (index/split/index.py), as bootstrap builds it: 4 in-process
 # shards; 16 hash-tag shards on the machine's Redis; 16 on the tests' own Redis Cluster.
 SPLIT_INDEXES = ["memory-split", "redis-split", "cluster-split"]
-# The single index reached through Sentinel (index/sentinel.py), on a private primary that
+# The single index reached through Sentinel (index/redis/sentinel.py), on a private primary that
 # one private Sentinel watches: the rank index contract only (the other suites' bodies run
 # on the same RedisIndex over a plain client).
 INDEXES = [*SINGLE_INDEXES, "sentinel", *SPLIT_INDEXES]

@@ -1,4 +1,4 @@
-"""The rank index on Redis Cluster (``index/cluster.py``): where the shards' keys live, reads
+"""The rank index on Redis Cluster (``index/redis/cluster.py``): where the shards' keys live, reads
 from replicas, the cluster's errors, the shared read limiter, and a primary that dies.
 
 The cluster is the tests' own (``tests/redis_cluster.py``): the session's for what only
@@ -20,16 +20,16 @@ from redis import exceptions as rx
 from podium import metrics
 from podium.domain.sharding import shard_tag
 from podium.errors import ConfigError, IndexUnavailable, InternalError, RateLimited, Unavailable
-from podium.index.cluster import (
+from podium.index.redis.cluster import (
     client_for,
     cluster_client,
     is_cluster_url,
     nodes_of,
     shard_indexes,
 )
-from podium.index.errors import translated
-from podium.index.ratelimit import RedisReadLimiter
-from podium.index.redis import WRITE, RedisIndex
+from podium.index.redis.errors import translated
+from podium.index.redis.index import WRITE, RedisIndex
+from podium.index.redis.ratelimit import RedisReadLimiter
 from podium.ports import BoardKey, Near, Placed
 from tests.redis_cluster import RedisCluster, start_cluster
 

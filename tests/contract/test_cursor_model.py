@@ -35,10 +35,10 @@ from hypothesis.stateful import (
 )
 
 from podium.domain.boards import in_board_order
-from podium.index.cluster import cluster_client, is_cluster_url
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.split import SplitIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import cluster_client, is_cluster_url
+from podium.index.redis.index import RedisIndex
+from podium.index.split.index import SplitIndex
 from podium.ports import BoardKey, RankIndex, Slice
 from tests.conftest import REDIS_URL, need
 from tests.redis_keys import delete_prefixed

@@ -23,9 +23,9 @@ from redis.asyncio.sentinel import MasterNotFoundError, SlaveNotFoundError
 
 from podium.domain.boards import in_board_order
 from podium.errors import IndexUnavailable, InternalError, Unavailable
-from podium.index.errors import translate, translated
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.errors import translate, translated
+from podium.index.redis.index import RedisIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL
 from tests.contract.conftest import INDEXES, Backend, backend_of
@@ -768,7 +768,7 @@ async def test_redis_ban_during_a_rebuild_holds(redis_pair: tuple[RedisIndex, An
     assert [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*stage*")] == []
 
 
-# -- Redis errors: one table (index/errors.py) ---------------------------------------------
+# -- Redis errors: one table (index/redis/errors.py) ---------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -23,12 +23,12 @@ import redis.asyncio as aioredis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import podium.index.redis as redis_index
+import podium.index.redis.index as redis_index
 from podium.domain.boards import in_board_order
-from podium.index.cluster import cluster_client, is_cluster_url
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
-from podium.index.split import SplitIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import cluster_client, is_cluster_url
+from podium.index.redis.index import RedisIndex
+from podium.index.split.index import SplitIndex
 from podium.ports import Around, BoardKey, Placed, RankIndex
 from tests.conftest import REDIS_URL, need
 from tests.redis_keys import delete_prefixed

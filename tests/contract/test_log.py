@@ -25,11 +25,13 @@ import pytest
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
-from podium.log.nats import NatsLog
+from podium.log.kafka.log import KafkaLog
+from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
 from podium.ports import ChangeLog, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
+from tests.kafka_cluster import delete_topic, group_name, need_kafka, topic_name
 from tests.nats_cluster import (
     Ahead,
     Cluster,
@@ -51,14 +53,16 @@ WINDOW = _DAY_WINDOW.id
 TARGETS = [(Target("day", WINDOW, _DAY_WINDOW.start), DAY)]
 
 # Every backend of the change log: (test id, the store whose outbox feeds it, the log). The
-# only place that knows them: the machine's NATS, and a 3-node cluster of the tests' own.
+# only place that knows them: the machine's NATS, a 3-node cluster of the tests' own, and the
+# machine's Kafka broker.
 BACKENDS = [
     ("outbox-sqlite", "sqlite", "outbox"),
     ("outbox-postgres", "postgres", "outbox"),
     ("nats", "postgres", "nats"),
     ("nats-cluster", "sqlite", "nats-cluster"),
+    ("kafka", "postgres", "kafka"),
 ]
-REAL = 0.25  # on JetStream, a second of the test's clock is this long for real
+REAL = 0.25  # on JetStream and Kafka, a second of the test's clock is this long for real
 PARTITIONS = 8
 
 
@@ -127,13 +131,15 @@ class Kit:
     store: ScoreStore
     clock: ManualClock
     new_store: Callable[[], Awaitable[ScoreStore]]  # another, fresh and migrated
-    servers: list[str] | None = None  # JetStream's; None: the outbox
+    servers: list[str] | None = None  # JetStream's, or Kafka's bootstrap; None: the outbox
     streams: Callable[[], Awaitable[tuple[str, Leaders]]] | None = None  # a cluster's
     stream: str = ""
     leaders: Leaders | None = None  # the consumers' leaders, on a cluster, as the body began
     consumers: list[ChangeLog] = field(default_factory=list)
     matches: int = 0
     late: str | None = None
+    kafka: bool = False  # ``servers`` is a Kafka broker, ``stream`` a topic of the body's own
+    group: str = ""
 
     @property
     def real(self) -> float:
@@ -145,6 +151,9 @@ class Kit:
         leaders settled; a name on one server (made on first use)."""
         if self.streams is not None:
             self.stream, self.leaders = await self.streams()
+        elif self.kafka:
+            self.stream = topic_name()
+            self.group = group_name(self.stream)
         elif self.servers:
             self.stream = stream_name()
 
@@ -152,7 +161,10 @@ class Kit:
         consumers, self.consumers = self.consumers, []
         for c in consumers:
             await c.close()
-        if self.servers:
+        if self.kafka and self.servers:
+            for topic in (self.stream, f"{self.stream}-events"):
+                await asyncio.to_thread(delete_topic, self.servers[0], topic)
+        elif self.servers:
             await delete_stream(self.servers, self.stream)
 
     async def again(self) -> None:
@@ -178,6 +190,18 @@ class Kit:
         c: ChangeLog
         if not self.servers:
             c = OutboxLog(self.store, self.clock, lease_s=LEASE_S)
+        elif self.kafka:
+            c = KafkaLog(
+                self.servers[0],
+                self.clock,
+                topic=self.stream,
+                events_topic=f"{self.stream}-events",
+                group=self.group,
+                partitions=PARTITIONS,
+                lease_s=LEASE_S * REAL,
+                outbox=self.store,
+                source="contract",
+            )
         else:
             c = NatsLog(
                 self.servers,
@@ -343,6 +367,8 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     elif log_kind == "nats-cluster":
         servers = request.getfixturevalue("nats_cluster").urls
         request.getfixturevalue("cluster_streams")
+    elif log_kind == "kafka":
+        servers = [need_kafka()]
     return store_kind, url, log_kind, servers
 
 
@@ -368,6 +394,7 @@ async def kit(backend: Backend, request: pytest.FixtureRequest) -> AsyncIterator
     if log_kind == "nats-cluster":
         streams = request.getfixturevalue("cluster_streams").take
     k = Kit(await new_store(), ManualClock(NOW), new_store, servers, streams)
+    k.kafka = log_kind == "kafka"
     try:
         await k.start()
         yield k

@@ -15,7 +15,7 @@ from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import Unavailable
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.store.sqlite import SqliteStore
 from tests.nats_cluster import cluster
 

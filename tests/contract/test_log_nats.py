@@ -15,13 +15,13 @@ import jsonschema
 import nats
 import pytest
 
-import podium.log.nats
+import podium.log.nats.log
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import ConfigError, LogUnavailable
 from podium.log.events import SCHEMA_ID, EventError, decode, source_of
-from podium.log.nats import DUPLICATE_WINDOW_S, NatsLog
+from podium.log.nats.log import DUPLICATE_WINDOW_S, NatsLog
 from podium.store.sqlite import SqliteStore
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.ports import free_ports
@@ -293,7 +293,7 @@ async def test_replay_delivers_again_what_was_committed_since(
 
 async def test_an_unreachable_nats_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     # the first connection's bound, shortened from 5 s: nothing answers on the port anyway
-    monkeypatch.setattr(podium.log.nats, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(podium.log.nats.log, "CONNECT_TIMEOUT_S", 0.5)
     [port] = free_ports(1)
     log = NatsLog([f"nats://127.0.0.1:{port}"], "nowhere", Clock(), partitions=2)
     with pytest.raises(LogUnavailable):

@@ -1,5 +1,5 @@
 """Many relays at once: one store database is relayed by one process at a time, under a
-lease kept in JetStream (``log/nats_lease.py``), so that a player's changes reach the stream
+lease kept in JetStream (``log/nats/lease.py``), so that a player's changes reach the stream
 in commit order; the others stand by and take over when its holder stops. On the machine's
 NATS, a stream (and lease bucket) of each test's own."""
 
@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from podium import bootstrap, metrics
-from podium.config import parse
+from podium.config.settings import parse
 from podium.log.events import source_of
-from podium.log.nats import NatsLog
+from podium.log.nats.log import NatsLog
 from podium.ports import ChangeLog
 from podium.store.sqlite import SqliteStore
 from tests.contract.test_log_nats import raw_messages, record, store, stream

@@ -4,7 +4,7 @@ adapter, and the copy read beside the boards (``RankIndex.around``).
 The adapters (``tests/contract/conftest.py``): the in-process index, the single Redis
 index, and a shard of a split board on Redis and on Redis Cluster, each the copy of its own
 boards (bootstrap hands out its ``copy`` as the port): a shard's copy is in the slot of the
-shard's hash tag, beside that shard's boards (index/keys.py).
+shard's hash tag, beside that shard's boards (index/redis/keys.py).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pytest
 from podium.domain.boards import in_board_order
 from podium.domain.models import Profile
 from podium.domain.sharding import shard_tag
-from podium.index.keys import SINGLE
-from podium.index.redis import RedisIndex
-from podium.index.redis_profiles import RedisProfileCopy
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.keys import SINGLE
+from podium.index.redis.profiles import RedisProfileCopy
 from podium.ports import BoardKey, ProfileCopy, RankIndex
 from tests.contract.conftest import INDEXES, Backend, backend_of
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-import podium.index.redis as redis_index
+import podium.index.redis.index as redis_index
 from podium.domain.boards import in_board_order
-from podium.index.generations import RedisGenerations
+from podium.index.redis.generations import RedisGenerations
 from podium.ports import BoardKey, Near, ShardIndex
 from tests.contract.conftest import SINGLE_INDEXES, Backend, backend_of
 

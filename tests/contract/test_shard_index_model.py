@@ -17,11 +17,11 @@ import redis.asyncio as aioredis
 from hypothesis import given
 from hypothesis import strategies as st
 
-import podium.index.redis as redis_index
+import podium.index.redis.index as redis_index
 from podium.domain.boards import in_board_order
-from podium.index.cluster import cluster_client
-from podium.index.memory import MemoryIndex
-from podium.index.redis import RedisIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import cluster_client
+from podium.index.redis.index import RedisIndex
 from podium.ports import Near, ShardIndex
 from tests.conftest import REDIS_URL, need
 from tests.contract.test_index_model import ABSENT, KEYS, MEMBERS, PROPERTY, Op, _example, ops

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from podium.index.keys import Keys
-from podium.index.memory_snapshots import MemorySnapshots
-from podium.index.redis import RedisIndex
-from podium.index.redis_snapshots import RedisSnapshots
+from podium.index.memory.snapshots import MemorySnapshots
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.keys import Keys
+from podium.index.redis.snapshots import RedisSnapshots
 from podium.ports import BoardKey, Snapshots
 from tests.conftest import REDIS_URL
 from tests.redis_keys import delete_prefixed

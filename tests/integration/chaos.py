@@ -36,10 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from podium import bootstrap, config
+from podium import bootstrap
 from podium.client import AsyncClient
 from podium.client.errors import PodiumClientError, ProblemError
 from podium.client.retry import RetryPolicy, retryable
+from podium.config import settings as config
 from podium.domain.models import Target
 from podium.domain.sharding import shard_of, shard_tag
 from podium.errors import Unavailable

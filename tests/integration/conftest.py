@@ -16,9 +16,9 @@ import httpx
 import pytest
 
 from podium import bootstrap
-from podium.api.app import create_app
-from podium.config import Settings, parse
-from podium.service import Service
+from podium.config.settings import Settings, parse
+from podium.serve.app import create_app
+from podium.service.wiring import Service
 from podium.workers import aggregator
 from tests.conftest import REDIS_URL
 from tests.contract.conftest import postgres_databases  # noqa: F401 (a fixture)

@@ -15,7 +15,7 @@ import pytest
 from podium import metrics
 from podium.api.ratelimit import ClientAddress
 from podium.domain.models import Scope
-from podium.index.ratelimit import RedisReadLimiter
+from podium.index.redis.ratelimit import RedisReadLimiter
 from podium.ports import ScoreStore
 from podium.store import common as store_common
 from podium.store.postgres import PostgresStore

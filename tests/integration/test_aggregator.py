@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from podium.config import Settings, parse
+from podium.config.settings import Settings, parse
 from podium.domain.boards import in_board_order
 from podium.domain.snapshot import Snapshot
 from podium.errors import IndexUnavailable
-from podium.index.memory import MemoryIndex
-from podium.index.memory_snapshots import MemorySnapshots
-from podium.index.split import SplitIndex
+from podium.index.memory.index import MemoryIndex
+from podium.index.memory.snapshots import MemorySnapshots
+from podium.index.split.index import SplitIndex
 from podium.ports import BoardKey, ShardIndex
 from podium.workers import aggregator
 from podium.workers.aggregator import Aggregator

@@ -20,8 +20,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from podium import bootstrap, config
-from podium.cli import app
+from podium import bootstrap
+from podium.cli.main import app
+from podium.config import settings as config
 from podium.domain.models import PlayerResult, Scope
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
@@ -82,7 +83,7 @@ async def seeded(
         today = [PlayerResult("p1", 20), PlayerResult("p2", 20)]
         await b.podium.matches.record(key, "m-today", "default", now, 60, today)
         await drain(b)
-        yield conf, b.podium.reads.window(b.podium.reads.board("day"), None).id
+        yield conf, b.podium.boards.window(b.podium.boards.board("day"), None).id
     finally:
         await b.close()
 
@@ -134,7 +135,7 @@ async def test_ban_removes_the_player_and_unban_restores_them(
 async def test_freeze_gives_the_final_standings_once(seeded: tuple[Path, str]) -> None:
     conf, today = seeded
     b = await started(conf)
-    yesterday = b.podium.reads.board("day").rule.window_at(int(time.time()) - DAY)
+    yesterday = b.podium.boards.board("day").rule.window_at(int(time.time()) - DAY)
     await b.close()
     assert yesterday is not None
 
@@ -157,7 +158,7 @@ async def test_freeze_gives_the_final_standings_once(seeded: tuple[Path, str]) -
     unknown = await podium(conf, "freeze", "--board", "month", "--window", yesterday.id)
     assert unknown.exit_code == 1
     assert unknown.output.strip() == "podium: no board named 'month'"
-    tomorrow = b.podium.reads.board("day").rule.window_at(int(time.time()) + DAY)
+    tomorrow = b.podium.boards.board("day").rule.window_at(int(time.time()) + DAY)
     assert tomorrow is not None
     early = await podium(conf, "freeze", "--board", "day", "--window", tomorrow.id)
     assert early.exit_code == 1

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from podium import metrics
-from podium.api.app import create_app
+from podium.serve.app import create_app
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api, Backends, settings_for
 from tests.integration.test_web import RawStream
 
@@ -231,9 +231,9 @@ async def test_a_board_lists_its_groups_with_their_players(served: tuple[Any, Ap
     assert zz["players"] == froze.json()["players"] == 1
 
     # An earlier window the board has no results in: no groups.
-    week = api.podium.reads.board("nations").rule.window_at(int(time.time()))
+    week = api.podium.boards.board("nations").rule.window_at(int(time.time()))
     assert week is not None
-    before = api.podium.reads.board("nations").rule.window_at(week.start - 1)
+    before = api.podium.boards.board("nations").rule.window_at(week.start - 1)
     assert before is not None
     r = await _groups(api, window=before.id)
     assert r.status_code == 200 and r.json() == {**r.json(), "window": before.id, "groups": []}

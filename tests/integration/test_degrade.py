@@ -45,9 +45,9 @@ import asyncpg
 import httpx
 import pytest
 
-from podium import ranking
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.sharding import shard_of
+from podium.service.ranks import snapshot as ranking
 from podium.store.split import SplitStore
 from podium.workers import aggregator
 from tests.conftest import REDIS_URL

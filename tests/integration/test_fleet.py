@@ -1,11 +1,12 @@
 """A whole fleet on loopback: two API processes, two updaters, two relays (one database
 each), an aggregator and its standby, the freezer; the store on a home and two shard
-databases, the index in 16 shards, the log on NATS. Results go in through both API
+databases, the index in 16 shards, the log on NATS or on Kafka. Results go in through both API
 processes while an API process, an updater, a relay and the active aggregator are killed
 with SIGKILL and started again, and an admin freezes today's window of a day board through
 both API processes at once; at the end every acknowledged result is counted exactly once, in
 the store and on every board, the frozen window's standings are the store's (results kept
-arriving after the freeze), and the stream holds each player's changes in commit order."""
+arriving after the freeze), and the stream (or topic) holds each player's changes in commit
+order."""
 
 from __future__ import annotations
 
@@ -21,13 +22,16 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
-from podium import bootstrap, config
+from podium import bootstrap
+from podium.config import settings as config
 from podium.domain.models import Target
 from tests.conftest import REDIS_URL, need
 from tests.integration.conftest import two_player_match
 from tests.integration.fleet import Fleet
 from tests.integration.test_crash import _free_port
+from tests.kafka_cluster import client_config, delete_topic, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.pg_databases import Databases
 
@@ -50,15 +54,31 @@ async def databases(postgres_server: Databases) -> AsyncIterator[list[str]]:
     await postgres_server.give_back(urls)
 
 
-@pytest.fixture
-async def stream() -> AsyncIterator[tuple[str, str]]:
+@pytest.fixture(params=["nats", "kafka"])
+async def stream(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str]]:
+    """(the log's URL, a stream or topic name of the test's own), deleted afterwards."""
+    if request.param == "kafka":
+        bootstrap, topic = need_kafka(), topic_name()
+        yield f"kafka://{bootstrap}", topic
+        for t in (topic, f"{topic}-events"):
+            await asyncio.to_thread(delete_topic, bootstrap, t)
+        return
     url = need_nats()
     name = stream_name()
     yield url, name
     await delete_stream([url], name)
 
 
-def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) -> Path:
+def _log_table(url: str, name: str) -> str:
+    if url.startswith("kafka://"):  # topics and groups named after the test's topic
+        return (
+            f'[log]\nurl = "{url}"\npartitions = 4\n[log.kafka]\ntopic = "{name}"\n'
+            f'events_topic = "{name}-events"\ngroup = "{name}-updaters"\n'
+        )
+    return f'[log]\nurl = "{url}"\nstream = "{name}"\npartitions = 4\n'
+
+
+def _config(tmp: Path, dbs: list[str], prefix: str, log_url: str, stream: str) -> Path:
     home, *shards = dbs
     path = tmp / "podium.toml"
     path.write_text(
@@ -68,8 +88,8 @@ def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) 
         # "too many clients" at the defaults).
         "pool_size = 4\nread_pool_size = 3\n"
         f'[index]\nurl = "{REDIS_URL}"\nprefix = "{prefix}"\nshards = 16\n'
-        f'[log]\nurl = "{nats_url}"\nstream = "{stream}"\npartitions = 4\n'
-        "[server]\nread_rate_per_s = 0\n"
+        + _log_table(log_url, stream)
+        + "[server]\nread_rate_per_s = 0\n"
         # A killed updater's unacknowledged batch comes again this soon.
         "[workers]\nlease_s = 2.0\n"
         '[[boards]]\nname = "all"\nwindow = "all"\nranks_below_top = "exact"\n'
@@ -111,7 +131,7 @@ async def _scenario(
 
     r = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
     lease = f"{prefix}:{{agg}}:lease"
-    relays = Relays(*stream)
+    relays = relays_of(*stream)
     try:
         await _run(fleet, key, admin, r, lease, prefix, relays)
     finally:
@@ -119,8 +139,12 @@ async def _scenario(
         await relays.close()
 
 
+def relays_of(url: str, name: str) -> Relays:
+    return KafkaRelays(url, name) if url.startswith("kafka://") else NatsRelays(url, name)
+
+
 class Relays:
-    """The relays' leases, as the key-value bucket beside the stream holds them."""
+    """The relays' leases, and what they published."""
 
     def __init__(self, url: str, stream: str) -> None:
         self.url, self.stream = url, stream
@@ -128,22 +152,16 @@ class Relays:
 
     async def holders(self) -> dict[str, str]:
         """store database -> the holder's name ("host pid N token"), of the leases held."""
-        import nats
-        import nats.js.errors
+        raise NotImplementedError
 
-        if self._nc is None:
-            self._nc = await nats.connect(self.url)
-        js = self._nc.jetstream()
-        try:
-            kv = await js.key_value(f"{self.stream}-relays")
-            keys = await kv.keys()
-        except (nats.js.errors.NotFoundError, nats.js.errors.NoKeysError):
-            return {}
-        out: dict[str, str] = {}
-        for k in (k for k in keys if k.startswith("relay.")):  # not the relays' own keys
-            with contextlib.suppress(nats.js.errors.KeyNotFoundError):  # deleted or expired
-                out[k] = (await kv.get(k)).value.decode()
-        return out
+    async def in_commit_order(self) -> Counter[str]:
+        """Every player's totals on each board only ever grow along the log: the order
+        they were committed in (they are sums of positive points). How many each board had,
+        each change counted once."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        pass
 
     async def held_by(self, pids: dict[int, int], timeout: float = 60) -> None:
         """Until each process in ``pids`` holds that many leases, and nobody else any."""
@@ -166,9 +184,30 @@ class Relays:
             await asyncio.sleep(0.1)
         raise AssertionError(f"the relay leases are not held as {pids}: {held}")
 
+
+class NatsRelays(Relays):
+    """The relays' leases, as the key-value bucket beside the stream holds them."""
+
+    async def holders(self) -> dict[str, str]:
+        import nats
+        import nats.js.errors
+
+        if self._nc is None:
+            self._nc = await nats.connect(self.url)
+        js = self._nc.jetstream()
+        try:
+            kv = await js.key_value(f"{self.stream}-relays")
+            keys = await kv.keys()
+        except (nats.js.errors.NotFoundError, nats.js.errors.NoKeysError):
+            return {}
+        out: dict[str, str] = {}
+        for k in (k for k in keys if k.startswith("relay.")):  # not the relays' own keys
+            with contextlib.suppress(nats.js.errors.KeyNotFoundError):  # deleted or expired
+                out[k] = (await kv.get(k)).value.decode()
+        return out
+
     async def in_commit_order(self) -> Counter[str]:
-        """Every player's totals on each board only ever grow along the stream: the order
-        they were committed in (they are sums of positive points). How many each board had."""
+        # a re-publish by a relay that took over was dropped by the duplicate window
         js = self._nc.jetstream()
         info = await js.stream_info(self.stream)
         last: dict[tuple[str, str], int] = {}
@@ -186,6 +225,68 @@ class Relays:
     async def close(self) -> None:
         if self._nc is not None:
             await self._nc.close()
+
+
+class KafkaRelays(Relays):
+    """The relays' leases, as the group ``<group>.relays`` keeps them in its commit's
+    metadata (``log/kafka/lease.py``); what they published, read from the topic."""
+
+    def _bootstrap(self) -> str:
+        return self.url.removeprefix("kafka://")
+
+    async def holders(self) -> dict[str, str]:
+        def read() -> dict[str, str]:
+            group = f"{self.stream}-updaters.relays"
+            c = Consumer(client_config(self._bootstrap(), **{"group.id": group}))
+            try:
+                [tp] = c.committed([TopicPartition(f"{self.stream}-events", 0)], timeout=10)
+            finally:
+                c.close()
+            now_ms = time.time() * 1000
+            leases = json.loads(tp.metadata or "{}").get("h", {})
+            return {s: v[0] for s, v in leases.items() if v[1] > now_ms}
+
+        return await asyncio.to_thread(read)
+
+    async def in_commit_order(self) -> Counter[str]:
+        # A relay that took over publishes again what the killed one had published but not
+        # marked in its outbox: a subscriber drops those by their podium-message-id.
+        def read() -> list[tuple[str, bytes]]:
+            group = f"{self.stream}-check"
+            c = Consumer(client_config(self._bootstrap(), **{"group.id": group}))
+            out: list[tuple[str, bytes]] = []
+            try:
+                for p in range(4):
+                    tp = TopicPartition(self.stream, p)
+                    _, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
+                    c.assign([TopicPartition(self.stream, p, 0)])
+                    got: list[Any] = []
+                    while len(got) < high:
+                        more = c.consume(high - len(got), timeout=10)
+                        assert more, f"{self.stream}[{p}]: {len(got)} of {high} read"
+                        got += [m for m in more if not m.error()]
+                    for m in got:
+                        mid = dict(m.headers() or [])["podium-message-id"]
+                        out.append((mid.decode(), m.value()))
+            finally:
+                c.close()
+            return out
+
+        last: dict[tuple[str, str], int] = {}
+        boards: Counter[str] = Counter()
+        seen: set[str] = set()
+        for mid, value in await asyncio.to_thread(read):
+            if mid in seen:
+                continue
+            seen.add(mid)
+            e = json.loads(value)
+            if e["type"] != "total":
+                continue
+            k = (e["board"], e["playerId"])
+            assert e["total"] >= last.get(k, 0), f"{k}: {e['total']} after {last[k]}"
+            last[k] = e["total"]
+            boards[e["board"]] += 1
+        return boards
 
 
 async def _run(
@@ -365,7 +466,7 @@ async def _run(
     assert sorted(gauges) == [1.0, 2.0]
     published = await relays.in_commit_order()
     # one change per player and board of each match, each once: a re-publish by the relay
-    # that took over was dropped by the stream's duplicate window
+    # that took over was dropped by the stream's duplicate window (or by its id, on Kafka)
     assert [published[b] for b in BOARDS] == [MATCHES * 2] * len(BOARDS)
     assert 0 < published["day"] < MATCHES * 2  # "day" took results until its freeze only
     mark(f"{published} changes in commit order")

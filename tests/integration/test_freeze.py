@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from podium import archive, bootstrap
-from podium.config import Settings
+from podium import bootstrap
+from podium.archive import standings as archive
+from podium.config.settings import Settings
 from podium.domain.models import ApiKey, PlayerResult, Target
 from podium.workers.freezer import Freezer
 from tests.conftest import stored_results
@@ -114,7 +115,7 @@ async def test_freeze_on_time_exactly_once_across_restarts(
     b = await _started(life_settings, clock)
     try:
         assert await _freezer(b).step() == 0
-        window = b.podium.reads.board("day").rule.window_at(day)
+        window = b.podium.boards.board("day").rule.window_at(day)
         assert window is not None
         frozen = (await b.store.frozen("day"))[window.id]
         assert frozen.players == 5 and frozen.archive is not None
@@ -163,7 +164,7 @@ async def test_a_crash_between_freeze_and_archive_is_mended(
     b = await _started(life_settings, clock)
     try:
         await b.podium.matches.record(key, "m", "default", day + 10, 60, [PlayerResult("a", 5)])
-        spec = b.podium.reads.board("day")
+        spec = b.podium.boards.board("day")
         window = spec.rule.window_at(day)
         assert window is not None
         # the store froze it, then the process died before the archive was written
@@ -216,7 +217,7 @@ async def test_concurrent_results_never_slip_past_a_freeze(
     key = ApiKey("gs", "gs", "h", ("default",))
     b = await _started(life_settings, clock)
     try:
-        spec = b.podium.reads.board("day")
+        spec = b.podium.boards.board("day")
         window = spec.rule.window_at(day)
         assert window is not None
 
@@ -238,7 +239,7 @@ async def test_concurrent_results_never_slip_past_a_freeze(
         assert info.players == len(tallies)
         rows = archive.read(b.settings.archive.dir, info.archive)  # type: ignore[arg-type]
         assert {r.player_id: r.points for r in rows} == tallies
-        week = b.podium.reads.board("week").rule.window_at(day)
+        week = b.podium.boards.board("week").rule.window_at(day)
         assert week is not None
         weekly = [
             (await b.store.totals(f"p{i}", [Target("week", week.id, week.start)]))["week"]

@@ -56,7 +56,7 @@ async def test_one_board_per_country_and_moves_count_once(make_api: Any) -> None
     assert _rows(await api.page("nations", group="DE")) == []
     assert _rows(await api.page("week")) == [(1, "c", 50), (2, "a", 30), (3, "b", 20), (4, "d", 5)]
     # a late change of c's old group, replayed now, does not put c back in Germany
-    week = api.podium.reads.board("nations").rule.window_at(int(time.time()))
+    week = api.podium.boards.board("nations").rule.window_at(int(time.time()))
     assert week is not None
     de = BoardKey("nations", f"{week.id}@DE")
     assert (

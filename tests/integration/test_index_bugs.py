@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from podium.errors import InternalError
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
@@ -38,7 +38,7 @@ async def broken(api: Api) -> AsyncIterator[Api]:
     assert (await api.submit("m1", [("a", 10), ("b", 5)])).status_code == 200
     await api.settle()
     assert (await api.client.get("/v1/boards/week/players/a")).status_code == 200
-    spec = api.podium.reads.board("week")
+    spec = api.podium.boards.board("week")
     window = spec.rule.window_at(int(time.time()))
     assert window is not None
     board = Keys(api.podium.settings.index.prefix).board(BoardKey("week", window.id))
@@ -81,10 +81,10 @@ async def test_an_index_bug_is_logged_with_its_traceback(
 
 async def test_a_rank_read_brings_the_markers_of_its_own_step(redis_prefix: str) -> None:
     """On one Redis, ``around.lua`` reads the generation marker in the step that reads the
-    rows: what ``Generations.tokens`` says, gone when the marker is gone (mending.py takes it
-    as the check after the read); a shard's read leaves it to the check."""
-    from podium.index.generations import RedisGenerations
-    from podium.index.redis import RedisIndex
+    rows: what ``Generations.tokens`` says, gone when the marker is gone (service/ranks/marked.py
+    takes it as the check after the read); a shard's read leaves it to the check."""
+    from podium.index.redis.generations import RedisGenerations
+    from podium.index.redis.index import RedisIndex
 
     week = BoardKey("week", "2026-W44")
     index = RedisIndex(RedisIndex.client_from_url(REDIS_URL), prefix=redis_prefix)

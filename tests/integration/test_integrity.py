@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from podium.config import parse
+from podium.config.settings import parse
 from podium.errors import ConfigError
 from tests.conftest import stored_results
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api

@@ -22,13 +22,13 @@ import httpx
 import jsonschema
 import pytest
 
-from podium.api.app import create_app
 from podium.domain import cohorts, events
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
-from podium.service import Service
+from podium.serve.app import create_app
+from podium.service.tournaments import Specs
+from podium.service.wiring import Service
 from podium.store.postgres.cohorts import STRIPES
-from podium.tournaments import Specs
 from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
@@ -409,8 +409,8 @@ async def test_a_cohort_of_an_index_that_lost_its_data_is_a_503_never_empty(
     league: League,
 ) -> None:
     """A Redis that came back empty takes the generation markers with the cohorts: a live
-    cohort's read is checked against them as a board read is (``mending.py``), so it says
-    the board is being rebuilt rather than answer a cohort with nobody in it."""
+    cohort's read is checked against them as a board read is (``service/ranks/marked.py``), so it
+    says the board is being rebuilt rather than answer a cohort with nobody in it."""
     lg = league
     if lg.kind == "embedded":
         pytest.skip("the in-process index is rebuilt before the process serves: no markers")

@@ -4,12 +4,14 @@ writes (a Redis failover): after it the board equals the store again, and a seco
 changes nothing.
 
 Configurations: the embedded one (SQLite, the in-process index) and the production one
-(Postgres, Redis), each with the outbox as the log and with the machine's NATS (a stream of
-the test's own, deleted afterwards).
+(Postgres, Redis), each with the outbox as the log, with the machine's NATS (a stream of
+the test's own, deleted afterwards) and with the machine's Kafka (topics of its own,
+deleted afterwards).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,10 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from podium.api.app import create_app
 from podium.bootstrap import Backends
 from podium.ports import BoardKey
+from podium.serve.app import create_app
 from tests.integration.conftest import Api, settings_for
+from tests.kafka_cluster import delete_topic, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 CONFIGS = [
@@ -28,6 +31,8 @@ CONFIGS = [
     ("production", "outbox"),
     ("embedded", "nats"),
     ("production", "nats"),
+    ("embedded", "kafka"),
+    ("production", "kafka"),
 ]
 
 
@@ -56,6 +61,14 @@ async def app_api(
     if log_kind == "nats":
         nats_url = need_nats()
         extra["log"] = {"url": nats_url, "stream": stream, "partitions": 4}
+    kafka = None
+    if log_kind == "kafka":
+        kafka, topic = need_kafka(), topic_name()
+        extra["log"] = {
+            "url": f"kafka://{kafka}",
+            "partitions": 4,
+            "kafka": {"topic": topic, "events_topic": f"{topic}-events", "group": f"{topic}-u"},
+        }
     settings = settings_for(kind, sqlite_url, postgres_url, prefix, **extra)
     app = create_app(settings)
     ctx = app.router.lifespan_context(app)
@@ -71,6 +84,9 @@ async def app_api(
         await ctx.__aexit__(None, None, None)
         if nats_url is not None:
             await delete_stream([nats_url], stream)
+        if kafka is not None:
+            for t in (topic, f"{topic}-events"):
+                await asyncio.to_thread(delete_topic, kafka, t)
 
 
 async def stored_board(b: Backends, board: str, window: str) -> dict[str, int]:

@@ -52,13 +52,14 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from podium.config.topology import sentinel_address
 from podium.domain.sharding import shard_of, shard_tag
-from podium.index.cluster import cluster_client
-from podium.index.sentinel import sentinel_client
+from podium.index.redis.cluster import cluster_client
+from podium.index.redis.sentinel import sentinel_client
 from podium.store.postgres import PostgresStore
-from podium.topology import sentinel_address
 from tests.conftest import OwnDatabases, need
 from tests.integration.fleet import Fleet
+from tests.kafka_cluster import delete_topic, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.pg_databases import Databases
 from tests.ports import free_ports
@@ -72,7 +73,7 @@ T = TypeVar("T")
 SEED = 20_000  # players on the board before it is broken: far more than a walk mends at once
 PER_MATCH = 100  # the most a match takes
 BOARD = "all"
-ZKEY = "t:{b:all:all}:z"  # the board's sorted set (index/keys.py, prefix "t", no shards)
+ZKEY = "t:{b:all:all}:z"  # the board's sorted set (index/redis/keys.py, prefix "t", no shards)
 SHARDS = 16  # on the private Redis Cluster
 # From the failover (or the flush) until the board must equal the store. Each replay here
 # requeues all 20,000 seeded players (REPLAY_S below), and on a 2-core machine with a load
@@ -99,18 +100,28 @@ def _config(
     replay_s: int = REPLAY_S,
     log: tuple[str, str] | None = None,
 ) -> Path:
-    """The fleet's settings; with ``log`` (a NATS URL and a stream name), the change log is
-    that JetStream stream rather than the store's outbox, and a replay reads it by time."""
+    """The fleet's settings; with ``log`` (a NATS URL and a stream name, or a Kafka URL and a
+    topic name), the change log is that JetStream stream or Kafka topic rather than the
+    store's outbox, and a replay reads it by time."""
     path = tmp / "podium.toml"
     path.write_text(
         f'[store]\nurl = "{store_url}"\n'
         f'[index]\nurl = "{index_url}"\nprefix = "t"\nwatch_s = 0.5\nshards = {shards}\n'
         f"failover_replay_s = {replay_s}\n"
-        + ("" if log is None else f'[log]\nurl = "{log[0]}"\nstream = "{log[1]}"\n')
+        + ("" if log is None else _log_table(*log))
         + "[server]\nread_rate_per_s = 0\n"
         '[[boards]]\nname = "all"\nwindow = "all"\n'
     )
     return path
+
+
+def _log_table(url: str, name: str) -> str:
+    if url.startswith("kafka://"):  # topics and a group named after the test's topic
+        return (
+            f'[log]\nurl = "{url}"\n[log.kafka]\ntopic = "{name}"\n'
+            f'events_topic = "{name}-events"\ngroup = "{name}-updaters"\n'
+        )
+    return f'[log]\nurl = "{url}"\nstream = "{name}"\n'
 
 
 class Game:
@@ -433,10 +444,19 @@ def primary_and_replica() -> Iterator[tuple[RedisServer, RedisServer]]:
 
 @pytest.fixture
 async def change_log(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str] | None]:
-    """The change log a test's fleet runs on: the store's outbox (None), or a JetStream
-    stream of the test's own on the machine's NATS, deleted afterwards."""
+    """The change log a test's fleet runs on: the store's outbox (None), a JetStream
+    stream of the test's own on the machine's NATS, or topics of its own on the machine's
+    Kafka; deleted afterwards."""
     if request.param == "outbox":
         yield None
+        return
+    if request.param == "kafka":
+        bootstrap, topic = need_kafka(), topic_name()
+        try:
+            yield f"kafka://{bootstrap}", topic
+        finally:
+            for t in (topic, f"{topic}-events"):
+                await asyncio.to_thread(delete_topic, bootstrap, t)
         return
     url, name = need_nats(), stream_name()
     try:
@@ -447,7 +467,7 @@ async def change_log(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str,
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("change_log", ["outbox", "nats"], indirect=True)
+@pytest.mark.parametrize("change_log", ["outbox", "nats", "kafka"], indirect=True)
 async def test_a_promoted_replica_that_lacks_the_last_writes_is_mended_by_a_replay(
     served: Any,
     primary_and_replica: tuple[RedisServer, RedisServer],

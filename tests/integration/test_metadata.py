@@ -17,7 +17,7 @@ import pytest
 
 from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.metadata import METADATA_MAX
 from podium.domain.models import PlayerResult
 from podium.domain.windows import index_expiry
@@ -232,7 +232,7 @@ async def _record(b: Backends, match: str, points: dict[str, tuple[int, Any]]) -
 
 
 def _key(b: Backends, board: str) -> BoardKey:
-    w = b.podium.reads.board(board).rule.window_at(int(NOW))
+    w = b.podium.boards.board(board).rule.window_at(int(NOW))
     assert w is not None
     return BoardKey(board, w.id)
 
@@ -261,7 +261,7 @@ async def test_the_reconciler_restores_the_metadata(backends: Backends) -> None:
     await _record(b, "m1", {"p1": (50, MX5), "p2": (30, None), "p3": (20, KART)})
     for board in ("week", "last"):
         key = _key(b, board)
-        w = b.podium.reads.board(board).rule.window_at(int(NOW))
+        w = b.podium.boards.board(board).rule.window_at(int(NOW))
         assert w is not None
         scores = dict(await b.index.page(key, 0, 100, descending=True))
         # behind podium's back: the scores kept, the metadata wrong, gone, or where none is

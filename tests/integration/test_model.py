@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from podium import bootstrap
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain.boards import in_board_order
 from podium.domain.models import ApiKey, Message, PlayerResult, Target
 from podium.errors import Conflict
@@ -282,7 +282,7 @@ async def _play(
 async def _compare(b: bootstrap.Backends, model: Model, day: int) -> None:
     for board in BOARDS:
         name = str(board["name"])
-        spec = b.podium.reads.board(name)
+        spec = b.podium.boards.board(name)
         window = spec.rule.window_at(day)
         assert window is not None
         expected = model.board(board)

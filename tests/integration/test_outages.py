@@ -13,9 +13,9 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 
-from podium.api.app import create_app
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.models import Target
+from podium.serve.app import create_app
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
 from tests.proxy import Proxy
@@ -97,6 +97,6 @@ async def test_index_down_still_accepts_and_boards_catch_up(
 
 
 def _week_target(api: Any) -> Target:
-    spec = api.podium.reads.board("week")
+    spec = api.podium.boards.board("week")
     w = spec.rule.window_at(int(time.time()))
     return Target("week", w.id, w.start)

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 from typer.testing import CliRunner
 
-from podium.cli import app as cli
+from podium.cli.main import app as cli
 from podium.domain.windows import WindowKind, WindowRule
 from tests.integration.conftest import Api
 

@@ -26,8 +26,8 @@ import asyncpg
 import httpx
 import pytest
 
-from podium.api.app import create_app
-from podium.config import parse
+from podium.config.settings import parse
+from podium.serve.app import create_app
 from podium.store.postgres import locks
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api

@@ -24,8 +24,8 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 
-from podium.api.app import create_app
-from podium.config import parse
+from podium.config.settings import parse
+from podium.serve.app import create_app
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
 from tests.integration.test_api import problem

@@ -121,7 +121,7 @@ async def test_a_nats_log_that_cannot_connect_is_named_without_its_password() ->
     """The log's outage says which server it tried (it goes to the log and to podium
     status), not the password in its URL."""
     from podium.errors import PodiumError
-    from podium.log.nats import NatsLog
+    from podium.log.nats.log import NatsLog
     from podium.ports import SystemClock
 
     log = NatsLog.from_url(f"nats://{USER}127.0.0.1:{free_port()}", "probe", SystemClock())

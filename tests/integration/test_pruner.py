@@ -18,16 +18,18 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from podium import bootstrap, result_archive
-from podium.api.app import create_app
-from podium.cli import app as cli
-from podium.config import Settings
+from podium import bootstrap
+from podium.archive import results as result_archive
+from podium.archive.results import DayFiles
+from podium.cli.main import app as cli
+from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.models import ApiKey, PlayerResult, ResultRecord, Scope, Target
 from podium.domain.retention import DAY_S, ResultKey, StoredResult, day_id, day_start
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import InvalidInput
 from podium.ports import Retention
+from podium.serve.app import create_app
 from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
 from podium.workers.pruner import Pruner
@@ -213,12 +215,12 @@ async def test_pruning_under_a_stream_of_results_archives_each_result_once(
             # Killed while writing its first day file: nothing deleted, no file in place.
             first = Interleaved(b.store, writes, written, kill_reads=3)
             with pytest.raises(Killed):
-                await Pruner(first, directory, clock, KEEP_DAYS, page=10).step()
+                await Pruner(first, DayFiles(directory), clock, KEEP_DAYS, page=10).step()
             assert b.store is not None and await b.store.oldest_result() == min(recorded)[0]
             # Killed between deletes of its first day, its file written.
             second = Interleaved(b.store, writes, written, kill_deletes=2)
             with pytest.raises(Killed):
-                await Pruner(second, directory, clock, KEEP_DAYS, page=10).step()
+                await Pruner(second, DayFiles(directory), clock, KEEP_DAYS, page=10).step()
             assert sum(_archived(directory).values()) > 0
             # A result recorded in the instant a pass went by (its check ran before the
             # pruner's bound moved past it): the next pass adds it to its day, once.
@@ -228,10 +230,10 @@ async def test_pruning_under_a_stream_of_results_archives_each_result_once(
             pruned.add((late.ended_at, late.player_id, late.match_id))
             # Run again to the end, while the stream goes on.
             third = Interleaved(b.store, writes, written)
-            assert await Pruner(third, directory, clock, KEEP_DAYS, page=10).step() > 0
+            assert await Pruner(third, DayFiles(directory), clock, KEEP_DAYS, page=10).step() > 0
             assert third.deletes > 0
             # Nothing more to do: a pass with nothing past the bound deletes nothing.
-            assert await Pruner(b.store, directory, clock, KEEP_DAYS).step() == 0
+            assert await Pruner(b.store, DayFiles(directory), clock, KEEP_DAYS).step() == 0
         finally:
             stop.set()
             await writer  # a failed write fails the test here
@@ -289,7 +291,9 @@ async def test_a_pruned_day_restores_into_a_scratch_database(
     try:
         recorded = await _record_days(b, clock)
         clock.t = D0 + (1 + KEEP_DAYS) * DAY_S + 1  # the first day is past the retention
-        deleted = await Pruner(b.store, tmp_path / "archive", clock, KEEP_DAYS, page=7).step()
+        deleted = await Pruner(
+            b.store, DayFiles(tmp_path / "archive"), clock, KEEP_DAYS, page=7
+        ).step()
     finally:
         await b.close()
     day = {k: r for k, r in recorded.items() if k[0] < D0 + DAY_S}
@@ -438,7 +442,9 @@ async def test_a_result_on_two_databases_of_a_split_store_is_archived_once(
             )
         page = await store.results_ended(D0, D0 + DAY_S, None, 100)
         assert [r.player_id for r in page] == players
-        pruner = Pruner(store, tmp_path / "archive", Clock(D0 + 5 * DAY_S), KEEP_DAYS, page=5)
+        pruner = Pruner(
+            store, DayFiles(tmp_path / "archive"), Clock(D0 + 5 * DAY_S), KEEP_DAYS, page=5
+        )
         assert await pruner.step() == len(players) + len(copied)
         [file] = (tmp_path / "archive" / "results").glob("*.csv.gz")
         assert [r.player_id for r in result_archive.rows(file)] == players

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from podium import bootstrap, config
+from podium import bootstrap
+from podium.config import settings as config
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
 from podium.domain.tournaments import Tournament
-from podium.index.keys import Keys
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import SPLIT_INDEX_SHARDS, Backends
@@ -77,7 +78,7 @@ async def test_rebuild_mends_a_board_and_all_rebuilds_tournaments_too(
         up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock)
         while await up.step():
             pass
-        week = b.podium.reads.window(b.podium.reads.board("week"), None)
+        week = b.podium.boards.window(b.podium.boards.board("week"), None)
         board = BoardKey("week", week.id)
         assert await b.index.count(board) == 60
     finally:

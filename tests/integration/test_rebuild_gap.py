@@ -1,5 +1,5 @@
-"""The rebuild without a gap (``rebuilding.py``) end to end: results recorded and applied by
-an updater throughout, readers asking players' ranks throughout, and a rebuild of both
+"""The rebuild without a gap (``service/upkeep/gapless.py``) end to end: results recorded and
+applied by an updater throughout, readers asking players' ranks throughout, and a rebuild of both
 boards' windows (a board by order and a versioned one) from the store in between.
 
 No read finds a seeded player missing or at zero points, and afterwards each board equals
@@ -21,11 +21,11 @@ import pytest
 
 from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.models import PlayerResult
 from podium.errors import NotFound
 from podium.ports import BoardKey
-from podium.rebuilding import Target
+from podium.service.upkeep.gapless import Target
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 
@@ -85,13 +85,13 @@ async def record(b: Backends, match: str, points: dict[str, int]) -> None:
 
 
 def key_of(b: Backends, name: str) -> BoardKey:
-    w = b.podium.reads.board(name).rule.window_at(int(NOW))
+    w = b.podium.boards.board(name).rule.window_at(int(NOW))
     assert w is not None
     return BoardKey(name, w.id)
 
 
 async def expected(b: Backends, name: str) -> dict[str, int]:
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     out: dict[str, int] = {}
@@ -155,7 +155,7 @@ async def test_no_rank_is_missing_and_nothing_is_lost(backends: Backends) -> Non
         while seen["recorded"] < 5:
             await asyncio.sleep(0.01)
         targets = [
-            Target(b.podium.reads.board(n), b.podium.reads.window(b.podium.reads.board(n), None))
+            Target(b.podium.boards.board(n), b.podium.boards.window(b.podium.boards.board(n), None))
             for n in BOARDS
         ]
         before = seen["reads"], seen["recorded"]

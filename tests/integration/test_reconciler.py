@@ -16,13 +16,13 @@ import pytest
 
 from podium import bootstrap, metrics
 from podium.bootstrap import Backends
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import PlayerResult
 from podium.domain.tournaments import Tournament
 from podium.domain.windows import index_expiry
 from podium.ports import BoardKey
-from podium.tournaments import Specs
+from podium.service.tournaments import Specs
 from podium.workers.reconciler import Reconciler
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
@@ -94,7 +94,7 @@ async def board(b: Backends, name: str) -> dict[str, int]:
 
 
 def key_of(b: Backends, name: str) -> BoardKey:
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     return BoardKey(name, w.id)
@@ -102,7 +102,7 @@ def key_of(b: Backends, name: str) -> BoardKey:
 
 async def expected(b: Backends, name: str) -> dict[str, int]:
     """What the store says the board must hold: every unbanned player's score."""
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     key = key_of(b, name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
@@ -127,7 +127,7 @@ async def corrupt(b: Backends, name: str, players: list[str]) -> None:
     key = key_of(b, name)
     held = await board(b, name)
     gone, high, low = players
-    w = b.podium.reads.board(name).rule.window_at(int(NOW))
+    w = b.podium.boards.board(name).rule.window_at(int(NOW))
     assert w is not None
     exp = index_expiry(w)
     # ban + unban clears a member and its version on one window: then a plain write lands
@@ -213,7 +213,7 @@ def extra_repairs() -> float:
 async def stray(b: Backends, name: str, player: str, score: int) -> None:
     """An index write for a player with no result, behind podium's back (with a version on
     the versioned board, as a buggy updater would write one)."""
-    spec = b.podium.reads.board(name)
+    spec = b.podium.boards.board(name)
     w = spec.rule.window_at(int(NOW))
     assert w is not None
     versions = [7] if b.settings.versioned(spec) else None

@@ -1,5 +1,5 @@
-"""A change of the index's shard count while the fleet runs (``resharding.py``,
-``index/layout.py``; docs/architecture.md §8): a production podium (Postgres, a split Redis
+"""A change of the index's shard count while the fleet runs (``service/upkeep/reshard.py``,
+``index/redis/layout.py``; docs/architecture.md §8): a production podium (Postgres, a split Redis
 index) resharded from 4 shards to 8 and back to 3 while results are recorded and applied
 by two processes (two ``bootstrap.build`` of the same settings, each with its updater) and
 readers in both ask players' ranks throughout.
@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 
-from podium import bootstrap, config
+from podium import bootstrap
 from podium.bootstrap import Backends
-from podium.config import Settings, parse
+from podium.config import settings as config
+from podium.config.settings import Settings, parse
 from podium.errors import ConfigError, Conflict, Unavailable
-from podium.index.keys import layout_pattern
+from podium.index.redis.keys import layout_pattern
 from podium.ports import BoardKey
-from podium.rebuilding import GaplessRebuild, Target
+from podium.service.upkeep.gapless import GaplessRebuild, Target
 from podium.workers.aggregator import Aggregator
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
@@ -154,8 +155,8 @@ async def reshard_under_load(one: Backends, two: Backends, count: int) -> dict[s
     try:
         while seen["recorded"] < 5:
             await asyncio.sleep(0.01)
-        reads = one.podium.reads
-        targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+        boards = one.podium.boards
+        targets = [Target(boards.board(n), boards.window(boards.board(n), None)) for n in BOARDS]
         before = seen["reads"], seen["recorded"]
         seen["outcomes"] = await one.reshard().run(targets, count, grace_s=0.2)
         seen["during"] = seen["reads"] - before[0], seen["recorded"] - before[1]
@@ -332,7 +333,7 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
                 m.player_id for m in before[w.id].members
             ]
         assert await b.index.count(BoardKey("~cup", run.id)) == 7
-        week = b.podium.reads.window(b.podium.reads.board("week"), None)
+        week = b.podium.boards.window(b.podium.boards.board("week"), None)
         assert await b.index.count(BoardKey("week", week.id)) == 7
     finally:
         await b.close()
@@ -367,8 +368,8 @@ async def test_a_reshard_that_fails_before_its_switch_changes_nothing(
         raise Unavailable("the store went away")
 
     monkeypatch.setattr(GaplessRebuild, "run", dies)
-    reads = one.podium.reads
-    targets = [Target(reads.board(n), reads.window(reads.board(n), None)) for n in BOARDS]
+    boards = one.podium.boards
+    targets = [Target(boards.board(n), boards.window(boards.board(n), None)) for n in BOARDS]
     with pytest.raises(Unavailable, match="went away"):
         await one.reshard().run(targets, 8, grace_s=0)
     assert await one.layout.record.read() == (None, None)

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from podium.api.app import create_app
-from podium.service import Service
+from podium.serve.app import create_app
+from podium.service.wiring import Service
 from podium.workers.freezer import Freezer
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for

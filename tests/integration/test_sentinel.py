@@ -1,4 +1,4 @@
-"""The index through Sentinel (``redis+sentinel://``, ``index/sentinel.py``), as bootstrap
+"""The index through Sentinel (``redis+sentinel://``, ``index/redis/sentinel.py``), as bootstrap
 builds it, on the session's private primary, its replica and the Sentinel that watches them
 (``redis_sentinel`` in tests/conftest.py): what reaches the primary, what reaches the
 replica under ``read_from_replicas``, scripts the node never ran, what ``podium status``
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from podium.bootstrap import Backends, build
-from podium.config import parse
+from podium.config.settings import parse
 from podium.errors import IndexUnavailable, RateLimited
 from podium.ports import BoardKey
 from tests.redis_sentinel import SERVICE, Sentinels

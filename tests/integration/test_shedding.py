@@ -172,7 +172,7 @@ async def test_with_shedding_off_nothing_is_shed(make_api: type) -> None:
 @pytest.mark.parametrize("value", [0, -1, "soon"])
 @pytest.mark.parametrize("name", ["shed_lag_ms", "shed_accept_ms"])
 def test_the_thresholds_must_be_positive_numbers(name: str, value: object) -> None:
-    from podium.config import parse
+    from podium.config.settings import parse
     from podium.errors import ConfigError
 
     with pytest.raises(ConfigError, match=rf"server\.{name}"):

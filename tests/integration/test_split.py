@@ -15,7 +15,7 @@ import asyncpg
 import httpx
 import pytest
 
-from podium.config import parse
+from podium.config.settings import parse
 from podium.store.split import SplitStore
 from tests.integration.conftest import Api, close_all, started_api
 from tests.pg_cluster import PgCluster
@@ -221,7 +221,7 @@ async def test_the_home_down_keeps_recording_for_keys_already_verified(
     _, other = await api.podium.keys.create("gs-2", ["default"], False)
     admin = api.auth(api.admin_key)
     assert (await api.client.get("/v1/admin/keys", headers=admin)).status_code == 200
-    week = api.podium.reads.window(api.podium.reads.board("week"), None).id
+    week = api.podium.boards.window(api.podium.boards.board("week"), None).id
     await asyncio.to_thread(cluster.stop)
     await asyncio.sleep(1.2)  # past the service's one-second copy of the frozen windows
     assert totals(await api.submit(m2, [(a, 4), (b, 5)])) == {a: 7, b: 5}

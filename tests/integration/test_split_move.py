@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from podium.cli import app
+from podium.cli.main import app
 from podium.domain.boards import BoardSpec
 from podium.domain.models import MatchQuery, Profile, RecordOutcome, ResultRecord, Target
 from podium.domain.sharding import bucket_of

@@ -15,8 +15,8 @@ import pytest
 
 from podium.domain.boards import in_board_order
 from podium.domain.sharding import shard_tag
-from podium.index.cluster import cluster_client
-from podium.index.keys import Keys
+from podium.index.redis.cluster import cluster_client
+from podium.index.redis.keys import Keys
 from podium.ports import BoardKey
 from tests.integration.conftest import Api
 
@@ -40,8 +40,8 @@ async def split_api(make_api: Any, config_kind: str, **index: Any) -> Api:
 
 async def expected_order(api: Api) -> list[str]:
     """The whole board in the one order, from the store (the record)."""
-    spec = api.podium.reads.board("week")
-    w = api.podium.reads.window(spec, None)
+    spec = api.podium.boards.board("week")
+    w = api.podium.boards.window(spec, None)
     rows = []
     async for batch in api.backends.store.standings("week", w.id):
         rows += [(s.player_id, spec.score(s.tally, w)) for s in batch]
@@ -163,8 +163,8 @@ async def test_ranks_on_redis_cluster(
     assert order[0] not in [e["playerId"] for e in page["entries"]]
     # A rebuild fills every shard from the store (the banned player stays out), and each
     # shard's part of the window expires as a window's key does.
-    spec = api.podium.reads.board("flat")
-    w = api.podium.reads.window(spec, None)
+    spec = api.podium.boards.board("flat")
+    w = api.podium.boards.window(spec, None)
     key = BoardKey("flat", w.id)
     client = cluster_client(redis_cluster.url)
     try:

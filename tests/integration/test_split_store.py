@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from podium import bootstrap
-from podium.config import parse
+from podium.config.settings import parse
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, MatchQuery, Profile, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from podium.errors import IndexUnavailable
-from podium.views import Entry, Page
+from podium.service.views import Entry, Page
 from podium.web.stream import QUEUE_FRAMES, Broadcaster, Hub
 
 pytestmark = pytest.mark.asyncio

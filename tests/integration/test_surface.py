@@ -16,8 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from podium.api.app import create_app
 from podium.domain.models import Profile
+from podium.serve.app import create_app
 from tests.integration.conftest import Api, settings_for
 from tests.integration.test_api import problem
 from tests.integration.test_crash import _free_port

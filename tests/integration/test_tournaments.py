@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
-from podium.api.app import create_app
 from podium.domain import events
 from podium.domain.tournaments import Tournament
 from podium.ports import BoardKey
-from podium.service import Service
-from podium.tournaments import Specs, TournamentFreezer, freeze_due
+from podium.serve.app import create_app
+from podium.service.tournaments import Specs, TournamentFreezer, freeze_due
+from podium.service.wiring import Service
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_web import RawStream

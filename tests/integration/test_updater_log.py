@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from podium import bootstrap
-from podium.config import Settings, parse
+from podium.config.settings import Settings, parse
 from podium.domain.models import ApiKey, Message, PlayerResult
 from podium.errors import IndexUnavailable
 from podium.log.outbox import OutboxLog
@@ -125,7 +125,7 @@ async def _backlog(b: bootstrap.Backends) -> int:
 
 
 async def _on_board(b: bootstrap.Backends, board: str) -> list[str]:
-    window = b.podium.reads.board(board).rule.window_at(int(b.clock.now()))
+    window = b.podium.boards.board(board).rule.window_at(int(b.clock.now()))
     assert window is not None
     key = BoardKey(board, window.id)
     return [p for p in ("a", "b") if await b.index.rank(key, p, descending=True) is not None]

@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from podium import metrics
-from podium.api.app import create_app
-from podium.demo import Simulator
 from podium.domain.models import PlayerResult, Scope
-from podium.service import Service
+from podium.serve.app import create_app
+from podium.serve.demo import Simulator
+from podium.service.wiring import Service
 from tests.integration.conftest import Api, settings_for
 
 pytestmark = pytest.mark.asyncio

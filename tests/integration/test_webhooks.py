@@ -29,7 +29,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from podium.domain import events
 from podium.domain.windows import WindowKind, WindowRule, to_rfc3339
-from podium.tournaments import freeze_due
+from podium.service.tournaments import freeze_due
 from podium.workers import webhooks
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
 from tests.nats_cluster import delete_stream, need_nats, stream_name

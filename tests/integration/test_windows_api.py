@@ -16,11 +16,11 @@ from typing import Any
 import httpx
 import pytest
 
-from podium import archive
-from podium.api.app import create_app
+from podium.archive import standings as archive
 from podium.domain import events
 from podium.domain.models import FinalEntry
-from podium.service import Service
+from podium.serve.app import create_app
+from podium.service.wiring import Service
 from podium.workers.freezer import Freezer
 from podium.workers.updater import Updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from podium import bootstrap, config
-from podium.cli import app
+from podium import bootstrap
+from podium.cli.main import app
+from podium.config import settings as config
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

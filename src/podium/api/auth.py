@@ -8,7 +8,7 @@ from fastapi import Request
 
 from podium.domain.models import ApiKey, Scope
 from podium.errors import Forbidden
-from podium.service import Service
+from podium.service.wiring import Service
 
 
 def bearer(request: Request) -> str | None:

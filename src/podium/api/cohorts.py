@@ -14,8 +14,8 @@ from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.validation import ID_IS
 from podium.domain.windows import to_rfc3339
-from podium.leagues import CohortView
-from podium.service import Service
+from podium.service.leagues import CohortView
+from podium.service.wiring import Service
 
 read_router = APIRouter(tags=["read"])
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from podium.api.problems import MEANINGS, PROBLEM
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain import validation as v
 from podium.domain.boards import EXACT_TOP
 

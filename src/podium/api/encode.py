@@ -14,10 +14,10 @@ import json
 import time
 from typing import Any
 
-from podium.caching import Cache
 from podium.domain.metadata import shown
 from podium.domain.windows import to_rfc3339
-from podium.views import Entry, Page, PlayerRank
+from podium.service.views import Entry, Page, PlayerRank
+from podium.util.caching import Cache
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # Bodies held: one per (board, window, offset, limit) asked for lately, the one written

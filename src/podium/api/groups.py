@@ -13,7 +13,7 @@ from podium.api import schemas as s
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.windows import to_rfc3339
-from podium.service import Service
+from podium.service.wiring import Service
 
 router = APIRouter(tags=["read"])
 

@@ -48,7 +48,7 @@ from podium.api.ratelimit import limit_reads
 from podium.api.routes import record_match
 from podium.api.shedding import LoadGate
 from podium.errors import PodiumError
-from podium.service import Service
+from podium.service.wiring import Service
 
 _BOARD = s.BOARD.strip("^$")
 _ID = s.ID.removeprefix("^").removesuffix("$")

@@ -15,7 +15,7 @@ from podium.api.schemas import shown
 from podium.domain import validation as v
 from podium.domain.models import ApiKey, Scope
 from podium.domain.windows import to_rfc3339
-from podium.service import Service
+from podium.service.wiring import Service
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 KeyId = Annotated[str, Path(pattern=r"^[0-9a-f]{12}$", description="a key's id, 12 hex digits")]

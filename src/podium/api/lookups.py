@@ -15,8 +15,8 @@ from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.validation import ID, ID_IS
 from podium.domain.windows import to_rfc3339
-from podium.lookups import MAX_IDS, parse_ids
-from podium.service import Service
+from podium.service.reads.lookups import MAX_IDS, parse_ids
+from podium.service.wiring import Service
 
 router = APIRouter(tags=["read"])
 # The shape the OpenAPI document publishes; the use case checks it again (lookups.py).

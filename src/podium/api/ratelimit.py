@@ -1,67 +1,25 @@
-"""Per-client token buckets for the public read endpoints, who the client is behind a
-trusted proxy, and the cap on matches in flight.
+"""The HTTP side of the read limits: who the client is behind a trusted proxy, the read
+handlers' spending of a token (``ports/ratelimit.py``), and the cap on matches in flight.
 
-The buckets live in this process (``ReadLimiter``) or, for a fleet, in Redis
-(``podium.index.ratelimit``); ``bootstrap.read_limiter`` picks one (``server.read_limiter``).
+The buckets live in this process (``index/memory/ratelimit.py``) or, for a fleet, in Redis
+(``index/redis/ratelimit.py``); ``bootstrap.read_limiter`` picks one (``server.read_limiter``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Protocol
 
 from fastapi import Request
 
-from podium.errors import Overloaded, RateLimited
+from podium.errors import Overloaded
+from podium.ports.ratelimit import Buckets
 
-MAX_CLIENTS = 100_000  # buckets kept; the least recently seen client is forgotten first
 MAX_HOPS = 20  # forwarded addresses looked at, right to left
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class Buckets(Protocol):
-    """One token bucket per client: ``take`` spends a token or raises ``RateLimited``."""
-
-    kind: str  # "off", "process" or "redis": said by /healthz and the metrics
-
-    async def take(self, client: str) -> None: ...
-    async def close(self) -> None: ...
-
-
-class ReadLimiter:
-    """The buckets of this process alone."""
-
-    def __init__(self, rate_per_s: float, burst: int) -> None:
-        self.rate = rate_per_s
-        self.burst = float(max(1, burst))
-        self.kind = "process" if rate_per_s > 0 else "off"
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-
-    async def take(self, client: str) -> None:
-        self.check(client)
-
-    async def close(self) -> None:
-        return None
-
-    def check(self, client: str, now: float | None = None) -> None:
-        if self.rate <= 0:
-            return
-        now = time.monotonic() if now is None else now
-        tokens, last = self._buckets.pop(client, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate)
-        if tokens < 1:
-            self._buckets[client] = (tokens, now)
-            raise RateLimited(
-                "too many reads from this client", retry_after=int((1 - tokens) / self.rate) + 1
-            )
-        self._buckets[client] = (tokens - 1, now)
-        if len(self._buckets) > MAX_CLIENTS:
-            self._buckets.popitem(last=False)
 
 
 def _address(token: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

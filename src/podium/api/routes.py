@@ -22,9 +22,9 @@ from podium.domain.metadata import shown
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
-from podium.health import PARTS
-from podium.service import Service
-from podium.views import Entry
+from podium.service.health import PARTS
+from podium.service.views import Entry
+from podium.service.wiring import Service
 
 log = logging.getLogger("podium.api")
 

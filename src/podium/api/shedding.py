@@ -39,9 +39,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from podium import metrics
 from podium.api.problems import PROBLEM
-from podium.caching import Cache
 from podium.domain import admission
 from podium.domain.admission import FAR, FRIENDS, PAGE, RANK, Level, Limits
+from podium.util.caching import Cache
 
 TICK_S = 0.01  # how often the loop's lag is sampled: a hundred times a second costs nothing
 SMOOTH_S = 0.1  # the lag's smoothing: a saturated loop shows within a few ticks, a blip fades

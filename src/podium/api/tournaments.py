@@ -26,8 +26,8 @@ from podium.domain.metadata import shown as shown_metadata
 from podium.domain.models import ApiKey
 from podium.domain.validation import ID_IS, anchored
 from podium.domain.windows import to_epoch, to_rfc3339
-from podium.service import Service
-from podium.tournaments import CURSOR as LIST_CURSOR
+from podium.service.tournaments import CURSOR as LIST_CURSOR
+from podium.service.wiring import Service
 
 admin_router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 write_router = APIRouter(tags=["write"])

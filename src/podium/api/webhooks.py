@@ -13,8 +13,8 @@ from podium.api.auth import admin
 from podium.api.problems import responses
 from podium.domain.windows import to_rfc3339
 from podium.ports import Delivery
-from podium.service import Service
-from podium.webhook_admin import CURSOR
+from podium.service.webhook_admin import CURSOR
+from podium.service.wiring import Service
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 State = Literal["pending", "delivered", "failed"]

@@ -16,8 +16,8 @@ from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.validation import ID_IS
 from podium.domain.windows import to_rfc3339
-from podium.past import Download, Format, WindowList
-from podium.service import Service
+from podium.service.reads.past import Download, Format, WindowList
+from podium.service.wiring import Service
 
 router = APIRouter(tags=["read"], dependencies=[Depends(read_limit)])
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

@@ -164,7 +164,7 @@ def board_key(member: str, score: int) -> tuple[int, bytes]:
     UTF-8 keeps the order of code points, and Python compares ``str`` by code point, so
     ``(score, member)`` sorts exactly as this key does, without encoding a member for every
     comparison: ``in_board_order``, ``merge_in_board_order`` and the in-process index's
-    sorted lists use that (``tests/unit/test_boards.py`` holds the two alike).
+    sorted lists use that (``tests/unit/domain/test_boards.py`` holds the two alike).
     """
     return score, member.encode()
 

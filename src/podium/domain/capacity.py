@@ -1,6 +1,6 @@
 """The capacity plan: from a game's players and habits, the load at peak and how many of
 each part a fleet needs, with the limit that sets each count. Pure arithmetic; the command
-(``podium plan``, cli_plan.py) reads the inputs and prints.
+(``podium plan``, cli/plan.py) reads the inputs and prints.
 
 The units. A *result* is one player's result in one match (a match of two players is two):
 25 million daily players playing 10 matches each is 250 million results a day, 2,894 a

@@ -1,5 +1,6 @@
 """What a rebuilt generation of a board window differs by from the live one, read just
-before the switch (``rebuilding.py``): member counts, the top rows, and a sample of ranks.
+before the switch (``service/upkeep/gapless.py``): member counts, the top rows, and a sample of
+ranks.
 
 Both generations took every write since the rebuild began, so on a healthy index they
 agree but for the writes in flight while the two were read; a difference beyond that is

@@ -338,8 +338,8 @@ def check(
         raise TournamentError("maxAttempts", f"must be 1 to {MAX_ATTEMPTS}")
     if t.category is not None and not CATEGORY_RE.fullmatch(t.category):
         raise TournamentError("category", f"{t.category!r} must match {CATEGORY}")
-    # A total that could not be packed is refused before it is created, as config.py refuses
-    # a board whose modes could not fit it (§2): best and last hold one result, a sum with
+    # A total that could not be packed is refused before it is created, as config/settings.py
+    # refuses a board whose modes could not fit it (§2): best and last hold one result, a sum with
     # maxAttempts that many; an open sum is held to its capacity result by result.
     limit = t.spec().codec.points_limit
     held = 1 if t.aggregate is not Aggregate.SUM else t.max_attempts

@@ -158,7 +158,7 @@ class RankIndex(Protocol):
 
 
 class Rebuilding(Protocol):
-    """A board window rebuilt beside the live one, without a gap (``rebuilding.py``, and
+    """A board window rebuilt beside the live one, without a gap (``service/upkeep/gapless.py``, and
     docs/architecture.md, "Rebuilds without a gap"): a new generation of it, named by a
     token, filled while the live one keeps answering every read, then switched in at once.
 
@@ -427,7 +427,7 @@ class Around:
     metadata: dict[str, str] | None = field(default=None, kw_only=True, compare=False)
     # the index's generation markers as ``Generations.tokens`` gives them, read in the same
     # atomic step as the rows (None: not read), so that the read's check needs no second
-    # round trip (mending.py); a side read, left out of equality
+    # round trip (service/ranks/marked.py); a side read, left out of equality
     generation: tuple[str | None, ...] | None = field(default=None, kw_only=True, compare=False)
 
 
@@ -442,7 +442,7 @@ class Estimated:
     as_of: float
     # the generation markers of the shards the read asked, by shard position, read in the
     # same atomic step as the score (None: not read), so that the read's check needs no
-    # second round trip (mending.py); a side read, left out of equality
+    # second round trip (service/ranks/marked.py); a side read, left out of equality
     generation: dict[int, str | None] | None = field(default=None, kw_only=True, compare=False)
 
 
@@ -471,8 +471,8 @@ class RankSource(Protocol):
     Two implementations, of which bootstrap picks one: counted on the rank index
     (``counted.py``; one sorted set, or a board split across shards counted exactly on
     every shard), and the aggregator's snapshot of a board split across shards, with ranks
-    below its exact top estimated from its histogram (``ranking.py``), which counts on the
-    index whatever its snapshot cannot answer. Ranks are 0-based, as the index's."""
+    below its exact top estimated from its histogram (``service/ranks/snapshot.py``), which counts
+    on the index whatever its snapshot cannot answer. Ranks are 0-based, as the index's."""
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
         """Rows ``start..stop`` inclusive, inside the board's exact top."""

@@ -1,18 +1,19 @@
 """``Layouts``: the shard layouts of a split index, as a reshard sees them
-(``podium rebuild --all --shards M``, ``resharding.py``; §8 of docs/architecture.md).
+(``podium rebuild --all --shards M``, ``service/upkeep/reshard.py``; §8 of docs/architecture.md).
 
 The live layout is the one the index's layout record names (absent: the configured
 ``index.shards``). A reshard names the next one in the record while it builds it, which
 every process follows by writing both; then it writes the record's switch, which every
-process follows within ``index.watch_s``. The layouts' keys never meet (``index/keys.py``).
+process follows within ``index.watch_s``. The layouts' keys never meet (``index/redis/keys.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from podium.ports.generations import Generations
-from podium.ports.index import ProfileCopy, RankIndex, Rebuilding
+from podium.ports.index import ProfileCopy, RankIndex, Rebuilding, ShardIndex, SplitBoards
 
 
 class LayoutIndex(RankIndex, Rebuilding, Protocol):
@@ -62,3 +63,29 @@ class Layouts(Protocol):
     async def wait_s(self) -> float:
         """How long every process of the fleet may take to follow a change of the record."""
         ...
+
+
+class LiveLayouts(Layouts, Protocol):
+    """The layouts as every process of a split Redis index follows them: read at start,
+    then watched (a runner's step every ``index.watch_s``)."""
+
+    async def step(self) -> int:
+        """One look at the record, followed (a runner's step)."""
+        ...
+
+
+class LayoutRecord(Protocol):
+    """An unsplit index's look at the layout record: a record that names a split layout
+    means the keys it would read are not the live ones."""
+
+    async def read(self) -> tuple[int | None, int | None]:
+        """The record's live and next shard counts (None: not named)."""
+        ...
+
+
+class SplitShards(SplitBoards, Protocol):
+    """A split index's shards, each one's part of every board: what the aggregator and the
+    mender are given."""
+
+    @property
+    def shards(self) -> Sequence[ShardIndex]: ...

@@ -4,7 +4,7 @@ change wrote in its own transaction, turned into deliveries, claimed, settled an
 Events are written by the stores' own writes (a freeze, a ban, a flagged result), never
 through this port; the webhooks role (``workers/webhooks.py``), the admin's list of
 deliveries, the pruner (old events out) and, when NATS is the log, the relay
-(``EventStream``: events onto the stream, ``log/nats_relay.py``) are its only callers.
+(``EventStream``: events onto the stream, ``log/nats/relay.py``) are its only callers.
 """
 
 from __future__ import annotations

@@ -22,12 +22,12 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.domain.recording import RecordState, place_in_groups, plan_record
 from podium.domain.retention import StoredResult
 from podium.domain.tournaments import State
 from podium.ports.status import Reachable
 from podium.ports.store import RecordHandle, TallyRow
 from podium.ports.webhooks import Delivery, Due
-from podium.recording import RecordState, place_in_groups, plan_record
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
 TALLY_COLS = "board, window_id, player_id, total, reached_at, version, metadata"

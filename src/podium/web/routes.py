@@ -24,7 +24,7 @@ from podium.api.auth import ops
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.api.schemas import BOARD, COUNTRY
-from podium.service import Service
+from podium.service.wiring import Service
 from podium.web.ops import OpsOut, snapshot
 from podium.web.stream import Hub
 
@@ -125,10 +125,10 @@ async def stream(
     ``GET /v1/boards/{board}`` gives it plus ``tickAt`` (epoch seconds of the read). On a
     board split by country, name the group (``?group=FR``)."""
     podium: Service = request.app.state.podium
-    reads = podium.reads
+    boards = podium.boards
     # Refuse an unknown board, one without an open window, a grouped board without a
     # group or a group on a board without groups, before the stream starts.
-    reads.window(reads.board(board), None, group)
+    boards.window(boards.board(board), None, group)
     hub = _hub(request)
     # Counted per client as the read rate is: behind a trusted proxy, the forwarded client.
     release = hub.admit(request.app.state.client_address(request))

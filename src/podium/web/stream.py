@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from podium import metrics
 from podium.api.encode import page_body
 from podium.errors import PodiumError, RateLimited, Unavailable
-from podium.views import Page
+from podium.service.views import Page
 
 log = logging.getLogger("podium.web")
 

@@ -21,7 +21,7 @@ from podium.api.ratelimit import read_limit
 from podium.api.schemas import ID
 from podium.domain.tournaments import BOARD_PREFIX
 from podium.domain.validation import ID_IS
-from podium.service import Service
+from podium.service.wiring import Service
 from podium.web.routes import RETRY_MS, _hub, _Stream
 
 router = APIRouter()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from podium import metrics
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, merge_in_board_order
 from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
@@ -81,7 +81,7 @@ class Aggregator:
         clock: Clock,
     ) -> None:
         self.settings = settings
-        self.shards = shards  # the live layout's, read at each cycle (index/layout.py)
+        self.shards = shards  # the live layout's, read at each cycle (index/redis/layout.py)
         self.snapshots = snapshots
         self.clock = clock
         self.token = secrets.token_hex(8)

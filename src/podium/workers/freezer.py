@@ -11,13 +11,13 @@ list, so their windows are listed on every pass.
 
 from __future__ import annotations
 
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
 from podium.domain.cohorts import is_cohort
 from podium.domain.windows import Window, WindowError, WindowKind, parse_window
-from podium.lifecycle import Lifecycle
 from podium.ports import Clock, Windows
-from podium.tournaments import TournamentFreezer
+from podium.service.lifecycle import Lifecycle
+from podium.service.tournaments import TournamentFreezer
 from podium.workers.runner import Needs, Runner
 
 PERIOD_S = 5.0  # how often the freezer looks for windows that are due

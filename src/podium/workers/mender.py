@@ -7,9 +7,9 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
   one process, under the rebuild lock, refills every live board window from the store (the
   rebuild use case, ``rebuilds.py``), applies the log's last seconds once more (writes that
   landed while the rebuild read the store would otherwise be lost to its swap), and only
-  then writes a new marker: until then every read of the index answers 503 (``mending.py``).
-  That replay starts from before the rebuild began, however late the loss was noticed: the
-  store holds everything committed before, and the rebuild reads it all.
+  then writes a new marker: until then every read of the index answers 503
+  (``service/ranks/marked.py``). That replay starts from before the rebuild began, however late the
+  loss was noticed: the store holds everything committed before, and the rebuild reads it all.
 - A shard whose marker was written on **another node** than the one that holds it now (a
   replica took over, or the node restarted from a snapshot) may lack the writes of the last
   moments before the change: the log is applied once more from the time its marker was last
@@ -23,7 +23,7 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
 The log is split by player into partitions of its own, which are not the index's shards, so
 a replay from a time reads every partition (``ChangeLog.replay``). Where some shards changed
 and others did not (a Redis Cluster primary of several), only the changes written to the
-changed shards are applied (``updater.on_shards``: a player's shard, or a league cohort's):
+changed shards are applied (``replay.on_shards``: a player's shard, or a league cohort's):
 a JetStream replay settles the others unread. The outbox's replay cannot leave any out (its
 rows are re-queued in the outbox, which every updater applies), so there every change of the
 replayed seconds is applied again. ``podium_replayed_changes_total`` counts what this
@@ -41,6 +41,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from podium import metrics
 from podium.ports import Clock
 from podium.ports.generations import Generations, Held
+from podium.workers.replay import replay
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.mender")
@@ -168,7 +169,6 @@ def mender(n: Needs) -> Mender | None:
     """The mender of this deployment's index; None where it has no markers (in process)."""
     if n.generations is None or n.rebuild_live is None:
         return None
-    from podium.workers.updater import replay  # the updater's own replay, once more
 
     async def again(since_s: float, shards: Collection[int] | None) -> int:
         return await replay(n, since_s, shards)
@@ -179,7 +179,7 @@ def mender(n: Needs) -> Mender | None:
         again,
         n.clock,
         n.settings.index.failover_replay_s,
-        lambda: max(1, len(n.shards)),  # the live layout's (index/layout.py)
+        lambda: max(1, len(n.shards)),  # the live layout's (index/redis/layout.py)
     )
 
 

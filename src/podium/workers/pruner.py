@@ -1,5 +1,5 @@
 """The pruner role: results older than ``[store] keep_results_days`` out of the store, into
-a gzip CSV per UTC day of ``endedAt`` under ``[archive] dir`` (``result_archive.py``).
+a gzip CSV per UTC day of ``endedAt`` under ``[archive] dir`` (``archive/results.py``).
 
 A day goes once the whole of it is past the retention (so from then on every result of it
 is refused, ``Matches``), in two passes over the store's rows of that day: the first writes
@@ -25,12 +25,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TypeVar
 
-from podium.domain.retention import StoredResult, oldest_accepted, prunable
+from podium.domain.retention import ResultKey, StoredResult, oldest_accepted, prunable
 from podium.ports import Clock, Retention, WebhookEvents
-from podium.result_archive import DayWriter, DirLock, Holds
+from podium.ports.archive import ResultFiles
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.workers")
@@ -49,7 +48,7 @@ class Pruner:
     def __init__(
         self,
         store: Retention,
-        directory: str | Path,
+        files: ResultFiles,
         clock: Clock,
         keep_days: int,
         *,
@@ -57,7 +56,7 @@ class Pruner:
         duty: float = DUTY,
     ) -> None:
         self.store = store
-        self.dir = Path(directory)
+        self.files = files
         self.clock = clock
         self.keep_days = keep_days
         self.page = page
@@ -72,9 +71,9 @@ class Pruner:
     async def prune_before(self, before: int, progress: Progress | None = None) -> int:
         """Every day that ends at or before ``before`` out of the store (none while another
         pruner holds this archive's lock: it is doing the same)."""
-        lock = DirLock(self.dir)
+        lock = self.files.lock()
         if not await asyncio.to_thread(lock.acquire):
-            log.info("pruner: another pruner holds %s; not pruning", self.dir)
+            log.info("pruner: another pruner holds %s; not pruning", self.files.where)
             return 0
         try:
             deleted = 0
@@ -96,7 +95,7 @@ class Pruner:
     async def prune_day(self, start: int, end: int) -> tuple[int, int]:
         """One day: its file written again with what the store holds of it, then those
         rows deleted. (results in the file, results deleted)."""
-        writer = await asyncio.to_thread(DayWriter, self.dir, start)
+        writer = await asyncio.to_thread(self.files.day, start)
         try:
             after = None
             while page := await self._paced(self.store.results_ended(start, end, after, self.page)):
@@ -106,7 +105,7 @@ class Pruner:
         except BaseException:
             await asyncio.to_thread(writer.abort)
             raise
-        holds = await asyncio.to_thread(Holds, writer.path)
+        holds = await asyncio.to_thread(writer.holds)
         deleted = 0
         after = None
         while page := await self._paced(self.store.results_ended(start, end, after, self.page)):
@@ -115,9 +114,9 @@ class Pruner:
             deleted += await self._paced(self.store.delete_results(keys))
         log.info(
             "pruner: %s: %d results in %s (%d new), %d deleted from the store",
-            writer.path.name,
+            writer.name,
             writer.count,
-            writer.path.parent,
+            self.files.where,
             writer.added,
             deleted,
         )
@@ -176,7 +175,7 @@ class EventPruner:
         return total
 
 
-def _held(holds: Holds, page: list[StoredResult]) -> list[tuple[str, str]]:
+def _held(holds: Callable[[ResultKey], bool], page: list[StoredResult]) -> list[tuple[str, str]]:
     """The keys of the rows of a page that the day file holds."""
     return [(r.player_id, r.match_id) for r in page if holds(r.key)]
 
@@ -192,7 +191,7 @@ def runners(n: Needs) -> list[Runner]:
     store = n.settings.store
     out = []
     if store.keep_results_days:
-        pruner = Pruner(n.store, n.settings.archive.dir, n.clock, store.keep_results_days)
+        pruner = Pruner(n.store, n.result_files, n.clock, store.keep_results_days)
         out.append(Runner("pruner", pruner.step, idle_sleep_s=PERIOD_S, full=PAGE))
     if store.keep_events_days:
         events = EventPruner(
@@ -200,7 +199,7 @@ def runners(n: Needs) -> list[Runner]:
             n.clock,
             store.keep_events_days,
             fanned=bool(n.settings.webhooks),
-            published=n.settings.log.url.startswith("nats://"),
+            published=n.topology.events_published,
         )
         # It loops over its pages itself: one pass a period, whatever it did.
         out.append(Runner("event-pruner", events.step, idle_sleep_s=PERIOD_S, full=1 << 30))

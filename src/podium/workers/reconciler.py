@@ -73,7 +73,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from podium import metrics
-from podium.config import Settings
+from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import base_window, cohort_window, window_of

@@ -15,6 +15,7 @@ from podium.workers import (
     aggregator,
     freezer,
     heartbeats,
+    mender,
     pruner,
     reconciler,
     relay,
@@ -30,6 +31,11 @@ def _started_everywhere(n: Needs) -> str | None:
     return None
 
 
+def _updating(n: Needs) -> list[Runner]:
+    """The updater's runners, and the mender beside them where the index has markers."""
+    return updater.runners(n) + mender.runners(n)
+
+
 @dataclass(frozen=True)
 class Role:
     name: str
@@ -39,7 +45,7 @@ class Role:
 
 REGISTRY: tuple[Role, ...] = (
     Role("relay", relay.runners),  # outbox rows into the change log
-    Role("updater", updater.runners),  # the log onto the index (and its two checks)
+    Role("updater", _updating),  # the log onto the index (and its two checks)
     Role("aggregator", aggregator.runners, aggregator.not_needed),  # a split board's top
     Role("freezer", freezer.runners),  # windows that are due into final standings
     Role("reconciler", reconciler.runners),  # the index checked against the store

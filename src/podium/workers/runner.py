@@ -20,12 +20,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from podium import metrics
-from podium.config import Settings
+from podium.config.settings import Settings
+from podium.config.topology import Topology
 from podium.errors import Unavailable
-from podium.leagues import Leagues
-from podium.lifecycle import Lifecycle
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
+from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
+from podium.service.leagues import Leagues
+from podium.service.lifecycle import Lifecycle
 
 log = logging.getLogger("podium.workers")
 
@@ -100,6 +102,8 @@ class Needs:
     shards: Sequence[ShardIndex]  # a split index's shards; empty when it is not split
     lifecycle: Lifecycle  # the service's own, so a freeze is seen by its reads at once
     fill_profiles: Callable[[], Awaitable[int | None]]  # the store's profiles into the copy
+    topology: Topology  # what the deployment is made of (config/topology.py)
+    result_files: ResultFiles  # where the pruner moves results past the retention
     # The index's generation markers (None: the in-process index has none), and every live
     # window refilled from the store: what the mender (workers/mender.py) needs.
     generations: Generations | None = None

@@ -24,21 +24,18 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable
 
 from podium import metrics
-from podium.config import Settings
-from podium.domain import cohorts
+from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import window_of
 from podium.domain.models import Change, Message, ProfileChange
-from podium.domain.sharding import shard_of
 from podium.domain.windows import WindowError, index_expiry
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
-from podium.tournaments import Specs
-from podium.workers import mender
+from podium.service.tournaments import Specs
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.updater")
@@ -254,7 +251,7 @@ class ProfileCopier:
 def runners(n: Needs) -> list[Runner]:
     """The updater, with the checks that run beside each one: the outbox backlog
     exported, the index's copy of profiles kept complete, and the index mended after it
-    lost writes (``mender.py``)."""
+    lost writes (``mender.py``), which its role starts beside them (``roles.py``)."""
     w = n.settings.workers
     up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, Specs(n.store, n.clock))
     backlog = BacklogMonitor(n.store, n.clock)
@@ -263,49 +260,4 @@ def runners(n: Needs) -> list[Runner]:
         Runner("updater", up.step, idle_sleep_s=w.idle_sleep_s, full=w.batch),
         Runner("backlog", backlog.step, idle_sleep_s=BACKLOG_CHECK_S),
         Runner("profiles", copier.step, idle_sleep_s=PROFILE_CHECK_S),
-        *mender.runners(n),
     ]
-
-
-def on_shards(shards: Collection[int], count: int) -> Callable[[Message], bool]:
-    """Whether a change is written to one of the index shards ``shards`` (of ``count``):
-    a player's by the player (``domain.sharding.shard_of``), a league cohort's by the
-    cohort's own shard (``domain.cohorts.cohort_shard``), as the split index routes them."""
-    wanted = frozenset(shards)
-
-    def keep(m: Message) -> bool:
-        if isinstance(m, Change) and cohorts.parse(m.window) is not None:
-            return cohorts.cohort_shard(m.board, m.window, count) in wanted
-        return shard_of(m.player_id, count) in wanted
-
-    return keep
-
-
-async def replay(n: Needs, since_s: float, shards: Collection[int] | None = None) -> int:
-    """Apply once more everything the log committed in the last ``since_s`` seconds
-    (``podium worker --roles updater --replay-since``), before the roles start: what
-    mends a board whose index lost writes. With ``shards``, only the changes written to
-    those index shards, where the log can leave the others out (``ChangeLog.replay``).
-    Returns how many changes were applied."""
-    count = len(n.shards)
-    keep = None if shards is None or count <= 1 else on_shards(shards, count)
-    view = await n.log.replay(n.clock.now() - since_s, keep)
-    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock, Specs(n.store, n.clock))
-    applied, backoff = 0, 0.05
-    try:
-        while True:
-            try:
-                done = await up.step()
-            except Unavailable as e:
-                log.warning("replay: %s; retrying in %.2fs", e, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(5.0, backoff * 2)
-                continue
-            applied += done
-            if done < max(1, n.settings.workers.batch):
-                break
-    finally:
-        await up.close()
-        await view.close()
-    log.info("replayed %d changes of the last %.0fs", applied, since_s)
-    return applied

@@ -32,11 +32,11 @@ import httpx
 from standardwebhooks import Webhook
 
 from podium import metrics
-from podium.aio import gather_all
+from podium.config.webhooks import WebhookTable
 from podium.domain import events
 from podium.ports import Clock, Due, WebhookEvents
-from podium.redact import redact_text, redact_url
-from podium.webhook_config import WebhookTable
+from podium.util.aio import gather_all
+from podium.util.redact import redact_text, redact_url
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.webhooks")

@@ -28,9 +28,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
-from podium.domain.windows import GROUP_SEP
-from podium.ports.store import MatchFacts, MatchRead, RecordHandle
-from podium.recording import (
+from podium.domain.recording import (
     HOUR,
     UNKNOWN_GROUP,
     RecordPlan,
@@ -39,6 +37,8 @@ from podium.recording import (
     plan_record,
     shut,
 )
+from podium.domain.windows import GROUP_SEP
+from podium.ports.store import MatchFacts, MatchRead, RecordHandle
 from podium.store.common import (
     FLAGGED_COLS,
     RESULT_COLS,

@@ -187,7 +187,7 @@ class Webhooks(Database):
         n = await self._run(lambda c: c.fetchval(PRUNE, float(before), limit, fanned, published))
         return int(n)
 
-    # -- onto the change log's stream (log/nats_relay.py) ------------------------------------
+    # -- onto the change log's stream (log/nats/relay.py) ------------------------------------
 
     async def unpublished_events(self, limit: int) -> list[Event]:
         rows = await self._run(

@@ -17,11 +17,11 @@ import logging
 import time
 from collections.abc import Sequence
 
-from podium.aio import gather_all
 from podium.domain.models import Change, ProfileChange
 from podium.errors import Unavailable
 from podium.store.postgres import PostgresStore
 from podium.store.split.routing import HANDLE_BITS, Part
+from podium.util.aio import gather_all
 
 log = logging.getLogger("podium.store")
 

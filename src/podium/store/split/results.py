@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 from collections.abc import Sequence
 
-from podium.aio import gather_all
 from podium.domain.boards import BoardSpec
 from podium.domain.models import (
     Flagged,
@@ -37,6 +36,7 @@ from podium.domain.models import (
 from podium.errors import Forbidden, PodiumError
 from podium.ports.store import MatchRead, RecordHandle
 from podium.store.split.routing import Part, Router
+from podium.util.aio import gather_all
 
 RELEASED_KEPT = 10_000  # the matches whose claim this store released, latest first kept
 

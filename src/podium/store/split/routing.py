@@ -16,12 +16,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TypeVar
 
-from podium.aio import gather_all
 from podium.domain.sharding import BUCKETS, bucket_of
 from podium.errors import ConfigError, StoreUnavailable, Unavailable
-from podium.redact import redact_url
 from podium.store.postgres import PostgresStore
 from podium.store.postgres.errors import MOVED
+from podium.util.aio import gather_all
+from podium.util.redact import redact_url
 
 log = logging.getLogger("podium.store")
 

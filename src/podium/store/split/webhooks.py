@@ -11,10 +11,10 @@ import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from podium.aio import gather_all
 from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.postgres import PostgresStore
 from podium.store.split.routing import Part
+from podium.util.aio import gather_all
 
 
 class Webhooks(Part):
@@ -79,7 +79,7 @@ class Webhooks(Part):
         )
         return sum(done)
 
-    # The relay reads each database's events under that database's lease (``log/nats.py``);
+    # The relay reads each database's events under that database's lease (``log/nats/log.py``);
     # these two serve a caller of the whole store.
 
     async def unpublished_events(self, limit: int) -> list[Event]:

@@ -23,8 +23,6 @@ import math
 import time
 from collections.abc import AsyncIterator, Sequence
 
-from podium.aio import gather_all
-from podium.caching import Cache
 from podium.domain.boards import BoardSpec, Tally
 from podium.domain.models import FinalEntry, FrozenWindow, Standing
 from podium.domain.plans import plan_freeze
@@ -33,6 +31,8 @@ from podium.errors import Unavailable
 from podium.ports.store import TallyRow
 from podium.store.common import rows_by_player, standings_by_player
 from podium.store.split.routing import Part, Router
+from podium.util.aio import gather_all
+from podium.util.caching import Cache
 
 log = logging.getLogger("podium.store")
 

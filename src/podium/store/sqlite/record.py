@@ -23,9 +23,9 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.domain.recording import HOUR, RecordState, place_in_groups, plan_record
 from podium.errors import Forbidden
 from podium.ports.store import MatchFacts, MatchRead, RecordHandle
-from podium.recording import HOUR, RecordState, place_in_groups, plan_record
 from podium.store.common import (
     FLAGGED_COLS,
     RESULT_COLS,

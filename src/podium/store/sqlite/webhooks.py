@@ -175,7 +175,7 @@ class Webhooks(Database):
 
         return await self._write(run)
 
-    # -- onto the change log's stream (log/nats_relay.py) ------------------------------------
+    # -- onto the change log's stream (log/nats/relay.py) ------------------------------------
 
     async def unpublished_events(self, limit: int) -> list[Event]:
         rows = await self._read(

@@ -1,0 +1,1 @@
+"""File adapters: frozen standings and pruned results as compressed files with manifests."""

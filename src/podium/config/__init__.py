@@ -1,0 +1,1 @@
+"""The settings file: every section, the webhooks, and the deployment's topology."""

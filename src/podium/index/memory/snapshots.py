@@ -1,0 +1,44 @@
+"""The aggregator's snapshots and lease (``Snapshots``) in process, for the embedded mode.
+
+The same rules as in Redis (index/redis/snapshots.py): a lease that ends by the clock, a fencing
+token that rises with each new holder, and snapshots kept only under the newest token, each
+for its time to live. One process holds them, so its aggregator and its readers meet here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from podium.ports import BoardKey
+
+
+class MemorySnapshots:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._holder: tuple[str, float] | None = None  # (token, lease end)
+        self._fence = 0
+        self._held: dict[BoardKey, tuple[bytes, float]] = {}
+
+    async def lead(self, token: str, now: float, lease_s: float) -> int | None:
+        if self._holder is not None and self._holder[0] != token and self._holder[1] > now:
+            return None
+        if self._holder is None or self._holder[0] != token or self._holder[1] <= now:
+            self._fence += 1  # a new tenure (a lapsed lease taken again is one too)
+        self._holder = (token, now + lease_s)
+        return self._fence
+
+    async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
+        if fence != self._fence:
+            return False
+        self._held[key] = (data, self._clock() + ttl_s)
+        return True
+
+    async def read(self, key: BoardKey) -> bytes | None:
+        found = self._held.get(key)
+        if found is None:
+            return None
+        if found[1] <= self._clock():
+            del self._held[key]
+            return None
+        return found[0]

@@ -1,0 +1,48 @@
+"""The aggregator's snapshots and lease (``Snapshots``) in Redis, beside the boards.
+
+All three kinds of key share the tag ``{agg}`` (keys.py), so that on a Redis Cluster the
+check of the fencing token and the write of a snapshot run in one script, on one node. The
+lease is a key with a time to live, so Redis's own clock ends it: the ``now`` the port passes
+serves the in-process adapter only. Snapshots are ASCII JSON (``domain.snapshot``), which the
+client's decoded replies return unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from podium.index.redis.errors import translated
+from podium.index.redis.keys import Keys
+from podium.index.redis.scripts import lua
+from podium.ports import BoardKey
+
+
+class RedisSnapshots:
+    def __init__(self, client: Any, keys: Keys) -> None:
+        self._r = client
+        self._keys = keys
+        self._lead = client.register_script(lua("lead"))
+        self._publish = client.register_script(lua("publish"))
+
+    async def lead(self, token: str, now: float, lease_s: float) -> int | None:
+        with translated:
+            fence = await self._lead(
+                keys=[self._keys.lease(), self._keys.fence()],
+                args=[token, max(1, int(lease_s * 1000))],
+            )
+        return None if fence is None else int(fence)
+
+    async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
+        with translated:
+            kept = await self._publish(
+                keys=[self._keys.fence(), self._keys.snapshot(key)],
+                args=[fence, data, max(1, int(ttl_s * 1000))],
+            )
+        return bool(kept)
+
+    async def read(self, key: BoardKey) -> bytes | None:
+        with translated:
+            data = await self._r.get(self._keys.snapshot(key))
+        if data is None:
+            return None
+        return data.encode() if isinstance(data, str) else bytes(data)

@@ -1,0 +1,1 @@
+"""A board split by player across index shards, as one rank index."""

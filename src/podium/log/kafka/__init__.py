@@ -1,0 +1,1 @@
+"""Apache Kafka as the change log (``log.url = "kafka://..."``)."""

@@ -1,0 +1,1 @@
+"""NATS JetStream as the change log: the stream, its relay, pulls, leases and replays."""

@@ -1,0 +1,238 @@
+"""The reads' ranks on a board split across index shards: the aggregator's snapshot, held.
+
+On a split board (``index.shards > 1``) the top pages are slices of the snapshot that the
+rank aggregator publishes about once a second (``workers/aggregator.py``), and a rank below
+the snapshot's exact top may be estimated from its histogram: one read of the player's own
+shard for their score, the rest from memory. Each API process reads a board window's
+snapshot at most once per ``HOLD_S`` (one refill at a time, shared by every request that
+wants it), so a thousand reads a second cost the snapshot store one read a second.
+
+Everything that must be exact (a rank inside the top whose neighbors reach past it; every
+rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
+snapshot cannot answer (none published yet, or none since the last change) is counted on the
+shards themselves (``counted.py`` over the split index, ``index/split/index.py``), as on one shard.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from podium import metrics
+from podium.domain.boards import Below, BoardSpec, Ties
+from podium.domain.histogram import Estimate
+from podium.domain.snapshot import Snapshot
+from podium.ports import (
+    Around,
+    BoardKey,
+    Clock,
+    Estimated,
+    Placed,
+    ProfileCopy,
+    Resumed,
+    Snapshots,
+    SplitBoards,
+    Spread,
+    Top,
+)
+from podium.service.ranks.counted import CountedRanks, point_edges
+from podium.util.caching import Cache
+
+log = logging.getLogger("podium.reads")
+
+HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it again
+# Board windows whose snapshot one process holds: one per board, open window and group (a
+# board split by country has up to ~250 groups), so 1,000 holds every live board window of
+# a deployment with a few grouped boards; past it the one written longest ago is read again.
+SNAPSHOTS_HELD = 1_000
+
+
+class SnapshotRanks:
+    def __init__(
+        self,
+        counted: CountedRanks,
+        split: SplitBoards,
+        snapshots: Snapshots,
+        copy: ProfileCopy,
+        clock: Clock,
+    ) -> None:
+        self.counted = counted
+        self.split = split
+        self.snapshots = snapshots
+        self.copy = copy
+        self.clock = clock
+        self._held: Cache[BoardKey, Snapshot | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
+        self._not_before = float("-inf")  # snapshots older than this are passed over
+
+    def forget(self, changed_at: float | None = None) -> None:
+        """Read every snapshot again on its next use. With ``changed_at`` (a ban, a rebuild:
+        the shards changed then), also pass over every snapshot made before it, which the
+        aggregator counted before the change (a banned player still in its top): until it
+        publishes a newer one, this process's reads count on the shards."""
+        self._held.clear()
+        if changed_at is not None:
+            self._not_before = max(self._not_before, changed_at)
+
+    async def snapshot(self, key: BoardKey) -> Snapshot | None:
+        """The board window's snapshot as this process last read it (at most ``HOLD_S``
+        ago), or None when the aggregator has published none that is still live (or none
+        since the last change ``forget`` was told of)."""
+        snap = await self._held.get_or_load(key, lambda: self._read(key))
+        return snap if snap is not None and snap.as_of >= self._not_before else None
+
+    async def _read(self, key: BoardKey) -> Snapshot | None:
+        data = await self.snapshots.read(key)
+        snap = None
+        if data is not None:
+            try:
+                snap = Snapshot.decode(data)
+            except (ValueError, KeyError, TypeError):
+                # A snapshot of another release during an upgrade: read the shards instead.
+                log.warning(
+                    "snapshot of %s/%s unreadable: reading the shards", key.board, key.window
+                )
+        if snap is not None:
+            age = self.clock.now() - snap.as_of
+            metrics.SNAPSHOT_AGE_SECONDS.labels(key.board).set(max(0.0, age))
+        return snap
+
+    async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
+        """A slice of the aggregator's merged top, as of its ``asOf``."""
+        snap = await self.snapshot(key)
+        if snap is None:
+            return await self.counted.top(spec, key, start, stop)
+        return Top(list(snap.top[start : stop + 1]), snap.as_of)
+
+    async def page_from(
+        self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool
+    ) -> Resumed:
+        """A slice of the aggregator's merged top beside the place, as of its ``asOf``;
+        counted on the shards when the snapshot cannot place it inside its top (the row
+        fell below it: the rows nearest ahead of it may be below the top too)."""
+        snap = await self.snapshot(key)
+        if snap is not None:
+            member, score = at
+            ahead = snap.ahead(member, score)
+            if ahead is not None:
+                i = snap.position(member)
+                on = i is not None and snap.top[i][1] == score
+                if before:
+                    first = max(0, ahead - n)
+                    return Resumed(first, list(snap.top[first:ahead]), snap.as_of)
+                first = ahead + on
+                return Resumed(first, list(snap.top[first : first + n]), snap.as_of)
+        return await self.counted.page_from(spec, key, at, n, before)
+
+    async def around(
+        self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
+    ) -> Around | Estimated | None:
+        snap = await self.snapshot(key)
+        if snap is not None:
+            i = snap.position(player_id)
+            if i is not None and (i + neighbors < len(snap.top) or snap.whole):
+                # In the exact top, with neighbors that stay inside it: exact as of the
+                # snapshot, with no shard asked (every shard would be: near()).
+                first = max(0, i - neighbors)
+                rows = list(snap.top[first : i + neighbors + 1])
+                names = await self.copy.profiles([p for p, _ in rows])
+                return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
+            if _estimates(spec, snap):
+                # The score with its shard's marker read in the same step: the read's check
+                # (service/ranks/marked.py) needs no second round trip.
+                shard, got = await self.split.marked_score(key, player_id)
+                score = got.score
+                if score is None:
+                    return None  # not on the board
+                if snap.ahead(player_id, score) is None:
+                    # Below the exact top: an estimate, labelled, without neighbors.
+                    placed = self.place(spec, snap, score)
+                    if got.marked:
+                        placed = replace(placed, generation={shard: got.token})
+                    return placed
+                # Inside the top after all: counted exactly.
+        return await self.counted.around(spec, key, player_id, neighbors)
+
+    async def places(
+        self, spec: BoardSpec, key: BoardKey, player_ids: Sequence[str]
+    ) -> list[Placed | None]:
+        """Each player's score from their own shard (one call per shard) and place by the
+        snapshot: exact inside its top, estimated below it. Shared ranks are counted on the
+        shards (``shared_ranks``), so with shared ties the places are counted there too."""
+        if spec.ties is Ties.FIRST and spec.ranks_below_top is Below.ESTIMATED:
+            snap = await self.snapshot(key)
+            if snap is not None and snap.histogram is not None:
+                scores = await self.split.scores(key, player_ids)
+                return [
+                    self._placed(spec, snap, p, s) for p, s in zip(player_ids, scores, strict=True)
+                ]
+        return await self.counted.places(spec, key, player_ids)
+
+    def _placed(
+        self, spec: BoardSpec, snap: Snapshot, player: str, score: int | None
+    ) -> Placed | None:
+        if score is None:
+            return None
+        ahead = snap.ahead(player, score)
+        if ahead is not None:
+            return Placed(ahead, score, True)
+        return Placed(self.place(spec, snap, score).estimate.rank - 1, score, False)
+
+    async def shared_ranks(
+        self, spec: BoardSpec, key: BoardKey, scores: Sequence[int]
+    ) -> dict[int, int]:
+        return await self.counted.shared_ranks(spec, key, scores)
+
+    async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
+        """The buckets from the aggregator's snapshot, without asking the shards: counted in
+        its exact top, estimated from its histogram below it (so not exact), as of its
+        ``asOf``; counted on the shards where the board does not estimate."""
+        snap = await self.snapshot(key) if spec.ranks_below_top is Below.ESTIMATED else None
+        if snap is None or not _estimates(spec, snap):
+            return await self.counted.spread(spec, key, buckets)
+        assert snap.last is not None and snap.top  # members below the top: both are known
+        codec = spec.codec
+        lo, hi = sorted((codec.points(snap.top[0][1]), codec.points(snap.last)))
+        edges = point_edges(lo, hi, buckets)
+        at_least = [self.at_least(spec, snap, codec.floor(p)) for p in edges]
+        at_least[0], at_least[-1] = snap.total, 0  # every member is within [lo, hi]
+        for i in range(1, len(at_least)):  # estimates never let a count go negative
+            at_least[i] = min(at_least[i], at_least[i - 1])
+        out = [
+            (a, b - 1, at_least[i] - at_least[i + 1])
+            for i, (a, b) in enumerate(itertools.pairwise(edges))
+        ]
+        return Spread(snap.total, out, snap.as_of, False)
+
+    def at_least(self, spec: BoardSpec, snap: Snapshot, score: int) -> int:
+        """About how many members hold ``score`` or more, as of the snapshot: counted in its
+        top where the top reaches that far, estimated from its histogram below."""
+        top, desc = snap.top, snap.descending
+        inside = bool(top) and (top[-1][1] <= score if desc else top[-1][1] >= score)
+        if inside or snap.whole or snap.histogram is None:
+            if desc:
+                return snap.top_at_least(score)  # all of them are in the top
+            # asc: the top holds the lowest scores, so those below it are all in the top
+            return snap.total - (len(top) - snap.top_at_least(score))
+        h = snap.histogram
+        if desc:  # ahead of a score just below it: every member at or above it
+            n = h.estimate(score - 1, spec.codec).rank - 1
+        else:  # ahead of it: every member strictly below it
+            n = snap.total - (h.estimate(score, spec.codec).rank - 1)
+        return max(0, min(snap.total, n))
+
+    def place(self, spec: BoardSpec, snap: Snapshot, score: int) -> Estimated:
+        """The estimate of a score below the snapshot's top (its caller checked that)."""
+        assert snap.histogram is not None
+        est = snap.histogram.estimate(score, spec.codec)
+        # Below the exact top by the snapshot's own count: never shown above it.
+        floor = len(snap.top) + 1
+        est = Estimate(max(est.rank, floor), max(est.low, floor), max(est.high, floor))
+        return Estimated(est, snap.histogram.top_percent(est.rank), score, snap.as_of)
+
+
+def _estimates(spec: BoardSpec, snap: Snapshot) -> bool:
+    """The snapshot answers ranks below its top by estimate: the board estimates there, the
+    snapshot has a histogram, and there are members below its top."""
+    return spec.ranks_below_top is Below.ESTIMATED and snap.histogram is not None and not snap.whole

@@ -1,0 +1,2 @@
+"""Refilling the index from the store: the rebuild, the gap-free rebuild, and a reshard of a
+split index."""

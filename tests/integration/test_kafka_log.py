@@ -1,0 +1,128 @@
+"""The Kafka log's start and its errors, on the machine's broker: a missing topic is made
+with the configured partitions; a topic with another count, a broker that refuses to make
+one, and a broker nobody answers on each stop the start with podium's error, not a
+driver's; and the relay's records carry the player as key, the events their id."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from podium.domain.models import Profile
+from podium.errors import ConfigError, LogUnavailable
+from podium.log.kafka.log import KafkaLog
+from podium.store.sqlite import SqliteStore
+from tests.kafka_cluster import (
+    admin,
+    client_config,
+    delete_topic,
+    need_kafka,
+    own_topic,
+    topic_name,
+)
+
+
+class Clock:
+    def now(self) -> float:
+        return 1_792_800_000.0
+
+
+def _log(bootstrap: str, topic: str, **kw: object) -> KafkaLog:
+    return KafkaLog(
+        bootstrap,
+        Clock(),
+        topic=topic,
+        events_topic=f"{topic}-events",
+        group=f"{topic}-{secrets.token_hex(3)}",
+        lease_s=5.0,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_missing_topic_is_made_with_the_configured_partitions() -> None:
+    bootstrap = need_kafka()
+    topic = topic_name()
+    log = _log(bootstrap, topic, partitions=6)
+    try:
+        await log.ping()
+        assert await log.fetch(10) == []
+        md = admin(bootstrap).list_topics(timeout=10)
+        assert len(md.topics[topic].partitions) == 6
+        assert len(md.topics[f"{topic}-events"].partitions) == 6
+    finally:
+        await log.close()
+        for t in (topic, f"{topic}-events"):
+            await asyncio.to_thread(delete_topic, bootstrap, t)
+
+
+async def test_a_topic_with_another_partition_count_is_refused() -> None:
+    bootstrap = need_kafka()
+    with own_topic(bootstrap, partitions=3) as topic:
+        log = _log(bootstrap, topic, partitions=4)
+        try:
+            with pytest.raises(ConfigError, match=r"has 3 partitions, not 4"):
+                await log.fetch(10)
+        finally:
+            await log.close()
+            await asyncio.to_thread(delete_topic, bootstrap, f"{topic}-events")
+
+
+async def test_a_broker_that_refuses_to_make_the_topic_stops_the_start() -> None:
+    bootstrap = need_kafka()  # one broker: three copies cannot be made
+    topic = topic_name()
+    log = _log(bootstrap, topic, partitions=2, replication=3)
+    try:
+        with pytest.raises(ConfigError, match=rf"refused to create topic '{topic}.*replication 3"):
+            await log.fetch(10)
+    finally:
+        await log.close()
+
+
+async def test_no_broker_is_log_unavailable() -> None:
+    log = KafkaLog(
+        "127.0.0.1:1", Clock(), topic="never", client={"socket.connection.setup.timeout.ms": "1000"}
+    )
+    try:
+        with pytest.raises(LogUnavailable, match="Kafka"):
+            await log.fetch(10)
+    finally:
+        await log.close()
+
+
+async def test_relayed_records_are_keyed_by_player_and_settle_by_offset(tmp_path: object) -> None:
+    bootstrap = need_kafka()
+    store = SqliteStore.from_url(f"sqlite:///{tmp_path}/k.db")
+    await store.migrate()
+    topic = topic_name()
+    log = _log(bootstrap, topic, partitions=4, outbox=store, source="db1")
+    try:
+        await store.set_profile(Profile("alice", "Alice"), 1.0)
+        await store.set_profile(Profile("alice", "Alice 2"), 2.0)
+        assert await log.relay(100) == 2
+        assert await log.relay(100) == 0  # acked in the outbox: not sent twice
+        [a, b] = await log.fetch(10)
+        assert a.player_id == b.player_id == "alice"
+        await log.ack([b])  # ahead of an unacked one: the group's offset cannot move yet
+        c = Consumer(client_config(bootstrap, **{"group.id": log.group}))
+        try:
+            p = a.handle.partition  # type: ignore[union-attr]
+            [tp] = c.committed([TopicPartition(topic, p)], timeout=10)
+            assert tp.offset == 0 and json.loads(tp.metadata)["a"] == [[1, 2]]
+            await log.ack([a])
+            [tp] = c.committed([TopicPartition(topic, p)], timeout=10)
+            assert tp.offset == 2  # everything applied: Kafka's own lag is 0
+            c.assign([TopicPartition(topic, p, 0)])
+            msgs = c.consume(2, timeout=10)
+            assert [m.key() for m in msgs] == [b"alice", b"alice"]
+            assert all(dict(m.headers() or [])["podium-message-id"] for m in msgs)
+        finally:
+            c.close()
+    finally:
+        await log.close()
+        await store.close()
+        for t in (topic, f"{topic}-events"):
+            await asyncio.to_thread(delete_topic, bootstrap, t)

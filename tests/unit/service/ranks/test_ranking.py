@@ -1,0 +1,77 @@
+"""The read side's hold on a split board's snapshot (``service/ranks/snapshot.py``): after a change
+the aggregator has not counted yet (a ban, a rebuild), this process passes over every snapshot
+made before it, and counts on the shards, until a newer one is published."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from podium.config.settings import parse
+from podium.domain.snapshot import Snapshot
+from podium.index.memory.index import MemoryIndex
+from podium.index.memory.snapshots import MemorySnapshots
+from podium.ports import BoardKey, Top
+from podium.service.ranks.counted import CountedRanks
+from podium.service.ranks.snapshot import SnapshotRanks
+
+KEY = BoardKey("week", "2026-W49")
+SPEC = next(b for b in parse({}).boards if b.name == "week")
+T = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T
+
+    def now(self) -> float:
+        return self.t
+
+
+class Split:
+    shard_count = 2
+
+    async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
+        return [None for _ in player_ids]
+
+
+async def _publish(snaps: MemorySnapshots, as_of: float, top: list[tuple[str, int]]) -> None:
+    fence = await snaps.lead("agg", as_of, 5.0)
+    assert fence is not None
+    snap = Snapshot(as_of, len(top), tuple(top), True)
+    assert await snaps.publish(KEY, snap.encode(), fence, 15.0)
+
+
+async def _ranks(clock: Clock) -> tuple[SnapshotRanks, MemorySnapshots]:
+    """Ranks on a snapshot store, over shards that hold only "fair" (the cheat is banned)."""
+    shards = MemoryIndex(clock.now)
+    await shards.write(KEY, [("fair", 100)], descending=True, expire_at=None)
+    snaps = MemorySnapshots(clock.now)
+    counted = CountedRanks(shards, clock)
+    return SnapshotRanks(counted, Split(), snaps, shards.copy, clock), snaps
+
+
+async def test_a_change_passes_over_the_snapshots_made_before_it() -> None:
+    clock = Clock()
+    ranking, snaps = await _ranks(clock)
+    await _publish(snaps, T, [("cheat", 900), ("fair", 100)])
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("cheat", 900), ("fair", 100)], T)
+
+    clock.t = T + 0.5
+    ranking.forget(changed_at=clock.now())  # a ban: the shards no longer hold "cheat"
+    assert await ranking.snapshot(KEY) is None
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 0.5)  # the shards
+    ranking.forget()  # a later plain forget keeps passing over it
+    assert await ranking.snapshot(KEY) is None
+
+    await _publish(snaps, T + 0.6, [("fair", 100)])  # the aggregator's next cycle
+    ranking.forget()  # (or HOLD_S later)
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 0.6)
+
+
+async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
+    clock = Clock()
+    ranking, snaps = await _ranks(clock)
+    await _publish(snaps, T, [("a", 1)])
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
+    ranking.forget()
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
