@@ -328,8 +328,45 @@ class Retention(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PlayerResult:
+    """One of a player's stored results, as the admin's console shows it."""
+
+    match_id: str
+    mode: str
+    points: int
+    ended_at: int
+    duration_s: int
+    recorded_at: float
+    flag: str | None  # why it was flagged, or None
+    metadata: str | None  # the canonical JSON object the game server sent, or None
+
+
+@dataclass(frozen=True, slots=True)
+class BanRecord:
+    reason: str
+    banned_at: float
+
+
+class Moderation(Protocol):
+    """The admin's reads about players: who is called what, what they played, why they
+    are banned. Reads only; the writes are ``Players``'."""
+
+    async def find_players(self, text: str, limit: int) -> list[Profile]:
+        """Profiles whose id starts with ``text`` or whose name contains it, ignoring case
+        (ASCII), ordered by player id; at most ``limit``."""
+        ...
+
+    async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
+        """The player's latest results (newest recorded first), flagged or not."""
+        ...
+
+    async def ban_of(self, player_id: str) -> BanRecord | None: ...
+
+
 class ScoreStore(
     Lifetime,
+    Moderation,
     Credentials,
     Results,
     Outbox,

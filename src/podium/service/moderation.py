@@ -1,0 +1,51 @@
+"""The admin's reads about players, for the console and anyone with an admin key: players
+found by id or name, and one player's file (profile, ban, latest results with their flags
+and metadata). Knows the port, never an adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from podium.domain.models import Profile
+from podium.domain.validation import id_problem
+from podium.errors import InvalidInput, NotFound
+from podium.ports import BanRecord, Moderation, PlayerResult, Players
+
+SEARCH_MAX = 64  # characters of a search: an id is at most 64, a name at most 32
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerFile:
+    profile: Profile
+    ban: BanRecord | None
+    results: list[PlayerResult]
+
+
+class SearchStore(Moderation, Players, Protocol):
+    """The admin's reads, and profiles by id."""
+
+
+class PlayerSearch:
+    def __init__(self, store: SearchStore) -> None:
+        self.store = store
+
+    async def find(self, text: str, limit: int) -> list[Profile]:
+        text = text.strip()
+        if not text:
+            raise InvalidInput("q: give a player id (or its start) or part of a name")
+        if len(text) > SEARCH_MAX:
+            raise InvalidInput(f"q: at most {SEARCH_MAX} characters")
+        return await self.store.find_players(text, limit)
+
+    async def player(self, player_id: str, results: int) -> PlayerFile:
+        """A player the store knows anything of: a profile, a ban or a result. One it knows
+        nothing of is a 404, so a typo is not shown as an empty file."""
+        if why := id_problem("playerId", player_id):
+            raise InvalidInput(why)
+        profile = (await self.store.profiles([player_id])).get(player_id)
+        ban = await self.store.ban_of(player_id)
+        recent = await self.store.recent_results(player_id, results)
+        if profile is None and ban is None and not recent:
+            raise NotFound(f"no player {player_id} is known: no profile, result or ban")
+        return PlayerFile(profile or Profile(player_id), ban, recent)
