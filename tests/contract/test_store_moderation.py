@@ -45,9 +45,7 @@ async def test_players_are_found_by_id_start_or_part_of_name(store: ScoreStore) 
     assert [p.player_id for p in found] == ["p_100", "p_101"]
     # A name anywhere, case ignored; ordered by player id (byte order).
     assert [p.player_id for p in await store.find_players("vex", 10)] == ["p_100", "p_101"]
-    assert [(p.player_id, p.name) for p in await store.find_players("ZED", 10)] == [
-        ("zed", None)
-    ]
+    assert [(p.player_id, p.name) for p in await store.find_players("ZED", 10)] == [("zed", None)]
     # LIKE's wildcards are themselves: "%_" finds only the name with those characters.
     assert [p.player_id for p in await store.find_players("0%_", 10)] == ["x_9"]
     assert await store.find_players("nobody", 10) == []
@@ -92,9 +90,7 @@ async def test_only_a_failed_delivery_is_tried_again(store: ScoreStore) -> None:
     claimed = await store.claim_deliveries(T0 + 10, T0 + 20, 10)
     assert len(claimed) == 2
     failed, pending = claimed
-    await store.settle(
-        failed, T0 + 11, status=500, error="boom", retry_at=None, delivered=False
-    )
+    await store.settle(failed, T0 + 11, status=500, error="boom", retry_at=None, delivered=False)
     listed = {d.event_id: d for d in await store.deliveries(None, None, 10)}
     assert listed[failed.event_id].state == events.FAILED
     # Neither a pending one, nor one of another endpoint, nor an unknown event.

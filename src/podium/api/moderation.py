@@ -118,9 +118,12 @@ async def player_file(
     """One player's file: profile, ban (with its reason) and latest results, flagged or
     not, with their metadata. A player the store knows nothing of is a 404."""
     f = await _podium(request).search.player(playerId, results)
+    ban = (
+        None if f.ban is None else BanOut(reason=f.ban.reason, bannedAt=to_rfc3339(f.ban.banned_at))
+    )
     return PlayerFileOut(
         **_player(f.profile).model_dump(),
         banned=f.ban is not None,
-        ban=None if f.ban is None else BanOut(reason=f.ban.reason, bannedAt=to_rfc3339(f.ban.banned_at)),
+        ban=ban,
         results=[_result(r) for r in f.results],
     )

@@ -45,7 +45,8 @@ class PlayerSearch:
             raise InvalidInput(why)
         profile = (await self.store.profiles([player_id])).get(player_id)
         ban = await self.store.ban_of(player_id)
-        recent = await self.store.recent_results(player_id, results)
+        # One result at least, asked for even when none is wanted: it says the player exists.
+        recent = await self.store.recent_results(player_id, max(results, 1))
         if profile is None and ban is None and not recent:
             raise NotFound(f"no player {player_id} is known: no profile, result or ban")
-        return PlayerFile(profile or Profile(player_id), ban, recent)
+        return PlayerFile(profile or Profile(player_id), ban, recent[:results])

@@ -144,7 +144,7 @@ class Players(ProfilesFromVersions, Database):
     async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
         rows = await self._fetch(
             f"SELECT {PLAYER_RESULT_COLS} FROM results WHERE player_id = $1 "
-            "ORDER BY recorded_at DESC, match_id COLLATE \"C\" LIMIT $2",
+            'ORDER BY recorded_at DESC, match_id COLLATE "C" LIMIT $2',
             player_id,
             limit,
         )

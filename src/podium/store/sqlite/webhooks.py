@@ -157,12 +157,14 @@ class Webhooks(Database):
 
     async def retry_delivery(self, event_id: str, endpoint: str, now: float) -> bool:
         return await self._write(
-            lambda c: c.execute(
-                "UPDATE webhook_deliveries SET state = 'pending', next_at = ? "
-                "WHERE event_id = ? AND endpoint = ? AND state = 'failed'",
-                (now, event_id, endpoint),
-            ).rowcount
-            > 0
+            lambda c: (
+                c.execute(
+                    "UPDATE webhook_deliveries SET state = 'pending', next_at = ? "
+                    "WHERE event_id = ? AND endpoint = ? AND state = 'failed'",
+                    (now, event_id, endpoint),
+                ).rowcount
+                > 0
+            )
         )
 
     async def prune_events(

@@ -1,0 +1,144 @@
+"""The admin's routes the console reads before it acts: players found by id or name, one
+player's file (profile, ban and reason, latest results with flags and metadata), the webhook
+endpoints, and a failed delivery tried again. Only an admin key; problem+json otherwise."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.integration.test_api import problem
+from tests.integration.test_webhooks import all_deliveries, hook, wait_for
+from tests.ports import free_port
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+async def _get(api: Api, path: str, key: str | None = None, **params: Any) -> Any:
+    return await api.client.get(path, params=params, headers=api.auth(key or api.admin_key))
+
+
+async def _profile(api: Api, pid: str, name: str) -> None:
+    r = await api.client.put(
+        f"/v1/players/{pid}/profile", json={"name": name}, headers=api.auth(api.admin_key)
+    )
+    assert r.status_code == 204, r.text
+
+
+async def test_players_are_found_by_id_or_name(api: Api) -> None:
+    await _profile(api, "p_001", "Vex")
+    await _profile(api, "p_002", HOSTILE)
+    await _profile(api, "q_1", "vexed")
+    r = await _get(api, "/v1/admin/players", q="VEX")
+    assert r.status_code == 200, r.text
+    assert r.json()["players"] == [
+        {"playerId": "p_001", "name": "Vex"},
+        {"playerId": "q_1", "name": "vexed"},
+    ]
+    r = await _get(api, "/v1/admin/players", q="p_00", limit=1)
+    assert r.json()["players"] == [{"playerId": "p_001", "name": "Vex"}]
+    r = await _get(api, "/v1/admin/players", q="onerror")
+    assert r.json()["players"] == [{"playerId": "p_002", "name": HOSTILE}]  # as it is, as text
+    assert (await _get(api, "/v1/admin/players", q="zzz")).json() == {"players": []}
+    problem(await _get(api, "/v1/admin/players", q="   "), 422)
+    problem(await _get(api, "/v1/admin/players", q="x" * 65), 422)
+    problem(await _get(api, "/v1/admin/players"), 422)
+
+
+async def test_a_players_file_has_the_ban_and_flagged_results_with_metadata(api: Api) -> None:
+    t = time.time()
+    body = {
+        "mode": "default",
+        "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)),
+        "durationSeconds": 300,
+        "results": [{"playerId": "p1", "points": 40, "metadata": {"car": HOSTILE}}],
+    }
+    r = await api.client.post("/v1/matches/m1/results", json=body, headers=api.auth())
+    assert r.status_code == 200, r.text
+    r = await api.client.post(
+        "/v1/admin/players/p1/ban",
+        json={"reason": "aimbot </script>"},
+        headers=api.auth(api.admin_key),
+    )
+    assert r.status_code in (202, 204), r.text
+    f = (await _get(api, "/v1/admin/players/p1")).json()
+    assert f["playerId"] == "p1" and f["banned"] is True
+    assert f["ban"]["reason"] == "aimbot </script>" and f["ban"]["bannedAt"].endswith("Z")
+    [res] = f["results"]
+    assert (res["matchId"], res["mode"], res["points"]) == ("m1", "default", 40)
+    assert res["metadata"] == {"car": HOSTILE} and "flag" not in res
+    assert res["durationSeconds"] == 300
+    # Unbanned: the file says so, the reason gone with the ban.
+    r = await api.client.delete("/v1/admin/players/p1/ban", headers=api.auth(api.admin_key))
+    assert r.status_code in (202, 204), r.text
+    f = (await _get(api, "/v1/admin/players/p1", results=0)).json()
+    assert f["banned"] is False and "ban" not in f and f["results"] == []
+    problem(await _get(api, "/v1/admin/players/nobody"), 404)
+    problem(await _get(api, "/v1/admin/players/p1", results=201), 422)
+
+
+@pytest.mark.parametrize("config_kind", ["embedded"], indirect=True)
+async def test_only_an_admin_key_reads_them(api: Api) -> None:
+    r = await api.client.post(
+        "/v1/admin/keys", json={"name": "ops", "scope": "ops"}, headers=api.auth(api.admin_key)
+    )
+    ops = r.json()["secret"]
+    for path in ("/v1/admin/players?q=p", "/v1/admin/players/p1", "/v1/admin/webhooks"):
+        problem(await api.client.get(path), 401)
+        for key in (api.game_key, ops):
+            refused = problem(await api.client.get(path, headers=api.auth(key)), 403)
+            assert "admin credential" in refused["detail"]
+    retry = "/v1/admin/webhooks/deliveries/evt_1/retry"
+    problem(await api.client.post(retry, json={"endpoint": "x"}, headers=api.auth(ops)), 403)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_kind", ["embedded", "production"], indirect=True)
+async def test_a_failed_delivery_is_tried_again_on_demand(make_api: Any) -> None:
+    # Nothing listens there: every attempt is refused; the horizon is a second.
+    url = f"http://user:pw@127.0.0.1:{free_port()}/nowhere"
+    shown = f"http://user:***@127.0.0.1:{url.rsplit(':', 1)[1]}"
+    api: Api = await make_api(webhooks=[hook(url, retry_for_s=1.0, retry_first_s=0.05)])
+    endpoints = (await _get(api, "/v1/admin/webhooks")).json()["endpoints"]
+    assert endpoints == [
+        {
+            "url": shown,
+            "events": ["window.frozen", "player.banned", "player.flagged"],
+            "retryForSeconds": 1.0,
+        }
+    ]
+    r = await api.client.post(
+        "/v1/admin/players/p1/ban", json={"reason": "spam"}, headers=api.auth(api.admin_key)
+    )
+    assert r.status_code == 204, r.text
+
+    async def failed() -> list[dict[str, Any]]:
+        return await all_deliveries(api, state="failed")
+
+    [d] = await wait_for(failed, timeout=30)
+    assert d["endpoint"] == shown
+    retry = f"/v1/admin/webhooks/deliveries/{d['eventId']}/retry"
+    auth = api.auth(api.admin_key)
+    # The endpoint as listed; never the url with its password (the admin never saw it).
+    problem(await api.client.post(retry, json={"endpoint": url}, headers=auth), 404)
+    problem(await api.client.post(retry, json={}, headers=auth), 422)
+    r = await api.client.post(retry, json={"endpoint": shown}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"eventId": d["eventId"], "endpoint": shown, "retried": 1}
+
+    async def tried_again() -> list[dict[str, Any]]:
+        return [x for x in await failed() if x["attempts"] > d["attempts"]]
+
+    # Past its horizon, one more attempt fails it again, counted on.
+    [again] = await wait_for(tried_again, timeout=30)
+    assert again["eventId"] == d["eventId"]
+    problem(
+        await api.client.post(
+            "/v1/admin/webhooks/deliveries/evt_none/retry", json={"endpoint": shown}, headers=auth
+        ),
+        404,
+    )
