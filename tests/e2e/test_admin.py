@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import re
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 
+from tests.conftest import REDIS_URL, _in_a_thread, need
 from tests.e2e.conftest import Server, start_server, stop_server
 from tests.e2e.test_board import expect
 from tests.ports import free_port
@@ -31,8 +34,32 @@ WRITES = re.compile(r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Fre
 VIEWS = ["players", "review", "keys", "boards", "tournaments", "webhooks"]
 
 
+@pytest.fixture(scope="module", params=["embedded", "production"])
+def backends(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The ``[store]`` and ``[index]`` of the server: none (SQLite and the in-process index),
+    or a database of its own on the tests' Postgres and a key prefix of its own on Redis."""
+    if request.param == "embedded":
+        yield ""
+        return
+    need(REDIS_URL, "Redis")
+    databases = request.getfixturevalue("postgres_server")
+    need(databases.admin_url, "PostgreSQL")
+    [url] = _in_a_thread(lambda: databases.take(1))
+    prefix = f"podium-console-{secrets.token_hex(4)}"
+    try:
+        yield f'[store]\nurl = "{url}"\n[index]\nurl = "{REDIS_URL}"\nprefix = "{prefix}"\n'
+    finally:
+        _in_a_thread(lambda: databases.give_back([url]))
+        client = redis.Redis.from_url(REDIS_URL)
+        try:
+            for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+                client.delete(key)
+        finally:
+            client.close()
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, backends: str) -> Iterator[Server]:
     # Nothing listens at the webhook's port: every delivery fails, given up after a second.
     config = f"""
 [[boards]]
@@ -53,7 +80,7 @@ retry_for_s = 1.0
 retry_first_s = 0.05
 timeout_s = 2.0
 """
-    s = start_server(tmp_path_factory.mktemp("admin"), config=config)
+    s = start_server(tmp_path_factory.mktemp("admin"), config=config, backends=backends)
     yield s
     stop_server(s)
 
