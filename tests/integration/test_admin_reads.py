@@ -44,7 +44,8 @@ async def test_players_are_found_by_id_or_name(api: Api) -> None:
     r = await _get(api, "/v1/admin/players", q="onerror")
     assert r.json()["players"] == [{"playerId": "p_002", "name": HOSTILE}]  # as it is, as text
     assert (await _get(api, "/v1/admin/players", q="zzz")).json() == {"players": []}
-    problem(await _get(api, "/v1/admin/players", q="   "), 422)
+    problem(await _get(api, "/v1/admin/players", q=""), 422)
+    problem(await _get(api, "/v1/admin/players", q="a\x00b"), 422)
     problem(await _get(api, "/v1/admin/players", q="x" * 65), 422)
     problem(await _get(api, "/v1/admin/players"), 422)
 
@@ -125,7 +126,8 @@ async def test_a_failed_delivery_is_tried_again_on_demand(make_api: Any) -> None
     auth = api.auth(api.admin_key)
     # The endpoint as listed; never the url with its password (the admin never saw it).
     problem(await api.client.post(retry, json={"endpoint": url}, headers=auth), 404)
-    problem(await api.client.post(retry, json={}, headers=auth), 422)
+    problem(await api.client.post(retry, json={"endpoint": ""}, headers=auth), 422)
+    problem(await api.client.post(retry, json={"url": shown}, headers=auth), 422)
     r = await api.client.post(retry, json={"endpoint": shown}, headers=auth)
     assert r.status_code == 200, r.text
     assert r.json() == {"eventId": d["eventId"], "endpoint": shown, "retried": 1}
@@ -136,6 +138,10 @@ async def test_a_failed_delivery_is_tried_again_on_demand(make_api: Any) -> None
     # Past its horizon, one more attempt fails it again, counted on.
     [again] = await wait_for(tried_again, timeout=30)
     assert again["eventId"] == d["eventId"]
+    # Without an endpoint: each failed delivery of the event.
+    r = await api.client.post(retry, json={}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"eventId": d["eventId"], "retried": 1}
     problem(
         await api.client.post(
             "/v1/admin/webhooks/deliveries/evt_none/retry", json={"endpoint": shown}, headers=auth

@@ -19,7 +19,7 @@ from podium.domain.models import Profile
 from podium.domain.validation import ID_IS
 from podium.domain.windows import to_rfc3339
 from podium.ports import PlayerResult
-from podium.service.moderation import SEARCH_MAX
+from podium.service.moderation import SEARCH, SEARCH_MAX
 from podium.service.wiring import Service
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
@@ -94,7 +94,9 @@ async def find_players(
         Query(
             min_length=1,
             max_length=SEARCH_MAX,
-            description="a player id or its start, or part of a name (case ignored, ASCII)",
+            pattern=SEARCH,
+            description="a player id or its start, or part of a name (case ignored, ASCII); "
+            "no control character",
         ),
     ],
     limit: Annotated[int, Query(ge=1, le=100)] = 20,

@@ -114,15 +114,18 @@ async def list_endpoints(request: Request) -> EndpointsOut:
 
 class RetryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    endpoint: str = Field(
-        min_length=1, max_length=2048, description="the delivery's endpoint, as the list shows it"
+    endpoint: str | None = Field(
+        None,
+        min_length=1,
+        max_length=2048,
+        description="the delivery's endpoint, as the list shows it; absent: every endpoint",
     )
 
 
 class RetriedOut(BaseModel):
     eventId: str
-    endpoint: str
-    retried: int = Field(description="deliveries made due now (one, unless two urls show alike)")
+    endpoint: str | None = None
+    retried: int = Field(description="deliveries made due now")
 
 
 EventId = Annotated[
@@ -134,10 +137,11 @@ EventId = Annotated[
 @router.post(
     "/v1/admin/webhooks/deliveries/{eventId}/retry",
     response_model=RetriedOut,
+    response_model_exclude_none=True,
     responses=responses(401, 403, 404, 413, 422, 503),
 )
 async def retry_delivery(request: Request, eventId: EventId, body: RetryIn) -> RetriedOut:
-    """A failed delivery tried again at once: pending, due now, its attempts counted on.
-    404 when the event has no failed delivery to that endpoint."""
+    """A failed delivery tried again at once: pending, due now, its attempts counted on;
+    without an endpoint, each failed delivery of the event. 404 when there is none."""
     n = await _podium(request).webhooks.retry(eventId, body.endpoint)
     return RetriedOut(eventId=eventId, endpoint=body.endpoint, retried=n)

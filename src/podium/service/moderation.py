@@ -4,6 +4,7 @@ and metadata). Knows the port, never an adapter."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -13,6 +14,8 @@ from podium.errors import InvalidInput, NotFound
 from podium.ports import BanRecord, Moderation, PlayerResult, Players
 
 SEARCH_MAX = 64  # characters of a search: an id is at most 64, a name at most 32
+# No control character (a NUL is no text Postgres stores, and no name holds one).
+SEARCH = r"^[^\x00-\x1f\x7f]+$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +34,11 @@ class PlayerSearch:
         self.store = store
 
     async def find(self, text: str, limit: int) -> list[Profile]:
-        text = text.strip()
+        # Searched as given: a space is a character of a name like any other.
         if not text:
             raise InvalidInput("q: give a player id (or its start) or part of a name")
+        if not re.fullmatch(SEARCH, text):
+            raise InvalidInput("q: no control character")
         if len(text) > SEARCH_MAX:
             raise InvalidInput(f"q: at most {SEARCH_MAX} characters")
         return await self.store.find_players(text, limit)

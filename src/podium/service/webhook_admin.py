@@ -44,17 +44,19 @@ class WebhookAdmin:
             for w in self.settings.webhooks
         ]
 
-    async def retry(self, event_id: str, endpoint: str) -> int:
+    async def retry(self, event_id: str, endpoint: str | None) -> int:
         """The failed deliveries of ``event_id`` to ``endpoint`` (its url as the list shows
-        it, redacted: the admin never sees a password to send back) made due now; how many.
-        A 404 when there is none (never made, delivered, or pending: tried anyway)."""
+        it, redacted: the admin never sees a password to send back), or to every endpoint,
+        made due now; how many. A 404 when there is none (never made, delivered, or
+        pending: tried anyway)."""
         now = self.clock.now()
         done = 0
         for d in await self._failed_of(event_id):
-            if redact_url(d.endpoint) == endpoint:
+            if endpoint is None or redact_url(d.endpoint) == endpoint:
                 done += await self.store.retry_delivery(d.event_id, d.endpoint, now)
         if not done:
-            raise NotFound(f"event {event_id} has no failed delivery to {endpoint}")
+            to = "" if endpoint is None else f" to {endpoint}"
+            raise NotFound(f"event {event_id} has no failed delivery{to}")
         return done
 
     async def _failed_of(self, event_id: str) -> list[Delivery]:
