@@ -354,6 +354,13 @@ def test_a_window_is_frozen_and_its_standings_downloaded(
     href = link.get_attribute("href")
     csv = httpx.get(server.url + href, follow_redirects=True)
     assert csv.status_code == 200 and "fz_1" in csv.text
+    # The frozen window is in the player's past, with its picture.
+    page.goto(f"{server.url}/admin#players/fz_1")
+    past = page.locator("section", has=page.get_by_role("heading", name="Past windows"))
+    expect(past.locator("tr", has_text=today)).to_contain_text("30")
+    expect(past.locator("svg :is(.line, .dot)").first).to_be_attached()
+    expect(past.locator(".legend")).to_contain_text("sprint")
+    shot(page, tmp_path, "player-past")
 
 
 # -- tournaments -----------------------------------------------------------------------------

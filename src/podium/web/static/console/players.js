@@ -5,7 +5,7 @@
 import { call, enc, Problem } from "./api.js";
 import { fmt } from "../dom.js";
 import { lineChart } from "../svg.js";
-import { act, card, confirmTyped, el, fail, field, kv, notice, readonly, svgChart, table, when } from "./ui.js";
+import { act, card, confirmTyped, el, fail, field, kv, legend, notice, readonly, svgChart, table, when } from "./ui.js";
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
@@ -176,8 +176,7 @@ async function past(root, boards, playerId) {
     const aligned = series.map((s) => ({ name: s.name, points: s.points.map(([j, v]) => [span - (s.points.length - 1 - j), v]) }));
     const svg = svgChart(`points in past windows: ${series.map((s) => s.name).join(", ")}`);
     lineChart(svg, aligned, { span, width: 480, height: 150, left: longest.first, right: longest.last });
-    const legend = el("ul", { class: "legend" }, ...series.map((s, i) => el("li", { class: `s${i}`, text: s.name })));
-    body.unshift(el("figure", { class: "chart-figure" }, svg, legend, el("figcaption", { text: "points per past window, oldest left" })));
+    body.unshift(el("figure", { class: "chart-figure" }, svg, legend(series.map((s) => s.name)), el("figcaption", { text: "points per past window, oldest left" })));
   }
   root.append(card("Past windows", ...body));
 }

@@ -99,3 +99,8 @@ export function svgChart(label) {
   svg.setAttribute("class", "chart-svg");
   return svg;
 }
+
+// A chart's legend: each series' name beside a swatch of its colour (style.css's .s0 ...).
+export function legend(names) {
+  return el("ul", { class: "legend" }, ...names.map((n, i) => el("li", { class: `s${i}` }, el("span", { class: "swatch", "aria-hidden": "true" }), n)));
+}

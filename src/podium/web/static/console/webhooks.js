@@ -3,7 +3,7 @@
 
 import { call, enc } from "./api.js";
 import { lineChart } from "../svg.js";
-import { act, card, el, notice, readonly, svgChart, table, when } from "./ui.js";
+import { act, card, el, legend, notice, readonly, svgChart, table, when } from "./ui.js";
 
 const PAGE = 500;
 const PAGES = 4; // at most 2,000 deliveries read for the picture
@@ -124,6 +124,6 @@ function rateCard(all) {
   return card(
     "Failure rate",
     el("p", { id: "failure-rate", text: total ? `${share}% failed of ${total} settled in the last 24 hours` : "nothing settled in the last 24 hours" }),
-    el("figure", { class: "chart-figure" }, svg, el("ul", { class: "legend" }, el("li", { class: "s0", text: "delivered" }), el("li", { class: "s1", text: "failed" })), el("figcaption", { text: "deliveries per hour, by when each was made" })),
+    el("figure", { class: "chart-figure" }, svg, legend(["delivered", "failed"]), el("figcaption", { text: "deliveries per hour, by when each was made" })),
   );
 }
