@@ -1,9 +1,11 @@
-"""The admin's reads about players (``ports.store.Moderation``) and a failed webhook
-delivery tried again (``WebhookEvents.retry_delivery``), the same bodies on every store."""
+"""The admin's reads about players (``ports.store.Moderation``), a failed webhook delivery
+tried again (``WebhookEvents.retry_delivery``) and a tournament's entrants listed
+(``TournamentStore.entrants``), the same bodies on every store."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +14,7 @@ from podium.domain.models import Profile, ResultRecord
 from podium.ports import ScoreStore
 from tests.contract import test_store as contract
 from tests.contract.test_store import NOW, T0, split2_url, split3_url, targets  # noqa: F401
+from tests.contract.test_store_tournaments import CUP
 
 URL = "http://127.0.0.1:9/hook"
 
@@ -108,3 +111,19 @@ async def test_only_a_failed_delivery_is_tried_again(store: ScoreStore) -> None:
     [due] = await store.claim_deliveries(T0 + 30, T0 + 40, 10)
     assert (due.event_id, due.attempts) == (failed.event_id, 2)  # its second attempt
     assert not await store.retry_delivery(failed.event_id, URL, T0 + 31)  # pending now
+
+
+async def test_a_tournaments_entrants_are_listed_by_id_a_page_at_a_time(
+    store: ScoreStore,
+) -> None:
+    cup = replace(CUP, max_entrants=None)
+    await store.create_tournament(cup)
+    for i, p in enumerate(["b", "a", "c", "B"]):
+        await store.join_tournament(cup.id, p, T0 + 10 + i)
+    every = await store.entrants(cup.id, "", 10)
+    assert every == [("B", T0 + 13), ("a", T0 + 11), ("b", T0 + 10), ("c", T0 + 12)]
+    assert await store.entrants(cup.id, "a", 2) == [("b", T0 + 10), ("c", T0 + 12)]
+    assert await store.entrants(cup.id, "c", 10) == []
+    assert await store.remove_entrant(cup.id, "b")
+    assert [p for p, _ in await store.entrants(cup.id, "", 10)] == ["B", "a", "c"]
+    assert await store.entrants("nothing", "", 10) == []

@@ -375,6 +375,7 @@ def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
     now = time.time()
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
     form.get_by_label("Id").fill("cup-1")
+    form.locator('input[name="joinRequired"]').check()
     form.get_by_label("Title").fill("Friday Cup")
     form.get_by_label("Starts at (RFC 3339, UTC)").fill(stamp(now - 60))
     form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now - 120))  # before the start
@@ -391,6 +392,13 @@ def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
     form.get_by_role("button", name="Create tournament").click()
     expect(notice(page)).to_contain_text("cup-1 is made (live)")
     assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["maxAttempts"] == 3
+    for p in ("cup_a", "cup_b"):
+        r = httpx.post(
+            f"{server.url}/v1/tournaments/cup-1/entrants",
+            json={"playerId": p},
+            headers={"Authorization": f"Bearer {server.game_key}"},
+        )
+        assert r.status_code == 201, r.text
     submit(server, "cup-m1", [{"playerId": "cup_a", "points": 12}])
     deadline = time.monotonic() + 30  # the updater puts it on the tournament's board
     while time.monotonic() < deadline:
@@ -400,9 +408,19 @@ def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
         time.sleep(0.05)
     page.reload()
     detail = page.locator('section[data-tournament="cup-1"]')
-    expect(detail.locator("tr", has_text="cup_a")).to_contain_text("12")
+    standings = detail.locator("table", has_text="standings of run")
+    expect(standings.locator("tr", has_text="cup_a")).to_contain_text("12")
     axe(page)
     shot(page, tmp_path, "tournaments")
+    # An entrant removed, typing their id: the place is free again.
+    detail.get_by_role("button", name="Remove entrant cup_b").click()
+    detail.get_by_label("Type cup_b to confirm").fill("cup_b")
+    detail.get_by_role("button", name="Remove", exact=True).click()
+    expect(notice(page)).to_contain_text("cup_b is no longer an entrant of cup-1")
+    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["entrants"] == 1
+    detail = page.locator('section[data-tournament="cup-1"]')
+    expect(detail.locator("tr", has_text="cup_a").first).to_be_visible()
+    expect(detail.get_by_role("button", name="Remove entrant cup_b")).to_have_count(0)
     detail.get_by_label("Type cup-1 to confirm").fill("cup-1")
     detail.get_by_role("button", name="End now").click()
     expect(notice(page)).to_contain_text("cup-1 is ended")

@@ -82,13 +82,38 @@ async def test_a_players_file_has_the_ban_and_flagged_results_with_metadata(api:
     problem(await _get(api, "/v1/admin/players/p1", results=201), 422)
 
 
+async def test_a_tournaments_entrants_are_listed_a_page_at_a_time(api: Api) -> None:
+    now = time.time()
+    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    body = {"id": "cup", "title": "Cup", "modes": ["default"], "joinRequired": True}
+    body |= {"startsAt": stamp(now - 60), "endsAt": stamp(now + 3600)}
+    admin = api.auth(api.admin_key)
+    r = await api.client.post("/v1/admin/tournaments", json=body, headers=admin)
+    assert r.status_code == 201, r.text
+    for p in ("p_b", "p_a", "p_c"):
+        r = await api.client.post(
+            "/v1/tournaments/cup/entrants", json={"playerId": p}, headers=api.auth()
+        )
+        assert r.status_code == 201, r.text
+    first = (await _get(api, "/v1/admin/tournaments/cup/entrants", limit=2)).json()
+    assert [e["playerId"] for e in first["entrants"]] == ["p_a", "p_b"]
+    assert first["tournament"] == "cup" and first["next"] == "p_b"
+    assert first["entrants"][0]["joinedAt"].endswith("Z")
+    last = (await _get(api, "/v1/admin/tournaments/cup/entrants", after="p_b")).json()
+    assert [e["playerId"] for e in last["entrants"]] == ["p_c"] and "next" not in last
+    problem(await _get(api, "/v1/admin/tournaments/nothing/entrants"), 404)
+    problem(await _get(api, "/v1/admin/tournaments/cup/entrants", limit=0), 422)
+    problem(await _get(api, "/v1/admin/tournaments/cup/entrants", after="a\x01"), 422)
+
+
 @pytest.mark.parametrize("config_kind", ["embedded"], indirect=True)
 async def test_only_an_admin_key_reads_them(api: Api) -> None:
     r = await api.client.post(
         "/v1/admin/keys", json={"name": "ops", "scope": "ops"}, headers=api.auth(api.admin_key)
     )
     ops = r.json()["secret"]
-    for path in ("/v1/admin/players?q=p", "/v1/admin/players/p1", "/v1/admin/webhooks"):
+    paths = ("/v1/admin/players?q=p", "/v1/admin/players/p1", "/v1/admin/webhooks")
+    for path in (*paths, "/v1/admin/tournaments/cup/entrants"):
         problem(await api.client.get(path), 401)
         for key in (api.game_key, ops):
             refused = problem(await api.client.get(path, headers=api.auth(key)), 403)

@@ -71,6 +71,7 @@ async function detail(ctx, id) {
       ),
     );
   }
+  if (ctx.canWrite) box.append(await entrants(ctx, t));
   if (ctx.canWrite && t.state !== "ended") {
     box.append(
       confirmTyped({
@@ -86,6 +87,44 @@ async function detail(ctx, id) {
     );
   }
   return box;
+}
+
+// Who joined (the first 500, by id), each removable: the place is free again and, where
+// joining is required, their results no longer count there.
+async function entrants(ctx, t) {
+  const { entrants: list, next } = await call("GET", `/v1/admin/tournaments/${enc(t.id)}/entrants`, { query: { limit: 500 } });
+  const removing = el("div");
+  const remove = (playerId) =>
+    el("button", {
+      type: "button",
+      class: "danger",
+      text: "Remove…",
+      "aria-label": `Remove entrant ${playerId}`,
+      onclick: () =>
+        removing.replaceChildren(
+          confirmTyped({
+            what: `Removing ${playerId} frees their place in ${t.title}${t.joinRequired ? " and stops their results counting there (what they scored stays)" : ""}.`,
+            expected: playerId,
+            button: "Remove",
+            onConfirm: async () => {
+              await call("DELETE", `/v1/admin/tournaments/${enc(t.id)}/entrants/${enc(playerId)}`);
+              notice(`${playerId} is no longer an entrant of ${t.id}`);
+              await ctx.go("tournaments", t.id);
+            },
+          }),
+        ),
+    });
+  return el(
+    "div",
+    {},
+    table(
+      `entrants${next ? " (the first 500 by id)" : ""}`,
+      ["Player", "Joined", ""],
+      list.map((e) => [e.playerId, when(e.joinedAt), remove(e.playerId)]),
+      "nobody joined",
+    ),
+    removing,
+  );
 }
 
 // The form sends what is typed; the API checks it, and its 422 names each field at fault.
