@@ -71,6 +71,13 @@ window = "day"
 [[boards]]
 name = "sprint"
 window = "day"
+[[boards]]
+name = "ladder"
+window = "week"
+cohort_size = 30
+tiers = ["bronze", "silver", "gold"]
+promote = 5
+demote = 5
 
 [[webhooks]]
 url = "http://127.0.0.1:{free_port()}/hook"
@@ -361,6 +368,25 @@ def test_a_window_is_frozen_and_its_standings_downloaded(
     expect(past.locator("svg :is(.line, .dot)").first).to_be_attached()
     expect(past.locator(".legend")).to_contain_text("sprint")
     shot(page, tmp_path, "player-past")
+
+
+def test_a_leagues_tiers_and_cohorts_are_shown(server: Server, page: Any, tmp_path: Path) -> None:
+    ok(server.admin("PUT", "/v1/players/lg_1/profile", {"name": "Ladder One"}))
+    submit(server, "lg-1", [{"playerId": "lg_1", "points": 44}, {"playerId": "lg_2", "points": 4}])
+    cohort = ok(httpx.get(f"{server.url}/v1/boards/ladder/players/lg_1/cohort"))["cohortId"]
+    signed_in(page, server, server.admin_key)
+    open_view(page, "boards")
+    ladder = page.locator('section[data-board="ladder"]')
+    expect(ladder).to_contain_text("tiers bronze → silver → gold, cohorts of 30, top 5 up")
+    row = ladder.locator("tr", has_text=cohort)
+    expect(row).to_contain_text("bronze")
+    row.get_by_role("button", name=f"Members of {cohort}").click()
+    expect(ladder.locator("tr", has_text="Ladder One (lg_1)")).to_contain_text("44")
+    axe(page)
+    page.goto(f"{server.url}/admin#players/lg_1")
+    leagues = page.locator("section", has=page.get_by_role("heading", name="Leagues"))
+    expect(leagues.locator("tr", has_text="ladder")).to_contain_text(cohort)
+    shot(page, tmp_path, "league")
 
 
 # -- tournaments -----------------------------------------------------------------------------

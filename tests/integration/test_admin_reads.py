@@ -106,6 +106,33 @@ async def test_a_tournaments_entrants_are_listed_a_page_at_a_time(api: Api) -> N
     problem(await _get(api, "/v1/admin/tournaments/cup/entrants", after="a\x01"), 422)
 
 
+async def test_a_league_windows_cohorts_are_listed_with_the_leagues_rules(
+    make_api: Any,
+) -> None:
+    league = {"name": "day", "window": "day", "cohort_size": 2, "tiers": ["bronze", "gold"]}
+    league |= {"promote": 1, "demote": 1}
+    api: Api = await make_api(boards=[{"name": "week", "window": "week"}, league])
+    for i, p in enumerate(["p_1", "p_2", "p_3"]):  # three players: two cohorts at least
+        r = await api.submit(f"m{i}", [(p, 10 + i)])
+        assert r.status_code == 200, r.text
+    out = (await _get(api, "/v1/admin/boards/day/cohorts")).json()
+    assert (out["board"], out["cohortSize"], out["tiers"]) == ("day", 2, ["bronze", "gold"])
+    assert (out["promote"], out["demote"]) == (1, 1) and "next" not in out
+    cohorts = out["cohorts"]
+    assert len(cohorts) >= 2 and sum(c["members"] for c in cohorts) == 3
+    assert all(c["tier"] == "bronze" and 1 <= c["members"] <= 2 for c in cohorts)
+    assert [c["cohortId"] for c in cohorts] == sorted(c["cohortId"] for c in cohorts)
+    assert all(c["cohortId"].startswith(out["window"]) for c in out["cohorts"])
+    first = (await _get(api, "/v1/admin/boards/day/cohorts", limit=1)).json()
+    assert first["cohorts"] == out["cohorts"][:1] and first["next"] == out["cohorts"][0]["cohortId"]
+    rest = (await _get(api, "/v1/admin/boards/day/cohorts", after=first["next"])).json()
+    assert rest["cohorts"] == out["cohorts"][1:]
+    problem(await _get(api, "/v1/admin/boards/week/cohorts"), 404)  # not a league
+    problem(await _get(api, "/v1/admin/boards/nothing/cohorts"), 404)
+    problem(await _get(api, "/v1/admin/boards/day/cohorts", window="x"), 422)
+    problem(await api.client.get("/v1/admin/boards/day/cohorts", headers=api.auth()), 403)
+
+
 @pytest.mark.parametrize("config_kind", ["embedded"], indirect=True)
 async def test_only_an_admin_key_reads_them(api: Api) -> None:
     r = await api.client.post(

@@ -45,6 +45,7 @@ admin_routes.include_router(tournaments.admin_router)  # tournaments (api/tourna
 writes.include_router(tournaments.write_router)
 reads.include_router(tournaments.read_router)
 reads.include_router(cohorts.read_router)  # league cohorts and tiers (api/cohorts.py)
+admin_routes.include_router(cohorts.admin_router)  # a league window's cohorts
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

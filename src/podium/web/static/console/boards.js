@@ -52,6 +52,10 @@ async function boardCard(ctx, b) {
     ),
     freezing,
   );
+  if (ctx.canWrite) {
+    const league = await leagueOf(b);
+    if (league) box.append(league);
+  }
   if (!b.groupBy && b.currentWindow) {
     try {
       const d = await call("GET", `/v1/boards/${enc(b.name)}/distribution`);
@@ -63,6 +67,48 @@ async function boardCard(ctx, b) {
     }
   }
   return box;
+}
+
+// A league board's rules and the cohorts of its current window (the first 200 by id), each
+// opened on its members; null for a board not played in cohorts.
+async function leagueOf(b) {
+  let l;
+  try {
+    l = await call("GET", `/v1/admin/boards/${enc(b.name)}/cohorts`, { query: { limit: 200 } });
+  } catch (e) {
+    if (e.status === 404) return null;
+    throw e;
+  }
+  const members = el("div");
+  const open = (c) =>
+    el("button", {
+      type: "button",
+      text: "Members",
+      "aria-label": `Members of ${c.cohortId}`,
+      onclick: async () => {
+        const full = await call("GET", `/v1/boards/${enc(b.name)}/cohorts/${enc(c.cohortId)}`);
+        members.replaceChildren(
+          table(
+            `cohort ${full.cohortId} (${full.tier})${full.frozen ? ", final" : ""}: up to rank ${full.promoteThrough ?? "–"} moves up, from ${full.demoteFrom ?? "–"} down`,
+            ["Rank#", "Player", "Points#"],
+            full.members.map((m) => [fmt(m.rank), m.name ? `${m.name} (${m.playerId})` : m.playerId, fmt(m.points)]),
+            "nobody placed yet",
+          ),
+        );
+      },
+    });
+  return el(
+    "div",
+    { class: "league" },
+    el("p", { text: `League: tiers ${l.tiers.join(" → ")}, cohorts of ${l.cohortSize}, top ${l.promote} up, bottom ${l.demote} down.` }),
+    table(
+      `cohorts of ${l.window}${l.next ? " (the first 200)" : ""}`,
+      ["Cohort", "Tier", "Members#", ""],
+      l.cohorts.map((c) => [c.cohortId, c.tier, fmt(c.members), open(c)]),
+      "no cohort yet: a player's first result places them",
+    ),
+    members,
+  );
 }
 
 function windowAction(ctx, b, w, freezing) {

@@ -97,8 +97,17 @@ async function file(root, ctx, playerId) {
     orWords(call("GET", `/v1/players/${enc(playerId)}/tiers`)),
     call("GET", "/v1/tournaments", { query: { limit: 50 } }),
   ]);
-  const tierRows = tiers.ok ? tiers.ok.boards : [];
-  const cohorts = await Promise.all(tierRows.map((t) => orWords(call("GET", `/v1/boards/${enc(t.board)}/players/${enc(playerId)}/cohort`))));
+  // A board is a league when it answers the player's cohort; the tier that a frozen cohort
+  // decided comes from their tiers.
+  const decided = new Map((tiers.ok ? tiers.ok.boards : []).map((t) => [t.board, t]));
+  const cohorts = await Promise.all(boards.map((b) => orWords(call("GET", `/v1/boards/${enc(b.name)}/players/${enc(playerId)}/cohort`))));
+  const leagueRows = boards
+    .map((b, i) => [b, cohorts[i].ok, decided.get(b.name)])
+    .filter(([, c, t]) => c || t)
+    .map(([b, c, t]) => {
+      const mine = c ? c.members.find((m) => m.playerId === playerId) : null;
+      return [b.name, t ? t.tier : c.tier, t ? t.moved : null, c ? c.cohortId : "–", mine ? fmt(mine.rank) : ""];
+    });
   const standing = await Promise.all(
     tourneys.tournaments.map((t) => orWords(call("GET", `/v1/tournaments/${enc(t.id)}/players/${enc(playerId)}`))),
   );
@@ -115,11 +124,7 @@ async function file(root, ctx, playerId) {
         table(
           "tier and cohort on each league board",
           ["Board", "Tier", "Last move", "Cohort", "Rank in cohort#"],
-          tierRows.map((t, i) => {
-            const c = cohorts[i].ok;
-            const mine = c ? c.members.find((m) => m.playerId === playerId) : null;
-            return [t.board, t.tier, t.moved, c ? c.cohortId : cohorts[i].words, mine ? fmt(mine.rank) : ""];
-          }),
+          leagueRows,
           "in no league",
         ),
       ),
