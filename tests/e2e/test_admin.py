@@ -202,6 +202,22 @@ def test_a_game_server_key_and_an_unknown_key_are_refused_in_words(
     expect(page.locator("#views")).to_be_hidden()
 
 
+def test_a_key_revoked_mid_session_signs_the_console_out_in_words(
+    server: Server, page: Any
+) -> None:
+    made = ok(server.admin("POST", "/v1/admin/keys", {"name": "short-lived", "scope": "admin"}))
+    signed_in(page, server, made["secret"])
+    open_view(page, "keys")
+    ok(server.admin("DELETE", f"/v1/admin/keys/{made['id']}"))
+    open_view(page, "players")
+    page.get_by_label("Player id or name").fill("anyone")
+    page.get_by_role("button", name="Find").click()
+    expect(page.locator("#status")).to_have_attribute("data-state", "idle")
+    expect(alert(page)).to_contain_text("(401)")
+    expect(page.get_by_label("Admin key")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('podium.console.key')") is None
+
+
 # -- players ---------------------------------------------------------------------------------
 
 

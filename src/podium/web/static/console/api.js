@@ -80,6 +80,8 @@ async function once(method, path, { body, query, key } = {}) {
     const title = (data && data.title) || response.statusText || "Error";
     const errors = (data && Array.isArray(data.errors) ? data.errors : []).map((e) => `${e.field}: ${e.message}`);
     const problem = new Problem(response.status, title, detail, errors);
+    // The kept key stopped working (revoked meanwhile): the console signs out and says why.
+    if (response.status === 401 && key === undefined) document.dispatchEvent(new CustomEvent("podium:refused", { detail: problem }));
     problem.retryAfter = response.headers.get("Retry-After");
     throw problem;
   }

@@ -106,5 +106,11 @@ for (const b of document.querySelectorAll("#views button")) {
   });
 }
 window.addEventListener("hashchange", () => render());
+document.addEventListener("podium:refused", (ev) => {
+  if (!ctx.scope) return;
+  session.forget();
+  signedOut("the key was refused");
+  fail(new Problem(401, ev.detail.title, `${ev.detail.detail}: the key is unknown or revoked; sign in again`));
+});
 
 if (session.key) signIn(session.key);
