@@ -127,3 +127,30 @@ async def test_a_tournaments_entrants_are_listed_by_id_a_page_at_a_time(
     assert await store.remove_entrant(cup.id, "b")
     assert [p for p, _ in await store.entrants(cup.id, "", 10)] == ["B", "a", "c"]
     assert await store.entrants("nothing", "", 10) == []
+
+
+async def test_an_accepted_flag_leaves_the_review_list_and_its_time_stays(
+    store: ScoreStore,
+) -> None:
+    rows = [
+        ResultRecord("p1", "m1", "k1", "ranked", T0 + 100, 300, 90, "jump"),
+        ResultRecord("p1", "m2", "k1", "ranked", T0 + 200, 300, 10),
+        ResultRecord("p2", "m1", "k1", "ranked", T0 + 100, 300, 80, "streak"),
+    ]
+    for i, r in enumerate(rows):
+        await store.record(r, targets(r.ended_at), NOW + i, None)
+    assert {(f.player_id, f.match_id) for f in await store.flagged(None, 10)} == {
+        ("p1", "m1"),
+        ("p2", "m1"),
+    }
+    assert await store.accept_flag("p1", "m1", NOW + 10) == NOW + 10
+    assert await store.accept_flag("p1", "m1", NOW + 20) == NOW + 10  # the first stays
+    assert [(f.player_id, f.match_id) for f in await store.flagged(None, 10)] == [("p2", "m1")]
+    # Not flagged, or not there: nothing to accept.
+    assert await store.accept_flag("p1", "m2", NOW + 10) is None
+    assert await store.accept_flag("p1", "m9", NOW + 10) is None
+    [m2, m1] = await store.recent_results("p1", 10)
+    assert (m1.flag, m1.accepted_at) == ("jump", NOW + 10)  # the reason kept, for the record
+    assert m2.accepted_at is None
+    # It still counts: the totals are as recorded.
+    assert await store.totals("p1", [t for t, _ in targets(T0 + 100)]) == {"day": 100, "week": 100}

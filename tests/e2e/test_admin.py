@@ -285,10 +285,27 @@ def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_
     expect(row).to_contain_text("900,000")
     axe(page)
     shot(page, tmp_path, "review")
-    row.get_by_role("button", name="rv_1").click()
+    row.get_by_role("button", name="rv_1", exact=True).click()
     expect(page.locator("#player-title")).to_have_text("rv_1")
     expect(page.locator("tr", has_text="rv-jump")).to_contain_text("900,000")
     expect(page.locator("#view")).to_contain_text("1 flagged for review")
+    # Accepted after a look: what it changes is said first; it leaves the queue, still counted.
+    before = ok(httpx.get(f"{server.url}/v1/boards/week/players/rv_1"))["points"]
+    open_view(page, "review")
+    page.get_by_role("button", name="Accept rv-jump of rv_1").click()
+    expect(page.locator("#accept-panel")).to_contain_text("changes no total: rv_1 stays at rank")
+    page.locator("#accept-panel").get_by_role("button", name="Accept", exact=True).click()
+    expect(notice(page)).to_contain_text("rv-jump of rv_1 is accepted")
+    expect(page.locator("tr", has_text="rv-jump")).to_have_count(0)
+    flagged = ok(server.admin("GET", "/v1/admin/review?board=week"))["flagged"]
+    assert [f for f in flagged if f["playerId"] == "rv_1"] == []
+    assert ok(httpx.get(f"{server.url}/v1/boards/week/players/rv_1"))["points"] == before
+    [jump] = [
+        r
+        for r in ok(server.admin("GET", "/v1/admin/players/rv_1"))["results"]
+        if r["matchId"] == "rv-jump"
+    ]
+    assert jump["acceptedAt"] and jump["flag"].startswith("jump")
 
 
 # -- keys ------------------------------------------------------------------------------------

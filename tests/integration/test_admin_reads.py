@@ -82,6 +82,37 @@ async def test_a_players_file_has_the_ban_and_flagged_results_with_metadata(api:
     problem(await _get(api, "/v1/admin/players/p1", results=201), 422)
 
 
+async def test_an_accepted_flag_leaves_the_review_queue_and_keeps_counting(api: Api) -> None:
+    t = time.time() - 3600
+    for i in range(5):  # the history the jump rule needs, then a jump
+        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)
+        assert r.status_code == 200, r.text
+    r = await api.submit("jump", [("p1", 900_000)])
+    assert r.status_code == 200, r.text
+    await api.settle()
+    review = (await _get(api, "/v1/admin/review", board="week")).json()
+    assert [f["matchId"] for f in review["flagged"]] == ["jump"]
+    points = (await api.client.get("/v1/boards/week/players/p1")).json()["points"]
+    admin = api.auth(api.admin_key)
+    path = "/v1/admin/players/p1/results/jump/accept"
+    problem(await api.client.post(path, headers=api.auth()), 403)
+    r = await api.client.post(path, headers=admin)
+    assert r.status_code == 200, r.text
+    accepted = r.json()
+    assert (accepted["playerId"], accepted["matchId"]) == ("p1", "jump")
+    again = await api.client.post(path, headers=admin)
+    assert again.json() == accepted  # the first acceptance stays
+    review = (await _get(api, "/v1/admin/review", board="week")).json()
+    assert review["flagged"] == [] and review["top"][0]["flagged"] == 0
+    # Still counted, as it was; the file keeps the flag's reason and says it was accepted.
+    assert (await api.client.get("/v1/boards/week/players/p1")).json()["points"] == points
+    [res, *_] = (await _get(api, "/v1/admin/players/p1")).json()["results"]
+    assert res["matchId"] == "jump" and res["flag"].startswith("jump")
+    assert res["acceptedAt"] == accepted["acceptedAt"]
+    problem(await api.client.post("/v1/admin/players/p1/results/h0/accept", headers=admin), 404)
+    problem(await api.client.post("/v1/admin/players/p1/results/none/accept", headers=admin), 404)
+
+
 async def test_a_tournaments_entrants_are_listed_a_page_at_a_time(api: Api) -> None:
     now = time.time()
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731

@@ -151,6 +151,8 @@ class Served:
 PLAYER = "p_seed_1"  # has results on every board, is a tournament entrant, has friends
 BANNED = "p_seed_ban"  # banned and unbanned by the admin routes
 HOOKED = "p_seed_hook"  # banned once, its webhook delivery failed (retried by the admin)
+FLAGGED = "p_seed_flag"  # a result of theirs flagged, in match JUMP (accepted by the admin)
+JUMP = "m_seed_jump"
 OPEN, ENDED, DOOMED = "t_seed_open", "t_seed_ended", "t_seed_doomed"
 
 
@@ -200,6 +202,16 @@ def seed(served: Served) -> Ids:
                 headers=admin,
             )
         )
+        # Five steady results, then one far above them: flagged.
+        for i, points in enumerate([1, 1, 1, 1, 1, 1000]):
+            one = {**match, "results": [{"playerId": FLAGGED, "points": points}]}
+            ok(
+                c.post(
+                    f"/v1/matches/{JUMP if points > 1 else f'm_seed_h{i}'}/results",
+                    json=one,
+                    headers=game,
+                )
+            )
         ok(c.post(f"/v1/admin/players/{HOOKED}/ban", json={"reason": "x"}, headers=admin))
         failed: list[dict[str, Any]] = []
         deadline = time.monotonic() + 60
@@ -244,6 +256,8 @@ def _with_real_ids(case: Case, ids: Ids) -> None:
         "keyId": ids.key,
         "eventId": ids.event,
     }
+    if path.endswith("/accept"):  # the one flagged result there is; elsewhere, ids drawn
+        real |= {"playerId": FLAGGED, "matchId": JUMP}
     for name in params:
         if name in real:
             params[name] = real[name]

@@ -1,6 +1,7 @@
-"""The admin's routes about players: ``GET /v1/admin/players?q=`` (found by id or name) and
+"""The admin's routes about players: ``GET /v1/admin/players?q=`` (found by id or name),
 ``GET /v1/admin/players/{playerId}`` (one player's file: profile, ban, latest results with
-their flags and metadata). What the console reads before it bans, unbans or reviews.
+their flags and metadata), and a flagged result accepted. What the console reads before it
+bans, unbans or reviews.
 
 Their bodies are defined here, beside the routes, since no other route uses them."""
 
@@ -24,6 +25,7 @@ from podium.service.wiring import Service
 
 router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
+MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 
 
 class PlayerOut(BaseModel):
@@ -50,6 +52,7 @@ class ResultOut(BaseModel):
     durationSeconds: int
     recordedAt: str
     flag: str | None = Field(None, description="why the result was flagged, when it was")
+    acceptedAt: str | None = Field(None, description="when a moderator accepted its flag")
     metadata: dict[str, Any] | None = Field(None, description="as the game server sent it")
 
 
@@ -74,6 +77,7 @@ def _result(r: PlayerResult) -> ResultOut:
         flag=r.flag,
         # Stored as the canonical JSON object it was checked to be (domain/metadata.py).
         metadata=None if r.metadata is None else json.loads(r.metadata),
+        acceptedAt=None if r.accepted_at is None else to_rfc3339(r.accepted_at),
     )
 
 
@@ -129,3 +133,22 @@ async def player_file(
         ban=ban,
         results=[_result(r) for r in f.results],
     )
+
+
+class AcceptedOut(BaseModel):
+    playerId: str
+    matchId: str
+    acceptedAt: str = Field(description="when it was accepted: the first time, if again")
+
+
+@router.post(
+    "/v1/admin/players/{playerId}/results/{matchId}/accept",
+    response_model=AcceptedOut,
+    responses=responses(401, 403, 404, 422, 503),
+)
+async def accept_flag(request: Request, playerId: PlayerId, matchId: MatchId) -> AcceptedOut:
+    """Accept a flagged result after a look: it keeps counting, as it did, and leaves the
+    review queue (``GET /v1/admin/review``); its reason stays in the player's file. Again
+    is the same answer. 404 when the player has no flagged result in that match."""
+    at = await _podium(request).search.accept(playerId, matchId)
+    return AcceptedOut(playerId=playerId, matchId=matchId, acceptedAt=to_rfc3339(at))

@@ -173,6 +173,7 @@ class Results(Protocol):
     async def player_standings(self, player_id: str) -> list[Standing]: ...
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        # The latest flagged results no moderator has accepted (``Moderation.accept_flag``).
         """The latest flagged results (in these modes), newest first, for review."""
         ...
 
@@ -340,6 +341,7 @@ class PlayerResult:
     recorded_at: float
     flag: str | None  # why it was flagged, or None
     metadata: str | None  # the canonical JSON object the game server sent, or None
+    accepted_at: float | None = None  # when a moderator accepted its flag
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +364,12 @@ class Moderation(Protocol):
         ...
 
     async def ban_of(self, player_id: str) -> BanRecord | None: ...
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        """Accept a flagged result: it keeps counting and leaves ``flagged``'s list. When it
+        was accepted (``now``, or the first time for one accepted already); None when there
+        is no such result, or it was not flagged."""
+        ...
 
 
 class ScoreStore(

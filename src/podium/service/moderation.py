@@ -1,6 +1,6 @@
 """The admin's reads about players, for the console and anyone with an admin key: players
 found by id or name, and one player's file (profile, ban, latest results with their flags
-and metadata). Knows the port, never an adapter."""
+and metadata); and a flagged result accepted. Knows the port, never an adapter."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Protocol
 from podium.domain.models import Profile
 from podium.domain.validation import id_problem
 from podium.errors import InvalidInput, NotFound
-from podium.ports import BanRecord, Moderation, PlayerResult, Players
+from podium.ports import BanRecord, Clock, Moderation, PlayerResult, Players
 
 SEARCH_MAX = 64  # characters of a search: an id is at most 64, a name at most 32
 # No control character (a NUL is no text Postgres stores, and no name holds one).
@@ -30,8 +30,20 @@ class SearchStore(Moderation, Players, Protocol):
 
 
 class PlayerSearch:
-    def __init__(self, store: SearchStore) -> None:
+    def __init__(self, store: SearchStore, clock: Clock) -> None:
         self.store = store
+        self.clock = clock
+
+    async def accept(self, player_id: str, match_id: str) -> float:
+        """A moderator accepts a flagged result: it keeps counting (as it did) and leaves
+        the review queue; when it was accepted (the first time, for a second accept)."""
+        for field, value in (("playerId", player_id), ("matchId", match_id)):
+            if why := id_problem(field, value):
+                raise InvalidInput(why)
+        at = await self.store.accept_flag(player_id, match_id, self.clock.now())
+        if at is None:
+            raise NotFound(f"player {player_id} has no flagged result in match {match_id}")
+        return at
 
     async def find(self, text: str, limit: int) -> list[Profile]:
         # Searched as given: a space is a character of a name like any other.

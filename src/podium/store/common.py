@@ -39,7 +39,9 @@ PROFILE_COLS = "player_id, name, avatar, country, version"
 FINAL_COLS = "position, rank, player_id, points, reached_at"
 FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
 FLAGGED_COLS = "player_id, match_id, mode, points, ended_at, recorded_at, flag"
-PLAYER_RESULT_COLS = "match_id, mode, points, ended_at, duration_s, recorded_at, flag, metadata"
+PLAYER_RESULT_COLS = (
+    "match_id, mode, points, ended_at, duration_s, recorded_at, flag, metadata, accepted_at"
+)
 
 
 def like_escaped(text: str) -> str:
@@ -58,6 +60,7 @@ def player_result_of(r: Row) -> PlayerResult:
         r["recorded_at"],
         r["flag"],
         r["metadata"],
+        r["accepted_at"],
     )
 
 

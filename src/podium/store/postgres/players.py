@@ -156,6 +156,16 @@ class Players(ProfilesFromVersions, Database):
         )
         return BanRecord(rows[0]["reason"], rows[0]["banned_at"]) if rows else None
 
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        # One statement: the first accept's time stays (COALESCE), a result never flagged
+        # or absent answers no row.
+        sql = (
+            "UPDATE results SET accepted_at = COALESCE(accepted_at, $3) "
+            "WHERE player_id = $1 AND match_id = $2 AND flag IS NOT NULL RETURNING accepted_at"
+        )
+        rows = await self._run(lambda c: c.fetch(sql, player_id, match_id, float(now)), tx=False)
+        return float(rows[0]["accepted_at"]) if rows else None
+
 
 async def _move_groups(
     c: Conn, player_id: str, old: str | None, new: str | None, now: float

@@ -89,3 +89,8 @@ class Players(ProfilesFromVersions, Part):
 
     async def ban_of(self, player_id: str) -> BanRecord | None:
         return await self.router.routed(player_id, lambda db: db.ban_of(player_id))
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        return await self.router.routed(
+            player_id, lambda db: db.accept_flag(player_id, match_id, now)
+        )

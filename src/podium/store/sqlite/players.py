@@ -153,6 +153,23 @@ class Players(ProfilesFromVersions, Database):
         )
         return None if row is None else BanRecord(row["reason"], row["banned_at"])
 
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        def run(c: sqlite3.Connection) -> float | None:
+            key = (player_id, match_id)
+            c.execute(
+                "UPDATE results SET accepted_at = ? WHERE player_id = ? AND match_id = ? "
+                "AND flag IS NOT NULL AND accepted_at IS NULL",
+                (now, *key),
+            )
+            row = c.execute(
+                "SELECT accepted_at FROM results WHERE player_id = ? AND match_id = ? "
+                "AND flag IS NOT NULL",
+                key,
+            ).fetchone()
+            return None if row is None else float(row["accepted_at"])
+
+        return await self._write(run)
+
 
 def _move_groups(
     c: sqlite3.Connection, player_id: str, old: str | None, new: str | None, now: float

@@ -135,7 +135,7 @@ async function file(root, ctx, playerId) {
   await past(root, boards, playerId);
 
   if (admin) {
-    const flagged = admin.results.filter((r) => r.flag);
+    const flagged = admin.results.filter((r) => r.flag && !r.acceptedAt);
     root.append(
       card(
         "Latest results",
@@ -148,7 +148,7 @@ async function file(root, ctx, playerId) {
             r.mode,
             fmt(r.points),
             when(r.endedAt),
-            r.flag ? el("strong", { class: "state-failed", text: r.flag }) : "",
+            r.flag ? el("strong", { class: r.acceptedAt ? null : "state-failed", text: r.acceptedAt ? `${r.flag} (accepted ${when(r.acceptedAt)})` : r.flag }) : "",
             r.metadata ? el("code", { class: "meta", text: JSON.stringify(r.metadata) }) : "",
           ]),
           "no results",
@@ -237,19 +237,28 @@ export async function review(root, ctx, boardName) {
   root.append(card("Review before prizes", el("div", { class: "inline" }, el("label", { for: "review-board", text: "Board" }), select)));
   if (!chosen) return;
   const r = await call("GET", "/v1/admin/review", { query: { board: chosen, top: 50 } });
+  const deciding = el("div");
+  const accept = (f) =>
+    el("button", {
+      type: "button",
+      text: "Accept…",
+      "aria-label": `Accept ${f.matchId} of ${f.playerId}`,
+      onclick: () => deciding.replaceChildren(acceptPanel(ctx, r, f)),
+    });
   root.append(
     card(
       "Flagged results",
       el("p", {
         class: "help",
-        text: "A flagged result counts until a moderator acts: open the player to see their results and metadata, and ban them (typing their id) when the results are not theirs.",
+        text: "A flagged result counts until a moderator acts. Accept it when it is fair: it keeps counting and leaves this queue. When the results are not the player's, open the player and ban them (typing their id). Rejecting one result alone is not offered: the API cannot take a result back out of the totals.",
       }),
       table(
         `latest flagged results (${r.flagged.length})`,
-        ["Player", "Match", "Mode", "Points#", "Ended", "Why"],
-        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason]),
+        ["Player", "Match", "Mode", "Points#", "Ended", "Why", ""],
+        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason, accept(f)]),
         "nothing flagged",
       ),
+      deciding,
     ),
     card(
       `Top of ${r.board} · ${r.window}`,
@@ -260,5 +269,26 @@ export async function review(root, ctx, boardName) {
         "nobody on the board yet",
       ),
     ),
+  );
+}
+
+// What accepting a flagged result changes, said before it is done: the player's standing on
+// the board stays as it is (the result counted all along), the flag leaves the queue.
+function acceptPanel(ctx, review, f) {
+  const row = review.top.find((e) => e.playerId === f.playerId);
+  const standing = row ? `${f.playerId} stays at rank ${fmt(row.rank)} with ${fmt(row.points)} points on ${review.board}` : `${f.playerId}'s totals stay as they are`;
+  const go = el("button", { type: "button", text: "Accept" });
+  go.addEventListener("click", () =>
+    act(go, async () => {
+      const a = await call("POST", `/v1/admin/players/${enc(f.playerId)}/results/${enc(f.matchId)}/accept`);
+      await ctx.go("review", review.board);
+      notice(`${f.matchId} of ${f.playerId} is accepted (${when(a.acceptedAt)})`);
+    }),
+  );
+  return el(
+    "div",
+    { class: "confirm stack", id: "accept-panel" },
+    el("p", { text: `Accepting ${f.matchId} (${fmt(f.points)} points, flagged: ${f.reason}) changes no total: ${standing}. It leaves the review queue; the reason stays in the player's file.` }),
+    el("div", { class: "inline" }, go, el("button", { type: "button", text: "Cancel", onclick: (ev) => ev.target.closest("#accept-panel").remove() })),
   );
 }
