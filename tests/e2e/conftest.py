@@ -109,14 +109,15 @@ def _cli(cfg: Path, *args: str) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
-def start_server(tmp: Path, *extra: str, config: str = "") -> Server:
+def start_server(tmp: Path, *extra: str, config: str = "", backends: str = "") -> Server:
     """``podium serve`` on a free port with its own SQLite file; keys made through the CLI.
-    ``config``: more of the settings file (boards, say), after what every server has."""
+    ``config``: more of the settings file (boards, say), after what every server has;
+    ``backends``: the ``[store]`` (and ``[index]``) sections instead of the SQLite file."""
     tmp.mkdir(parents=True, exist_ok=True)
     cfg = tmp / "podium.toml"
     cfg.write_text(
-        f'[store]\nurl = "sqlite:///{tmp}/podium.db"\n'
-        "[server]\nread_rate_per_s = 0\n"
+        (backends or f'[store]\nurl = "sqlite:///{tmp}/podium.db"\n')
+        + "[server]\nread_rate_per_s = 0\n"
         "[workers]\nidle_sleep_s = 0.005\n" + config
     )
     game = _cli(cfg, "keys", "create", "--name", "e2e-gs", "--modes", "default")

@@ -112,6 +112,13 @@ group_by = "country"
 [[boards]]
 name = "frozen"
 window = "day"
+# Nothing listens there: a ban's delivery fails within a second, for the admin to retry.
+[[webhooks]]
+url = "http://127.0.0.1:9/nowhere"
+secret = "whsec_Y29udHJhY3QtdGVzdHMtc2VjcmV0"
+events = ["player.banned"]
+retry_for_s = 0.5
+retry_first_s = 0.05
 """
 
 
@@ -123,6 +130,7 @@ class Ids:
     run: str  # the ended tournament's run
     cohort: str  # PLAYER's cohort on the league board
     key: str  # a key made to be revoked
+    event: str  # an event whose webhook delivery failed
 
 
 @dataclass
@@ -142,6 +150,9 @@ class Served:
 
 PLAYER = "p_seed_1"  # has results on every board, is a tournament entrant, has friends
 BANNED = "p_seed_ban"  # banned and unbanned by the admin routes
+HOOKED = "p_seed_hook"  # banned once, its webhook delivery failed (retried by the admin)
+FLAGGED = "p_seed_flag"  # a result of theirs flagged, in match JUMP (accepted by the admin)
+JUMP = "m_seed_jump"
 OPEN, ENDED, DOOMED = "t_seed_open", "t_seed_ended", "t_seed_doomed"
 
 
@@ -191,9 +202,29 @@ def seed(served: Served) -> Ids:
                 headers=admin,
             )
         )
+        # Five steady results, then one far above them: flagged.
+        for i, points in enumerate([1, 1, 1, 1, 1, 1000]):
+            one = {**match, "results": [{"playerId": FLAGGED, "points": points}]}
+            ok(
+                c.post(
+                    f"/v1/matches/{JUMP if points > 1 else f'm_seed_h{i}'}/results",
+                    json=one,
+                    headers=game,
+                )
+            )
+        ok(c.post(f"/v1/admin/players/{HOOKED}/ban", json={"reason": "x"}, headers=admin))
+        failed: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 60
+        while not failed:
+            assert time.monotonic() < deadline, "no webhook delivery failed"
+            time.sleep(0.1)
+            listed = c.get(
+                "/v1/admin/webhooks/deliveries", params={"state": "failed"}, headers=admin
+            )
+            failed = ok(listed)["deliveries"]
         ops = ok(c.get("/openapi.json"))["paths"]
     served.operations = {f"{m.upper()} {path}" for path, ms in ops.items() for m in ms}
-    return Ids(window=window["id"], run=run["id"], cohort=cohort, key=key["id"])
+    return Ids(window["id"], run["id"], cohort, key["id"], failed[0]["eventId"])
 
 
 def _with_real_ids(case: Case, ids: Ids) -> None:
@@ -223,7 +254,10 @@ def _with_real_ids(case: Case, ids: Ids) -> None:
         "run": ids.run,
         "cohortId": ids.cohort,
         "keyId": ids.key,
+        "eventId": ids.event,
     }
+    if path.endswith("/accept"):  # the one flagged result there is; elsewhere, ids drawn
+        real |= {"playerId": FLAGGED, "matchId": JUMP}
     for name in params:
         if name in real:
             params[name] = real[name]

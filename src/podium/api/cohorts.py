@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from podium.api import schemas as s
+from podium.api.auth import admin
 from podium.api.problems import responses
 from podium.api.ratelimit import read_limit
 from podium.domain.validation import ID_IS
@@ -18,6 +19,7 @@ from podium.service.leagues import CohortView
 from podium.service.wiring import Service
 
 read_router = APIRouter(tags=["read"])
+admin_router = APIRouter(tags=["admin"], dependencies=[Depends(admin)])
 
 Board = Annotated[str, Path(pattern=s.BOARD, description="a league board's name, e.g. week")]
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
@@ -133,4 +135,58 @@ async def player_tiers(request: Request, playerId: PlayerId) -> TiersOut:
         boards=[
             TierOut(board=t.board, tier=t.tier, cohortId=t.cohort, moved=t.moved) for t in found
         ],
+    )
+
+
+class WindowCohortOut(BaseModel):
+    cohortId: str
+    tier: str
+    members: int = Field(description="players placed in it")
+
+
+class LeagueOut(BaseModel):
+    board: str
+    window: str
+    cohortSize: int
+    tiers: list[str] = Field(description="lowest first")
+    promote: int
+    demote: int
+    cohorts: list[WindowCohortOut] = Field(description="by id, a page")
+    next: str | None = Field(None, description="``after`` of the next page; absent on the last")
+
+
+@admin_router.get(
+    "/v1/admin/boards/{board}/cohorts",
+    response_model=LeagueOut,
+    response_model_exclude_none=True,
+    responses=responses(401, 403, 404, 422, 503),
+)
+async def window_cohorts(
+    request: Request,
+    board: Board,
+    window: WindowQ = None,
+    after: Annotated[
+        str,
+        Query(
+            max_length=64,
+            pattern=r"^[^\x00-\x1f\x7f]*$",
+            description="the last cohort id of the previous page",
+        ),
+    ] = "",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> LeagueOut:
+    """A league board's tiers and rules, and the cohorts of its current window (or
+    ``window``) with their tier and size; 404 for a board not played in cohorts."""
+    spec, w, page, more = await _podium(request).leagues.window_cohorts(board, window, after, limit)
+    league = spec.league
+    assert league is not None  # a league board's
+    return LeagueOut(
+        board=spec.name,
+        window=w.id,
+        cohortSize=league.cohort_size,
+        tiers=list(league.tiers),
+        promote=league.promote,
+        demote=league.demote,
+        cohorts=[WindowCohortOut(cohortId=c.id, tier=c.tier, members=c.members) for c in page],
+        next=page[-1].id if more and page else None,
     )

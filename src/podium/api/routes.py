@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import cohorts, groups, keys, lookups, tournaments, webhooks, windows
+from podium.api import cohorts, groups, keys, lookups, moderation, tournaments, webhooks, windows
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -37,6 +37,7 @@ ops = APIRouter(tags=["ops"])
 ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 admin_routes.include_router(webhooks.router)  # webhook deliveries (api/webhooks.py)
+admin_routes.include_router(moderation.router)  # players found, a player's file
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
 reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
 reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)
@@ -44,6 +45,7 @@ admin_routes.include_router(tournaments.admin_router)  # tournaments (api/tourna
 writes.include_router(tournaments.write_router)
 reads.include_router(tournaments.read_router)
 reads.include_router(cohorts.read_router)  # league cohorts and tiers (api/cohorts.py)
+admin_routes.include_router(cohorts.admin_router)  # a league window's cohorts
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

@@ -243,6 +243,46 @@ async def remove_entrant(
     return RemovedOut(tournament=_out(t, podium.clock.now()), playerId=playerId)
 
 
+class EntrantOut(BaseModel):
+    playerId: str
+    joinedAt: str
+
+
+class EntrantsOut(BaseModel):
+    tournament: str
+    entrants: list[EntrantOut]
+    next: str | None = Field(default=None, description="``after`` of the next page")
+
+
+@admin_router.get(
+    "/v1/admin/tournaments/{tournamentId}/entrants",
+    response_model=EntrantsOut,
+    response_model_exclude_none=True,
+    responses=responses(401, 403, 404, 422, 503),
+)
+async def list_entrants(
+    request: Request,
+    tournamentId: TournamentId,
+    after: Annotated[
+        str,
+        Query(
+            max_length=64,
+            pattern=r"^[^\x00-\x1f\x7f]*$",
+            description="the last player id of the previous page",
+        ),
+    ] = "",
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> EntrantsOut:
+    """Who joined, by player id, a page at a time; 404 for an unknown tournament."""
+    found = await _podium(request).tournaments.entrants(tournamentId, after, limit + 1)
+    page = found[:limit]
+    return EntrantsOut(
+        tournament=tournamentId,
+        entrants=[EntrantOut(playerId=p, joinedAt=to_rfc3339(t)) for p, t in page],
+        next=page[-1][0] if len(found) > limit else None,
+    )
+
+
 @read_router.get(
     "/v1/tournaments",
     response_model=TournamentsOut,

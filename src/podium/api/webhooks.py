@@ -1,4 +1,6 @@
-"""The admin's route of webhook deliveries: ``GET /v1/admin/webhooks/deliveries``.
+"""The admin's routes of webhooks: the endpoints configured (``GET /v1/admin/webhooks``),
+their deliveries (``GET /v1/admin/webhooks/deliveries``), and a failed one tried again
+(``POST /v1/admin/webhooks/deliveries/{eventId}/retry``).
 
 Its bodies are defined here, beside the route, since no other route uses them."""
 
@@ -6,8 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from podium.api.auth import admin
 from podium.api.problems import responses
@@ -87,3 +89,59 @@ async def list_deliveries(
     often it was tried and when it is tried next."""
     page = await _podium(request).webhooks.deliveries(state, cursor, limit)
     return DeliveriesOut(deliveries=[_out(d) for d in page.deliveries], next=page.next)
+
+
+class EndpointOut(BaseModel):
+    url: str = Field(description="its password and secret query values shown as ***")
+    events: list[str]
+    retryForSeconds: float = Field(description="how long a delivery is retried before it fails")
+
+
+class EndpointsOut(BaseModel):
+    endpoints: list[EndpointOut]
+
+
+@router.get("/v1/admin/webhooks", response_model=EndpointsOut, responses=responses(401, 403))
+async def list_endpoints(request: Request) -> EndpointsOut:
+    """The endpoints of the settings' ``[[webhooks]]`` tables, without their secrets."""
+    return EndpointsOut(
+        endpoints=[
+            EndpointOut(url=e.url, events=list(e.events), retryForSeconds=e.retry_for_s)
+            for e in _podium(request).webhooks.endpoints()
+        ]
+    )
+
+
+class RetryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    endpoint: str | None = Field(
+        None,
+        min_length=1,
+        max_length=2048,
+        description="the delivery's endpoint, as the list shows it; absent: every endpoint",
+    )
+
+
+class RetriedOut(BaseModel):
+    eventId: str
+    endpoint: str | None = None
+    retried: int = Field(description="deliveries made due now")
+
+
+EventId = Annotated[
+    str,
+    Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$", description="a delivery's eventId"),
+]
+
+
+@router.post(
+    "/v1/admin/webhooks/deliveries/{eventId}/retry",
+    response_model=RetriedOut,
+    response_model_exclude_none=True,
+    responses=responses(401, 403, 404, 413, 422, 503),
+)
+async def retry_delivery(request: Request, eventId: EventId, body: RetryIn) -> RetriedOut:
+    """A failed delivery tried again at once: pending, due now, its attempts counted on;
+    without an endpoint, each failed delivery of the event. 404 when there is none."""
+    n = await _podium(request).webhooks.retry(eventId, body.endpoint)
+    return RetriedOut(eventId=eventId, endpoint=body.endpoint, retried=n)

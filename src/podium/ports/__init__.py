@@ -40,11 +40,14 @@ from podium.ports.index import (
 )
 from podium.ports.log import ChangeLog, Relayed
 from podium.ports.store import (
+    BanRecord,
     Credentials,
     Lifetime,
     MatchFacts,
     MatchRead,
+    Moderation,
     Outbox,
+    PlayerResult,
     Players,
     RecordHandle,
     Results,
@@ -57,6 +60,7 @@ from podium.ports.webhooks import Delivery, Due, Event, EventStream, WebhookEven
 
 __all__ = [
     "Around",
+    "BanRecord",
     "BoardKey",
     "ChangeLog",
     "Clock",
@@ -72,9 +76,11 @@ __all__ = [
     "MatchFacts",
     "MatchRead",
     "Meta",
+    "Moderation",
     "Near",
     "Outbox",
     "Placed",
+    "PlayerResult",
     "Players",
     "ProfileCopy",
     "RankIndex",

@@ -173,6 +173,7 @@ class Results(Protocol):
     async def player_standings(self, player_id: str) -> list[Standing]: ...
 
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
+        # The latest flagged results no moderator has accepted (``Moderation.accept_flag``).
         """The latest flagged results (in these modes), newest first, for review."""
         ...
 
@@ -328,8 +329,52 @@ class Retention(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class PlayerResult:
+    """One of a player's stored results, as the admin's console shows it."""
+
+    match_id: str
+    mode: str
+    points: int
+    ended_at: int
+    duration_s: int
+    recorded_at: float
+    flag: str | None  # why it was flagged, or None
+    metadata: str | None  # the canonical JSON object the game server sent, or None
+    accepted_at: float | None = None  # when a moderator accepted its flag
+
+
+@dataclass(frozen=True, slots=True)
+class BanRecord:
+    reason: str
+    banned_at: float
+
+
+class Moderation(Protocol):
+    """The admin's reads about players: who is called what, what they played, why they
+    are banned. Reads only; the writes are ``Players``'."""
+
+    async def find_players(self, text: str, limit: int) -> list[Profile]:
+        """Profiles whose id starts with ``text`` or whose name contains it, ignoring case
+        (ASCII), ordered by player id; at most ``limit``."""
+        ...
+
+    async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
+        """The player's latest results (newest recorded first), flagged or not."""
+        ...
+
+    async def ban_of(self, player_id: str) -> BanRecord | None: ...
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        """Accept a flagged result: it keeps counting and leaves ``flagged``'s list. When it
+        was accepted (``now``, or the first time for one accepted already); None when there
+        is no such result, or it was not flagged."""
+        ...
+
+
 class ScoreStore(
     Lifetime,
+    Moderation,
     Credentials,
     Results,
     Outbox,

@@ -77,6 +77,11 @@ class TournamentStore(Protocol):
         tournament's row as a join does, its count one less: whether they had joined."""
         ...
 
+    async def entrants(self, tournament_id: str, after: str, limit: int) -> list[tuple[str, float]]:
+        """The entrants, ``(player_id, joined_at)``, by player id (byte order) from the
+        first after ``after``; at most ``limit``."""
+        ...
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

@@ -118,6 +118,13 @@ class WebhookEvents(EventStream, Protocol):
         after ``after`` (``(first_at, event_id, endpoint)`` of the last one seen)."""
         ...
 
+    async def retry_delivery(self, event_id: str, endpoint: str, now: float) -> bool:
+        """A failed delivery made pending again, due at ``now``: the delivery worker tries
+        it once more (its attempts counted on; past the endpoint's retry horizon a failure
+        settles it as failed again). False when there is no such delivery or it is not
+        failed (pending ones are tried anyway, delivered ones are done)."""
+        ...
+
     async def prune_events(
         self, before: float, limit: int, *, fanned: bool, published: bool
     ) -> int:

@@ -25,7 +25,7 @@ from podium.domain.validation import id_problem
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import InvalidInput, NotFound
 from podium.ports import BoardKey, Clock, RankIndex
-from podium.ports.cohorts import CohortStore, Standing
+from podium.ports.cohorts import Cohort, CohortStore, Standing
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
@@ -175,6 +175,17 @@ class Leagues:
             members,
             now,
         )
+
+    async def window_cohorts(
+        self, board: str, window_id: str | None, after: str, limit: int
+    ) -> tuple[BoardSpec, Window, list[Cohort], bool]:
+        """The cohorts of a league board's current window (or ``window_id``), by id, a page
+        from the first after ``after``: the spec (its league), the window, the page, and
+        whether more follow. The admin's view: the store reads the window's cohorts whole."""
+        spec = self.board(board)
+        w = self._window(spec, window_id)
+        every = [c for c in await self.store.cohorts(board, w.id) if c.id > after]
+        return spec, w, every[:limit], len(every) > limit
 
     def _window(self, spec: BoardSpec, window_id: str | None) -> Window:
         if window_id is None:

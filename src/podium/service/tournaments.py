@@ -346,6 +346,12 @@ class Tournaments:
             raise NotFound(f"player {player_id} has not joined tournament {tournament_id}")
         return await self.get(tournament_id)
 
+    async def entrants(self, tournament_id: str, after: str, limit: int) -> list[tuple[str, float]]:
+        """Who joined (the admin's list), by player id, a page from the first after
+        ``after``; a 404 for an unknown tournament."""
+        await self.get(tournament_id)
+        return await self.store.entrants(tournament_id, after, limit)
+
     # -- the record path --------------------------------------------------------------------
 
     async def _live(self, mode: str) -> list[Tournament]:

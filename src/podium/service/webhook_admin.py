@@ -1,6 +1,7 @@
 """The admin's view of webhook deliveries (``GET /v1/admin/webhooks/deliveries``): what was
 sent where, how it was answered, how often it was tried and when it is tried next; oldest
-first, a page at a time, by state. Knows the port, never an adapter.
+first, a page at a time, by state. The endpoints configured, and a failed delivery tried
+again. Knows the port, never an adapter.
 
 An endpoint's password and secret query values are never shown: not in its url
 (``redact_url``), not in an error that repeats them, not in a page's cursor."""
@@ -10,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from podium.domain.events import STATES
-from podium.errors import InvalidInput
-from podium.ports import Delivery, WebhookEvents
+from podium.config.settings import Settings
+from podium.domain.events import FAILED, STATES
+from podium.errors import InvalidInput, NotFound
+from podium.ports import Clock, Delivery, WebhookEvents
 from podium.util.redact import redact_text, redact_url
 
 
@@ -22,9 +24,53 @@ class DeliveryPage:
     next: str | None  # the cursor of the next page, None on the last
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    url: str  # as shown: its password and secret query values redacted
+    events: tuple[str, ...]
+    retry_for_s: float
+
+
 class WebhookAdmin:
-    def __init__(self, store: WebhookEvents) -> None:
+    def __init__(self, store: WebhookEvents, settings: Settings, clock: Clock) -> None:
         self.store = store
+        self.settings = settings
+        self.clock = clock
+
+    def endpoints(self) -> list[Endpoint]:
+        """The configured [[webhooks]], as the admin may see them (no secret)."""
+        return [
+            Endpoint(redact_url(w.url), tuple(w.events), w.retry_for_s)
+            for w in self.settings.webhooks
+        ]
+
+    async def retry(self, event_id: str, endpoint: str | None) -> int:
+        """The failed deliveries of ``event_id`` to ``endpoint`` (its url as the list shows
+        it, redacted: the admin never sees a password to send back), or to every endpoint,
+        made due now; how many. A 404 when there is none (never made, delivered, or
+        pending: tried anyway)."""
+        now = self.clock.now()
+        done = 0
+        for d in await self._failed_of(event_id):
+            if endpoint is None or redact_url(d.endpoint) == endpoint:
+                done += await self.store.retry_delivery(d.event_id, d.endpoint, now)
+        if not done:
+            to = "" if endpoint is None else f" to {endpoint}"
+            raise NotFound(f"event {event_id} has no failed delivery{to}")
+        return done
+
+    async def _failed_of(self, event_id: str) -> list[Delivery]:
+        """The failed deliveries of one event. The list is ordered by when each was made,
+        not by event: read the failed ones (the few given up on) and look for it there."""
+        out: list[Delivery] = []
+        after: tuple[float, str, str] | None = None
+        while True:
+            rows = await self.store.deliveries(FAILED, after, PLACES)
+            out += [d for d in rows if d.event_id == event_id]
+            if len(rows) < PLACES:
+                return out
+            last = rows[-1]
+            after = (last.first_at, last.event_id, last.endpoint)
 
     async def deliveries(self, state: str | None, cursor: str | None, limit: int) -> DeliveryPage:
         if state is not None and state not in STATES:

@@ -15,7 +15,10 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``past``: past windows listed, their standings streamed, a player's history (``past.py``);
 - ``groups``: the groups of a board split by country, with their players (``groups.py``);
 - ``lookups``: players looked up by id on a board (``lookups.py``);
-- ``webhooks``: the admin's list of webhook deliveries (``webhook_admin.py``).
+- ``webhooks``: the admin's list of webhook deliveries, and a failed one retried
+  (``webhook_admin.py``).
+- ``search``: players found by id or name, and one player's file, for the admin
+  (``moderation.py``).
 - ``tournaments``: tournaments made, joined, counted and read (``tournaments.py``).
 - ``leagues``: league boards' cohorts: placed, read, frozen with their tier moves
   (``leagues.py``).
@@ -42,6 +45,7 @@ from podium.service.health import Health
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
 from podium.service.matches import Matches
+from podium.service.moderation import PlayerSearch
 from podium.service.player_admin import PlayerAdmin
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
@@ -72,6 +76,7 @@ class Service:
     groups: Groups
     lookups: Lookups
     webhooks: WebhookAdmin
+    search: PlayerSearch
     tournaments: Tournaments
     leagues: Leagues
 
@@ -122,7 +127,8 @@ class Service:
             past=past,
             groups=Groups(store, index, boards, lifecycle, clock),
             lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
-            webhooks=WebhookAdmin(store),
+            webhooks=WebhookAdmin(store, settings, clock),
+            search=PlayerSearch(store, clock),
             tournaments=tournaments,
             leagues=leagues,
         )

@@ -26,7 +26,7 @@ from podium.domain.recording import RecordState, place_in_groups, plan_record
 from podium.domain.retention import StoredResult
 from podium.domain.tournaments import State
 from podium.ports.status import Reachable
-from podium.ports.store import RecordHandle, TallyRow
+from podium.ports.store import PlayerResult, RecordHandle, TallyRow
 from podium.ports.webhooks import Delivery, Due
 
 RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, metadata"
@@ -39,6 +39,29 @@ PROFILE_COLS = "player_id, name, avatar, country, version"
 FINAL_COLS = "position, rank, player_id, points, reached_at"
 FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
 FLAGGED_COLS = "player_id, match_id, mode, points, ended_at, recorded_at, flag"
+PLAYER_RESULT_COLS = (
+    "match_id, mode, points, ended_at, duration_s, recorded_at, flag, metadata, accepted_at"
+)
+
+
+def like_escaped(text: str) -> str:
+    """``text`` lowered, for a LIKE pattern with its wildcards escaped by ``\\`` (the
+    queries say ``ESCAPE '\\'``): a search for ``50%`` finds only that."""
+    return text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def player_result_of(r: Row) -> PlayerResult:
+    return PlayerResult(
+        r["match_id"],
+        r["mode"],
+        r["points"],
+        r["ended_at"],
+        r["duration_s"],
+        r["recorded_at"],
+        r["flag"],
+        r["metadata"],
+        r["accepted_at"],
+    )
 
 
 class ProfilesFromVersions:

@@ -1,5 +1,5 @@
-"""The browser side: the board page (``/``), the ops page (``/ops``), their static assets,
-the live stream they read, and the ops figures.
+"""The browser side: the board page (``/``), the ops page (``/ops``), the admin console
+(``/admin``), their static assets, the live stream they read, and the ops figures.
 
 The pages are plain files under ``static/`` (no build step); they reach data only through
 the HTTP API, like any other client.
@@ -39,6 +39,21 @@ CSP = (
     "default-src 'self'; img-src 'self' data: https:; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
+
+# The console holds an admin key: its page loads nothing but podium's own scripts, styles
+# and images (no avatar from another host, which would tell it who opened the console), runs
+# no inline script and no eval, sends no referrer, submits no form anywhere, and is kept in
+# no cache.
+ADMIN_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+ADMIN_HEADERS = {
+    "Content-Security-Policy": ADMIN_CSP,
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+}
 
 router = APIRouter()
 
@@ -100,6 +115,12 @@ async def board_page() -> FileResponse:
 @router.get("/ops", include_in_schema=False)
 async def ops_page() -> FileResponse:
     return FileResponse(STATIC / "ops.html")
+
+
+@router.get("/admin", include_in_schema=False)
+async def admin_page() -> FileResponse:
+    """The console: a client of the admin API, with the key the operator types in."""
+    return FileResponse(STATIC / "admin.html", headers=ADMIN_HEADERS)
 
 
 @router.get(

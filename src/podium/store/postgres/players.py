@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 
 from podium.domain.models import PROFILE_CHANGE, Profile
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, ProfilesFromVersions, moved_tally, profile_of
+from podium.ports.store import BanRecord, PlayerResult
+from podium.store.common import (
+    PLAYER_RESULT_COLS,
+    PROFILE_COLS,
+    ProfilesFromVersions,
+    like_escaped,
+    moved_tally,
+    player_result_of,
+    profile_of,
+)
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
 
@@ -118,6 +127,44 @@ class Players(ProfilesFromVersions, Database):
 
     async def every_ban(self) -> set[str]:
         return {r["player_id"] for r in await self._fetch("SELECT player_id FROM bans")}
+
+    # The admin's reads (ports.store.Moderation).
+
+    async def find_players(self, text: str, limit: int) -> list[Profile]:
+        like = like_escaped(text)
+        rows = await self._fetch(
+            f"SELECT {PROFILE_COLS} FROM profiles WHERE lower(player_id) LIKE $1 ESCAPE '\\' "
+            "OR lower(name) LIKE $2 ESCAPE '\\' ORDER BY player_id COLLATE \"C\" LIMIT $3",
+            f"{like}%",
+            f"%{like}%",
+            limit,
+        )
+        return [profile_of(r)[0] for r in rows]
+
+    async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
+        rows = await self._fetch(
+            f"SELECT {PLAYER_RESULT_COLS} FROM results WHERE player_id = $1 "
+            'ORDER BY recorded_at DESC, match_id COLLATE "C" LIMIT $2',
+            player_id,
+            limit,
+        )
+        return [player_result_of(r) for r in rows]
+
+    async def ban_of(self, player_id: str) -> BanRecord | None:
+        rows = await self._fetch(
+            "SELECT reason, banned_at FROM bans WHERE player_id = $1", player_id
+        )
+        return BanRecord(rows[0]["reason"], rows[0]["banned_at"]) if rows else None
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        # One statement: the first accept's time stays (COALESCE), a result never flagged
+        # or absent answers no row.
+        sql = (
+            "UPDATE results SET accepted_at = COALESCE(accepted_at, $3) "
+            "WHERE player_id = $1 AND match_id = $2 AND flag IS NOT NULL RETURNING accepted_at"
+        )
+        rows = await self._run(lambda c: c.fetch(sql, player_id, match_id, float(now)), tx=False)
+        return float(rows[0]["accepted_at"]) if rows else None
 
 
 async def _move_groups(

@@ -184,6 +184,16 @@ class Tournaments(Database):
 
         return await self._run(run)
 
+    async def entrants(self, tournament_id: str, after: str, limit: int) -> list[tuple[str, float]]:
+        rows = await self._fetch(
+            "SELECT player_id, joined_at FROM tournament_entrants WHERE tournament_id = $1 "
+            'AND player_id COLLATE "C" > $2 ORDER BY player_id COLLATE "C" LIMIT $3',
+            tournament_id,
+            after,
+            limit,
+        )
+        return [(r["player_id"], r["joined_at"]) for r in rows]
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

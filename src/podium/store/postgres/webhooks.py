@@ -12,7 +12,7 @@ from podium.domain.models import FinalEntry
 from podium.domain.tournaments import tournament_of
 from podium.ports.webhooks import Delivery, Due, Event
 from podium.store.common import DELIVERY_COLS, delivery_of, due_of
-from podium.store.postgres.pool import Database
+from podium.store.postgres.pool import Database, rowcount
 
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
@@ -180,6 +180,16 @@ class Webhooks(Database):
             limit,
         )
         return [delivery_of(r) for r in rows]
+
+    async def retry_delivery(self, event_id: str, endpoint: str, now: float) -> bool:
+        status = await self._execute(
+            "UPDATE webhook_deliveries SET state = 'pending', next_at = $1 "
+            "WHERE event_id = $2 AND endpoint = $3 AND state = 'failed'",
+            float(now),
+            event_id,
+            endpoint,
+        )
+        return rowcount(status) > 0
 
     async def prune_events(
         self, before: float, limit: int, *, fanned: bool, published: bool

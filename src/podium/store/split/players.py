@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from podium.domain.models import ApiKey, Profile
+from podium.ports.store import BanRecord, PlayerResult
 from podium.store.common import ProfilesFromVersions
 from podium.store.split.routing import Part
 
@@ -69,3 +70,27 @@ class Players(ProfilesFromVersions, Part):
     async def every_ban(self) -> set[str]:
         parts = await self.router.each(lambda db: db.every_ban())
         return set().union(*parts.values())
+
+    # The admin's reads (ports.store.Moderation): a search asks every database, and keeps
+    # each profile from the database that owns it (a bucket being moved is on two).
+
+    async def find_players(self, text: str, limit: int) -> list[Profile]:
+        parts = await self.router.each(lambda db: db.find_players(text, limit))
+        found = {
+            p.player_id: p
+            for u, part in parts.items()
+            for p in part
+            if self.router.owns(u, p.player_id)
+        }
+        return [found[k] for k in sorted(found, key=lambda k: k.encode())][:limit]
+
+    async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
+        return await self.router.routed(player_id, lambda db: db.recent_results(player_id, limit))
+
+    async def ban_of(self, player_id: str) -> BanRecord | None:
+        return await self.router.routed(player_id, lambda db: db.ban_of(player_id))
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        return await self.router.routed(
+            player_id, lambda db: db.accept_flag(player_id, match_id, now)
+        )

@@ -67,6 +67,9 @@ class Tournaments(Part):
     async def remove_entrant(self, tournament_id: str, player_id: str) -> bool:
         return await self.router.home.remove_entrant(tournament_id, player_id)
 
+    async def entrants(self, tournament_id: str, after: str, limit: int) -> list[tuple[str, float]]:
+        return await self.router.home.entrants(tournament_id, after, limit)
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

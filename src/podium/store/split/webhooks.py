@@ -70,6 +70,12 @@ class Webhooks(Part):
         key = lambda d: (d.first_at, d.event_id, d.endpoint)  # noqa: E731
         return list(heapq.merge(*parts, key=key))[:limit]
 
+    async def retry_delivery(self, event_id: str, endpoint: str, now: float) -> bool:
+        # The event lives on one database, which one the id does not say: ask them all.
+        dbs = await self._every()
+        done = await gather_all(db.retry_delivery(event_id, endpoint, now) for _, db in dbs)
+        return any(done)
+
     async def prune_events(
         self, before: float, limit: int, *, fanned: bool, published: bool
     ) -> int:

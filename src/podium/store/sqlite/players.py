@@ -8,7 +8,16 @@ from collections.abc import Sequence
 
 from podium.domain.models import Profile, Target
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
-from podium.store.common import PROFILE_COLS, ProfilesFromVersions, moved_tally, profile_of
+from podium.ports.store import BanRecord, PlayerResult
+from podium.store.common import (
+    PLAYER_RESULT_COLS,
+    PROFILE_COLS,
+    ProfilesFromVersions,
+    like_escaped,
+    moved_tally,
+    player_result_of,
+    profile_of,
+)
 from podium.store.sqlite.db import Database
 from podium.store.sqlite.outbox import write_changes, write_profile_change
 from podium.store.sqlite.record import frozen_among
@@ -111,6 +120,55 @@ class Players(ProfilesFromVersions, Database):
     async def every_ban(self) -> set[str]:
         rows = await self._read(lambda c: c.execute("SELECT player_id FROM bans").fetchall())
         return {r["player_id"] for r in rows}
+
+    # The admin's reads (ports.store.Moderation).
+
+    async def find_players(self, text: str, limit: int) -> list[Profile]:
+        # SQLite's lower() folds ASCII only, as the port promises.
+        like = like_escaped(text)
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {PROFILE_COLS} FROM profiles WHERE lower(player_id) LIKE ? ESCAPE '\\' "
+                "OR lower(name) LIKE ? ESCAPE '\\' ORDER BY player_id LIMIT ?",
+                (f"{like}%", f"%{like}%", limit),
+            ).fetchall()
+        )
+        return [profile_of(r)[0] for r in rows]
+
+    async def recent_results(self, player_id: str, limit: int) -> list[PlayerResult]:
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {PLAYER_RESULT_COLS} FROM results WHERE player_id = ? "
+                "ORDER BY recorded_at DESC, match_id LIMIT ?",
+                (player_id, limit),
+            ).fetchall()
+        )
+        return [player_result_of(r) for r in rows]
+
+    async def ban_of(self, player_id: str) -> BanRecord | None:
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT reason, banned_at FROM bans WHERE player_id = ?", (player_id,)
+            ).fetchone()
+        )
+        return None if row is None else BanRecord(row["reason"], row["banned_at"])
+
+    async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
+        def run(c: sqlite3.Connection) -> float | None:
+            key = (player_id, match_id)
+            c.execute(
+                "UPDATE results SET accepted_at = ? WHERE player_id = ? AND match_id = ? "
+                "AND flag IS NOT NULL AND accepted_at IS NULL",
+                (now, *key),
+            )
+            row = c.execute(
+                "SELECT accepted_at FROM results WHERE player_id = ? AND match_id = ? "
+                "AND flag IS NOT NULL",
+                key,
+            ).fetchone()
+            return None if row is None else float(row["accepted_at"])
+
+        return await self._write(run)
 
 
 def _move_groups(

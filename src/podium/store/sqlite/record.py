@@ -190,7 +190,8 @@ class Results(Database):
         only = "" if modes is None else f"AND mode IN ({','.join('?' * len(modes))})"
         rows = await self._read(
             lambda c: c.execute(
-                f"SELECT {FLAGGED_COLS} FROM results WHERE flag IS NOT NULL {only} "
+                f"SELECT {FLAGGED_COLS} FROM results "
+                f"WHERE flag IS NOT NULL AND accepted_at IS NULL {only} "
                 "ORDER BY recorded_at DESC LIMIT ?",
                 (*(modes or ()), limit),
             ).fetchall()

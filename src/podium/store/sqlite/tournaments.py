@@ -177,6 +177,16 @@ class Tournaments(Database):
 
         return await self._write(run)
 
+    async def entrants(self, tournament_id: str, after: str, limit: int) -> list[tuple[str, float]]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT player_id, joined_at FROM tournament_entrants "
+                "WHERE tournament_id = ? AND player_id > ? ORDER BY player_id LIMIT ?",
+                (tournament_id, after, limit),
+            ).fetchall()
+        )
+        return [(r["player_id"], r["joined_at"]) for r in rows]
+
     async def entrants_among(
         self, tournament_ids: Sequence[str], player_ids: Sequence[str]
     ) -> set[tuple[str, str]]:

@@ -155,6 +155,18 @@ class Webhooks(Database):
         )
         return [delivery_of(r) for r in rows]
 
+    async def retry_delivery(self, event_id: str, endpoint: str, now: float) -> bool:
+        return await self._write(
+            lambda c: (
+                c.execute(
+                    "UPDATE webhook_deliveries SET state = 'pending', next_at = ? "
+                    "WHERE event_id = ? AND endpoint = ? AND state = 'failed'",
+                    (now, event_id, endpoint),
+                ).rowcount
+                > 0
+            )
+        )
+
     async def prune_events(
         self, before: float, limit: int, *, fanned: bool, published: bool
     ) -> int:

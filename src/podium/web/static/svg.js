@@ -26,8 +26,9 @@ export function compact(v) {
   return String(+v.toPrecision(2));
 }
 
-// series: [{name, points: [[t, v|null], ...]}]; a null value leaves a gap.
-export function lineChart(svg, series, { span = 120, width = 320, height = 120 } = {}) {
+// series: [{name, points: [[t, v|null], ...]}]; a null value leaves a gap. ``left`` and
+// ``right`` label the ends of the time axis (the console counts windows, not seconds).
+export function lineChart(svg, series, { span = 120, width = 320, height = 120, left = `-${span}s`, right = "now" } = {}) {
   const pad = { l: 36, r: 8, t: 8, b: 18 };
   const w = width - pad.l - pad.r;
   const h = height - pad.t - pad.b;
@@ -42,8 +43,8 @@ export function lineChart(svg, series, { span = 120, width = 320, height = 120 }
     svg.append(s("line", { class: "grid", x1: pad.l, x2: pad.l + w, y1: y(v), y2: y(v) }));
     svg.append(s("text", { class: "tick", x: pad.l - 4, y: y(v) + 3, "text-anchor": "end" }, compact(v)));
   }
-  svg.append(s("text", { class: "tick", x: pad.l, y: height - 4 }, `-${span}s`));
-  svg.append(s("text", { class: "tick", x: pad.l + w, y: height - 4, "text-anchor": "end" }, "now"));
+  svg.append(s("text", { class: "tick", x: pad.l, y: height - 4 }, left));
+  svg.append(s("text", { class: "tick", x: pad.l + w, y: height - 4, "text-anchor": "end" }, right));
   series.forEach((line, i) => {
     let run = [];
     const flush = () => {

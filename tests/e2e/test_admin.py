@@ -1,0 +1,595 @@
+"""The admin console (``/admin``) in Chromium against a real ``podium serve``: each task a
+moderator or operator does, end to end, checked against what the API holds afterwards; the
+key kept in the tab only; hostile names and metadata shown as text with no script run; an
+ops key read-only, a game server's key refused; every view checked with axe-core."""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.conftest import REDIS_URL, _in_a_thread, need
+from tests.e2e.conftest import Server, start_server, stop_server
+from tests.e2e.test_board import expect
+from tests.ports import free_port
+
+# Planted where a careless page would run them: as HTML, inside a script, in an attribute.
+HOSTILE_NAME = "<img src=x onerror=pwned=1>"  # a name is at most 32 characters
+HOSTILE_META = {
+    "note": "</script><script>window.pwned=2</script>",
+    "q": "\"'><svg onload=window.pwned=3>",
+}
+HOSTILE_KEY = "a\"key'<b onmouseover=window.pwned=4>"
+SECRET = "whsec_" + base64.b64encode(b"console-tests-secret").decode()
+WRITES = re.compile(r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…)$")
+VIEWS = ["players", "review", "keys", "boards", "tournaments", "webhooks"]
+
+
+@pytest.fixture(scope="module", params=["embedded", "production"])
+def backends(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The ``[store]`` and ``[index]`` of the server: none (SQLite and the in-process index),
+    or a database of its own on the tests' Postgres and a key prefix of its own on Redis."""
+    if request.param == "embedded":
+        yield ""
+        return
+    need(REDIS_URL, "Redis")
+    databases = request.getfixturevalue("postgres_server")
+    need(databases.admin_url, "PostgreSQL")
+    [url] = _in_a_thread(lambda: databases.take(1))
+    prefix = f"podium-console-{secrets.token_hex(4)}"
+    try:
+        yield f'[store]\nurl = "{url}"\n[index]\nurl = "{REDIS_URL}"\nprefix = "{prefix}"\n'
+    finally:
+        _in_a_thread(lambda: databases.give_back([url]))
+        client = redis.Redis.from_url(REDIS_URL)
+        try:
+            for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+                client.delete(key)
+        finally:
+            client.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, backends: str) -> Iterator[Server]:
+    # Nothing listens at the webhook's port: every delivery fails, given up after a second.
+    config = f"""
+[[boards]]
+name = "week"
+window = "week"
+[[boards]]
+name = "day"
+window = "day"
+[[boards]]
+name = "sprint"
+window = "day"
+[[boards]]
+name = "ladder"
+window = "week"
+cohort_size = 30
+tiers = ["bronze", "silver", "gold"]
+promote = 5
+demote = 5
+
+[[webhooks]]
+url = "http://127.0.0.1:{free_port()}/hook"
+secret = "{SECRET}"
+events = ["player.banned", "player.flagged", "window.frozen"]
+retry_for_s = 1.0
+retry_first_s = 0.05
+timeout_s = 2.0
+"""
+    s = start_server(tmp_path_factory.mktemp("admin"), config=config, backends=backends)
+    yield s
+    stop_server(s)
+
+
+def shot(page: Any, tmp_path: Path, name: str) -> None:
+    """A screenshot of the whole page in the test's own directory (never committed)."""
+    page.screenshot(
+        path=str(tmp_path / f"{name}.png"), full_page=True, animations="disabled", timeout=120_000
+    )
+
+
+def axe(page: Any) -> None:
+    """No critical or serious accessibility violation on the page as it is now."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    bad = [
+        (v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3])
+        for v in results.response["violations"]
+        if v["impact"] in ("critical", "serious")
+    ]
+    assert not bad, f"axe-core: {bad}"
+
+
+def sign_in(page: Any, server: Server, key: str) -> None:
+    page.goto(server.url + "/admin")
+    page.get_by_label("Admin key").fill(key)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def signed_in(page: Any, server: Server, key: str) -> None:
+    sign_in(page, server, key)
+    expect(page.locator("#status")).to_have_attribute("data-state", "live")
+
+
+def open_view(page: Any, name: str) -> None:
+    page.locator(f'#views button[data-view="{name}"]').click()
+    expect(page.locator("#view")).to_have_attribute("data-view", name)
+
+
+def alert(page: Any) -> Any:
+    return page.locator("#alert")
+
+
+def notice(page: Any) -> Any:
+    return page.locator("#notice")
+
+
+def submit(
+    server: Server, match_id: str, results: list[dict[str, Any]], ended: float | None = None
+) -> None:
+    body = {
+        "mode": "default",
+        "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended or time.time())),
+        "durationSeconds": 300,
+        "results": results,
+    }
+    r = httpx.post(
+        f"{server.url}/v1/matches/{match_id}/results",
+        json=body,
+        headers={"Authorization": f"Bearer {server.game_key}"},
+    )
+    assert r.status_code == 200, r.text
+
+
+def ok(r: httpx.Response) -> Any:
+    assert r.is_success, r.text
+    return r.json() if r.content else None
+
+
+# -- signing in ------------------------------------------------------------------------------
+
+
+def test_the_key_is_kept_in_this_tab_only_and_the_page_is_locked_down(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    r = httpx.get(server.url + "/admin")
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert (
+        r.headers["cache-control"] == "no-store" and r.headers["referrer-policy"] == "no-referrer"
+    )
+    page.goto(server.url + "/admin")
+    expect(page.get_by_label("Admin key")).to_have_attribute("type", "password")
+    axe(page)
+    shot(page, tmp_path, "sign-in")
+    signed_in(page, server, server.admin_key)
+    expect(page.locator("#who")).to_contain_text("admin key")
+    expect(page.get_by_label("Admin key")).to_have_value("")
+    assert page.evaluate("sessionStorage.getItem('podium.console.key')") == server.admin_key
+    assert page.evaluate("localStorage.length") == 0
+    assert page.context.cookies() == []
+    assert server.admin_key not in page.url
+    page.reload()  # the tab keeps the key
+    expect(page.locator("#status")).to_have_attribute("data-state", "live")
+    page.get_by_role("button", name="Sign out").click()
+    assert page.evaluate("sessionStorage.getItem('podium.console.key')") is None
+    expect(page.get_by_label("Admin key")).to_be_visible()
+
+
+def test_a_game_server_key_and_an_unknown_key_are_refused_in_words(
+    server: Server, page: Any
+) -> None:
+    sign_in(page, server, server.game_key)
+    expect(alert(page)).to_contain_text("game server's key")
+    expect(page.locator("#views")).to_be_hidden()
+    assert page.evaluate("sessionStorage.getItem('podium.console.key')") is None
+    sign_in(page, server, "not-a-key")
+    expect(alert(page)).to_contain_text("(401)")
+    expect(alert(page)).to_contain_text("unknown or revoked")
+    expect(page.locator("#views")).to_be_hidden()
+
+
+def test_a_key_revoked_mid_session_signs_the_console_out_in_words(
+    server: Server, page: Any
+) -> None:
+    made = ok(server.admin("POST", "/v1/admin/keys", {"name": "short-lived", "scope": "admin"}))
+    signed_in(page, server, made["secret"])
+    open_view(page, "keys")
+    ok(server.admin("DELETE", f"/v1/admin/keys/{made['id']}"))
+    open_view(page, "players")
+    page.get_by_label("Player id or name").fill("anyone")
+    page.get_by_role("button", name="Find").click()
+    expect(page.locator("#status")).to_have_attribute("data-state", "idle")
+    expect(alert(page)).to_contain_text("(401)")
+    expect(page.get_by_label("Admin key")).to_be_visible()
+    assert page.evaluate("sessionStorage.getItem('podium.console.key')") is None
+
+
+# -- players ---------------------------------------------------------------------------------
+
+
+def test_a_moderator_finds_a_player_sees_their_file_and_bans_then_unbans(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    ok(server.admin("PUT", "/v1/players/mod_1/profile", {"name": "Marlow"}))
+    submit(
+        server,
+        "mod-m1",
+        [
+            {"playerId": "mod_1", "points": 70, "metadata": {"car": "mx5", "lap": 61.2}},
+            {"playerId": "mod_2", "points": 20},
+        ],
+    )
+    assert server.on_board("mod_1")
+    signed_in(page, server, server.admin_key)
+    open_view(page, "players")
+    page.get_by_label("Player id or name").fill("marl")
+    page.get_by_role("button", name="Find").click()
+    page.get_by_role("button", name="Marlow").click()
+    expect(page.locator("#player-title")).to_have_text("Marlow · mod_1")
+    file_ = page.locator("#view")
+    expect(file_).to_contain_text('{"car":"mx5","lap":61.2}')
+    boards = page.locator("section", has=page.get_by_role("heading", name="Boards now"))
+    expect(boards.locator("tr", has_text="week")).to_contain_text("70")
+    axe(page)
+    shot(page, tmp_path, "player")
+
+    ban = page.locator("section", has=page.get_by_role("heading", name="Ban"))
+    expect(ban).to_contain_text("They leave these boards at once: week")
+    ban.get_by_label("Reason (kept with the ban)").fill("aimbot, match mod-m1")
+    go = ban.get_by_role("button", name="Ban")
+    expect(go).to_be_disabled()
+    ban.get_by_label("Type mod_1 to confirm").fill("mod_")
+    expect(go).to_be_disabled()
+    ban.get_by_label("Type mod_1 to confirm").fill("mod_1")
+    expect(go).to_be_enabled()
+    go.click()
+    expect(notice(page)).to_contain_text("mod_1 is banned")
+    expect(page.locator("#view")).to_contain_text("aimbot, match mod-m1")
+    held = ok(server.admin("GET", "/v1/admin/players/mod_1"))
+    assert held["banned"] is True and held["ban"]["reason"] == "aimbot, match mod-m1"
+    assert httpx.get(f"{server.url}/v1/boards/week/players/mod_1").status_code == 404
+
+    unban = page.locator("section", has=page.get_by_role("heading", name="Unban"))
+    unban.get_by_label("Type mod_1 to confirm").fill("mod_1")
+    unban.get_by_role("button", name="Unban").click()
+    expect(notice(page)).to_contain_text("mod_1 is unbanned")
+    assert ok(server.admin("GET", "/v1/admin/players/mod_1"))["banned"] is False
+    assert server.on_board("mod_1")
+
+
+def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_path: Path) -> None:
+    # Steady results, then a jump far above them: flagged (counted, not refused).
+    t = time.time() - 3600
+    for i in range(5):  # the history the jump rule needs
+        submit(server, f"rv-{i}", [{"playerId": "rv_1", "points": 10}], ended=t + i * 60)
+    submit(server, "rv-jump", [{"playerId": "rv_1", "points": 900_000}])
+    flagged = ok(server.admin("GET", "/v1/admin/review?board=week"))["flagged"]
+    assert [f["matchId"] for f in flagged if f["playerId"] == "rv_1"] == ["rv-jump"]
+    signed_in(page, server, server.admin_key)
+    open_view(page, "review")
+    row = page.locator("tr", has_text="rv-jump")
+    expect(row).to_contain_text("900,000")
+    axe(page)
+    shot(page, tmp_path, "review")
+    row.get_by_role("button", name="rv_1", exact=True).click()
+    expect(page.locator("#player-title")).to_have_text("rv_1")
+    expect(page.locator("tr", has_text="rv-jump")).to_contain_text("900,000")
+    expect(page.locator("#view")).to_contain_text("1 flagged for review")
+    # Accepted after a look: what it changes is said first; it leaves the queue, still counted.
+    before = ok(httpx.get(f"{server.url}/v1/boards/week/players/rv_1"))["points"]
+    open_view(page, "review")
+    page.get_by_role("button", name="Accept rv-jump of rv_1").click()
+    expect(page.locator("#accept-panel")).to_contain_text("changes no total: rv_1 stays at rank")
+    page.locator("#accept-panel").get_by_role("button", name="Accept", exact=True).click()
+    expect(notice(page)).to_contain_text("rv-jump of rv_1 is accepted")
+    expect(page.locator("tr", has_text="rv-jump")).to_have_count(0)
+    flagged = ok(server.admin("GET", "/v1/admin/review?board=week"))["flagged"]
+    assert [f for f in flagged if f["playerId"] == "rv_1"] == []
+    assert ok(httpx.get(f"{server.url}/v1/boards/week/players/rv_1"))["points"] == before
+    [jump] = [
+        r
+        for r in ok(server.admin("GET", "/v1/admin/players/rv_1"))["results"]
+        if r["matchId"] == "rv-jump"
+    ]
+    assert jump["acceptedAt"] and jump["flag"].startswith("jump")
+
+
+# -- keys ------------------------------------------------------------------------------------
+
+
+def test_keys_are_listed_created_with_the_secret_once_and_revoked(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    signed_in(page, server, server.admin_key)
+    open_view(page, "keys")
+    expect(page.locator("tr", has_text="e2e-ops")).to_contain_text("ops")
+    form = page.locator("#create-key")
+    form.get_by_label("Name").fill("eu-west")
+    form.get_by_label("Scope").select_option("game")
+    form.get_by_label("Modes a game server may submit (comma separated)").fill("default")
+    form.get_by_role("button", name="Create key").click()
+    secret = page.locator("#secret")
+    expect(secret).to_be_visible()
+    value = secret.input_value()
+    made = [k for k in ok(server.admin("GET", "/v1/admin/keys"))["keys"] if k["name"] == "eu-west"]
+    assert len(made) == 1 and made[0]["scope"] == "game" and made[0]["modes"] == ["default"]
+    key_id = made[0]["id"]
+    # The secret works, as the key's own.
+    submit_ok = httpx.post(
+        f"{server.url}/v1/matches/k-1/results",
+        json={
+            "mode": "default",
+            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "durationSeconds": 300,
+            "results": [{"playerId": "k_1", "points": 1}],
+        },
+        headers={"Authorization": f"Bearer {value}"},
+    )
+    assert submit_ok.status_code == 200, submit_ok.text
+    axe(page)
+    shot(page, tmp_path, "keys")
+    page.get_by_role("button", name="Done").click()
+    expect(page.locator("#secret")).to_have_count(0)
+
+    page.get_by_role("button", name=f"Revoke key {key_id}").click()
+    confirm = page.get_by_label(f"Type {key_id} to confirm")
+    confirm.fill(key_id)
+    page.get_by_role("button", name="Revoke", exact=True).click()
+    expect(notice(page)).to_contain_text(f"key {key_id} is revoked")
+    [gone] = [k for k in ok(server.admin("GET", "/v1/admin/keys"))["keys"] if k["id"] == key_id]
+    assert gone["revokedAt"]
+    expect(page.locator("#secret")).to_have_count(0)  # never shown again
+    # A bad name is the API's 422, in words; nothing is made.
+    before = len(ok(server.admin("GET", "/v1/admin/keys"))["keys"])
+    form.get_by_label("Name").fill("   ")
+    form.get_by_role("button", name="Create key").click()
+    expect(alert(page)).to_contain_text("(422)")
+    assert len(ok(server.admin("GET", "/v1/admin/keys"))["keys"]) == before
+
+
+# -- boards and windows ----------------------------------------------------------------------
+
+
+def test_a_window_is_frozen_and_its_standings_downloaded(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    submit(server, "fz-1", [{"playerId": "fz_1", "points": 30}, {"playerId": "fz_2", "points": 20}])
+    assert server.on_board("fz_1", "sprint")
+    [today] = [
+        b["currentWindow"]
+        for b in ok(httpx.get(server.url + "/v1/boards"))["boards"]
+        if b["name"] == "sprint"
+    ]
+    signed_in(page, server, server.admin_key)
+    open_view(page, "boards")
+    sprint = page.locator('section[data-board="sprint"]')
+    expect(sprint.locator("figure svg .bar").first).to_be_attached()  # the distribution
+    axe(page)
+    shot(page, tmp_path, "boards")
+    sprint.get_by_role("button", name=f"Freeze sprint {today}").click()
+    sprint.get_by_label(f"Type {today} to confirm").fill(today)
+    sprint.get_by_role("button", name="Freeze", exact=True).click()
+    expect(notice(page)).to_contain_text(f"sprint {today} is frozen with")
+    windows = ok(httpx.get(server.url + "/v1/boards/sprint/windows"))["windows"]
+    assert [w["state"] for w in windows if w["id"] == today] == ["frozen"]
+    link = (
+        page.locator('section[data-board="sprint"]')
+        .get_by_role("link", name="Download standings")
+        .first
+    )
+    expect(link).to_be_visible()
+    href = link.get_attribute("href")
+    csv = httpx.get(server.url + href, follow_redirects=True)
+    assert csv.status_code == 200 and "fz_1" in csv.text
+    # The frozen window is in the player's past, with its picture.
+    page.goto(f"{server.url}/admin#players/fz_1")
+    past = page.locator("section", has=page.get_by_role("heading", name="Past windows"))
+    expect(past.locator("tr", has_text=today)).to_contain_text("30")
+    expect(past.locator("svg :is(.line, .dot)").first).to_be_attached()
+    expect(past.locator(".legend")).to_contain_text("sprint")
+    shot(page, tmp_path, "player-past")
+
+
+def test_a_leagues_tiers_and_cohorts_are_shown(server: Server, page: Any, tmp_path: Path) -> None:
+    ok(server.admin("PUT", "/v1/players/lg_1/profile", {"name": "Ladder One"}))
+    submit(server, "lg-1", [{"playerId": "lg_1", "points": 44}, {"playerId": "lg_2", "points": 4}])
+    cohort = ok(httpx.get(f"{server.url}/v1/boards/ladder/players/lg_1/cohort"))["cohortId"]
+    signed_in(page, server, server.admin_key)
+    open_view(page, "boards")
+    ladder = page.locator('section[data-board="ladder"]')
+    expect(ladder).to_contain_text("tiers bronze → silver → gold, cohorts of 30, top 5 up")
+    row = ladder.locator("tr", has_text=cohort)
+    expect(row).to_contain_text("bronze")
+    row.get_by_role("button", name=f"Members of {cohort}").click()
+    expect(ladder.locator("tr", has_text="Ladder One (lg_1)")).to_contain_text("44")
+    axe(page)
+    page.goto(f"{server.url}/admin#players/lg_1")
+    leagues = page.locator("section", has=page.get_by_role("heading", name="Leagues"))
+    expect(leagues.locator("tr", has_text="ladder")).to_contain_text(cohort)
+    shot(page, tmp_path, "league")
+
+
+# -- tournaments -----------------------------------------------------------------------------
+
+
+def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    signed_in(page, server, server.admin_key)
+    open_view(page, "tournaments")
+    form = page.locator("#create-tournament")
+    now = time.time()
+    stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    form.get_by_label("Id").fill("cup-1")
+    form.locator('input[name="joinRequired"]').check()
+    form.get_by_label("Title").fill("Friday Cup")
+    form.get_by_label("Starts at (RFC 3339, UTC)").fill(stamp(now - 60))
+    form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now - 120))  # before the start
+    form.get_by_label("Attempts that count per player").fill("lots")
+    form.get_by_role("button", name="Create tournament").click()
+    expect(alert(page)).to_contain_text("(422)")
+    expect(alert(page).locator("li").first).to_contain_text("maxAttempts")
+    assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
+    form.get_by_label("Attempts that count per player").fill("3")
+    form.get_by_role("button", name="Create tournament").click()
+    expect(alert(page)).to_contain_text("endsAt")
+    assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
+    form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now + 3600))
+    form.get_by_role("button", name="Create tournament").click()
+    expect(notice(page)).to_contain_text("cup-1 is made (live)")
+    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["maxAttempts"] == 3
+    for p in ("cup_a", "cup_b"):
+        r = httpx.post(
+            f"{server.url}/v1/tournaments/cup-1/entrants",
+            json={"playerId": p},
+            headers={"Authorization": f"Bearer {server.game_key}"},
+        )
+        assert r.status_code == 201, r.text
+    submit(server, "cup-m1", [{"playerId": "cup_a", "points": 12}])
+    deadline = time.monotonic() + 30  # the updater puts it on the tournament's board
+    while time.monotonic() < deadline:
+        # The page as the console reads it (the server holds a page a second).
+        if "cup_a" in httpx.get(f"{server.url}/v1/tournaments/cup-1/board?limit=50").text:
+            break
+        time.sleep(0.05)
+    page.reload()
+    detail = page.locator('section[data-tournament="cup-1"]')
+    standings = detail.locator("table", has_text="standings of run")
+    expect(standings.locator("tr", has_text="cup_a")).to_contain_text("12")
+    axe(page)
+    shot(page, tmp_path, "tournaments")
+    # An entrant removed, typing their id: the place is free again.
+    detail.get_by_role("button", name="Remove entrant cup_b").click()
+    detail.get_by_label("Type cup_b to confirm").fill("cup_b")
+    detail.get_by_role("button", name="Remove", exact=True).click()
+    expect(notice(page)).to_contain_text("cup_b is no longer an entrant of cup-1")
+    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["entrants"] == 1
+    detail = page.locator('section[data-tournament="cup-1"]')
+    expect(detail.locator("tr", has_text="cup_a").first).to_be_visible()
+    expect(detail.get_by_role("button", name="Remove entrant cup_b")).to_have_count(0)
+    detail.get_by_label("Type cup-1 to confirm").fill("cup-1")
+    detail.get_by_role("button", name="End now").click()
+    expect(notice(page)).to_contain_text("cup-1 is ended")
+    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["state"] == "ended"
+
+
+# -- webhooks --------------------------------------------------------------------------------
+
+
+def test_a_failed_delivery_shows_its_last_answer_and_is_retried(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    ok(server.admin("POST", "/v1/admin/players/wh_1/ban", {"reason": "spam"}))
+
+    def failed() -> list[dict[str, Any]]:
+        page_ = ok(server.admin("GET", "/v1/admin/webhooks/deliveries?state=failed&limit=500"))
+        return [d for d in page_["deliveries"] if d["type"] == "player.banned"]
+
+    deadline = time.monotonic() + 60
+    while not failed() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    before = {d["eventId"]: d["attempts"] for d in failed()}
+    assert before, "no delivery failed"
+    event_id, attempts = next(iter(before.items()))
+    signed_in(page, server, server.admin_key)
+    open_view(page, "webhooks")
+    expect(page.locator("#view")).to_contain_text("player.banned, player.flagged, window.frozen")
+    row = page.locator(
+        "section", has=page.get_by_role("heading", name="Failed deliveries")
+    ).locator("tr", has_text=event_id)
+    expect(row).to_contain_text("All connection attempts failed")  # nothing listens there
+    expect(page.locator("#failure-rate")).to_contain_text("% failed of")
+    axe(page)
+    shot(page, tmp_path, "webhooks")
+    row.get_by_role("button", name="Retry").click()
+    expect(notice(page)).to_contain_text(f"{event_id} is due again")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        again = {d["eventId"]: d["attempts"] for d in failed()}
+        if again.get(event_id, 0) > attempts:
+            break
+        time.sleep(0.1)
+    assert again.get(event_id, 0) > attempts, "the retried delivery was not tried again"
+
+
+# -- safety ----------------------------------------------------------------------------------
+
+
+def test_hostile_names_and_metadata_are_shown_as_text_and_run_nothing(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    ok(server.admin("PUT", "/v1/players/evil_1/profile", {"name": HOSTILE_NAME}))
+    submit(server, "evil-m1", [{"playerId": "evil_1", "points": 5, "metadata": HOSTILE_META}])
+    ok(server.admin("POST", "/v1/admin/keys", {"name": HOSTILE_KEY, "scope": "ops"}))
+    ok(server.admin("POST", "/v1/admin/players/evil_1/ban", {"reason": HOSTILE_META["note"]}))
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    signed_in(page, server, server.admin_key)
+    open_view(page, "players")
+    page.get_by_label("Player id or name").fill("onerror")
+    page.get_by_role("button", name="Find").click()
+    page.get_by_role("button", name=HOSTILE_NAME).click()
+    expect(page.locator("#player-title")).to_have_text(f"{HOSTILE_NAME} · evil_1")
+    expect(page.locator("#view")).to_contain_text(HOSTILE_META["note"])
+    expect(page.locator("#view")).to_contain_text(HOSTILE_META["q"])
+    shot(page, tmp_path, "hostile-player")
+    open_view(page, "keys")
+    expect(page.locator("#view")).to_contain_text(HOSTILE_KEY)
+    for view in VIEWS:
+        open_view(page, view)
+    page.wait_for_timeout(500)  # an image's error handler would have fired by now
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("img[src='x'], svg[onload], b[onmouseover], #view script").count() == 0
+    assert dialogs == []
+
+
+def test_an_ops_key_sees_read_only_views_and_the_api_refuses_it_anyway(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    submit(server, "ops-m1", [{"playerId": "ro_1", "points": 9}])
+    assert server.on_board("ro_1")
+    signed_in(page, server, server.ops_key)
+    expect(page.locator("#who")).to_contain_text("read-only")
+    open_view(page, "players")
+    page.get_by_label("Player id").fill("ro_1")
+    page.get_by_role("button", name="Find").click()
+    expect(page.locator("#player-title")).to_have_text("ro_1")
+    expect(
+        page.locator("section", has=page.get_by_role("heading", name="Boards now")).locator(
+            "tr", has_text="week"
+        )
+    ).to_contain_text("9")
+    axe(page)
+    shot(page, tmp_path, "ops-player")
+    for view in VIEWS:
+        open_view(page, view)
+        if view in ("players",):
+            continue
+        # Nothing that changes anything is offered: no such button, no form that writes.
+        expect(page.locator("#view button", has_text=WRITES)).to_have_count(0)
+        writing = page.locator("#view button.danger, #create-key, #create-tournament")
+        expect(writing).to_have_count(0)
+    open_view(page, "keys")
+    expect(page.locator("#view")).to_contain_text("Read-only")
+    # And the API refuses the same key anyway, whatever a page would send.
+    status = page.evaluate(
+        """async () => (await fetch('/v1/admin/players/ro_1/ban', {method: 'POST',
+             headers: {'Authorization': 'Bearer ' + sessionStorage.getItem('podium.console.key'),
+                       'Content-Type': 'application/json'}, body: '{"reason": "x"}'})).status"""
+    )
+    assert status == 403
+    assert httpx.get(f"{server.url}/v1/boards/week/players/ro_1").status_code == 200
