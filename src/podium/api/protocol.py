@@ -24,7 +24,10 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from podium.api.problems import _count_rejection, problem, replay
-from podium.service.reports import Duplicate, once_each  # one reading of JSON bodies, shared
+
+# One reading of JSON bodies, shared with the ingest role.
+from podium.service.reports import Duplicate as Duplicate
+from podium.service.reports import once_each as once_each
 
 JSON = "application/json"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -15,7 +15,14 @@ from pydantic import (
 from podium.domain import validation as v
 from podium.domain.validation import anchored, avatar_problem, text_problem
 from podium.domain.windows import GROUP_SEP
-from podium.service.reports import MatchIn, ResultIn  # noqa: F401 - the route's bodies
+
+# The match report's bodies and types are read by the ingest role too (service/reports.py).
+from podium.service.reports import MatchIn as MatchIn
+from podium.service.reports import Metadata as Metadata
+from podium.service.reports import ResultIn as ResultIn
+from podium.service.reports import Rfc3339 as Rfc3339
+from podium.service.reports import WholeNumber as WholeNumber
+from podium.service.reports import _whole as _whole  # api/tournaments.py's numbers
 
 # JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them (validation.py
 # holds each rule once; the service checks them again with fullmatch).

@@ -71,9 +71,7 @@ def check(tables: tuple[IngestTable, ...], log_url: str) -> None:
     seen: set[tuple[str, str]] = set()
     for i, t in enumerate(tables):
         if (t.topic, t.group) in seen:
-            raise ValueError(
-                f"ingest[{i}]: topic {t.topic!r} is read twice by group {t.group!r}"
-            )
+            raise ValueError(f"ingest[{i}]: topic {t.topic!r} is read twice by group {t.group!r}")
         seen.add((t.topic, t.group))
         if t.brokers is None and not log_url.startswith("kafka://"):
             raise ValueError(
