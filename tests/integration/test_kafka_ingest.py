@@ -1,0 +1,261 @@
+"""The ingest role on the machine's broker: finished matches read from a topic are recorded
+as the HTTP route records them, each once however often it comes; refused records land in
+the dead-letter topic with the problem the route would answer; a consumer that stops and
+starts again (cleanly, or killed with -9 mid-stream) loses nothing and doubles nothing.
+
+Each test has a topic and a group of its own (deleted after it), and waits on conditions
+(the group's committed offsets at the end of the topic, the records in the dead letter)
+with generous deadlines, never on a guess of how long the machine takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from podium import metrics
+from podium.config.settings import parse
+from tests.integration.conftest import Api, close_all, started_api
+from tests.kafka_cluster import client_config, create_topic, delete_topic, need_kafka, topic_name
+
+DEADLINE_S = 90.0  # a wait for a condition; long, since the machine may be busy
+GROUP = "ingest"
+
+
+@pytest.fixture
+def topic() -> Iterator[tuple[str, str]]:
+    """(bootstrap, topic): a topic of two partitions nobody else uses, deleted afterwards
+    with its dead letter and its groups (named ``<topic>-...``)."""
+    bootstrap = need_kafka()
+    name = topic_name()
+    create_topic(bootstrap, name, partitions=2)
+    try:
+        yield bootstrap, name
+    finally:
+        for t in (name, f"{name}.rejected"):
+            delete_topic(bootstrap, t)
+
+
+def _settings(tmp_path: Path, bootstrap: str, topic: str, **store: Any) -> Any:
+    return parse(
+        {
+            "server": {"read_rate_per_s": 0},
+            "store": {"url": f"sqlite:///{tmp_path}/podium.db", **store},
+            "workers": {"idle_sleep_s": 0.005},
+            "modes": [
+                {"name": "default", "min_points": 0, "max_points": 500},
+                {"name": "capped", "max_results_per_player_per_hour": 2},
+                {"name": "other"},
+            ],
+            "ingest": [
+                {
+                    "topic": topic,
+                    "group": f"{topic}-{GROUP}",
+                    "key": "gs-ingest",
+                    "brokers": f"kafka://{bootstrap}",
+                }
+            ],
+        }
+    )
+
+
+# One endedAt for every match: a record sent again says exactly what it said the first time.
+ENDED = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+
+
+def _body(results: list[tuple[str, int]], mode: str = "default", **more: Any) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "endedAt": ENDED,
+        "durationSeconds": 300,
+        "results": [{"playerId": p, "points": pts} for p, pts in results],
+        **more,
+    }
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[str | None, bytes]]) -> None:
+    p = Producer(client_config(bootstrap, **{"enable.idempotence": True, "acks": "all"}))
+    for key, value in records:
+        p.produce(topic, value, key, headers=[("trace", b"t-1")])
+    assert p.flush(30) == 0
+
+
+def _committed_at_end(bootstrap: str, topic: str, group: str) -> bool:
+    """Whether ``group`` committed every partition of ``topic`` up to its end."""
+    c = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        tps = [TopicPartition(topic, p) for p in parts]
+        committed = {tp.partition: tp.offset for tp in c.committed(tps, timeout=10)}
+        for tp in tps:
+            _, high = c.get_watermark_offsets(tp, timeout=10)
+            if high > 0 and committed[tp.partition] < high:
+                return False
+        return True
+    finally:
+        c.close()
+
+
+def _committed(bootstrap: str, topic: str, group: str) -> int:
+    c = Consumer(client_config(bootstrap, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        got = c.committed([TopicPartition(topic, p) for p in parts], timeout=10)
+        return sum(max(0, tp.offset) for tp in got)
+    finally:
+        c.close()
+
+
+def _read_all(bootstrap: str, topic: str, count: int) -> list[Any]:
+    """``count`` records of ``topic`` from its start (failing if they do not come)."""
+    c = Consumer(
+        client_config(
+            bootstrap,
+            **{"group.id": f"{topic}-reader", "auto.offset.reset": "earliest"},
+        )
+    )
+    c.subscribe([topic])
+    out: list[Any] = []
+    deadline = time.monotonic() + DEADLINE_S
+    try:
+        while len(out) < count and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                out.append(m)
+        # Nothing more than expected: a little longer, for a record that should not be there.
+        extra_until = time.monotonic() + 2
+        while time.monotonic() < extra_until:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                out.append(m)
+    finally:
+        c.close()
+    assert len(out) == count, f"{len(out)} records in {topic}, expected {count}"
+    return out
+
+
+async def _until_done(bootstrap: str, topic: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not await asyncio.to_thread(_committed_at_end, bootstrap, topic, f"{topic}-{GROUP}"):
+        assert time.monotonic() < deadline, "the ingest did not reach the end of its topic"
+        await asyncio.sleep(0.2)
+
+
+async def _points(api: Api, player: str) -> int | None:
+    api.podium.reads.clear_cache()
+    r = await api.client.get(f"/v1/boards/season/players/{player}")
+    if r.status_code == 404:
+        return None
+    assert r.status_code == 200, r.text
+    return int(r.json()["points"])
+
+
+async def _until_points(api: Api, expected: dict[str, int]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        got = {p: await _points(api, p) for p in expected}
+        if got == expected or time.monotonic() > deadline:
+            assert got == expected
+            return
+        await asyncio.sleep(0.1)
+
+
+async def test_duplicates_count_once_and_poison_records_land_in_the_dead_letter(
+    tmp_path: Path, topic: tuple[str, str]
+) -> None:
+    bootstrap, name = topic
+    stack: list[Any] = []
+    api = await started_api(_settings(tmp_path, bootstrap, name), stack)
+    try:
+        # The ingest's key: the modes "default" and "capped" (not "other").
+        _, secret = await api.podium.keys.create("gs-ingest", ["default", "capped"], False)
+        # A match the HTTP route recorded for another game server.
+        _, other = await api.podium.keys.create("gs-other", ["default"], False)
+        assert (await api.submit("m-taken", [("p-x", 1)], key=other)).status_code == 200
+        before = {
+            s: metrics.INGEST_REJECTED.labels(name, s)._value.get()
+            for s in ("422", "403", "409", "429")
+        }
+        good = {f"m-{i}": [(f"p-{i}", 10 + i), (f"p-{i + 100}", i)] for i in range(20)}
+        records: list[tuple[str | None, bytes]] = [
+            (m, json.dumps(_body(r)).encode()) for m, r in good.items()
+        ]
+        # Each of the first five again, as a producer's retry or a redelivery would.
+        records += [(m, json.dumps(_body(good[m])).encode()) for m in list(good)[:5]]
+        poison: dict[str, tuple[bytes, int]] = {
+            "bad-json": (b'{"mode": "default", ', 422),
+            "unknown-mode": (json.dumps(_body([("p-u", 1)], mode="nope")).encode(), 422),
+            "over-max": (json.dumps(_body([("p-o", 501)])).encode(), 422),
+            "extra-field": (json.dumps(_body([("p-e", 1)], colour="red")).encode(), 422),
+            "twice-key": (b'{"mode": "default", "mode": "default"}', 422),
+            "wrong-modes": (json.dumps(_body([("p-w", 1)], mode="other")).encode(), 403),
+            "m-taken": (json.dumps(_body([("p-x", 1)])).encode(), 403),
+            "m-0": (json.dumps(_body([("p-0", 11), ("p-100", 0)])).encode(), 409),
+        }
+        # A player over the capped mode's 2 results an hour: the third is refused.
+        cap = [
+            (f"m-cap-{i}", json.dumps(_body([("p-cap", 5)], mode="capped")).encode())
+            for i in range(3)
+        ]
+        records += [(m, body) for m, (body, _) in poison.items()]
+        records += [(None, json.dumps(_body([("p-n", 1)])).encode())]  # no match id
+        records += list(cap)
+        random.Random(7).shuffle(records[20:])  # duplicates and poison among the tail
+        await asyncio.to_thread(_produce, bootstrap, name, records)
+
+        await _until_done(bootstrap, name)
+        expected = {p: pts for rs in good.values() for p, pts in rs}
+        expected["p-cap"] = 10
+        await _until_points(api, expected)
+        for p in ("p-u", "p-o", "p-e", "p-w", "p-n"):
+            assert await _points(api, p) is None, p
+        assert await _points(api, "p-x") == 1  # the other server's record, untouched
+
+        refused = await asyncio.to_thread(_read_all, bootstrap, f"{name}.rejected", len(poison) + 2)
+        by_key = {m.key().decode() if m.key() else None: m for m in refused}
+        for m, (body, status) in poison.items():
+            got = by_key[m]
+            headers = dict(got.headers())
+            problem = json.loads(headers["podium-problem"])
+            assert problem["status"] == status, (m, problem)
+            assert problem["type"] == "about:blank" and problem["detail"]
+            assert got.value() == body  # the record as it was, its headers kept
+            assert headers["trace"] == b"t-1"
+            assert headers["podium-topic"] == name.encode()
+        assert json.loads(dict(by_key[None].headers())["podium-problem"])["status"] == 422
+        over = [m for k, m in by_key.items() if k and k.startswith("m-cap-")]
+        assert len(over) == 1
+        assert json.loads(dict(over[0].headers())["podium-problem"])["status"] == 429
+        after = {s: metrics.INGEST_REJECTED.labels(name, s)._value.get() for s in before}
+        # 422: five bodies and the record without a key; 403: the key's modes, the match
+        # of another server; 409: a match said otherwise; 429: the hourly cap.
+        assert {s: after[s] - before[s] for s in before} == {"422": 6, "403": 2, "409": 1, "429": 1}
+
+        # The same bodies over HTTP get the very same problem (a fresh match id each).
+        for m in (
+            "bad-json",
+            "unknown-mode",
+            "over-max",
+            "extra-field",
+            "twice-key",
+            "wrong-modes",
+        ):
+            body, status = poison[m]
+            r = await api.client.post(
+                f"/v1/matches/http-{m}/results",
+                content=body,
+                headers={"Content-Type": "application/json", **api.auth(secret)},
+            )
+            assert r.status_code == status, (m, r.text)
+            problem = json.loads(dict(by_key[m].headers())["podium-problem"])
+            assert problem == r.json(), m
+    finally:
+        await close_all(stack)
