@@ -13,11 +13,15 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -25,6 +29,7 @@ from podium import metrics
 from podium.config.settings import parse
 from tests.integration.conftest import Api, close_all, started_api
 from tests.kafka_cluster import client_config, create_topic, delete_topic, need_kafka, topic_name
+from tests.ports import free_port
 
 DEADLINE_S = 90.0  # a wait for a condition; long, since the machine may be busy
 GROUP = "ingest"
@@ -259,3 +264,157 @@ async def test_duplicates_count_once_and_poison_records_land_in_the_dead_letter(
             assert problem == r.json(), m
     finally:
         await close_all(stack)
+
+
+def _stream(count: int, seed: int) -> tuple[list[tuple[str | None, bytes]], dict[str, int]]:
+    """``count`` matches of two players each from a pool of forty, every tenth sent twice;
+    and each player's total, each match counted once."""
+    rng = random.Random(seed)
+    records: list[tuple[str | None, bytes]] = []
+    totals: dict[str, int] = {}
+    for i in range(count):
+        a, b = rng.sample(range(40), 2)
+        results = [(f"p-{a}", rng.randint(0, 500)), (f"p-{b}", rng.randint(0, 500))]
+        for p, pts in results:
+            totals[p] = totals.get(p, 0) + pts
+        body = json.dumps(_body(results)).encode()
+        records.append((f"m-{seed}-{i}", body))
+        if i % 10 == 0:
+            records.append((f"m-{seed}-{i}", body))
+    return records, totals
+
+
+async def test_a_consumer_stopped_and_started_again_records_everything_once(
+    tmp_path: Path, topic: tuple[str, str]
+) -> None:
+    bootstrap, name = topic
+    settings = _settings(tmp_path, bootstrap, name)
+    records, totals = _stream(400, seed=1)
+    stack: list[Any] = []
+    api = await started_api(settings, stack)
+    try:
+        await api.podium.keys.create("gs-ingest", ["default"], False)
+        await asyncio.to_thread(_produce, bootstrap, name, records[:200])
+        group = f"{name}-{GROUP}"
+        deadline = time.monotonic() + DEADLINE_S
+        while await asyncio.to_thread(_committed, bootstrap, name, group) == 0:
+            assert time.monotonic() < deadline, "nothing was committed"
+            await asyncio.sleep(0.05)
+    finally:
+        await close_all(stack)  # the consumer leaves its group, wherever it was
+    # The rest comes while no consumer runs; a new process (the same store) takes it all.
+    await asyncio.to_thread(_produce, bootstrap, name, records[200:])
+    stack = []
+    api = await started_api(settings, stack)
+    try:
+        await _until_done(bootstrap, name)
+        await _until_points(api, totals)
+    finally:
+        await close_all(stack)
+
+
+def _wait_http(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"podium serve exited:\n{log.read_text()[-3000:]}"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"podium serve did not start:\n{log.read_text()[-3000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_an_ingest_killed_with_9_mid_stream_loses_and_doubles_nothing(
+    tmp_path: Path, topic: tuple[str, str]
+) -> None:
+    bootstrap, name = topic
+    cfg = tmp_path / "podium.toml"
+    cfg.write_text(
+        f"""
+[server]
+read_rate_per_s = 0
+[store]
+url = "sqlite:///{tmp_path}/podium.db"
+[[modes]]
+name = "default"
+min_points = 0
+max_points = 500
+[[ingest]]
+topic = "{name}"
+group = "{name}-{GROUP}"
+key = "gs-ingest"
+brokers = "kafka://{bootstrap}"
+"""
+    )
+
+    def podium(*args: str) -> str:
+        r = subprocess.run(
+            [sys.executable, "-m", "podium", *args, "--config", str(cfg)],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    podium("migrate")
+    podium("keys", "create", "--name", "gs-ingest", "--modes", "default")
+    port = free_port()
+
+    def serve(n: int) -> tuple[subprocess.Popen[bytes], Path]:
+        log = tmp_path / f"serve-{n}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "podium", "serve", "--config", str(cfg),
+                 "--port", str(port)],
+                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        return proc, log
+
+    records, totals = _stream(1500, seed=2)
+    group = f"{name}-{GROUP}"
+    first, log = serve(1)
+    try:
+        _wait_http(port, first, log)
+        # Records keep coming while the process is killed: it dies with some read and not
+        # committed, some recorded and not committed, some not read at all.
+        sent = 0
+        killed_at: tuple[int, int] | None = None
+        while sent < len(records):
+            _produce(bootstrap, name, records[sent : sent + 50])
+            sent += 50
+            done = _committed(bootstrap, name, group)
+            if killed_at is None and 0 < done < sent - 50:
+                first.send_signal(signal.SIGKILL)
+                first.wait(30)
+                killed_at = (done, sent)
+        assert killed_at is not None, "the ingest never was part way through its topic"
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(30)
+    second, log = serve(2)
+    try:
+        _wait_http(port, second, log)
+        deadline = time.monotonic() + DEADLINE_S
+        while not _committed_at_end(bootstrap, name, group):
+            assert time.monotonic() < deadline, "the restarted ingest did not reach the end"
+            time.sleep(0.2)
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            got = {}
+            for p in totals:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/boards/season/players/{p}", timeout=10)
+                got[p] = r.json().get("points") if r.status_code == 200 else None
+            if got == totals or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert got == totals, f"killed after {killed_at[0]} of {killed_at[1]} committed"
+    finally:
+        second.send_signal(signal.SIGTERM)
+        try:
+            second.wait(30)
+        except subprocess.TimeoutExpired:
+            second.kill()
