@@ -8,26 +8,43 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Self
 
-from pydantic import BeforeValidator, ConfigDict, StrictStr, model_validator
+from pydantic import BeforeValidator, ConfigDict, model_validator
 from pydantic.dataclasses import dataclass as table
 
-from podium.config.kafka import Name
+from podium.config.kafka import _NAME
+from podium.config.values import STRING
 
 DEAD_LETTER_SUFFIX = ".rejected"  # the dead-letter topic's default: the topic's name and this
 
 
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{STRING}, got {v!r}")
+    return v
+
+
+def _name(v: Any) -> Any:
+    """Kafka's own rule for a topic's name (a group's is held to the same)."""
+    if not _NAME.fullmatch(_text(v)):
+        raise ValueError(f"expected 1 to 200 of letters, digits, . _ -, got {v!r}")
+    return v
+
+
 def _key(v: Any) -> Any:
-    if not isinstance(v, str) or not v.strip():
+    if not _text(v).strip():
         raise ValueError(f"expected a key's name or id (podium keys list), got {v!r}")
     return v.strip()
 
 
 def _brokers(v: Any) -> Any:
-    if not isinstance(v, str) or not v.startswith("kafka://"):
+    if not _text(v).startswith("kafka://"):
         raise ValueError(f"expected kafka://host:9092[,host:9092...], got {v!r}")
     if not [h for h in v.removeprefix("kafka://").split(",") if h.strip().rstrip("/")]:
         raise ValueError(f"no broker in {v!r} (kafka://host:9092,...)")
     return v
+
+
+Name = Annotated[str, BeforeValidator(_name)]
 
 
 @table(
@@ -40,13 +57,15 @@ class IngestTable:
 
     topic: Name
     """The topic the game service publishes finished matches to."""
-    key: Annotated[StrictStr, BeforeValidator(_key)]
+    key: Annotated[str, BeforeValidator(_key)]
     """The game-server key (its name or id, as ``podium keys list`` shows them) whose modes
     this topic's matches are held to, and that owns the matches it records."""
     group: Name = "podium-ingest"
     """The consumer group: its committed offsets are the ingest's progress (lag included,
     as ``kafka-consumer-groups --describe`` shows it)."""
-    dead_letter: Name | None = None
+    dead_letter: Annotated[str | None, BeforeValidator(lambda v: v if v is None else _name(v))] = (
+        None
+    )
     """Where a refused record goes (its key, value and headers as they were, its problem+json
     in the ``podium-problem`` header); default: the topic's name and ``.rejected``."""
     brokers: Annotated[str | None, BeforeValidator(lambda v: v if v is None else _brokers(v))] = (
