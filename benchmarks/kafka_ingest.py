@@ -182,7 +182,10 @@ async def updater_via_kafka(bench: ua.Bench, topic: str) -> float:
         await asyncio.to_thread(produce, topic, records)
         await ua.clear_keys(bench.redis, bench.settings.index.prefix)
         updater = ua.make_updater(bench.backends, log)
-        rate = await ua.drain([updater.step], len(bench.changes))
+        try:
+            rate = await ua.drain([updater.step], len(bench.changes))
+        finally:
+            await updater.close()  # the batch it fetched ahead, given back
         await ua.check_boards(bench)
         return rate
     finally:
@@ -238,7 +241,8 @@ async def run(args: argparse.Namespace, env: Env) -> None:
             (UPDATER, PRODUCER_PERF),
             (UPDATER, ZADD),
         ):
-            print(f"  {a.split(' (')[0]} / {b.split(' (')[0]:40} {med[a] / med[b]:8.3f}")
+            name = f"{a.split(':')[0].split(' (')[0]} / {b.split(':')[0].split(' (')[0]}"
+            print(f"  {name:52} {med[a] / med[b]:8.3f}")
     finally:
         n = await ua.clear_keys(redis, prefix)
         print(f"[cleanup] deleted {n} redis keys under {prefix}", file=sys.stderr)
