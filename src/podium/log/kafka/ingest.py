@@ -154,17 +154,23 @@ class KafkaMatchFeed:
         consumer = self._ready()
         with translated(f"read topic {self._topic}"):
             got = consumer.consume(num_messages=limit, timeout=POLL_WAIT_S)
-        out = []
+        out: list[FeedRecord] = []
+        errors: list[KafkaError] = []
         for m in got:
             err = m.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                # The records read beside it are not handed out: the consumer is dropped,
-                # and the next one reads them again from the group's last commit.
-                self._drop()
-                raise error_of(err, f"read topic {self._topic}")
-            out.append(_record(m))
+            if err is None:
+                out.append(_record(m))
+            elif err.code() != KafkaError._PARTITION_EOF:
+                errors.append(err)
+        if errors and out:
+            # The records read beside an error are handed out: the consumer's position is
+            # past them, so raised away they would be skipped, and a later commit would pass
+            # them. The error is the client's to mend, or the next poll's to raise.
+            log.warning("ingest %s: %s", self._topic, errors[0].str())
+        elif errors:
+            if any(e.fatal() for e in errors):
+                self._drop()  # the next poll's consumer reads from the group's last commit
+            raise error_of(errors[0], f"read topic {self._topic}")
         return out
 
     async def reject(self, records: Sequence[tuple[FeedRecord, dict[str, Any]]]) -> None:
