@@ -418,3 +418,138 @@ brokers = "kafka://{bootstrap}"
             second.wait(30)
         except subprocess.TimeoutExpired:
             second.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_a_broker_killed_under_http_and_topic_results_loses_and_doubles_nothing(
+    tmp_path: Path,
+) -> None:
+    """A private three-node cluster (replication 3, ``min.insync.replicas=2``) carries the
+    change log and a topic of matches; results come over HTTP and from the topic while the
+    node leading the topic's partition 0 is killed with SIGKILL. A record whose produce was
+    not acknowledged is produced again (as a game service does): the topic may hold it twice.
+    At the end every acknowledged result is on the board once, and the group's lag is 0."""
+    from podium.serve.app import create_app
+    from tests.integration.conftest import settings_for
+    from tests.kafka_cluster import cluster
+
+    with cluster(tmp_path / "kafka") as kafka:
+        name = topic_name()
+        create_topic(kafka.bootstrap, name, partitions=4, replication=3,
+                     config={"min.insync.replicas": "2"})  # fmt: skip
+        settings = settings_for(
+            "embedded",
+            f"sqlite:///{tmp_path}/podium.db",
+            None,
+            None,
+            log={
+                "url": f"kafka://{kafka.bootstrap}",
+                "partitions": 4,
+                "kafka": {
+                    "topic": f"{name}-changes",
+                    "events_topic": f"{name}-events",
+                    "group": f"{name}-updaters",
+                    "replication": 3,
+                },
+            },
+            workers={"idle_sleep_s": 0.005, "lease_s": 3.0},
+            boards=[{"name": "all", "window": "all"}],
+            ingest=[{"topic": name, "group": f"{name}-{GROUP}", "key": "gs-ingest"}],
+        )
+        app = create_app(settings)
+        ctx = app.router.lifespan_context(app)
+        await ctx.__aenter__()
+        try:
+            podium = app.state.podium
+            _, game = await podium.keys.create("gs", ["default"], False)
+            await podium.keys.create("gs-ingest", ["default"], False)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://podium") as c:
+                api = Api(c, app.state.backends, game, "")
+                await _broker_killed(api, kafka, name)
+        finally:
+            await ctx.__aexit__(None, None, None)
+
+
+async def _broker_killed(api: Api, kafka: Any, name: str) -> None:
+    from tests.kafka_cluster import wait_for
+
+    rng = random.Random(11)
+    players = [f"p{i:02d}" for i in range(30)]
+    expected: dict[str, int] = {}
+    acked = [0, 0]  # over HTTP, through the topic
+    producer = Producer(
+        client_config(kafka.bootstrap, **{"enable.idempotence": True, "acks": "all",
+                                          "message.timeout.ms": 20_000})
+    )  # fmt: skip
+
+    def results() -> list[tuple[str, int]]:
+        a, b = rng.sample(players, 2)
+        return [(a, rng.randint(1, 50)), (b, rng.randint(1, 50))]
+
+    def count(rs: list[tuple[str, int]]) -> None:
+        for p, pts in rs:
+            expected[p] = expected.get(p, 0) + pts
+
+    async def over_http() -> None:
+        for i in range(200):
+            rs = results()
+            while True:  # a 5xx is sent again, same id and content
+                r = await api.submit(f"h{i}", rs)
+                if r.status_code == 200:
+                    break
+                assert r.status_code >= 500, r.text
+                await asyncio.sleep(0.05)
+            count(rs)
+            acked[0] += 1
+            await asyncio.sleep(0.01)
+
+    def sent_once(key: str, value: bytes) -> bool:
+        failed: list[object] = []
+        producer.produce(name, value, key, on_delivery=lambda e, m: e and failed.append(e))
+        producer.flush(30)
+        return not failed
+
+    async def through_topic() -> None:
+        for i in range(200):
+            rs = results()
+            body = json.dumps(_body(rs)).encode()
+            while not await asyncio.to_thread(sent_once, f"t{i}", body):
+                await asyncio.sleep(0.2)  # not acknowledged: sent again, maybe twice
+            count(rs)
+            acked[1] += 1
+            await asyncio.sleep(0.01)
+
+    tasks = [asyncio.create_task(over_http()), asyncio.create_task(through_topic())]
+    try:
+        deadline = time.monotonic() + 300
+        while min(acked) < 60:
+            assert time.monotonic() < deadline, f"only {acked} acknowledged"
+            assert not any(t.done() and t.exception() for t in tasks), tasks
+            await asyncio.sleep(0.05)
+        victim = await asyncio.to_thread(kafka.leader, name, 0)
+        kafka.kill(victim)
+        await asyncio.to_thread(
+            wait_for, lambda: kafka.leader(name, 0) != victim, "another leader", 120
+        )
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=600)
+    finally:
+        for t in tasks:
+            t.cancel()
+    assert acked == [200, 200]
+
+    async def on_board() -> dict[str, int]:
+        page = await api.page("all", limit=100)
+        return {e["playerId"]: e["points"] for e in page["entries"]}
+
+    async def complete() -> bool:
+        return await on_board() == expected
+
+    assert await api.until(complete, timeout=300), f"{await on_board()} != {expected}"
+    await asyncio.to_thread(
+        wait_for,
+        lambda: _committed_at_end(kafka.bootstrap, name, f"{name}-{GROUP}"),
+        "the ingest's group committed to the topic's end",
+        120,
+    )
