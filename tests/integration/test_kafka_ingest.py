@@ -375,27 +375,39 @@ brokers = "kafka://{bootstrap}"
 
     records, totals = _stream(1500, seed=2)
     group = f"{name}-{GROUP}"
-    first, log = serve(1)
-    try:
-        _wait_http(port, first, log)
-        # Records keep coming while the process is killed: it dies with some read and not
-        # committed, some recorded and not committed, some not read at all.
-        sent = 0
-        killed_at: tuple[int, int] | None = None
-        while sent < len(records):
-            _produce(bootstrap, name, records[sent : sent + 50])
-            sent += 50
-            done = _committed(bootstrap, name, group)
-            if killed_at is None and 0 < done < sent - 50:
-                first.send_signal(signal.SIGKILL)
-                first.wait(30)
-                killed_at = (done, sent)
-        assert killed_at is not None, "the ingest never was part way through its topic"
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait(30)
-    second, log = serve(2)
+    # The process is killed with -9 as soon as it has committed something and while a chunk
+    # just produced waits; what was committed is read once it is dead. Where it had already
+    # taken everything (a fast machine), it is started again and killed in the next chunk:
+    # no condition here depends on how fast it goes, only on what it had done when it died.
+    sent = 0
+    killed_at: tuple[int, int] | None = None
+    run = 0
+    while killed_at is None and sent < len(records):
+        run += 1
+        proc, log = serve(run)
+        try:
+            _wait_http(port, proc, log)
+            deadline = time.monotonic() + DEADLINE_S
+            while True:
+                _produce(bootstrap, name, records[sent : sent + 100])
+                sent = min(len(records), sent + 100)
+                if _committed(bootstrap, name, group) > 0 or sent >= len(records):
+                    break
+                assert time.monotonic() < deadline, "the ingest committed nothing"
+            _produce(bootstrap, name, records[sent : sent + 200])  # waiting when it dies
+            sent = min(len(records), sent + 200)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+        done = _committed(bootstrap, name, group)
+        if 0 < done < sent:
+            killed_at = (done, sent)
+    assert killed_at is not None, "every run had taken its whole topic when it was killed"
+    _produce(bootstrap, name, records[sent:])  # the rest, while no ingest runs
+    second, log = serve(run + 1)
     try:
         _wait_http(port, second, log)
         deadline = time.monotonic() + DEADLINE_S
