@@ -3,8 +3,9 @@ updaters, two relays, the aggregator and its standby, the freezer; two Postgres 
 3+3 Redis Cluster, a NATS cluster of 3) under a steady load of results and reads from game
 servers that retry (``podium.client``), while an API process, a relay and an updater are
 killed with -9, a Redis primary is killed while its replica lags, a store database is
-restarted and a NATS node stopped and started. Beside it (``--reference``), the same fleet
-and load with nothing broken, in the same run.
+restarted and a NATS node stopped and started (``--log kafka``: the log on a private Kafka
+cluster of 3, and the node leading the changes' partition 0 killed and started). Beside it
+(``--reference``), the same fleet and load with nothing broken, in the same run.
 
 Prints results sent, acknowledged, retried, lost (must be 0) and doubled (must be 0), the
 longest time from an acknowledgment to the board, reads by status, and whether every board
@@ -14,6 +15,7 @@ The scenario and its private servers are the tests' own (``tests/integration/cha
 which CI runs short): this script runs it from the repository's root.
 
     python benchmarks/chaos.py [--seconds 300] [--players 2000] [--rate 20] [--reference]
+        [--log kafka]
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def main() -> int:
     ap.add_argument("--senders", type=int, default=4)
     ap.add_argument("--readers", type=int, default=4)
     ap.add_argument("--reference", action="store_true", help="also a run with nothing broken")
+    ap.add_argument(
+        "--log", choices=("nats", "kafka"), default="nats", help="the change log's cluster"
+    )
     args = ap.parse_args()
     load = dict(
         seconds=args.seconds,
@@ -43,6 +48,7 @@ def main() -> int:
         rate=args.rate,
         senders=args.senders,
         readers=args.readers,
+        log=args.log,
     )
     runs = [("chaos", True)] + ([("reference", False)] if args.reference else [])
     ok = True

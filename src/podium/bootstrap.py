@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from podium.archive.results import DayFiles
 from podium.archive.standings import FileArchive
+from podium.config.ingest import IngestTable
+from podium.config.ingest import brokers as ingest_brokers
 from podium.config.settings import Settings
 from podium.config.topology import (
     IndexKind,
@@ -45,9 +47,11 @@ from podium.ports import (
 )
 from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
+from podium.ports.ingest import MatchFeed
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
 from podium.ports.operations import BucketMoves
 from podium.ports.ratelimit import Buckets
+from podium.service.ingest import Ingest
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
@@ -140,6 +144,7 @@ class IndexParts:
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
     layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
+    feeds: list[tuple[IngestTable, MatchFeed]] = field(default_factory=list)  # [[ingest]]
 
 
 def gapless(
@@ -340,6 +345,7 @@ class Backends:
     rebuilding: Rebuilding | None = None  # the index seen through its rebuilds' port
     layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
+    feeds: list[tuple[IngestTable, MatchFeed]] = field(default_factory=list)  # [[ingest]]
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -424,6 +430,10 @@ class Backends:
             self.generations,
             self.rebuild_live,
             self.podium.leagues,
+            self.feeds,
+            Ingest(
+                self.podium.matches, self.podium.keys, self.clock, self.settings.server.key_cache_s
+            ),
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -475,6 +485,8 @@ class Backends:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
+        for _, feed in self.feeds:
+            await feed.close()
         await self.log.close()
         await self.read_limiter.close()
         await self.index.close()
@@ -520,7 +532,33 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         parts.rebuilding,
         parts.layout,
         parts.record,
+        _feeds(settings),
     )
+
+
+def _feeds(settings: Settings) -> list[tuple[IngestTable, MatchFeed]]:
+    """A consumer of each ``[[ingest]]`` topic (connected at its first poll)."""
+    if not settings.ingest:
+        return []
+    from podium.log.kafka.ingest import KafkaMatchFeed
+
+    kafka = settings.log.kafka
+    return [
+        (
+            t,
+            KafkaMatchFeed(
+                ingest_brokers(t, settings.log.url),
+                t.topic,
+                t.group,
+                t.dead_letter_topic,
+                partitions=settings.log.partitions,
+                replication=kafka.replication,
+                retention_s=float(settings.log.retention_s),
+                client=kafka.client,
+            ),
+        )
+        for t in settings.ingest
+    ]
 
 
 def _rank_source(topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:

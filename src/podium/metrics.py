@@ -283,3 +283,27 @@ REPLAYED_CHANGES = Counter(
     "Changes applied once more from the log's last seconds after an index failover or rebuild",
     registry=REGISTRY,
 )
+
+INGEST_RECORDS = Counter(
+    "podium_ingest_records",
+    "Records of finished matches read from an [[ingest]] topic and done with: recorded "
+    "(a record seen again counts as recorded, and changes nothing) or rejected (sent to the "
+    "dead-letter topic with its problem)",
+    ["topic", "outcome"],
+    registry=REGISTRY,
+)
+INGEST_REJECTED = Counter(
+    "podium_ingest_rejected",
+    "Records of an [[ingest]] topic sent to its dead-letter topic, by the HTTP status the "
+    "same body would have been answered with (422, 403, 409, 429, 401)",
+    ["topic", "status"],
+    registry=REGISTRY,
+)
+INGEST_LAG = Gauge(
+    "podium_ingest_lag",
+    "Records of an [[ingest]] topic's partition not yet committed by its group (the end "
+    "offset minus the committed one), as seen by the process that reads the partition",
+    ["topic", "group", "partition"],
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)

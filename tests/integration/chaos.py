@@ -21,6 +21,10 @@ not in the store, or a board short of it) and doubled (a total above the sum of 
 the longest time from an acknowledgment to the board showing it; reads by status; whether
 every board equals the store once the log drained. ``benchmarks/chaos.py`` runs it at length
 and prints the figures; ``tests/integration/test_chaos.py`` runs it short, in CI.
+
+With ``log="kafka"`` the log is a private Kafka cluster of 3 instead (topics of 3 replicas,
+``min.insync.replicas`` 2), and the last break kills the node leading the changes topic's
+partition 0 with SIGKILL, then starts it again.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ from podium.domain.sharding import shard_of, shard_tag
 from podium.errors import Unavailable
 from podium.ports import BoardKey
 from tests.integration.fleet import Fleet
+from tests.kafka_cluster import Cluster as KafkaCluster
+from tests.kafka_cluster import kafka_libs
+from tests.kafka_cluster import wait_for as wait_for_kafka
 from tests.nats_cluster import Cluster, need_binary
 from tests.pg_cluster import PgCluster
 from tests.ports import free_ports
@@ -98,14 +105,22 @@ class Figures:
         ]
 
 
-def _config(tmp: Path, home: str, far: str, redis: str, nats: str) -> Path:
+def _config(tmp: Path, home: str, far: str, redis: str, log: str) -> Path:
     path = tmp / "podium.toml"
+    if log.startswith("kafka://"):
+        log_section = (
+            f'[log]\nurl = "{log}"\npartitions = 4\n'
+            '[log.kafka]\ntopic = "chaos-changes"\nevents_topic = "chaos-events"\n'
+            'group = "chaos-updaters"\nreplication = 3\n'
+        )
+    else:
+        log_section = f'[log]\nurl = "{log}"\nstream = "chaos"\npartitions = 4\nreplicas = 3\n'
     path.write_text(
         f'[store]\nurl = "{home}"\nshards = ["{home}", "{far}"]\n'
         "pool_size = 4\nread_pool_size = 3\n"
         f'[index]\nurl = "{redis}"\nprefix = "{PREFIX}"\nshards = {SHARDS}\n'
         "watch_s = 0.5\nfailover_replay_s = 120\n"
-        f'[log]\nurl = "{nats}"\nstream = "chaos"\npartitions = 4\nreplicas = 3\n'
+        f"{log_section}"
         "[server]\nread_rate_per_s = 0\n"
         "[workers]\nlease_s = 2.0\n"
         f'[[boards]]\nname = "{BOARD}"\nwindow = "all"\nexact_top = 10\n'
@@ -114,14 +129,16 @@ def _config(tmp: Path, home: str, far: str, redis: str, nats: str) -> Path:
 
 
 class Parts:
-    """The private servers: two Postgres, a Redis Cluster, a NATS cluster; all stopped at
-    the end, whatever happened."""
+    """The private servers: two Postgres, a Redis Cluster, a NATS (or Kafka) cluster; all
+    stopped at the end, whatever happened."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, log: str = "nats") -> None:
         self.root = root
+        self.log = log
         self.pg: list[PgCluster] = []
         self.redis: RedisCluster | None = None
         self.nats: Cluster | None = None
+        self.kafka: KafkaCluster | None = None
 
     async def start(self) -> None:
         for _ in range(2):
@@ -129,12 +146,28 @@ class Parts:
             self.pg.append(pg)
             await asyncio.to_thread(pg.start)
         self.redis = await asyncio.to_thread(start_cluster)
+        if self.log == "kafka":
+            self.kafka = KafkaCluster(kafka_libs(), self.root / "kafka", 3)
+            await asyncio.to_thread(self.kafka.format)
+            for i in range(3):
+                self.kafka.start(i)
+            await asyncio.to_thread(self.kafka.ready)
+            return
         self.nats = Cluster(need_binary(), self.root / "nats", 3)
         for i in range(3):
             self.nats.start(i)
         await self.nats.ready(timeout=DEADLINE_S)
 
+    @property
+    def log_url(self) -> str:
+        if self.kafka is not None:
+            return f"kafka://{self.kafka.bootstrap}"
+        assert self.nats is not None
+        return self.nats.url
+
     def stop(self) -> None:
+        if self.kafka is not None:
+            self.kafka.stop()
         if self.nats is not None:
             self.nats.stop()
         if self.redis is not None:
@@ -261,18 +294,19 @@ async def run(
     senders: int = 4,
     readers: int = 2,
     breaks: bool = True,
+    log: str = "nats",
 ) -> Figures:
     """The whole scenario; ``seconds``: how long the load runs at the least (the breaks
     are spread over it, each after results flowed again). Without ``breaks``, the same
     fleet and load with nothing broken: the reference."""
     root = Path(tempfile.mkdtemp(prefix="podium-chaos-"))
-    parts = Parts(root)
+    parts = Parts(root, log)
     fleet: Fleet | None = None
     try:
         await parts.start()
-        assert parts.redis is not None and parts.nats is not None
+        assert parts.redis is not None
         home, far = parts.pg[0], parts.pg[1]
-        cfg = _config(root, home.url, far.url, parts.redis.url, parts.nats.url)
+        cfg = _config(root, home.url, far.url, parts.redis.url, parts.log_url)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -302,7 +336,7 @@ async def _scenario(
     readers: int,
     breaking: bool,
 ) -> Figures:
-    assert parts.redis is not None and parts.nats is not None
+    assert parts.redis is not None
     t0 = time.monotonic()
     ports = free_ports(2)
     for i, port in enumerate(ports, 1):
@@ -382,7 +416,7 @@ async def _scenario(
 
 async def _break_all(fleet: Fleet, parts: Parts, load: Load, next_break: Any, mark: Any) -> None:
     """Each break in turn, each after results flowed again since the last."""
-    assert parts.redis is not None and parts.nats is not None
+    assert parts.redis is not None
     f = load.figures
     await next_break(0)
     mark("kill -9 api1")
@@ -406,6 +440,19 @@ async def _break_all(fleet: Fleet, parts: Parts, load: Load, next_break: Any, ma
     await asyncio.sleep(3)
     await asyncio.to_thread(parts.pg[1].start)
     await next_break(5)
+    if parts.kafka is not None:
+        kafka = parts.kafka
+        victim = await asyncio.to_thread(kafka.leader, "chaos-changes", 0)
+        mark(f"Kafka node {victim + 1} (leading the changes' partition 0) killed and started")
+        kafka.kill(victim)
+        await asyncio.sleep(3)
+        kafka.start(victim)
+        await asyncio.to_thread(kafka.ready)
+        await asyncio.to_thread(
+            wait_for_kafka, lambda: kafka.brokers() == {1, 2, 3}, "the node back", DEADLINE_S
+        )
+        return
+    assert parts.nats is not None
     mark("NATS node stopped and started")
     parts.nats.kill(1)
     await asyncio.sleep(3)

@@ -25,6 +25,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from podium.api.problems import _count_rejection, problem, replay
 
+# One reading of JSON bodies, shared with the ingest role.
+from podium.service.reports import Duplicate as Duplicate
+from podium.service.reports import once_each as once_each
+
 JSON = "application/json"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -121,22 +125,6 @@ class HeadAsGet:
 
         # A copy: the server keeps its own scope, and so knows to send no body either.
         await self.app({**scope, "method": "GET"}, until_done, headers_only)
-
-
-class Duplicate(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict, ``Duplicate`` where a key appears twice."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise Duplicate(key)
-        out[key] = value
-    return out
 
 
 def _is_json(content_type: str) -> bool:

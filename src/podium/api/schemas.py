@@ -6,18 +6,23 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    StrictInt,
 )
 
 from podium.domain import validation as v
-from podium.domain.metadata import METADATA_IS, canonical
 from podium.domain.validation import anchored, avatar_problem, text_problem
 from podium.domain.windows import GROUP_SEP
+
+# The match report's bodies and types are read by the ingest role too (service/reports.py).
+from podium.service.reports import MatchIn as MatchIn
+from podium.service.reports import Metadata as Metadata
+from podium.service.reports import ResultIn as ResultIn
+from podium.service.reports import Rfc3339 as Rfc3339
+from podium.service.reports import WholeNumber as WholeNumber
+from podium.service.reports import _whole as _whole  # api/tournaments.py's numbers
 
 # JSON Schema (ECMA 262) patterns, as the OpenAPI document publishes them (validation.py
 # holds each rule once; the service checks them again with fullmatch).
@@ -32,17 +37,6 @@ WINDOW_IS = (
     "a window id of the board's kind: 2026-10-28, 2026-W44, 2026-10, S3, 20261204T1800 (a "
     "scheduled window's start, UTC); @FR for a group"
 )
-_RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
-)
-
-
-def _rfc3339(value: Any) -> Any:
-    """Only an RFC 3339 string with its offset: pydantic alone also takes an epoch number
-    or a string of digits."""
-    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
-        raise ValueError("must be an RFC 3339 date-time with a time zone: 2026-10-28T19:04:11Z")
-    return value
 
 
 def shown(value: Any) -> Any:
@@ -63,55 +57,11 @@ def _avatar(value: Any) -> Any:
     return value
 
 
-def _whole(value: Any) -> Any:
-    """JSON Schema's integer: a number with no fraction, ``737.0`` as much as ``737`` (as
-    the published document says); still no string of digits and no boolean."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-Rfc3339 = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
-WholeNumber = Annotated[StrictInt, BeforeValidator(_whole)]
 PlayerIdIn = Annotated[str, Field(pattern=ID)]
 
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-def _metadata(value: Any) -> Any:
-    """Entry metadata: a JSON object, at most 512 bytes as compact UTF-8 JSON (its canonical
-    form, domain/metadata.py), said so rather than pydantic's "a valid dictionary"; the
-    service checks it again."""
-    if value is not None:
-        canonical(value)  # MetadataError is a ValueError: a 422 naming the field
-    return value
-
-
-Metadata = Annotated[
-    dict[str, Any] | None,
-    BeforeValidator(_metadata),
-    Field(default=None, description=METADATA_IS),
-]
-
-
-class ResultIn(_In):
-    playerId: str = Field(pattern=ID)
-    points: WholeNumber
-    metadata: Metadata = None
-
-
-class MatchIn(_In):
-    mode: str = Field(min_length=1, max_length=64)
-    endedAt: Rfc3339 = Field(
-        description="when the match ended (RFC 3339). Two rules of time no schema can state "
-        "(422 when broken): no later than `[server] max_clock_skew_s` past the server's "
-        "clock, and inside a window of the mode's boards that still takes results (open, or "
-        "closed less than `freeze_after_s` ago)"
-    )
-    durationSeconds: WholeNumber = Field(ge=0)
-    results: list[ResultIn] = Field(min_length=1, max_length=v.MAX_RESULTS)
 
 
 class TournamentTotal(BaseModel):

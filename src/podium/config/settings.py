@@ -40,6 +40,8 @@ from pydantic.dataclasses import dataclass as table
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import ErrorDetails, core_schema
 
+from podium.config.ingest import IngestTable
+from podium.config.ingest import check as check_ingest
 from podium.config.sections import (
     ArchiveSettings,
     IndexSettings,
@@ -74,6 +76,7 @@ class Settings:
     modes: tuple[Mode, ...] = (Mode("default", 0, 1_000_000),)
     boards: tuple[BoardSpec, ...] = ()
     webhooks: tuple[WebhookTable, ...] = ()
+    ingest: tuple[IngestTable, ...] = ()
 
     def mode(self, name: str) -> Mode | None:
         return next((m for m in self.modes if m.name == name), None)
@@ -312,6 +315,8 @@ class _File(BaseModel):
     """Default (and with none given): summed points on boards named season, week and day."""
     webhooks: Annotated[tuple[WebhookTable, ...], BeforeValidator(webhook_tables)] = ()
     """Endpoints that receive reward and moderation events (none by default)."""
+    ingest: tuple[IngestTable, ...] = ()
+    """Kafka topics of finished matches, recorded by the ``ingest`` role (none by default)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -322,6 +327,7 @@ class _File(BaseModel):
             if twice := next((n for i, n in enumerate(names) if n in names[:i]), None):
                 raise ValueError(f"{where}: {twice!r} is defined twice")
         check_unique(self.webhooks)
+        check_ingest(self.ingest, self.log.url)
         modes = {m.name for m in self.modes}
         for i, board in enumerate(self.boards):
             for m in board.modes or ():
@@ -353,6 +359,7 @@ class _File(BaseModel):
             modes=tuple(Mode(**dataclasses.asdict(m)) for m in self.modes),
             boards=tuple(b.spec() for b in self.boards),
             webhooks=self.webhooks,
+            ingest=self.ingest,
         )
 
 
@@ -369,6 +376,7 @@ _TABLES: dict[str, type[Any]] = {
     "modes": _ModeTable,
     "boards": _BoardTable,
     "webhooks": WebhookTable,
+    "ingest": IngestTable,
 }
 # ``podium_server_read_rate_per_s``: ("server", "read_rate_per_s"), for every setting there is.
 _ENV_NAMES = {

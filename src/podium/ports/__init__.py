@@ -7,6 +7,7 @@ One module per side, each a few small ``typing.Protocol`` classes by scope:
   reads rank through;
 - ``ports.log``: the change log between the outbox and the board updaters;
 - ``ports.webhooks``: reward and moderation events, delivered to webhooks;
+- ``ports.ingest``: a topic of finished matches (``[[ingest]]``), read by the ingest role;
 - ``ports.clock``: the time.
 
 Each port has several adapters (``store/``, ``index/``, ``log/``), held to one contract suite

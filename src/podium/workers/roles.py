@@ -15,6 +15,7 @@ from podium.workers import (
     aggregator,
     freezer,
     heartbeats,
+    ingest,
     mender,
     pruner,
     reconciler,
@@ -51,6 +52,7 @@ REGISTRY: tuple[Role, ...] = (
     Role("reconciler", reconciler.runners),  # the index checked against the store
     Role("pruner", pruner.runners, pruner.not_needed),  # results past retention into files
     Role("webhooks", webhooks.runners, webhooks.not_needed),  # reward events to endpoints
+    Role("ingest", ingest.runners, ingest.not_needed),  # [[ingest]] topics of matches
 )
 NAMES = tuple(r.name for r in REGISTRY)
 _BY_NAME = {r.name: r for r in REGISTRY}

@@ -20,12 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from podium import metrics
+from podium.config.ingest import IngestTable
 from podium.config.settings import Settings
 from podium.config.topology import Topology
 from podium.errors import Unavailable
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
 from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
+from podium.ports.ingest import MatchFeed
+from podium.service.ingest import Ingest
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
 
@@ -109,3 +112,6 @@ class Needs:
     generations: Generations | None = None
     rebuild_live: Callable[[], Awaitable[int]] | None = None
     leagues: Leagues | None = None  # league boards: their cohorts' freeze (freezer.py)
+    # [[ingest]]: each table's topic, and the use case that records its matches (ingest.py)
+    feeds: Sequence[tuple[IngestTable, MatchFeed]] = ()
+    ingest: Ingest | None = None

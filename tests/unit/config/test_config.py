@@ -320,7 +320,8 @@ Document = Callable[[Any], dict[str, Any]]
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # What a row of each array of tables needs besides the setting under test (most: a name).
 ROW_NEEDS: dict[str, dict[str, Any]] = {
-    "webhooks": {"url": "http://127.0.0.1:9/hook", "secret": SECRET, "events": ["window.frozen"]}
+    "webhooks": {"url": "http://127.0.0.1:9/hook", "secret": SECRET, "events": ["window.frozen"]},
+    "ingest": {"topic": "matches", "key": "gs"},
 }
 
 

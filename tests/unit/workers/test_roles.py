@@ -31,7 +31,10 @@ RUNNERS = {
     "reconciler": ["reconciler"],
     "pruner": ["pruner", "event-pruner"],  # results past retention, old events
     "webhooks": ["webhooks", "webhook-delivery"],  # events into deliveries, one endpoint's
+    "ingest": ["ingest", "ingest"],  # one runner per [[ingest]] topic
 }
+# Two topics of matches; their consumers connect at their first poll, never here.
+INGEST = [{"topic": t, "key": "gs", "brokers": "kafka://127.0.0.1:9"} for t in ("matches", "more")]
 HOOK = {
     "url": "http://127.0.0.1:9/hook",
     "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
@@ -47,6 +50,7 @@ def _needs(tmp_path: Path, shards: int) -> Needs:
         "store": {"url": f"sqlite:///{tmp_path}/roles.db"},
         "index": {"shards": shards},
         "webhooks": [HOOK],  # the webhooks role starts only with an endpoint to send to
+        "ingest": INGEST,  # and the ingest role with a topic to read
     }
     return bootstrap.build(parse(raw)).needs()
 
@@ -137,3 +141,12 @@ def test_the_aggregator_is_not_started_on_an_index_in_one_part(
         "aggregator",
         "heartbeat",
     ]
+
+
+def test_the_ingest_is_not_started_without_a_topic(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    needs = bootstrap.build(parse({"store": {"url": f"sqlite:///{tmp_path}/r.db"}})).needs()
+    with caplog.at_level(logging.INFO, logger="podium"):
+        assert roles.runners(["ingest"], needs) == []
+    assert "ingest: no [[ingest]] topic in the settings; not started" in caplog.text

@@ -29,9 +29,12 @@ def ensure_topics(
     changes: str,
     replication_wanted: int,
     retention_s: float,
+    *,
+    fixed: bool = True,
 ) -> None:
     """The topics ``wanted`` (name: partitions) made where missing, then the changes topic
-    checked for its partition count and a leader on every partition (``START_TIMEOUT_S``)."""
+    checked for its partition count (unless not ``fixed``: a topic of matches is read
+    whatever its count) and a leader on every partition (``START_TIMEOUT_S``)."""
     with translated(f"connect to {bootstrap}"):
         md = admin.list_topics(timeout=REQUEST_TIMEOUT_S)
     replication = replication_wanted or min(3, max(1, len(md.brokers)))
@@ -77,7 +80,7 @@ def ensure_topics(
             md = admin.list_topics(changes, timeout=REQUEST_TIMEOUT_S)
         found = md.topics.get(changes)
         if found is not None and found.error is None:
-            if len(found.partitions) != wanted[changes]:
+            if fixed and len(found.partitions) != wanted[changes]:
                 raise ConfigError(
                     f"log.partitions: topic {changes!r} has {len(found.partitions)} "
                     f"partitions, not {wanted[changes]}; a player's partition is fixed "
