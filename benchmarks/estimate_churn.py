@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from estimate import EXACT_TOP, SEASON_S, STEP, shards_of
 
+from estimate import EXACT_TOP, SEASON_S, STEP, shards_of
 from podium.domain.bounds import MAX_BOUNDS, plan_bounds, sample_ranks
 from podium.domain.changes import SUB, Changes, widened
 from podium.domain.codec import ScoreCodec, time_bits_for

@@ -33,6 +33,7 @@ from itertools import islice
 from podium import metrics
 from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, merge_in_board_order
+from podium.domain.changes import Changes
 from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
@@ -59,6 +60,7 @@ class _Part:
     bounds: tuple[int, ...]
     counts: list[int]
     last: int | None  # the score of the shard's last row
+    changes: dict[str, int]  # the shard's tallies of writes, read before its counts
 
 
 @dataclass
@@ -68,6 +70,7 @@ class _Board:
     planned_at: float = float("-inf")
     histogram: Histogram | None = None
     histogram_at: float = 0.0
+    changes: Changes | None = None  # the tallies the histogram's counts hold every write of
     total: int = 0  # members at the last cycle
     planned_total: int = 0  # members when the boundaries were placed
 
@@ -154,8 +157,8 @@ class Aggregator:
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            rows, count, counts, last = answer
-            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last)
+            rows, count, counts, last, tally = answer
+            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last, tally)
         parts = [p for p in board.parts if p is not None]
         top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
         total = sum(p.count for p in parts)
@@ -165,26 +168,31 @@ class Aggregator:
                 board.bounds, [p.counts for p in parts], descending=desc
             )
             board.histogram_at = min(p.at for p in parts)
+            board.changes = Changes.summed([p.changes for p in parts])
         as_of = min(p.at for p in parts)
         if board.histogram is not None:
             as_of = min(as_of, board.histogram_at)
         ends = [p.last for p in parts if p.last is not None]
         last = (min(ends) if desc else max(ends)) if ends else None
-        snap = Snapshot(as_of, total, top, desc, board.histogram, last)
+        changes = board.changes if board.histogram is not None else None
+        snap = Snapshot(as_of, total, top, desc, board.histogram, last, changes)
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
         return kept
 
     async def _read(
         self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
-    ) -> tuple[list[tuple[str, int]], int, list[int], int | None]:
+    ) -> tuple[list[tuple[str, int]], int, list[int], int | None, dict[str, int]]:
+        # The tallies first, the counts after them: every write the tallies leave out is
+        # one a reader's later tallies count, so its widening never misses one.
+        tally = await shard.changes(key)
         rows, count, counts, end = await asyncio.gather(
             shard.page(key, 0, depth - 1, descending=desc),
             shard.count(key),
             shard.count_between(key, bounds),
             shard.page(key, 0, 0, descending=not desc),  # the shard's last row
         )
-        return rows, count, counts, end[0][1] if end else None
+        return rows, count, counts, end[0][1] if end else None, tally
 
     def _due(self, spec: BoardSpec, board: _Board, now: float) -> bool:
         """Time to place the boundaries again: every ``REPLAN_S``, and at once when the
