@@ -48,9 +48,12 @@ from podium.domain.bounds import MAX_BOUNDS, plan_bounds, sample_ranks
 from podium.domain.changes import SUB, Changes, widened
 from podium.domain.codec import ScoreCodec, time_bits_for
 from podium.domain.histogram import Estimate, Histogram
+from podium.domain.lattice import Bounds
+from podium.workers.aggregator import DRIFT_MIN, REPLAN_MIN_S
 
 I64 = npt.NDArray[np.int64]
 REPLAN_S = 60
+BEFORE_BOUNDS = 1000  # today's MAX_BOUNDS
 FIRST_SHARE = 0.05
 SAMPLES = ("players", "log-ranks", "after-match", "first-match")
 BANDS = 64 * SUB
@@ -74,7 +77,7 @@ def bands(scores: I64) -> I64:
 class Plan:
     """One estimator's boundaries and its counts at them, kept up to date write by write."""
 
-    bounds: tuple[int, ...]
+    bounds: Bounds  # as planned: the boundaries with the time quantiles the planner saw
     edges: I64
     counts: I64
 
@@ -177,7 +180,7 @@ class Board:
         edges = np.array(bounds, dtype=np.int64)
         live = np.sort(self.scores[: self.n])
         counts = np.diff(np.searchsorted(live, edges, side="left")).astype(np.int64)
-        return Plan(tuple(bounds), edges, counts)
+        return Plan(bounds, edges, counts)
 
     def second(self, t: int) -> tuple[I64, I64, I64, I64]:
         """One second of results; returns (players who played, their old scores, their new
@@ -258,16 +261,33 @@ def run(kind: str, args: argparse.Namespace) -> dict[tuple[str, str], Seen]:
     # (histogram before, histogram after, tallies read before the counts), a second each
     held: deque[tuple[Histogram, Histogram, Changes]] = deque(maxlen=args.age + 1)
     plans: tuple[Plan, Plan] | None = None
+    planned_at = 0  # when the after plan was made, and its first counts
+    planned: I64 | None = None
     for t in range(args.seconds):
         if t % REPLAN_S == 0:
             if t:
                 board.rebase()
             t0 = time.perf_counter()
-            plans = (board.plan(MAX_BOUNDS), board.plan(args.after_bounds))
+            plans = (
+                board.plan(BEFORE_BOUNDS),
+                board.plan(args.after_bounds),
+            )
+            planned_at, planned = t, None
             log(
                 f"{kind} t={t}s: planned {len(plans[0].bounds)} and {len(plans[1].bounds)} "
                 f"boundaries in {time.perf_counter() - t0:.1f}s"
             )
+        elif (
+            args.drift
+            and plans is not None
+            and planned is not None
+            and t - planned_at >= REPLAN_MIN_S
+            and bool(np.any(plans[1].counts > 2 * planned + DRIFT_MIN))
+        ):
+            # Aggregator._due: the board drifted from the after plan, planned again.
+            plans = (plans[0], board.plan(args.after_bounds))
+            planned_at, planned = t, None
+            log(f"{kind} t={t}s: drifted, after planned again")
         assert plans is not None
         players, old, new, fresh = board.second(t)
         tally.add(old, new, board.scores[fresh])
@@ -279,11 +299,18 @@ def run(kind: str, args: argparse.Namespace) -> dict[tuple[str, str], Seen]:
         changes = tally.changes()
         held.append(
             (
-                Histogram(plans[0].bounds, tuple(plans[0].counts.tolist()), True),
-                Histogram(plans[1].bounds, tuple(plans[1].counts.tolist()), True),
+                Histogram.summed(plans[0].bounds, [plans[0].counts.tolist()], descending=True),
+                Histogram.summed(
+                    plans[1].bounds,
+                    [plans[1].counts.tolist()],
+                    descending=True,
+                    newest=int(board.encode(np.zeros(1, np.int64), np.full(1, board.start + t))[0]),
+                ),
                 changes,
             )
         )
+        if planned is None:
+            planned = plans[1].counts.copy()
         if len(held) <= args.age:
             continue
         h_before, h_after, then = held[0]  # what a reader holds: counts args.age s old
@@ -331,6 +358,7 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=4000, help="readers of each sample")
     ap.add_argument("--boards", default="smooth,steps")
     ap.add_argument("--after-bounds", type=int, default=MAX_BOUNDS)
+    ap.add_argument("--drift", type=int, choices=[0, 1], default=1, help="after: re-plan on drift")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     for kind in args.boards.split(","):

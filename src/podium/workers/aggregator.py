@@ -34,7 +34,7 @@ from podium import metrics
 from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, merge_in_board_order
 from podium.domain.changes import Changes
-from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
+from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
@@ -48,6 +48,11 @@ LEASE_S = 5.0  # a standby takes over this long after the active aggregator stop
 PART_MAX_AGE_S = 10.0  # how long a shard's previous answer may stand in for it
 SNAPSHOT_TTL_S = 15.0  # readers stop using a snapshot this long after it was published
 REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward their ranks
+# Sooner when the board has drifted from its plan: a bucket holds more than twice what it
+# held at the first count after the plan, and DRIFT_MIN more (buckets are rank-shaped, so the
+# estimate's interval there is wider than planned), at most once every REPLAN_MIN_S.
+REPLAN_MIN_S = 10.0
+DRIFT_MIN = 64
 
 
 @dataclass
@@ -72,6 +77,7 @@ class _Board:
     histogram_at: float = 0.0
     changes: Changes | None = None  # the tallies the histogram's counts hold every write of
     total: int = 0  # members at the last cycle
+    planned_counts: tuple[int, ...] | None = None  # the first counts after the plan
     planned_total: int = 0  # members when the boundaries were placed
 
 
@@ -90,6 +96,7 @@ class Aggregator:
         self.token = secrets.token_hex(8)
         self.fence: int | None = None
         self._boards: dict[BoardKey, _Board] = {}
+        self.max_bounds = MAX_BOUNDS  # the histogram's boundaries at most (bounds.py)
 
     def live(self, now: float) -> list[tuple[BoardSpec, Window]]:
         """The board windows to aggregate: each board's current window, and the one before
@@ -165,10 +172,15 @@ class Aggregator:
         board.total = total
         if board.bounds and all(p.bounds == board.bounds for p in parts):
             board.histogram = Histogram.summed(
-                board.bounds, [p.counts for p in parts], descending=desc
+                board.bounds,
+                [p.counts for p in parts],
+                descending=desc,
+                newest=_time_part(spec, w, now),
             )
             board.histogram_at = min(p.at for p in parts)
             board.changes = Changes.summed([p.changes for p in parts])
+            if board.planned_counts is None:
+                board.planned_counts = board.histogram.counts
         as_of = min(p.at for p in parts)
         if board.histogram is not None:
             as_of = min(as_of, board.histogram_at)
@@ -203,7 +215,9 @@ class Aggregator:
         if spec.ranks_below_top is Below.EXACT or board.total <= spec.exact_top:
             return False
         n, planned = board.total, board.planned_total
-        return not board.bounds or n > 2 * planned or 2 * n < planned
+        if not board.bounds or n > 2 * planned or 2 * n < planned:
+            return True
+        return now - board.planned_at >= REPLAN_MIN_S and _drifted(board)
 
     async def _plan(
         self, spec: BoardSpec, key: BoardKey, board: _Board, shards: Sequence[ShardIndex]
@@ -213,6 +227,7 @@ class Aggregator:
         sizes = await asyncio.gather(*(s.count(key) for s in shards))
         total = sum(sizes)
         board.planned_total = total
+        board.planned_counts = None
         if total <= spec.exact_top or spec.ranks_below_top is Below.EXACT:
             # The top holds the whole board, or the board counts every rank: no estimates.
             board.bounds = ()
@@ -220,13 +235,39 @@ class Aggregator:
             return
         samples = await asyncio.gather(
             *(
-                s.scores_at(key, sample_ranks(total, n, exact_top=spec.exact_top), descending=desc)
+                s.scores_at(
+                    key,
+                    sample_ranks(total, n, exact_top=spec.exact_top, max_bounds=self.max_bounds),
+                    descending=desc,
+                )
                 for s, n in zip(shards, sizes, strict=True)
             )
         )
         board.bounds = plan_bounds(
-            samples, sizes, exact_top=spec.exact_top, descending=desc, codec=spec.codec
+            samples,
+            sizes,
+            exact_top=spec.exact_top,
+            descending=desc,
+            codec=spec.codec,
+            max_bounds=self.max_bounds,
         )
+
+
+def _drifted(board: _Board) -> bool:
+    """A bucket outgrew what it held at the first count after the plan (``DRIFT_MIN``)."""
+    then, h = board.planned_counts, board.histogram
+    if then is None or h is None or len(then) != len(h.counts):
+        return False
+    return any(c > 2 * p + DRIFT_MIN for c, p in zip(h.counts, then, strict=True))
+
+
+def _time_part(spec: BoardSpec, w: Window, now: float) -> int | None:
+    """The time part of a score reached now (the histogram's ``newest``), if it has one."""
+    codec = spec.codec
+    seconds = int(now) - w.start
+    if codec.time_bits == 0 or not 0 <= seconds < codec.time_limit:
+        return None
+    return codec.encode(0, seconds)
 
 
 def not_needed(n: Needs) -> str | None:
