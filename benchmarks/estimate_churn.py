@@ -282,7 +282,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[tuple[str, str], Seen]:
             and plans is not None
             and planned is not None
             and t - planned_at >= REPLAN_MIN_S
-            and bool(np.any(plans[1].counts > 2 * planned + DRIFT_MIN))
+            and bool(np.any(plans[1].counts > 2 * _widest(planned) + DRIFT_MIN))
         ):
             # Aggregator._due: the board drifted from the after plan, planned again.
             plans = (plans[0], board.plan(args.after_bounds))
@@ -342,6 +342,14 @@ def run(kind: str, args: argparse.Namespace) -> dict[tuple[str, str], Seen]:
         if t % 30 == 29:
             log(f"{kind} t={t + 1}s: {board.n:,} players")
     return seen
+
+
+def _widest(counts: I64) -> I64:
+    """Each bucket's count or its neighbours', the larger (``aggregator._drifted``)."""
+    out = counts.copy()
+    out[1:] = np.maximum(out[1:], counts[:-1])
+    out[:-1] = np.maximum(out[:-1], counts[1:])
+    return out
 
 
 def pct(x: float) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from podium.domain.codec import ScoreCodec
 from podium.domain.curve import Cumulative, Misfit, shard_knots, summed
@@ -47,6 +48,8 @@ _RESERVE = 0.1
 # Time quantiles this close to an even spread (a share of the time parts' range) are taken
 # as even: the samples stand for a few thousand members, so their quantiles wander by a few %.
 _EVEN = 0.05
+# Buckets touching at most this many points values are split at every value's floor.
+_FEW = 6
 
 
 def sample_ranks(
@@ -139,6 +142,7 @@ def plan_bounds(
     # values fit too, then refine between the last two tries to use what is left.
     def attempt(ratio: float) -> tuple[int, ...]:
         bounds = _place(curve, total, top, ratio, descending, codec, lat, edges, extremes)
+        bounds = _split_few(bounds, codec, lat)
         if (
             len(bounds) < budget
             and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != lat[1]
@@ -174,7 +178,28 @@ def plan_bounds(
             else:
                 fine = mid
     model = Misfit(curve, total, top, descending, codec.time_bits, lat, times)
-    return Bounds(model.split(best, max_bounds - len(best)), times)
+    split = model.split(best, max_bounds - len(best))
+    # The splits may leave a bucket of a few values again: their floors too, if they fit.
+    few = _split_few(split, codec, lat)
+    return Bounds(few if len(few) <= max_bounds else split, times)
+
+
+def _split_few(bounds: tuple[int, ...], codec: ScoreCodec, lat: tuple[int, int]) -> tuple[int, ...]:
+    """Each bucket that holds a few points values (``_FEW`` at most, two at least) split at
+    their floors. There the estimator's density across values is least sure (the board's
+    thin tails, where first matches land: one value may hold twenty times the next), and a
+    score reached after the plan stands behind everyone on its value, at its floor's side of
+    the value's bucket, not in the middle of the bucket beside it."""
+    ref, step = lat
+    unit = codec.time_limit
+    out = set(bounds)
+    for a, b in pairwise(bounds[1:-1]):
+        pa, pb = a // unit, (b - 1) // unit  # the values the bucket [a, b) touches
+        first = ref + -(-(pa - ref) // step) * step  # the lowest lattice value >= pa
+        values = range(first, pb + 1, step)
+        if 2 <= len(values) <= _FEW:
+            out.update(v * unit for v in values if a < v * unit < b)
+    return tuple(sorted(out))
 
 
 def _even(times: tuple[int, ...]) -> bool:

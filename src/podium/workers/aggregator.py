@@ -48,9 +48,11 @@ LEASE_S = 5.0  # a standby takes over this long after the active aggregator stop
 PART_MAX_AGE_S = 10.0  # how long a shard's previous answer may stand in for it
 SNAPSHOT_TTL_S = 15.0  # readers stop using a snapshot this long after it was published
 REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward their ranks
-# Sooner when the board has drifted from its plan: a bucket holds more than twice what it
-# held at the first count after the plan, and DRIFT_MIN more (buckets are rank-shaped, so the
-# estimate's interval there is wider than planned), at most once every REPLAN_MIN_S.
+# Sooner when the board has drifted from its plan: a bucket holds more than twice what it or
+# a neighbour held at the first count after the plan, and DRIFT_MIN more (buckets are
+# rank-shaped, so the estimate's interval there is wider than planned; a gap between two
+# points values that fills with fresh scores is not, while it stays narrower than them), at
+# most once every REPLAN_MIN_S.
 REPLAN_MIN_S = 10.0
 DRIFT_MIN = 64
 
@@ -254,11 +256,15 @@ class Aggregator:
 
 
 def _drifted(board: _Board) -> bool:
-    """A bucket outgrew what it held at the first count after the plan (``DRIFT_MIN``)."""
+    """A bucket outgrew what it, or a neighbour, held at the first count after the plan."""
     then, h = board.planned_counts, board.histogram
     if then is None or h is None or len(then) != len(h.counts):
         return False
-    return any(c > 2 * p + DRIFT_MIN for c, p in zip(h.counts, then, strict=True))
+    last = len(then) - 1
+    return any(
+        c > 2 * max(then[max(0, i - 1) : min(last, i + 1) + 1]) + DRIFT_MIN
+        for i, c in enumerate(h.counts)
+    )
 
 
 def _time_part(spec: BoardSpec, w: Window, now: float) -> int | None:
