@@ -1,6 +1,6 @@
 """Where a split board's histogram puts its boundaries (the estimated ranks below the exact top).
 
-The aggregator asks every shard, about once a minute, for the scores at up to a thousand of
+The aggregator asks every shard, about once a minute, for the scores at up to ``MAX_BOUNDS`` of
 its own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
 (``plan_bounds``); every few seconds it counts each shard's members between them. The counts
 are exact, so the boundaries need not be: they only decide how fine the buckets are where.
@@ -33,7 +33,9 @@ from podium.domain.codec import ScoreCodec
 from podium.domain.curve import Cumulative, Misfit, shard_knots, summed
 from podium.domain.lattice import BEYOND, LOWEST, Bounds, lattice, time_quantiles
 
-MAX_BOUNDS = 1000
+# 1,000 until the churn benchmark (benchmarks/estimate_churn.py): buckets of about 0.13 % of
+# the rank at 10 million players, where 1,000 gave 0.8 % (BENCHMARKS.md)
+MAX_BOUNDS = 6000
 
 # A boundary may move to the nearest edge of a points value when that changes the rank at it
 # by at most this share of the bucket's width; further than that, the value is split on time.
