@@ -154,7 +154,11 @@ def measure_memory(
 
 
 async def bench_cycles(
-    b16: Backends, server: sb.PrivateRedis, runs: int, bounds: int | None = None
+    b16: Backends,
+    server: sb.PrivateRedis,
+    runs: int,
+    bounds: int | None = None,
+    token: str | None = None,
 ) -> Aggregator:
     assert b16.split is not None
     spec, w = season(b16.settings, int(time.time()))
@@ -166,7 +170,8 @@ async def bench_cycles(
             agg.max_bounds = bounds
         if first is None:
             first = agg
-        agg.token = first.token  # the same lease holder: each fresh one plans again
+        # the same lease holder: each fresh one plans again
+        agg.token = first.token if token is None else token
         fence = await b16.snapshots.lead(agg.token, time.time(), aggregator.LEASE_S)
         assert fence is not None, "the lease is held by someone else"
         for kind in ("planning", *("steady",) * 3):
@@ -386,9 +391,10 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
         await b16.start()
         if args.gc == "serve":
             gcpolicy.settle()  # what the app's start-up does in a serving process
+        token = None
         for budget in [int(b) for b in args.bounds.split(",") if b]:
-            await bench_cycles(b16, s16, args.cycles, budget)
-        agg = await bench_cycles(b16, s16, args.cycles)
+            token = (await bench_cycles(b16, s16, args.cycles, budget, token)).token
+        agg = await bench_cycles(b16, s16, args.cycles, token=token)
         if "reads" in phases:
             await bench_reads(b1, b16, s1, s16, agg, n, args)
     finally:
