@@ -5,6 +5,7 @@ labelled rank read while other players overtake the reader stays inside its inte
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import AsyncIterator
@@ -148,5 +149,87 @@ async def test_a_labelled_rank_read_while_others_overtake_stays_inside_its_inter
         assert missed_by_counts > 0
         now = Changes.summed(await split.changes(key)).since(snap.changes)
         assert now is not None and sum(now.writes) == 250
+    finally:
+        await split.close()
+
+
+async def test_labelled_ranks_read_while_writes_run_stay_inside_their_intervals(
+    split_backend: Backend,
+) -> None:
+    """Writes run while the ranks are read: every rank only moves down on a board whose
+    totals rise, so the true rank at the moment of an answer lies between the reader's rank
+    among the writes done before the read began and among every write begun before it
+    ended; the interval must reach into that span, and the counts alone do not."""
+    split: Any = split_backend.index()
+    try:
+        n = SPLIT_SHARDS[split_backend.kind]
+        settings = parse(
+            {
+                "index": {"shards": n},
+                "boards": [{"name": "week", "window": "week", "exact_top": 20}],
+            }
+        )
+        clock = Clock()
+        snaps = MemorySnapshots(clock.now)
+        agg = Aggregator(settings, split.shards, snaps, clock)
+        spec, w = agg.live(clock.now())[0]
+        key = BoardKey(spec.name, w.id)
+        codec = spec.codec
+        rng = random.Random(5)
+        board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
+        await split.write(key, list(board.items()), descending=True, expire_at=None)
+        assert await agg.step() == 1
+        readers = rng.sample(sorted(board), 60)
+        others = sorted(set(board) - set(readers))
+        done, issued = dict(board), dict(board)
+        stop = asyncio.Event()
+
+        fresh = iter(range(1 << 30))
+
+        async def write_batch() -> None:
+            batch = {}
+            for m in rng.sample(others, 20):
+                batch[m] = codec.encode(codec.points(issued[m]) + rng.randrange(1, 200), 200)
+            for _ in range(3):
+                batch[f"q_{next(fresh):05d}"] = codec.encode(rng.randrange(0, 700), 200)
+            issued.update(batch)
+            await split.write(key, list(batch.items()), descending=True, expire_at=None)
+            done.update(batch)
+
+        async def writer() -> None:
+            while not stop.is_set():
+                await write_batch()
+                await asyncio.sleep(0.002)
+
+        def rank(state: dict[str, int], member: str) -> int:
+            s = state[member]
+            return 1 + sum(1 for m, v in state.items() if v > s or (v == s and m > member))
+
+        ranks = SnapshotRanks(CountedRanks(split, clock), split, snaps, split.copy, clock)
+        for _ in range(10):  # after the counts, before the reads: whatever the speed
+            await write_batch()
+        task = asyncio.create_task(writer())
+        checked = beyond_counts = 0
+        try:
+            for member in readers:
+                r0 = rank(done, member)
+                got = await ranks.around(spec, key, member, 0)
+                r1 = rank(issued, member)
+                if not isinstance(got, Estimated):
+                    continue
+                checked += 1
+                est = got.estimate
+                assert est.low <= r1 and r0 <= est.high, (member, est, r0, r1)
+                data = await snaps.read(key)
+                assert data is not None
+                hist = Snapshot.decode(data).histogram
+                assert hist is not None
+                bare = hist.estimate(board[member], codec, counted=False)
+                beyond_counts += bare.high < r0
+        finally:
+            stop.set()
+            await task
+        assert checked > 40
+        assert beyond_counts > 0  # the counts alone would have missed
     finally:
         await split.close()

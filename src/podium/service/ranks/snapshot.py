@@ -17,7 +17,6 @@ shards themselves (``counted.py`` over the split index, ``index/split/index.py``
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import logging
 from collections.abc import Sequence
@@ -147,15 +146,14 @@ class SnapshotRanks:
                 return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
             if _estimates(spec, snap) and snap.changes is not None:
                 # The score with its shard's marker read in the same step: the read's check
-                # (service/ranks/marked.py) needs no second round trip. Every shard's
-                # tallies at once, read after this read asked, so after the score was read.
-                (shard, got), now = await asyncio.gather(
-                    self.split.marked_score(key, player_id), self.tallies(key)
-                )
+                # (service/ranks/marked.py) needs no second round trip. Then every shard's
+                # tallies, read after the score was: the interval holds at the moment the
+                # score was read, every write until then counted.
+                shard, got = await self.split.marked_score(key, player_id)
                 score = got.score
                 if score is None:
                     return None  # not on the board
-                moved = Changes.summed(now).since(snap.changes)
+                moved = Changes.summed(await self.tallies(key)).since(snap.changes)
                 if moved is not None and snap.ahead(player_id, score) is None:
                     # Below the exact top: an estimate, labelled, without neighbors.
                     placed = self.place(spec, snap, score, moved)
