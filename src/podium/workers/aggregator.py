@@ -245,7 +245,10 @@ class Aggregator:
                 for s, n in zip(shards, sizes, strict=True)
             )
         )
-        board.bounds = plan_bounds(
+        # A second of CPU at 10 million players and 6,000 boundaries (BENCHMARKS.md): in a
+        # thread, so that the reads this process serves beside it get their turns.
+        board.bounds = await asyncio.to_thread(
+            plan_bounds,
             samples,
             sizes,
             exact_top=spec.exact_top,
