@@ -33,9 +33,10 @@ from podium.domain.codec import ScoreCodec
 from podium.domain.curve import Cumulative, Misfit, shard_knots, summed
 from podium.domain.lattice import BEYOND, LOWEST, Bounds, lattice, time_quantiles
 
-# 1,000 until the churn benchmark (benchmarks/estimate_churn.py): buckets of about 0.13 % of
-# the rank at 10 million players, where 1,000 gave 0.8 % (BENCHMARKS.md)
-MAX_BOUNDS = 6000
+# 1,000 until the churn benchmark (benchmarks/estimate_churn.py): intervals of about 0.2 % of
+# the rank at 10 million players, where 1,000 gave 0.8 %, for a steady aggregator cycle of
+# about 0.75 s against 0.35 s (BENCHMARKS.md)
+MAX_BOUNDS = 8000
 
 # A boundary may move to the nearest edge of a points value when that changes the rank at it
 # by at most this share of the bucket's width; further than that, the value is split on time.

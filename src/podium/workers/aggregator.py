@@ -245,7 +245,7 @@ class Aggregator:
                 for s, n in zip(shards, sizes, strict=True)
             )
         )
-        # A second of CPU at 10 million players and 6,000 boundaries (BENCHMARKS.md): in a
+        # 1.2-1.6 s of CPU at 10 million players and 6,000-8,000 boundaries (BENCHMARKS.md): in a
         # thread, so that the reads this process serves beside it get their turns.
         board.bounds = await asyncio.to_thread(
             plan_bounds,
