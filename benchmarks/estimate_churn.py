@@ -22,11 +22,15 @@ first matches). The true rank is counted from every score at that instant, in bo
 
 Two estimators, side by side on the same board and the same readers:
 
-- ``before``: today's read, ``Histogram.estimate`` of the counts as they are (what
-  ``SnapshotRanks.place`` did before the board's tallies, ``domain/changes.py``);
-- ``after``: the read as it is now: the tallies of every write since the counts widen the
-  interval (``Changes.moves``), the reader's own move not taken as counted, and the
-  boundaries planned with ``--after-bounds`` of them.
+- ``before``: the read as it was before issue 34: boundaries planned with 1,000 of them and
+  no split at points values' floors (``plan_bounds(few=False)``), re-planned on the clock
+  only, and ``Histogram.estimate`` of the counts as they are (what ``SnapshotRanks.place``
+  did before the board's tallies, ``domain/changes.py``);
+- ``after``: the read as it is now: ``--after-bounds`` boundaries (``MAX_BOUNDS``) split at
+  the floors of buckets of a few values, re-planned too when the board drifts from its plan
+  (``Aggregator._due``), the histogram told the time part of its counts (``newest``), the
+  reader's own move not taken as counted, and the interval widened by the tallies of every
+  write since the counts (``Changes.moves``).
 
     python benchmarks/estimate_churn.py [--players 10000000] [--rate 1000] [--seconds 180]
         [--boards smooth,steps] [--sample 4000] [--after-bounds 1000]
@@ -161,7 +165,7 @@ class Board:
         parts = [np.sort(live[sh == j]) for j in range(self.args.shards)]
         return parts, [len(p) for p in parts]
 
-    def plan(self, max_bounds: int) -> Plan:
+    def plan(self, max_bounds: int, few: bool = True) -> Plan:
         """``Aggregator._plan``: each shard's scores at its sample ranks, then the boundaries."""
         parts, sizes = self.shard_parts()
         total = sum(sizes)
@@ -176,6 +180,7 @@ class Board:
             descending=True,
             codec=self.codec,
             max_bounds=max_bounds,
+            few=few,
         )
         edges = np.array(bounds, dtype=np.int64)
         live = np.sort(self.scores[: self.n])
@@ -269,7 +274,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[tuple[str, str], Seen]:
                 board.rebase()
             t0 = time.perf_counter()
             plans = (
-                board.plan(BEFORE_BOUNDS),
+                board.plan(BEFORE_BOUNDS, few=False),
                 board.plan(args.after_bounds),
             )
             planned_at, planned = t, None

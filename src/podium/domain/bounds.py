@@ -86,13 +86,16 @@ def plan_bounds(
     codec: ScoreCodec,
     max_bounds: int = MAX_BOUNDS,
     ranks: Sequence[Sequence[int]] | None = None,
+    few: bool = True,
 ) -> Bounds:
     """Ascending boundaries (at most ``max_bounds``, at least 2) from every shard's scores at
     its sample ranks (``samples[j]`` for the shard of size ``shard_sizes[j]``, the sizes the
     ranks were asked with; the ranks are ``ranks[j]`` when given, else ``sample_ranks`` of
     the same total, size, ``exact_top`` and ``max_bounds``): rank-shaped below ``exact_top``
     (each bucket about 1 % of the rank at its top, or finer), on the points lattice of the
-    samples, covering every possible score (the first at most any score, the last above any)."""
+    samples, covering every possible score (the first at most any score, the last above any).
+    ``few``: buckets of a few points values are split at their floors (``_split_few``); False
+    plans as before that was done (the churn benchmark's reference)."""
     if max_bounds < 2:
         raise ValueError(f"max_bounds must be at least 2, got {max_bounds}")
     total = sum(shard_sizes)
@@ -145,7 +148,8 @@ def plan_bounds(
     # values fit too, then refine between the last two tries to use what is left.
     def attempt(ratio: float) -> tuple[int, ...]:
         bounds = _place(curve, total, top, ratio, descending, codec, lat, edges, extremes)
-        bounds = _split_few(bounds, codec, lat)
+        if few:
+            bounds = _split_few(bounds, codec, lat)
         if (
             len(bounds) < budget
             and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != lat[1]
@@ -183,8 +187,8 @@ def plan_bounds(
     model = Misfit(curve, total, top, descending, codec.time_bits, lat, times)
     split = model.split(best, max_bounds - len(best))
     # The splits may leave a bucket of a few values again: their floors too, if they fit.
-    few = _split_few(split, codec, lat)
-    return Bounds(few if len(few) <= max_bounds else split, times)
+    fewer = _split_few(split, codec, lat) if few else split
+    return Bounds(fewer if len(fewer) <= max_bounds else split, times)
 
 
 def _split_few(bounds: tuple[int, ...], codec: ScoreCodec, lat: tuple[int, int]) -> tuple[int, ...]:
