@@ -153,16 +153,25 @@ def measure_memory(
 # -- aggregator cycles ------------------------------------------------------------------
 
 
-async def bench_cycles(b16: Backends, server: sb.PrivateRedis, runs: int) -> Aggregator:
+async def bench_cycles(
+    b16: Backends,
+    server: sb.PrivateRedis,
+    runs: int,
+    bounds: int | None = None,
+    token: str | None = None,
+) -> Aggregator:
     assert b16.split is not None
     spec, w = season(b16.settings, int(time.time()))
     first: Aggregator | None = None
     figures: dict[str, list[tuple[float, float, float]]] = {"planning": [], "steady": []}
     for _ in range(runs):
         agg = Aggregator(b16.settings, b16.split.shards, b16.snapshots, SystemClock())
+        if bounds is not None:  # the histogram's budget measured against another's
+            agg.max_bounds = bounds
         if first is None:
             first = agg
-        agg.token = first.token  # the same lease holder: each fresh one plans again
+        # the same lease holder: each fresh one plans again
+        agg.token = first.token if token is None else token
         fence = await b16.snapshots.lead(agg.token, time.time(), aggregator.LEASE_S)
         assert fence is not None, "the lease is held by someone else"
         for kind in ("planning", *("steady",) * 3):
@@ -172,7 +181,10 @@ async def bench_cycles(b16: Backends, server: sb.PrivateRedis, runs: int) -> Agg
             cpu, rcpu = time.process_time() - cpu0, server.cpu_s() - redis0
             assert kept, "the snapshot was not published"
             figures[kind].append((wall, cpu, rcpu))
-    print(f"\naggregator cycle, {spec.name} board, {SHARDS} shards, exact_top {spec.exact_top}")
+    print(
+        f"\naggregator cycle, {spec.name} board, {SHARDS} shards, exact_top {spec.exact_top}, "
+        f"at most {agg.max_bounds} boundaries"
+    )
     for kind, rows in figures.items():
         walls, cpus, rcpus = zip(*rows, strict=True)
         print(
@@ -379,7 +391,10 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
         await b16.start()
         if args.gc == "serve":
             gcpolicy.settle()  # what the app's start-up does in a serving process
-        agg = await bench_cycles(b16, s16, args.cycles)
+        token = None
+        for budget in [int(b) for b in args.bounds.split(",") if b]:
+            token = (await bench_cycles(b16, s16, args.cycles, budget, token)).token
+        agg = await bench_cycles(b16, s16, args.cycles, token=token)
         if "reads" in phases:
             await bench_reads(b1, b16, s1, s16, agg, n, args)
     finally:
@@ -393,6 +408,11 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000000,10000000", help="board sizes for memory")
     ap.add_argument("--runs", type=int, default=21, help="merge runs")
     ap.add_argument("--cycles", type=int, default=5, help="fresh aggregators (4 cycles each)")
+    ap.add_argument(
+        "--bounds",
+        default="",
+        help="cycles first with these budgets of boundaries (1000 was MAX_BOUNDS before)",
+    )
     ap.add_argument("--readers", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument(

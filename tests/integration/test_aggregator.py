@@ -252,3 +252,49 @@ def test_every_rank_is_exact_in_the_top_and_inside_its_interval_below(
             assert est.low <= rank <= est.high, (member, score, rank, est)
 
     asyncio.run(run())
+
+
+async def test_the_boundaries_are_planned_again_when_the_board_drifts_from_its_plan() -> None:
+    """A clock re-plan comes every REPLAN_S; a bucket that outgrew its first count after the
+    plan (twice, and DRIFT_MIN more) brings it forward, though not before REPLAN_MIN_S."""
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    await fill(split, key, 3000)
+    assert await agg.step() == 1
+    planned = agg._boards[key].bounds
+    assert planned
+    # A crowd arrives on one score inside the histogram: its bucket more than doubles.
+    crowd = [(f"q_{i:05d}", 500) for i in range(2000)]
+    await split.write(key, crowd, descending=True, expire_at=None)
+    clock.t += 1
+    assert await agg.step() == 1
+    assert agg._boards[key].bounds == planned  # too soon after the plan
+    clock.t += aggregator.REPLAN_MIN_S
+    assert await agg.step() == 1
+    assert agg._boards[key].bounds != planned  # well before REPLAN_S
+    assert clock.t - NOW < aggregator.REPLAN_S
+    again = agg._boards[key].bounds
+    clock.t += aggregator.REPLAN_MIN_S
+    assert await agg.step() == 1
+    assert agg._boards[key].bounds == again  # no drift since: the plan stands
+
+
+async def test_a_snapshot_carries_the_tallies_its_counts_hold() -> None:
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    await fill(split, key, 3000)
+    assert await agg.step() == 1
+    snap = await snapshot_of(snaps, key)
+    assert snap.changes is not None and sum(snap.changes.writes) == 3000
+    assert len(snap.changes.writes) == 4
+    assert snap.histogram is not None and snap.histogram.newest == spec.codec.encode(
+        0, int(clock.t) - w.start
+    )

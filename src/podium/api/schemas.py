@@ -113,10 +113,20 @@ class RankOut(BaseModel):
     rank: int
     exact: bool
     points: int
-    rankLow: int | None = None
-    rankHigh: int | None = None
+    rankLow: int | None = Field(
+        default=None,
+        description="an estimate's interval: the player's true rank at the moment of the "
+        "answer is at least this, and at most rankHigh (the counts of asOf, widened by every "
+        "score written since); absent on an exact rank",
+    )
+    rankHigh: int | None = Field(
+        default=None, description="an estimate's interval: the true rank is at most this"
+    )
     topPercent: float | None = None
-    asOf: str | None = None
+    asOf: str | None = Field(
+        default=None,
+        description="an estimate's counts were taken then; its interval holds at the answer",
+    )
     neighbors: list[EntryOut]
 
 

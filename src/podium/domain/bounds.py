@@ -1,6 +1,6 @@
 """Where a split board's histogram puts its boundaries (the estimated ranks below the exact top).
 
-The aggregator asks every shard, about once a minute, for the scores at up to a thousand of
+The aggregator asks every shard, about once a minute, for the scores at up to ``MAX_BOUNDS`` of
 its own ranks (``sample_ranks``), and from those places at most ``MAX_BOUNDS`` boundaries
 (``plan_bounds``); every few seconds it counts each shard's members between them. The counts
 are exact, so the boundaries need not be: they only decide how fine the buckets are where.
@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 
 from podium.domain.codec import ScoreCodec
 from podium.domain.curve import Cumulative, Misfit, shard_knots, summed
 from podium.domain.lattice import BEYOND, LOWEST, Bounds, lattice, time_quantiles
 
-MAX_BOUNDS = 1000
+# 1,000 until the churn benchmark (benchmarks/estimate_churn.py): intervals of about 0.2 % of
+# the rank at 10 million players, where 1,000 gave 0.8 %, for a steady aggregator cycle of
+# about 0.75 s against 0.35 s (BENCHMARKS.md)
+MAX_BOUNDS = 8000
 
 # A boundary may move to the nearest edge of a points value when that changes the rank at it
 # by at most this share of the bucket's width; further than that, the value is split on time.
@@ -47,6 +51,8 @@ _RESERVE = 0.1
 # Time quantiles this close to an even spread (a share of the time parts' range) are taken
 # as even: the samples stand for a few thousand members, so their quantiles wander by a few %.
 _EVEN = 0.05
+# Buckets touching at most this many points values are split at every value's floor.
+_FEW = 6
 
 
 def sample_ranks(
@@ -80,13 +86,16 @@ def plan_bounds(
     codec: ScoreCodec,
     max_bounds: int = MAX_BOUNDS,
     ranks: Sequence[Sequence[int]] | None = None,
+    few: bool = True,
 ) -> Bounds:
     """Ascending boundaries (at most ``max_bounds``, at least 2) from every shard's scores at
     its sample ranks (``samples[j]`` for the shard of size ``shard_sizes[j]``, the sizes the
     ranks were asked with; the ranks are ``ranks[j]`` when given, else ``sample_ranks`` of
     the same total, size, ``exact_top`` and ``max_bounds``): rank-shaped below ``exact_top``
     (each bucket about 1 % of the rank at its top, or finer), on the points lattice of the
-    samples, covering every possible score (the first at most any score, the last above any)."""
+    samples, covering every possible score (the first at most any score, the last above any).
+    ``few``: buckets of a few points values are split at their floors (``_split_few``); False
+    plans as before that was done (the churn benchmark's reference)."""
     if max_bounds < 2:
         raise ValueError(f"max_bounds must be at least 2, got {max_bounds}")
     total = sum(shard_sizes)
@@ -139,6 +148,8 @@ def plan_bounds(
     # values fit too, then refine between the last two tries to use what is left.
     def attempt(ratio: float) -> tuple[int, ...]:
         bounds = _place(curve, total, top, ratio, descending, codec, lat, edges, extremes)
+        if few:
+            bounds = _split_few(bounds, codec, lat)
         if (
             len(bounds) < budget
             and lattice(b >> codec.time_bits for b in bounds[1:-1])[1] != lat[1]
@@ -174,7 +185,28 @@ def plan_bounds(
             else:
                 fine = mid
     model = Misfit(curve, total, top, descending, codec.time_bits, lat, times)
-    return Bounds(model.split(best, max_bounds - len(best)), times)
+    split = model.split(best, max_bounds - len(best))
+    # The splits may leave a bucket of a few values again: their floors too, if they fit.
+    fewer = _split_few(split, codec, lat) if few else split
+    return Bounds(fewer if len(fewer) <= max_bounds else split, times)
+
+
+def _split_few(bounds: tuple[int, ...], codec: ScoreCodec, lat: tuple[int, int]) -> tuple[int, ...]:
+    """Each bucket that holds a few points values (``_FEW`` at most, two at least) split at
+    their floors. There the estimator's density across values is least sure (the board's
+    thin tails, where first matches land: one value may hold twenty times the next), and a
+    score reached after the plan stands behind everyone on its value, at its floor's side of
+    the value's bucket, not in the middle of the bucket beside it."""
+    ref, step = lat
+    unit = codec.time_limit
+    out = set(bounds)
+    for a, b in pairwise(bounds[1:-1]):
+        pa, pb = a // unit, (b - 1) // unit  # the values the bucket [a, b) touches
+        first = ref + -(-(pa - ref) // step) * step  # the lowest lattice value >= pa
+        values = range(first, pb + 1, step)
+        if 2 <= len(values) <= _FEW:
+            out.update(v * unit for v in values if a < v * unit < b)
+    return tuple(sorted(out))
 
 
 def _even(times: tuple[int, ...]) -> bool:

@@ -11,6 +11,12 @@ parts the planner saw (the low bits of the score, ``Bounds.times``); a bucket in
 value, over its time parts alone. Over a bucket of several values the density is taken as
 linear, from the neighbouring buckets' densities, as a rank-shaped board's changes steadily.
 Only the estimate depends on these models: ``low`` and ``high`` come from the counts alone.
+
+A bucket in the gap between two points values (below a value's newest time part the planner
+saw, on a descending board) holds only members that reached that value after the plan; with
+``newest``, the time part of a score reached when the counts were taken, a score there stands
+among them by its time: one reached after the counts (a player right after a match) behind
+them all.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ __all__ = ["MAX_BOUNDS", "Bounds", "Estimate", "Histogram", "plan_bounds", "samp
 _MAGIC = b"PH1"
 _DESCENDING = 1
 _TIMES = 2
+_NEWEST = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,9 @@ class Histogram:
     # Quantiles of the time parts members hold, when known (``Bounds.times``): the
     # interpolation inside a points value spreads its members as these say.
     times: tuple[int, ...] | None = None
+    # The time part of a score reached when the counts were taken (codec.encode(0, s) for
+    # the second s of the window they were taken at), when known.
+    newest: int | None = None
     # Members with a score below bounds[i], for each i (len(bounds) of them).
     _below: tuple[int, ...] = field(init=False, repr=False, compare=False)
     # (time bits) -> (ref, step) of the boundaries' points lattice, filled on first use.
@@ -87,6 +97,7 @@ class Histogram:
         *,
         descending: bool,
         times: tuple[int, ...] | None = None,
+        newest: int | None = None,
     ) -> Histogram:
         """One histogram from every shard's ``count_between(bounds)``; ``times`` defaults to
         the time parts the planner saw, when ``bounds`` is what ``plan_bounds`` returned."""
@@ -99,7 +110,7 @@ class Histogram:
                 raise ValueError(f"a shard gave {len(counts)} counts for {n} buckets")
             for i, c in enumerate(counts):
                 totals[i] += c
-        return cls(tuple(bounds), tuple(totals), descending, times)
+        return cls(tuple(bounds), tuple(totals), descending, times, newest)
 
     @property
     def total(self) -> int:
@@ -144,7 +155,7 @@ class Histogram:
         ref, step, coords = lat
         lo, hi = coords[i], coords[i + 1]
         if hi <= lo:
-            return 0.5
+            return self._in_gap(i, score, time_bits)
         at = coordinate(score, time_bits, ref, step, self.times)
         t = min(1.0, max(0.0, (at - lo) / (hi - lo)))
         width = hi - lo
@@ -154,6 +165,21 @@ class Histogram:
         e0 = self._edge_density(i - 1, density, width, coords)
         e1 = self._edge_density(i + 1, density, width, coords)
         return (e0 * t + (e1 - e0) * t * t / 2) / ((e0 + e1) / 2)
+
+    def _in_gap(self, i: int, score: int, time_bits: int) -> float:
+        """Where a score stands in a bucket between two points values: its members reached
+        the value beside it after the plan, so they lie in time between the value's newest
+        time part the plan saw (the bucket's edge in that value) and ``newest``; the middle
+        when that is not known."""
+        edge = self.bounds[i + 1] if self.descending else self.bounds[i]
+        mask = (1 << time_bits) - 1
+        if self.newest is None or score >> time_bits != edge >> time_bits:
+            return 0.5
+        t, seen = score & mask, edge & mask
+        a, b = (self.newest, seen) if self.descending else (seen, self.newest)
+        if b <= a:
+            return 0.5
+        return min(1.0, max(0.0, (t - a) / (b - a)))
 
     def _edge_density(
         self, j: int, density: float, width: float, coords: tuple[float, ...]
@@ -179,7 +205,11 @@ class Histogram:
         """Compact bytes for the published snapshot: a tag, the order, the boundaries as
         the first one and their gaps, the counts, each a LEB128 varint (zigzag where signed)."""
         out = bytearray(_MAGIC)
-        out.append((_DESCENDING if self.descending else 0) | (_TIMES if self.times else 0))
+        flags = _DESCENDING if self.descending else 0
+        flags |= (_TIMES if self.times else 0) | (_NEWEST if self.newest is not None else 0)
+        out.append(flags)
+        if self.newest is not None:
+            _varint(out, self.newest)
         if self.times:
             _varint(out, len(self.times))
             _varint(out, self.times[0])
@@ -199,9 +229,12 @@ class Histogram:
         if data[: len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + 1:
             raise ValueError("not an encoded histogram")
         flags = data[len(_MAGIC)]
-        if flags & ~(_DESCENDING | _TIMES):
+        if flags & ~(_DESCENDING | _TIMES | _NEWEST):
             raise ValueError(f"unknown histogram flags {flags}")
         pos = len(_MAGIC) + 1
+        newest = None
+        if flags & _NEWEST:
+            newest, pos = _read(data, pos)
         times = None
         if flags & _TIMES:
             k, pos = _read(data, pos)
@@ -223,7 +256,7 @@ class Histogram:
             counts.append(c)
         if pos != len(data):
             raise ValueError("trailing bytes after an encoded histogram")
-        return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING), times)
+        return cls(tuple(bounds), tuple(counts), bool(flags & _DESCENDING), times, newest)
 
 
 def _varint(out: bytearray, value: int) -> None:

@@ -15,6 +15,7 @@ import json
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
+from podium.domain.changes import Changes
 from podium.domain.histogram import Histogram
 
 VERSION = 1
@@ -28,6 +29,8 @@ class Snapshot:
     descending: bool
     histogram: Histogram | None = None
     last: int | None = None  # the score at the very end of the board (its last row)
+    # each shard's tallies of writes (domain/changes.py), read before the histogram's counts
+    changes: Changes | None = None
     # (score, member) of the top, ascending: what a rank is counted against
     _ascending: list[tuple[int, str]] = field(init=False, repr=False, compare=False)
     _positions: dict[str, int] | None = field(init=False, repr=False, compare=False)
@@ -81,6 +84,8 @@ class Snapshot:
             if self.histogram is None
             else base64.b64encode(self.histogram.encode()).decode(),
         }
+        if self.changes is not None:  # left out when none: a reader of before reads it too
+            body["changes"] = self.changes.encode()
         return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
@@ -96,4 +101,5 @@ class Snapshot:
             descending=bool(body["desc"]),
             histogram=None if hist is None else Histogram.decode(base64.b64decode(hist)),
             last=body.get("last"),
+            changes=None if body.get("changes") is None else Changes.decode(body["changes"]),
         )

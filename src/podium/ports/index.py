@@ -307,6 +307,13 @@ class ShardIndex(RankIndex, Rebuilding, Protocol):
         an estimated rank reads, so that its check needs no second round trip."""
         ...
 
+    async def changes(self, key: BoardKey) -> dict[str, int]:
+        """This shard's tallies of the writes that changed a score on the board window, by
+        band (``domain/changes.py``), each bumped in the same atomic step as its write: what
+        the aggregator reads before it counts, and a reader again to widen an estimate's
+        interval by what moved since."""
+        ...
+
 
 class SplitBoards(Protocol):
     """What a rank index split across shards offers the read side beyond ``RankIndex``:
@@ -320,6 +327,10 @@ class SplitBoards(Protocol):
 
     async def marked_score(self, key: BoardKey, player_id: str) -> tuple[int, MarkedScore]:
         """The player's own shard (its position) and ``ShardIndex.marked_score`` there."""
+        ...
+
+    async def changes(self, key: BoardKey) -> list[dict[str, int]]:
+        """Every shard's ``ShardIndex.changes``, by shard position, read at once."""
         ...
 
 
@@ -434,7 +445,8 @@ class Around:
 @dataclass(frozen=True, slots=True)
 class Estimated:
     """A rank below the exact top, estimated (invariant 6 of docs/architecture.md): the true
-    rank as of ``as_of`` lies in ``[estimate.low, estimate.high]`` (1-based, as shown)."""
+    rank at the moment of the read lies in ``[estimate.low, estimate.high]`` (1-based, as
+    shown): the counts as of ``as_of``, widened by every write since (``domain/changes.py``)."""
 
     estimate: Estimate
     top_percent: float

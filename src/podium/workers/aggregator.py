@@ -33,7 +33,8 @@ from itertools import islice
 from podium import metrics
 from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, merge_in_board_order
-from podium.domain.histogram import Histogram, plan_bounds, sample_ranks
+from podium.domain.changes import Changes
+from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
@@ -47,6 +48,13 @@ LEASE_S = 5.0  # a standby takes over this long after the active aggregator stop
 PART_MAX_AGE_S = 10.0  # how long a shard's previous answer may stand in for it
 SNAPSHOT_TTL_S = 15.0  # readers stop using a snapshot this long after it was published
 REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward their ranks
+# Sooner when the board has drifted from its plan: a bucket holds more than twice what it or
+# a neighbour held at the first count after the plan, and DRIFT_MIN more (buckets are
+# rank-shaped, so the estimate's interval there is wider than planned; a gap between two
+# points values that fills with fresh scores is not, while it stays narrower than them), at
+# most once every REPLAN_MIN_S.
+REPLAN_MIN_S = 10.0
+DRIFT_MIN = 64
 
 
 @dataclass
@@ -59,6 +67,7 @@ class _Part:
     bounds: tuple[int, ...]
     counts: list[int]
     last: int | None  # the score of the shard's last row
+    changes: dict[str, int]  # the shard's tallies of writes, read before its counts
 
 
 @dataclass
@@ -68,7 +77,9 @@ class _Board:
     planned_at: float = float("-inf")
     histogram: Histogram | None = None
     histogram_at: float = 0.0
+    changes: Changes | None = None  # the tallies the histogram's counts hold every write of
     total: int = 0  # members at the last cycle
+    planned_counts: tuple[int, ...] | None = None  # the first counts after the plan
     planned_total: int = 0  # members when the boundaries were placed
 
 
@@ -87,6 +98,7 @@ class Aggregator:
         self.token = secrets.token_hex(8)
         self.fence: int | None = None
         self._boards: dict[BoardKey, _Board] = {}
+        self.max_bounds = MAX_BOUNDS  # the histogram's boundaries at most (bounds.py)
 
     def live(self, now: float) -> list[tuple[BoardSpec, Window]]:
         """The board windows to aggregate: each board's current window, and the one before
@@ -154,37 +166,47 @@ class Aggregator:
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            rows, count, counts, last = answer
-            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last)
+            rows, count, counts, last, tally = answer
+            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last, tally)
         parts = [p for p in board.parts if p is not None]
         top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
         total = sum(p.count for p in parts)
         board.total = total
         if board.bounds and all(p.bounds == board.bounds for p in parts):
             board.histogram = Histogram.summed(
-                board.bounds, [p.counts for p in parts], descending=desc
+                board.bounds,
+                [p.counts for p in parts],
+                descending=desc,
+                newest=_time_part(spec, w, now),
             )
             board.histogram_at = min(p.at for p in parts)
+            board.changes = Changes.summed([p.changes for p in parts])
+            if board.planned_counts is None:
+                board.planned_counts = board.histogram.counts
         as_of = min(p.at for p in parts)
         if board.histogram is not None:
             as_of = min(as_of, board.histogram_at)
         ends = [p.last for p in parts if p.last is not None]
         last = (min(ends) if desc else max(ends)) if ends else None
-        snap = Snapshot(as_of, total, top, desc, board.histogram, last)
+        changes = board.changes if board.histogram is not None else None
+        snap = Snapshot(as_of, total, top, desc, board.histogram, last, changes)
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
         return kept
 
     async def _read(
         self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
-    ) -> tuple[list[tuple[str, int]], int, list[int], int | None]:
+    ) -> tuple[list[tuple[str, int]], int, list[int], int | None, dict[str, int]]:
+        # The tallies first, the counts after them: every write the tallies leave out is
+        # one a reader's later tallies count, so its widening never misses one.
+        tally = await shard.changes(key)
         rows, count, counts, end = await asyncio.gather(
             shard.page(key, 0, depth - 1, descending=desc),
             shard.count(key),
             shard.count_between(key, bounds),
             shard.page(key, 0, 0, descending=not desc),  # the shard's last row
         )
-        return rows, count, counts, end[0][1] if end else None
+        return rows, count, counts, end[0][1] if end else None, tally
 
     def _due(self, spec: BoardSpec, board: _Board, now: float) -> bool:
         """Time to place the boundaries again: every ``REPLAN_S``, and at once when the
@@ -195,7 +217,9 @@ class Aggregator:
         if spec.ranks_below_top is Below.EXACT or board.total <= spec.exact_top:
             return False
         n, planned = board.total, board.planned_total
-        return not board.bounds or n > 2 * planned or 2 * n < planned
+        if not board.bounds or n > 2 * planned or 2 * n < planned:
+            return True
+        return now - board.planned_at >= REPLAN_MIN_S and _drifted(board)
 
     async def _plan(
         self, spec: BoardSpec, key: BoardKey, board: _Board, shards: Sequence[ShardIndex]
@@ -205,6 +229,7 @@ class Aggregator:
         sizes = await asyncio.gather(*(s.count(key) for s in shards))
         total = sum(sizes)
         board.planned_total = total
+        board.planned_counts = None
         if total <= spec.exact_top or spec.ranks_below_top is Below.EXACT:
             # The top holds the whole board, or the board counts every rank: no estimates.
             board.bounds = ()
@@ -212,13 +237,46 @@ class Aggregator:
             return
         samples = await asyncio.gather(
             *(
-                s.scores_at(key, sample_ranks(total, n, exact_top=spec.exact_top), descending=desc)
+                s.scores_at(
+                    key,
+                    sample_ranks(total, n, exact_top=spec.exact_top, max_bounds=self.max_bounds),
+                    descending=desc,
+                )
                 for s, n in zip(shards, sizes, strict=True)
             )
         )
-        board.bounds = plan_bounds(
-            samples, sizes, exact_top=spec.exact_top, descending=desc, codec=spec.codec
+        # 1.2-1.6 s of CPU at 10 million players and 6,000-8,000 boundaries (BENCHMARKS.md): in a
+        # thread, so that the reads this process serves beside it get their turns.
+        board.bounds = await asyncio.to_thread(
+            plan_bounds,
+            samples,
+            sizes,
+            exact_top=spec.exact_top,
+            descending=desc,
+            codec=spec.codec,
+            max_bounds=self.max_bounds,
         )
+
+
+def _drifted(board: _Board) -> bool:
+    """A bucket outgrew what it, or a neighbour, held at the first count after the plan."""
+    then, h = board.planned_counts, board.histogram
+    if then is None or h is None or len(then) != len(h.counts):
+        return False
+    last = len(then) - 1
+    return any(
+        c > 2 * max(then[max(0, i - 1) : min(last, i + 1) + 1]) + DRIFT_MIN
+        for i, c in enumerate(h.counts)
+    )
+
+
+def _time_part(spec: BoardSpec, w: Window, now: float) -> int | None:
+    """The time part of a score reached now (the histogram's ``newest``), if it has one."""
+    codec = spec.codec
+    seconds = int(now) - w.start
+    if codec.time_bits == 0 or not 0 <= seconds < codec.time_limit:
+        return None
+    return codec.encode(0, seconds)
 
 
 def not_needed(n: Needs) -> str | None:

@@ -171,11 +171,12 @@ def test_encode_and_decode_round_trip(bounds: list[int], data: st.DataObject, de
     times = None
     if parts is not None and max(parts) > min(parts):
         times = tuple(sorted(parts))
-    hist = Histogram(tuple(bounds), tuple(counts), desc, times)
+    newest = data.draw(st.none() | st.integers(0, 1 << 24))
+    hist = Histogram(tuple(bounds), tuple(counts), desc, times, newest)
     raw = hist.encode()
     back = Histogram.decode(raw)
     assert back == hist and back.total == hist.total and back.descending is desc
-    assert back.times == times
+    assert back.times == times and back.newest == newest
     with pytest.raises(ValueError):
         Histogram.decode(raw[:-1])
     with pytest.raises(ValueError):
@@ -366,3 +367,32 @@ def test_the_time_quantiles_are_the_whole_boards_not_the_samples(descending: boo
         e = hist.estimate(s, codec)
         assert e.low <= truth[m] <= e.high
         assert abs(e.rank - truth[m]) <= 0.05 * truth[m] + 20
+
+
+@pytest.mark.parametrize("descending", [True, False])
+def test_a_score_in_the_gap_beside_a_points_value_stands_by_its_time(descending: bool) -> None:
+    """The planner saw the first 8 seconds of 16 (a window half over). After it, 10 members
+    reached 50 points at time parts newer than those: on a descending board a lower time
+    part (the gap below the value's lowest seen), on an ascending one a higher. They are the
+    gap's bucket; a score reached when the counts were taken (``newest``) stands behind all
+    of them, one reached just after the plan ahead of them all, not in the middle."""
+    codec = ScoreCodec(4, descending=descending)
+    # reached at s=15 (when the counts were taken), and at s=8 (just after the plan)
+    fresh, planned = codec.encode(50, 15), codec.encode(50, 8)
+    if descending:  # time part 0 (s=15) .. 7 (s=8): the gap below the value's floor+8
+        bounds = Bounds((LOWEST, codec.floor(49) + 16, codec.floor(50) + 8, BEYOND), (8, 16))
+        counts = [5, 10, 20]
+        ahead = 20  # everyone of 50 points and more reached them first
+    else:  # time parts 0..7 seen, the gap above them: 16 is the next value's floor
+        bounds = Bounds((LOWEST, codec.floor(50) + 8, codec.floor(51), BEYOND), (0, 8))
+        counts = [20, 10, 5]
+        ahead = 20
+    newest = codec.encode(0, 15)
+    hist = Histogram.summed(bounds, [counts], descending=descending, newest=newest)
+    last = hist.estimate(fresh, codec, counted=False)
+    assert (last.low, last.high) == (ahead + 1, ahead + 11)
+    assert last.rank >= ahead + 10  # behind the 10 who reached 50 points before
+    first = hist.estimate(planned, codec, counted=False)
+    assert first.rank <= ahead + 2  # just after the plan: ahead of the ones who came later
+    blind = Histogram.summed(bounds, [counts], descending=descending)  # no newest: the middle
+    assert blind.estimate(fresh, codec, counted=False).rank == ahead + 1 + 5

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 
+from podium.domain.changes import tallies
 from podium.ports import Meta
 
 
@@ -27,6 +28,12 @@ class Board:
     # version kept so that an older change's metadata never replaces a newer one's on an
     # equal score
     meta: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+    # write.lua's ``:chg`` hash: the writes that changed a score, by band (domain/changes.py)
+    changes: dict[str, int] = field(default_factory=dict)
+
+    def tally(self, old: int | None, new: int | None) -> None:
+        for f in tallies(old, new):
+            self.changes[f] = self.changes.get(f, 0) + 1
 
     def set_meta(self, member: str, version: int, text: str | None) -> None:
         """The member's score was just written with this entry's: its metadata is the
@@ -133,6 +140,7 @@ def write(
             continue
         if versions is not None:
             if versions[i] > board.versions.get(member, 0):
+                board.tally(board.scores.get(member), score)
                 board.set(member, score)
                 board.versions[member] = versions[i]
                 written += 1
@@ -141,6 +149,7 @@ def write(
             continue
         old = board.scores.get(member)
         if old is None or (score > old if descending else score < old):
+            board.tally(old, score)
             board.set(member, score)
             written += 1
             if metadata is not None:
@@ -157,6 +166,7 @@ def remove(
     removed = 0
     for member, version in zip(members, versions, strict=True):
         if member not in banned and version > board.versions.get(member, 0):
+            board.tally(board.scores.get(member), None)
             board.remove(member)
             board.versions[member] = version
             board.meta.pop(member, None)

@@ -204,6 +204,10 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         board = self._get(key)
         return MarkedScore(None if board is None else board.scores.get(member), None, False)
 
+    async def changes(self, key: BoardKey) -> dict[str, int]:
+        board = self._get(key)
+        return {} if board is None else dict(board.changes)
+
     async def ahead(
         self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool
     ) -> list[int]:
@@ -252,6 +256,7 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             board.banned.add(player_id)
             for held in (board, self._building(key)):
                 if held is not None:
+                    held.tally(held.scores.get(player_id), None)
                     held.remove(player_id)
                     held.versions.pop(player_id, None)
                     held.meta.pop(player_id, None)

@@ -224,7 +224,14 @@ class RedisIndex(ComposedReads, RedisRebuild):
         """A board window's sorted set and what write.lua and ban.lua keep beside it, and
         the pointer to the generation a rebuild fills (``index/redis/rebuild.py``)."""
         k = self.keys
-        return [k.board(key), k.bans(key), k.versions(key), k.meta(key), k.next_generation(key)]
+        return [
+            k.board(key),
+            k.bans(key),
+            k.versions(key),
+            k.meta(key),
+            k.next_generation(key),
+            k.changes(key),
+        ]
 
     async def remove(
         self,
@@ -354,6 +361,11 @@ class RedisIndex(ComposedReads, RedisRebuild):
                 self._r, [self.keys.board(key), self.keys.generation()], [member]
             )
         return MarkedScore(_score(score), _token(marker), True)
+
+    async def changes(self, key: BoardKey) -> dict[str, int]:
+        with translated:
+            held = await self._r.hgetall(self.keys.changes(key))
+        return {str(k): int(v) for k, v in held.items()}
 
     async def ahead(
         self, key: BoardKey, probes: Sequence[tuple[str, int]], *, descending: bool

@@ -114,6 +114,11 @@ class Keys:
         that write.lua keeps it in the same step as the score."""
         return f"{self._held(key)}:meta"
 
+    def changes(self, key: BoardKey) -> str:
+        """The board window's tallies of writes by band (``domain/changes.py``): one for
+        every generation, since readers compare them across a cycle, not a rebuild."""
+        return f"{self._window(key)}:chg"
+
     def next_generation(self, key: BoardKey) -> str:
         """The pointer to the generation a rebuild is filling beside the live one
         (``service/upkeep/gapless.py``): it holds that generation's sorted set, versions and

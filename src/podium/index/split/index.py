@@ -189,6 +189,10 @@ class SplitIndex(ComposedReads):
         shard = self.shard_of(player_id) if home is None else home
         return shard, await self.shards[shard].marked_score(key, player_id)
 
+    async def changes(self, key: BoardKey) -> list[dict[str, int]]:
+        """Every shard's tallies, in shard order, as the aggregator reads them."""
+        return list(await asyncio.gather(*(s.changes(key) for s in self.shards)))
+
     async def ranks(
         self, key: BoardKey, player_ids: Sequence[str], *, descending: bool
     ) -> list[Placed | None]:

@@ -23,14 +23,14 @@ writes boards or only serves reads (the markers live in the index, not in a proc
 The markers go with the data: a flush, or a restart without it, took the marker with the
 board, so a read that found the same token after it as before it read a board that held
 the data. The check after is shared by every read that ended before it began (one round
-trip for a crowd of readers, ``_After``).
+trip for a crowd of readers, ``After``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from podium.domain.boards import BoardSpec
 from podium.errors import Rebuilding
@@ -54,17 +54,18 @@ Tokens = tuple[str | None, ...]
 Some = dict[int, str | None]  # the markers of some shards, by position
 
 
-class _After:
+class After(Generic[T]):
     """A call shared by every caller that asked before it began, never one begun before a
-    caller asked: each caller's answer was read after its own read ended."""
+    caller asked: each caller's answer was read after its own read ended (also the tallies
+    an estimated rank is widened by, ``snapshot.py``)."""
 
-    def __init__(self, fn: Callable[[], Awaitable[Tokens]]) -> None:
+    def __init__(self, fn: Callable[[], Awaitable[T]]) -> None:
         self._fn = fn
         self._asked = 0
-        self._task: asyncio.Future[Tokens] | None = None
+        self._task: asyncio.Future[T] | None = None
         self._covers = 0  # the last caller the running call serves
 
-    async def __call__(self) -> Tokens:
+    async def __call__(self) -> T:
         self._asked += 1
         mine = self._asked
         while True:
@@ -100,7 +101,7 @@ class MarkedRanks:
     def __init__(self, inner: RankSource, generations: Generations, clock: Clock) -> None:
         self._inner = inner
         self._clock = clock
-        self._fresh = _After(generations.tokens)
+        self._fresh: After[Tokens] = After(generations.tokens)
         self._seen: Tokens | None = None
         self._seen_at = 0.0
         self._whole_at = -WHOLE_S  # when every marker was last read

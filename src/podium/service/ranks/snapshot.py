@@ -3,7 +3,9 @@
 On a split board (``index.shards > 1``) the top pages are slices of the snapshot that the
 rank aggregator publishes about once a second (``workers/aggregator.py``), and a rank below
 the snapshot's exact top may be estimated from its histogram: one read of the player's own
-shard for their score, the rest from memory. Each API process reads a board window's
+shard for their score, every shard's tallies of writes since the counts (``domain/changes.py``:
+the interval holds at the moment of the answer, not only as of the counts), the rest from
+memory. Each API process reads a board window's
 snapshot at most once per ``HOLD_S`` (one refill at a time, shared by every request that
 wants it), so a thousand reads a second cost the snapshot store one read a second.
 
@@ -22,6 +24,7 @@ from dataclasses import replace
 
 from podium import metrics
 from podium.domain.boards import Below, BoardSpec, Ties
+from podium.domain.changes import Changes, widened
 from podium.domain.histogram import Estimate
 from podium.domain.snapshot import Snapshot
 from podium.ports import (
@@ -38,6 +41,7 @@ from podium.ports import (
     Top,
 )
 from podium.service.ranks.counted import CountedRanks, point_edges
+from podium.service.ranks.marked import After
 from podium.util.caching import Cache
 
 log = logging.getLogger("podium.reads")
@@ -65,6 +69,8 @@ class SnapshotRanks:
         self.clock = clock
         self._held: Cache[BoardKey, Snapshot | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
+        # every shard's tallies, one read shared by the readers that asked before it began
+        self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
 
     def forget(self, changed_at: float | None = None) -> None:
         """Read every snapshot again on its next use. With ``changed_at`` (a ban, a rebuild:
@@ -138,20 +144,24 @@ class SnapshotRanks:
                 rows = list(snap.top[first : i + neighbors + 1])
                 names = await self.copy.profiles([p for p, _ in rows])
                 return Around(i, snap.top[i][1], rows, names, exact=True, as_of=snap.as_of)
-            if _estimates(spec, snap):
+            if _estimates(spec, snap) and snap.changes is not None:
                 # The score with its shard's marker read in the same step: the read's check
-                # (service/ranks/marked.py) needs no second round trip.
+                # (service/ranks/marked.py) needs no second round trip. Then every shard's
+                # tallies, read after the score was: the interval holds at the moment the
+                # score was read, every write until then counted.
                 shard, got = await self.split.marked_score(key, player_id)
                 score = got.score
                 if score is None:
                     return None  # not on the board
-                if snap.ahead(player_id, score) is None:
+                moved = Changes.summed(await self.tallies(key)).since(snap.changes)
+                if moved is not None and snap.ahead(player_id, score) is None:
                     # Below the exact top: an estimate, labelled, without neighbors.
-                    placed = self.place(spec, snap, score)
+                    placed = self.place(spec, snap, score, moved)
                     if got.marked:
                         placed = replace(placed, generation={shard: got.token})
                     return placed
-                # Inside the top after all: counted exactly.
+                # Inside the top after all, or the tallies cannot tell what moved since
+                # the counts (a shard lost its data, a reshard): counted exactly.
         return await self.counted.around(spec, key, player_id, neighbors)
 
     async def places(
@@ -222,13 +232,31 @@ class SnapshotRanks:
             n = snap.total - (h.estimate(score, spec.codec).rank - 1)
         return max(0, min(snap.total, n))
 
-    def place(self, spec: BoardSpec, snap: Snapshot, score: int) -> Estimated:
-        """The estimate of a score below the snapshot's top (its caller checked that)."""
+    async def tallies(self, key: BoardKey) -> list[dict[str, int]]:
+        """Every shard's tallies of the board window, read after the caller asked (one read
+        for every reader that asked before it began)."""
+        shared = self._tallies.get(key)
+        if shared is None:
+            if len(self._tallies) >= SNAPSHOTS_HELD:  # windows past: start afresh
+                self._tallies.clear()
+            shared = self._tallies[key] = After(lambda: self.split.changes(key))
+        return await shared()
+
+    def place(
+        self, spec: BoardSpec, snap: Snapshot, score: int, moved: Changes | None = None
+    ) -> Estimated:
+        """The estimate of a score below the snapshot's top (its caller checked that). The
+        counts need not hold the player at this score (they may have moved since), so
+        ``counted=False``; with ``moved``, the writes since the counts, the interval holds
+        at the moment those were read (``domain/changes.py``)."""
         assert snap.histogram is not None
-        est = snap.histogram.estimate(score, spec.codec)
-        # Below the exact top by the snapshot's own count: never shown above it.
+        est = snap.histogram.estimate(score, spec.codec, counted=False)
+        # Below the exact top by the snapshot's own count: never shown above it, unless
+        # members ahead may have left or fallen behind since.
+        fewer, more = (0, 0) if moved is None else moved.moves(score, descending=snap.descending)
         floor = len(snap.top) + 1
         est = Estimate(max(est.rank, floor), max(est.low, floor), max(est.high, floor))
+        est = widened(est, fewer, more)
         return Estimated(est, snap.histogram.top_percent(est.rank), score, snap.as_of)
 
 

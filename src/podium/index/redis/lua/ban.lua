@@ -1,9 +1,21 @@
 -- Refuse a player on one board window and remove them from it, in one atomic step.
 -- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash,
 -- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
--- fills (write.lua): the ban holds there too
+-- fills (write.lua): the ban holds there too; KEYS[6] the board window's tallies of writes
+-- (write.lua): a banned member leaving is one
 -- ARGV[1] member
 redis.call('SADD', KEYS[2], ARGV[1])
+local was = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or nil)
+if was then
+  -- domain/changes.py's octave of the score, as write.lua's band
+  local octave = 0
+  if was >= 1 then
+    local m, e = math.frexp(was)
+    octave = math.floor((e * 8 + math.floor((2 * m - 1) * 8)) / 8)
+  end
+  redis.call('HINCRBY', KEYS[6], 'n', 1)
+  redis.call('HINCRBY', KEYS[6], 'x' .. octave, 1)
+end
 local held = {KEYS[1], KEYS[3], KEYS[4]}
 local pointer = redis.call('GET', KEYS[5])
 if pointer then

@@ -1,7 +1,9 @@
 -- Apply absolute scores to one board window, skipping banned players.
 -- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash,
 -- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
--- fills beside the live one (keys.py: Keys.next_generation)
+-- fills beside the live one (keys.py: Keys.next_generation), KEYS[6] the board window's
+-- tallies of writes by band (domain/changes.py), bumped here in the same atomic step as the
+-- write they count, so that a reader widening an estimate by them misses no write
 -- ARGV[1] 'GT' (descending boards), 'LT' (ascending), 'V' (versioned) or 'R' (versioned
 -- removal: the member leaves, and the version stays as a tombstone); 'GTM', 'LTM', 'VM':
 -- the same, each entry with its tally's version and entry metadata ('' for none) after it;
@@ -47,8 +49,33 @@ elseif mode == 'GTM' or mode == 'LTM' or mode == 'VM' then
   mode = string.sub(mode, 1, -2)
 end
 
--- One generation's sorted set Z, versions VER and metadata META, the ban set shared.
-local function apply(Z, VER, META)
+-- domain/changes.py, line for line: bands monotone in the score, SUB per doubling.
+local SUB = 8
+local function band(x)
+  if x < 1 then return 0 end
+  local m, e = math.frexp(x)
+  return e * SUB + math.floor((2 * m - 1) * SUB)
+end
+
+-- A member went from score `old` to `new` (false: not on the board) on the live generation.
+local function tally(old, new)
+  if old == new then return end
+  local C = KEYS[6]
+  redis.call('HINCRBY', C, 'n', 1)
+  if not old then
+    redis.call('HINCRBY', C, 'e' .. math.floor(band(new) / SUB), 1)
+  elseif not new then
+    redis.call('HINCRBY', C, 'x' .. math.floor(band(old) / SUB), 1)
+  else
+    local sign, lo, hi = '+', old, new
+    if new < old then sign, lo, hi = '-', new, old end
+    for b = band(lo), band(hi) do redis.call('HINCRBY', C, sign .. b, 1) end
+  end
+end
+
+-- One generation's sorted set Z, versions VER and metadata META, the ban set shared;
+-- `live`: this is the generation readers read, whose writes are tallied.
+local function apply(Z, VER, META, live)
   local hasmeta = meta and redis.call('EXISTS', META) == 1
 
   -- the member's score was just written with this entry's: its metadata is the newest
@@ -81,10 +108,13 @@ local function apply(Z, VER, META)
       if redis.call('SISMEMBER', KEYS[2], m) == 0 then
         local held = tonumber(redis.call('HGET', VER, m) or '0')
         if tonumber(ARGV[i + 2]) > held then
+          local was = live and tonumber(redis.call('ZSCORE', Z, m) or nil)
           if mode == 'V' then
+            if live then tally(was, tonumber(ARGV[i + 1])) end
             redis.call('ZADD', Z, ARGV[i + 1], m)
             if meta then set_meta(m, ARGV[i + 2], ARGV[i + 3]) end
           else
+            if live and was then tally(was, false) end
             redis.call('ZREM', Z, m)
             redis.call('HDEL', META, m)
           end
@@ -98,8 +128,10 @@ local function apply(Z, VER, META)
     for i = 3, #ARGV, step do
       local m = ARGV[i]
       if redis.call('SISMEMBER', KEYS[2], m) == 0 then
+        local was = live and tonumber(redis.call('ZSCORE', Z, m) or nil)
         local changed = redis.call('ZADD', Z, mode, 'CH', ARGV[i + 1], m)
         written = written + changed
+        if live and changed == 1 then tally(was, tonumber(ARGV[i + 1])) end
         if meta then
           if changed == 1 then
             set_meta(m, ARGV[i + 2], ARGV[i + 3])
@@ -114,12 +146,12 @@ local function apply(Z, VER, META)
   return written
 end
 
-local written = apply(KEYS[1], KEYS[3], KEYS[4])
+local written = apply(KEYS[1], KEYS[3], KEYS[4], true)
 -- The next generation's keys take their expiry at the switch (switch.lua); until then they
 -- hold the staging time to live (an hour, as the rebuild's fill sets it), so a rebuild that
 -- died leaves nothing behind for long, even a key this write made first.
 if nxt then
-  apply(nxt[1], nxt[2], nxt[3])
+  apply(nxt[1], nxt[2], nxt[3], false)
   for k = 1, 3 do
     if redis.call('PTTL', nxt[k]) == -1 then redis.call('PEXPIRE', nxt[k], 3600000) end
   end
@@ -128,8 +160,10 @@ if ARGV[2] ~= '' then
   -- The ban set, the versions and the metadata live exactly as long as their board: never
   -- shorter (a replay after they expired would re-add a banned player or an old total), and
   -- not for ever when the ban came first.
-  for k = 1, 4 do
-    if redis.call('EXISTS', KEYS[k]) == 1 then redis.call('EXPIREAT', KEYS[k], ARGV[2]) end
+  for k = 1, 6 do
+    if k ~= 5 and redis.call('EXISTS', KEYS[k]) == 1 then
+      redis.call('EXPIREAT', KEYS[k], ARGV[2])
+    end
   end
 end
 return written

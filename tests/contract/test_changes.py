@@ -1,0 +1,235 @@
+"""The tallies of writes a board keeps by band (``domain/changes.py``), on every index
+adapter: each shard bumps exactly the fields ``tallies`` names, in the write's own step;
+and on every split board (in-process, hash-tag shards on one Redis, Redis Cluster), a
+labelled rank read while other players overtake the reader stays inside its interval."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from podium.config.settings import parse
+from podium.domain.boards import in_board_order
+from podium.domain.changes import Changes, tallies
+from podium.domain.snapshot import Snapshot
+from podium.index.memory.snapshots import MemorySnapshots
+from podium.ports import BoardKey, Estimated, ShardIndex
+from podium.service.ranks.counted import CountedRanks
+from podium.service.ranks.snapshot import SnapshotRanks
+from podium.workers.aggregator import Aggregator
+from tests.contract.conftest import SINGLE_INDEXES, SPLIT_INDEXES, SPLIT_SHARDS, Backend, backend_of
+
+WEEK = BoardKey("week", "2026-W44")
+T = 24  # the time bits of a week board's scores, roughly: scores as the codec makes them
+
+
+def expected(moves: list[tuple[int | None, int | None]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for old, new in moves:
+        for f in tallies(old, new):
+            out[f] = out.get(f, 0) + 1
+    return out
+
+
+@pytest.fixture(params=SINGLE_INDEXES)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return backend_of(request, request.param)
+
+
+@pytest.fixture
+async def shard(backend: Backend) -> AsyncIterator[ShardIndex]:
+    idx: Any = backend.index()
+    try:
+        yield idx
+    finally:
+        await idx.close()
+
+
+async def test_rises_entries_and_refused_writes_are_tallied_as_the_domain_says(
+    shard: ShardIndex, descending: bool
+) -> None:
+    assert await shard.changes(WEEK) == {}
+    a, b = (5 << T) + 9, (300 << T) + 2
+    await shard.write(WEEK, [("p1", a), ("p2", b)], descending=descending, expire_at=None)
+    moves: list[tuple[int | None, int | None]] = [(None, a), (None, b)]
+    better = (7000 << T) + 1 if descending else 1
+    worse = 0 if descending else (9000 << T)
+    # one move ahead, one write that GT/LT refuses (no change: nothing tallied), one repeat
+    await shard.write(
+        WEEK, [("p1", better), ("p2", worse), ("p2", b)], descending=descending, expire_at=None
+    )
+    moves.append((a, better))
+    assert await shard.changes(WEEK) == expected(moves)
+
+
+async def test_versioned_falls_removals_and_bans_are_tallied(shard: ShardIndex) -> None:
+    hi, lo = (4000 << T) + 5, (3 << T) + 5
+    await shard.write(
+        WEEK, [("p1", hi), ("p2", hi)], descending=True, expire_at=None, versions=[1, 1]
+    )
+    await shard.write(WEEK, [("p1", lo)], descending=True, expire_at=None, versions=[2])
+    await shard.write(WEEK, [("p1", hi)], descending=True, expire_at=None, versions=[2])  # stale
+    await shard.remove(WEEK, ["p2"], [2], expire_at=None)
+    await shard.write(WEEK, [("p3", lo)], descending=True, expire_at=None)
+    await shard.ban([WEEK], "p3")
+    moves = [(None, hi), (None, hi), (hi, lo), (hi, None), (None, lo), (lo, None)]
+    assert await shard.changes(WEEK) == expected(moves)
+
+
+# -- a labelled rank on a split board that moves ----------------------------------------------
+
+
+class Clock:
+    def now(self) -> float:
+        return time.time()
+
+
+@pytest.fixture(params=SPLIT_INDEXES)
+def split_backend(request: pytest.FixtureRequest) -> Backend:
+    return backend_of(request, request.param)
+
+
+async def test_a_labelled_rank_read_while_others_overtake_stays_inside_its_interval(
+    split_backend: Backend,
+) -> None:
+    split: Any = split_backend.index()
+    try:
+        n = SPLIT_SHARDS[split_backend.kind]
+        settings = parse(
+            {
+                "index": {"shards": n},
+                "boards": [{"name": "week", "window": "week", "exact_top": 20}],
+            }
+        )
+        clock = Clock()
+        snaps = MemorySnapshots(clock.now)
+        agg = Aggregator(settings, split.shards, snaps, clock)
+        spec, w = agg.live(clock.now())[0]
+        key = BoardKey(spec.name, w.id)
+        codec = spec.codec
+        rng = random.Random(11)
+        board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
+        await split.write(key, list(board.items()), descending=True, expire_at=None)
+        assert await agg.step() == 1
+        data = await snaps.read(key)
+        assert data is not None
+        snap = Snapshot.decode(data)
+        assert snap.histogram is not None and snap.changes is not None
+
+        # After the counts: 200 players overtake others (and some jump past many), 50 enter.
+        movers = rng.sample(sorted(board), 200)
+        moved = {
+            m: codec.encode(codec.points(board[m]) + rng.randrange(1, 300), 200) for m in movers
+        }
+        fresh = {f"q_{i:03d}": codec.encode(rng.randrange(0, 800), 200) for i in range(50)}
+        await split.write(key, [*moved.items(), *fresh.items()], descending=True, expire_at=None)
+        board |= moved | fresh
+        truth = {m: i + 1 for i, (m, _) in enumerate(in_board_order(board.items(), True))}
+
+        ranks = SnapshotRanks(CountedRanks(split, clock), split, snaps, split.copy, clock)
+        estimated = missed_by_counts = 0
+        for member in rng.sample(sorted(board), 150):
+            got = await ranks.around(spec, key, member, 0)
+            if not isinstance(got, Estimated):
+                continue  # inside the exact top: counted
+            estimated += 1
+            est, true = got.estimate, truth[member]
+            assert est.low <= true <= est.high, (member, est, true)
+            assert est.low <= est.rank <= est.high
+            # The same read without the tallies: its interval as of the counts alone.
+            bare = snap.histogram.estimate(board[member], codec, counted=False)
+            missed_by_counts += not bare.low <= true <= bare.high
+        assert estimated > 100
+        # The test is one the counts alone would fail: the tallies are what keep it.
+        assert missed_by_counts > 0
+        now = Changes.summed(await split.changes(key)).since(snap.changes)
+        assert now is not None and sum(now.writes) == 250
+    finally:
+        await split.close()
+
+
+async def test_labelled_ranks_read_while_writes_run_stay_inside_their_intervals(
+    split_backend: Backend,
+) -> None:
+    """Writes run while the ranks are read: every rank only moves down on a board whose
+    totals rise, so the true rank at the moment of an answer lies between the reader's rank
+    among the writes done before the read began and among every write begun before it
+    ended; the interval must reach into that span, and the counts alone do not."""
+    split: Any = split_backend.index()
+    try:
+        n = SPLIT_SHARDS[split_backend.kind]
+        settings = parse(
+            {
+                "index": {"shards": n},
+                "boards": [{"name": "week", "window": "week", "exact_top": 20}],
+            }
+        )
+        clock = Clock()
+        snaps = MemorySnapshots(clock.now)
+        agg = Aggregator(settings, split.shards, snaps, clock)
+        spec, w = agg.live(clock.now())[0]
+        key = BoardKey(spec.name, w.id)
+        codec = spec.codec
+        rng = random.Random(5)
+        board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
+        await split.write(key, list(board.items()), descending=True, expire_at=None)
+        assert await agg.step() == 1
+        readers = rng.sample(sorted(board), 60)
+        others = sorted(set(board) - set(readers))
+        done, issued = dict(board), dict(board)
+        stop = asyncio.Event()
+
+        fresh = iter(range(1 << 30))
+
+        async def write_batch() -> None:
+            batch = {}
+            for m in rng.sample(others, 20):
+                batch[m] = codec.encode(codec.points(issued[m]) + rng.randrange(1, 200), 200)
+            for _ in range(3):
+                batch[f"q_{next(fresh):05d}"] = codec.encode(rng.randrange(0, 700), 200)
+            issued.update(batch)
+            await split.write(key, list(batch.items()), descending=True, expire_at=None)
+            done.update(batch)
+
+        async def writer() -> None:
+            while not stop.is_set():
+                await write_batch()
+                await asyncio.sleep(0.002)
+
+        def rank(state: dict[str, int], member: str) -> int:
+            s = state[member]
+            return 1 + sum(1 for m, v in state.items() if v > s or (v == s and m > member))
+
+        ranks = SnapshotRanks(CountedRanks(split, clock), split, snaps, split.copy, clock)
+        for _ in range(10):  # after the counts, before the reads: whatever the speed
+            await write_batch()
+        task = asyncio.create_task(writer())
+        checked = beyond_counts = 0
+        try:
+            for member in readers:
+                r0 = rank(done, member)
+                got = await ranks.around(spec, key, member, 0)
+                r1 = rank(issued, member)
+                if not isinstance(got, Estimated):
+                    continue
+                checked += 1
+                est = got.estimate
+                assert est.low <= r1 and r0 <= est.high, (member, est, r0, r1)
+                data = await snaps.read(key)
+                assert data is not None
+                hist = Snapshot.decode(data).histogram
+                assert hist is not None
+                bare = hist.estimate(board[member], codec, counted=False)
+                beyond_counts += bare.high < r0
+        finally:
+            stop.set()
+            await task
+        assert checked > 40
+        assert beyond_counts > 0  # the counts alone would have missed
+    finally:
+        await split.close()
