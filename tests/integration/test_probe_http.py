@@ -172,12 +172,18 @@ def _bodies() -> dict[tuple[str, str], dict[str, Any]]:
         ("POST", "/v1/admin/players/{playerId}/ban"): {"reason": "aimbot"},
         ("POST", "/v1/admin/tournaments"): _tournament(),
         ("POST", "/v1/tournaments/{tournamentId}/entrants"): {"playerId": "a"},
+        ("POST", "/v1/admin/webhooks/deliveries/{eventId}/retry"): {
+            "endpoint": "https://hooks.example/won"
+        },
     }
 
 
 def _url(path: str) -> str:
     return (
-        path.replace("{playerId}", "a").replace("{matchId}", "m1").replace("{tournamentId}", "cup")
+        path.replace("{playerId}", "a")
+        .replace("{matchId}", "m1")
+        .replace("{tournamentId}", "cup")
+        .replace("{eventId}", "ev1")
     )
 
 
