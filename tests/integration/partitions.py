@@ -47,6 +47,7 @@ from podium.store.postgres import PostgresStore
 from tests.integration.fleet import Fleet
 from tests.netns import Host, Net
 from tests.pg_cluster import PgCluster
+from tests.redis_sentinel import Sentinels, start_sentinels
 from tests.redis_server import RedisServer, start_server
 
 BOARD = "all"
@@ -210,10 +211,18 @@ class NetFleet:
     net: Net
     hosts: dict[str, Host]
     pg: PgCluster
-    redis: RedisServer
+    redis: RedisServer  # the primary the fleet started on
     fleet: Fleet
     key: str
     nats: subprocess.Popen[bytes] | None = None
+    sentinels: Sentinels | None = None  # watching ``redis`` and its replica
+
+    def primary(self) -> RedisServer:
+        """The Redis the index is on now: under Sentinel, the node the Sentinels name."""
+        if self.sentinels is None:
+            return self.redis
+        port = self.sentinels.master_port(self.sentinels.ports[0])
+        return next(n for n in self.sentinels.nodes if n.port == port)
 
     @property
     def apis(self) -> dict[str, str]:
@@ -224,7 +233,10 @@ class NetFleet:
         if self.nats is not None and self.nats.poll() is None:
             self.nats.kill()
             self.nats.wait(10)
-        self.redis.stop()
+        if self.sentinels is not None:
+            self.sentinels.stop()  # its nodes too
+        else:
+            self.redis.stop()
         self.pg.destroy()
         self.net.close()
 
@@ -242,21 +254,37 @@ def _config(root: Path, store: str, index: str, log: str | None) -> Path:
     return path
 
 
-async def start(log: str = "outbox") -> NetFleet:
-    """The fleet up and answering, on ``log`` (``outbox`` or ``nats``)."""
+async def start(log: str = "outbox", *, sentinel: bool = False) -> NetFleet:
+    """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
+    the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
+    Sentinels (``sentinel``), reached through ``redis+sentinel://``."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
     redis: RedisServer | None = None
+    watch: Sentinels | None = None
     nats: subprocess.Popen[bytes] | None = None
     fleet: Fleet | None = None
     try:
         hosts = {n: net.host(n) for n in ("db", "redis", "worker", "api1", "api2")}
         pg = PgCluster(wrap=hosts["db"].argv([]), address=hosts["db"].address)
         await asyncio.to_thread(pg.start)
-        redis = await asyncio.to_thread(
-            start_server, wrap=hosts["redis"].argv([]), address=hosts["redis"].address
-        )
+        if sentinel:
+            for n in ("replica", "sentinel"):
+                hosts[n] = net.host(n)
+            places = [(hosts[n].argv([]), hosts[n].address) for n in ("redis", "replica")]
+            watch = await asyncio.to_thread(
+                start_sentinels,
+                nodes=places,
+                watchers=(hosts["sentinel"].argv([]), hosts["sentinel"].address),
+            )
+            redis = watch.primary
+            index_url = watch.url()
+        else:
+            redis = await asyncio.to_thread(
+                start_server, wrap=hosts["redis"].argv([]), address=hosts["redis"].address
+            )
+            index_url = redis.url
         log_url = None
         if log == "nats":
             from tests.nats_cluster import need_binary
@@ -271,7 +299,7 @@ async def start(log: str = "outbox") -> NetFleet:
                 stderr=subprocess.DEVNULL,
             )
             log_url = f"nats://{hosts['log'].address}:4222"
-        cfg = _config(root, pg.url, redis.url, log_url)
+        cfg = _config(root, pg.url, index_url, log_url)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -294,14 +322,16 @@ async def start(log: str = "outbox") -> NetFleet:
         for name in ("api1", "api2"):
             await fleet.api_ready(name)
         await fleet.worker_ready("worker")
-        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats)
+        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch)
     except BaseException:
         if fleet is not None:
             fleet.stop_all()
             fleet.dump()
         if nats is not None:
             nats.kill()
-        if redis is not None:
+        if watch is not None:
+            watch.stop()
+        elif redis is not None:
             redis.stop()
         if pg is not None:
             pg.destroy()
@@ -356,7 +386,7 @@ async def _board(nf: NetFleet) -> dict[str, int]:
     API process's cache hides when the board got there)."""
     spec = config.load(nf.fleet.cfg).board(BOARD)
     assert spec is not None
-    r = aioredis.Redis.from_url(nf.redis.url, decode_responses=True)
+    r = aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
     try:
         rows = await r.zrange(f"nf:{{b:{BOARD}:all}}:z", 0, -1, withscores=True)
     finally:
