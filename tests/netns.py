@@ -19,9 +19,9 @@ A process runs on a host through ``ip netns exec``; ``paused`` stops it with ``S
 under ``faketime`` with the wall clock moved (the monotonic clock left alone, as NTP would).
 
 Every address is one the net made inside its own namespaces; nothing leaves them. Nets run
-at once (one per pytest worker) each on a /24 of their own: a file in a directory of their own holds a subnet with its owner's pid, so two nets cannot
-take the same one; a net whose process died without closing it is swept by the next one
-that finds its owner gone.
+at once (one per pytest worker) each on a /24 of their own: a file in a directory of their
+own holds a subnet with its owner's pid, so two nets cannot take the same one; a net whose
+process died without closing it is swept by the next one that finds its owner gone.
 """
 
 from __future__ import annotations

@@ -84,9 +84,7 @@ class Sentinels:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _sentinel_conf(
-    port: int, root: str, primary: RedisServer, quorum: int, address: str
-) -> str:
+def _sentinel_conf(port: int, root: str, primary: RedisServer, quorum: int, address: str) -> str:
     path = os.path.join(root, f"sentinel-{port}.conf")
     with open(path, "w") as f:
         f.write(

@@ -26,6 +26,7 @@ The checker, once every fault is healed:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
 import subprocess
@@ -54,6 +55,9 @@ BOARD = "all"
 API_PORT = 8000
 DEADLINE_S = 180.0  # for any one condition; generous: the machine is shared
 PLAYERS = 200
+# A held page is read at asOf, held page_cache_s from when its read ended: this much for the
+# read itself (generous: the machine is shared).
+PAGE_SLACK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -67,11 +71,17 @@ class Try:
     outcome: str  # the status ("200", "503"), or the transport's failure ("ReadTimeout")
 
 
+def is_submit(t: Try) -> bool:
+    """A game server's try (a match's results), not a player's read."""
+    return t.path.startswith("/v1/matches/")
+
+
 @dataclass
 class History:
     tries: list[Try] = field(default_factory=list)
     acked: dict[str, dict[str, int]] = field(default_factory=dict)  # match -> player -> pts
     sent: int = 0  # matches
+    pages: list[tuple[str, float, float]] = field(default_factory=list)  # api, sent, asOf
     in_flight: Counter[str] = field(default_factory=Counter)  # tries sent, unanswered, by API
 
     def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
@@ -186,6 +196,31 @@ class Game:
 
         return asyncio.create_task(run())
 
+    async def reader(self, api: str) -> None:
+        """A player's app reading from ``api`` until stopped: the top page and a rank, in
+        turn, each try once (no retry: what the API answered is what is recorded), with a
+        timeout longer than the server's own wait on an index that went quiet, so that its
+        answer (a 503, say) is seen rather than the client giving up first."""
+        c = AsyncClient(
+            self.apis[api],
+            self.key,
+            timeout=httpx.Timeout(12.0, connect=1.0),
+            retry=RetryPolicy(attempts=1),
+            transport=Recorded(api, self.history),
+        )
+        try:
+            while not self.stop.is_set():
+                sent = time.time()
+                with contextlib.suppress(PodiumClientError):
+                    if self.rng.random() < 0.5:
+                        page = await c.page(BOARD, limit=10)
+                        self.history.pages.append((api, sent, page.as_of.timestamp()))
+                    else:
+                        await c.rank(BOARD, self.rng.choice(self.players))
+                await asyncio.sleep(0.2)
+        finally:
+            await c.aclose()
+
     async def acknowledged(self, n: int, api: str | None = None) -> None:
         """Until ``n`` more matches are acknowledged (by ``api`` only, if named)."""
 
@@ -193,7 +228,7 @@ class Game:
             return sum(
                 1
                 for t in self.history.tries
-                if t.outcome == "200" and (api is None or t.api == api)
+                if t.outcome == "200" and is_submit(t) and (api is None or t.api == api)
             )
 
         goal = count() + n
@@ -345,11 +380,12 @@ class Verdict:
     doubled: list[str]  # players whose stored total counts one twice (or one never acked)
     board_differs: list[str]  # players whose board total is not the stored one
     errors: Counter[str]  # 5xx answers other than 503
+    stale: list[tuple[str, float]]  # pages older than the documented bound: api, how old
     board_caught_up_s: float  # from the call to the board equal to the store
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.doubled or self.board_differs or self.errors)
+        return not (self.lost or self.doubled or self.board_differs or self.errors or self.stale)
 
 
 async def check(nf: NetFleet, game: Game) -> Verdict:
@@ -378,7 +414,13 @@ async def check(nf: NetFleet, game: Game) -> Verdict:
             break
         await asyncio.sleep(0.5)
     errors = Counter(t.outcome for t in h.tries if t.outcome.startswith("5") and t.outcome != "503")
-    return Verdict(lost, doubled, differs, errors, time.monotonic() - started)
+    # A page may be as old as one process holds it (``[server] page_cache_s``) when it is
+    # asked for. asOf is in whole seconds, rounded down: the page was read in the second
+    # after it, so it is at least ``sent - asOf - 1`` old. Older than the bound is a stale
+    # answer passed off as fresh (the clocks are the one machine's).
+    bound = config.load(nf.fleet.cfg).server.page_cache_s + PAGE_SLACK_S
+    stale = [(api, sent - as_of - 1) for api, sent, as_of in h.pages if sent - as_of - 1 > bound]
+    return Verdict(lost, doubled, differs, errors, stale, time.monotonic() - started)
 
 
 async def _board(nf: NetFleet) -> dict[str, int]:

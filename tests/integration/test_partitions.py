@@ -138,6 +138,7 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     assert fleet.sentinels is not None
     game = Game(fleet.apis, fleet.key, RATE)
     senders = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    senders += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
     old = fleet.redis
     try:
         await game.acknowledged(20)
@@ -167,12 +168,82 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     # What the old primary took after the cut that the new one lacks: lost on the heal.
     taken = {p for p, s in on_old.items() if s > on_new.get(p, float("-inf"))}
     verdict = await partitions.check(fleet, game)
+    replays = [
+        line
+        for line in fleet.fleet.procs["worker"].log.read_text(errors="replace").splitlines()
+        if "were applied again" in line
+    ]
     print(
         f"{game.history.sent} matches; promoted {promoted - cut:.1f} s after the cut; at the "
         f"heal the old primary held {len(taken)} players' newer totals the new one lacked; "
         f"demoted {time.monotonic() - healed:.1f} s after the heal or sooner; the board equal "
         f"to the store {verdict.board_caught_up_s:.1f} s after the load stopped; "
-        f"answers {dict(game.history.outcomes())}"
+        f"answers {dict(game.history.outcomes())}; the mender: {replays}"
     )
     assert taken, "the worker wrote nothing to the old primary after the cut: no split brain"
     assert verdict.ok, verdict
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox", "nats"], indirect=True)
+async def test_an_api_cut_from_redis_accepts_results_and_answers_reads_503(
+    fleet: NetFleet,
+) -> None:
+    """API process 1 is cut from Redis, both ways, while matches and reads stream in: it
+    goes on accepting results (they are the store's: the index is fed by the worker, which
+    still reaches Redis), answers its reads 503 (never a 500, never a board it cannot see),
+    and reads again after the heal; the board then holds every acknowledged result once."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    tries = game.history.tries
+    try:
+        await game.acknowledged(20)
+        api1, redis = fleet.hosts["api1"], fleet.hosts["redis"]
+        fleet.net.cut(api1, redis)
+        cut = time.monotonic()
+
+        def failed_read_since(t0: float) -> bool:
+            return any(
+                t.api == "api1" and not partitions.is_submit(t) and t.sent >= t0
+                and t.outcome != "200"
+                for t in tries
+            )  # fmt: skip
+
+        await _until("a read on the cut API process failed", lambda: failed_read_since(cut))
+        await game.acknowledged(10, "api1")  # results still accepted by the cut process
+        fleet.net.heal(api1, redis)
+        healed = time.monotonic()
+
+        def read_since_heal() -> bool:
+            return any(
+                t.api == "api1" and not partitions.is_submit(t) and t.sent >= healed
+                and t.outcome == "200"
+                for t in tries
+            )  # fmt: skip
+
+        await _until("a read on api1 answered after the heal", read_since_heal)
+        back = min(
+            t.answered
+            for t in tries
+            if t.api == "api1" and not partitions.is_submit(t) and t.sent >= healed
+            and t.outcome == "200"
+        )  # fmt: skip
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game, {"api1": (cut, healed)})
+    during = [t for t in tries if t.api == "api1" and cut <= t.sent and t.answered < healed]
+    reads = Counter(t.outcome for t in during if not partitions.is_submit(t))
+    writes = Counter(t.outcome for t in during if partitions.is_submit(t))
+    print(
+        f"{game.history.sent} matches; cut {healed - cut:.1f} s; api1 during the cut: reads "
+        f"{dict(reads)}, results {dict(writes)}; reads answered again {back - healed:.1f} s "
+        f"after the heal; the board equal to the store {verdict.board_caught_up_s:.1f} s "
+        f"after the load stopped"
+    )
+    assert verdict.ok, verdict
+    assert set(reads) <= {"200", "503"}, reads  # refused in words, not a hang or a 500
+    assert reads["503"] > 0
+    assert writes["200"] >= 10
