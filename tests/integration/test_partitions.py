@@ -19,11 +19,12 @@ import redis.asyncio as aioredis
 
 from tests.integration import partitions
 from tests.integration.partitions import Game, NetFleet
-from tests.netns import need
+from tests.netns import need, paused
 from tests.redis_server import RedisServer
 
 RATE = 20.0  # matches a second, all game servers together
 SENDERS = 4
+FROZEN_S = 30.0
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 
 
@@ -247,3 +248,60 @@ async def test_an_api_cut_from_redis_accepts_results_and_answers_reads_503(
     assert set(reads) <= {"200", "503"}, reads  # refused in words, not a hang or a 500
     assert reads["503"] > 0
     assert writes["200"] >= 10
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox", "nats"], indirect=True)
+async def test_an_api_process_frozen_30_s_under_load_counts_nothing_twice(
+    fleet: NetFleet,
+) -> None:
+    """API process 1 is frozen (``SIGSTOP``) for 30 s while matches stream in, a burst of
+    them sent to it just before: its game servers time out and send the same matches to
+    the other process, which records them. When it wakes it serves the requests that
+    waited in its sockets, the same matches again: each counts once (its match claim), and
+    the process answers again as before."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    tries = game.history.tries
+    try:
+        await game.acknowledged(20, "api1")
+        burst = game.burst("api1", BURST)
+        await asyncio.sleep(0.005)
+        with paused(fleet.fleet.procs["api1"].popen.pid):
+            frozen = time.monotonic()
+            await asyncio.sleep(FROZEN_S)
+        woke = time.monotonic()
+        await burst
+        await game.acknowledged(10, "api1")
+        back = min(
+            t.answered
+            for t in tries
+            if t.api == "api1" and partitions.is_submit(t) and t.sent >= woke
+            and t.outcome == "200"
+        )  # fmt: skip
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    during = Counter(t.outcome for t in tries if t.api == "api1" and frozen <= t.sent < woke)
+    others = sum(
+        1 for t in tries if t.api == "api2" and frozen <= t.answered < woke and t.outcome == "200"
+    )
+    print(
+        f"{game.history.sent} matches; api1 frozen {woke - frozen:.1f} s: its tries then "
+        f"{dict(during)}, api2 answered {others} tries meanwhile; api1 acknowledged a match "
+        f"again {back - woke:.1f} s after it woke; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    # Frozen indeed: nothing answered by it meanwhile (a try sent then may be answered once
+    # it woke), the other process carrying the load.
+    answered = [
+        t
+        for t in tries
+        if t.api == "api1" and frozen + 1 < t.answered < woke and t.outcome.isdigit()
+    ]
+    assert not answered, answered
+    assert others > 0
+    assert verdict.ok, verdict
