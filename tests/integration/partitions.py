@@ -316,10 +316,11 @@ def _config(root: Path, store: str, index: str, log: str | None) -> Path:
     return path
 
 
-async def start(log: str = "outbox", *, sentinel: bool = False) -> NetFleet:
+async def start(log: str = "outbox", *, sentinel: bool = False, workers: int = 1) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
     the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
-    Sentinels (``sentinel``), reached through ``redis+sentinel://``."""
+    Sentinels (``sentinel``), reached through ``redis+sentinel://``. ``workers``: how many
+    worker processes (``worker``, ``worker2``, ...), each with the relay and the updater."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
@@ -328,7 +329,8 @@ async def start(log: str = "outbox", *, sentinel: bool = False) -> NetFleet:
     nats: subprocess.Popen[bytes] | None = None
     fleet: Fleet | None = None
     try:
-        hosts = {n: net.host(n) for n in ("db", "redis", "worker", "api1", "api2")}
+        names = ["worker"] + [f"worker{i}" for i in range(2, workers + 1)]
+        hosts = {n: net.host(n) for n in ("db", "redis", *names, "api1", "api2")}
         pg = PgCluster(wrap=hosts["db"].argv([]), address=hosts["db"].address)
         await asyncio.to_thread(pg.start)
         if sentinel:
@@ -380,10 +382,12 @@ async def start(log: str = "outbox", *, sentinel: bool = False) -> NetFleet:
                 wrap=h.argv([]),
                 host=h.address,
             )
-        fleet.start("worker", "worker", "--roles", "relay,updater", wrap=hosts["worker"].argv([]))
+        for name in names:
+            fleet.start(name, "worker", "--roles", "relay,updater", wrap=hosts[name].argv([]))
         for name in ("api1", "api2"):
             await fleet.api_ready(name)
-        await fleet.worker_ready("worker")
+        for name in names:
+            await fleet.worker_ready(name)
         return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch)
     except BaseException:
         if fleet is not None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
+from podium.config import settings as config
 from tests.integration import partitions
 from tests.integration.partitions import Game, NetFleet
 from tests.netns import need, paused
@@ -25,14 +26,16 @@ from tests.redis_server import RedisServer
 RATE = 20.0  # matches a second, all game servers together
 SENDERS = 4
 FROZEN_S = 30.0
+CUT_LEASES = 5  # how long a worker is cut off, in leases
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 
 
 @pytest.fixture
 async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
     need()
-    log, _, index = str(request.param).partition("+")
-    nf = await partitions.start(log, sentinel=index == "sentinel")
+    log, *more = str(request.param).split("+")
+    workers = 2 if "2workers" in more else 1
+    nf = await partitions.start(log, sentinel="sentinel" in more, workers=workers)
     try:
         yield nf
     except BaseException:
@@ -304,4 +307,48 @@ async def test_an_api_process_frozen_30_s_under_load_counts_nothing_twice(
     ]
     assert not answered, answered
     assert others > 0
+    assert verdict.ok, verdict
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox+2workers", "nats+2workers"], indirect=True)
+async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_writes_change_nothing(
+    fleet: NetFleet,
+) -> None:
+    """Two workers, each with a relay and an updater. The first is cut off from everything
+    (the store, Redis, the log), both ways, for several leases while matches stream in: the
+    second takes its work over (the board moves meanwhile). On the heal the first's writes
+    that were in flight reach Redis late, older than what the second wrote since; they
+    change nothing (versioned writes), and every acknowledged result is on the board once."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    lease_s = config.load(fleet.fleet.cfg).workers.lease_s
+    worker = fleet.hosts["worker"]
+    others = [fleet.hosts[n] for n in ("db", "redis", "log") if n in fleet.hosts]
+    try:
+        await game.acknowledged(20)
+        for h in others:
+            fleet.net.cut(worker, h)
+        cut = time.monotonic()
+        at_cut = await _members(fleet.redis)
+        await asyncio.sleep(CUT_LEASES * lease_s)
+        at_heal = await _members(fleet.redis)
+        for h in others:
+            fleet.net.heal(worker, h)
+        healed = time.monotonic()
+        await game.acknowledged(20)
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    moved = sum(1 for p, s in at_heal.items() if s != at_cut.get(p))
+    first = fleet.fleet.procs["worker"].log.read_text(errors="replace")
+    print(
+        f"{game.history.sent} matches; the first worker cut off {healed - cut:.1f} s "
+        f"({CUT_LEASES} leases); {moved} players' totals moved on the board meanwhile; the "
+        f"first worker logged {first.count('WARNING')} warnings; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    assert moved > 0, "nobody took the cut worker's work over"
     assert verdict.ok, verdict
