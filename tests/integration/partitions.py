@@ -77,6 +77,20 @@ class Try:
 
 
 @dataclass(frozen=True)
+class Match:
+    """An acknowledged match: when it ended, when it was first sent (both wall clock, whole
+    seconds and not), and the boards it counted for, as the answer said."""
+
+    ended: int
+    sent: float
+    boards: frozenset[str]
+
+
+def _rfc3339(t: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+@dataclass(frozen=True)
 class Read:
     """A page answered 200, as the reader saw it."""
 
@@ -98,6 +112,7 @@ class History:
     acked: dict[str, dict[str, int]] = field(default_factory=dict)  # match -> player -> pts
     sent: int = 0  # matches
     pages: list[Read] = field(default_factory=list)
+    matches: dict[str, Match] = field(default_factory=dict)
     in_flight: Counter[str] = field(default_factory=Counter)  # tries sent, unanswered, by API
 
     def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
@@ -163,18 +178,19 @@ class Game:
             for name, url in self.apis.items()
         ]
 
-    async def send(self, clients: list[AsyncClient], turn: int) -> int:
-        """One new match, sent until acknowledged: when a client's tries run out, to the
-        next API process. The turn it ended on."""
+    async def send(self, clients: list[AsyncClient], turn: int, ended_at: int | None = None) -> int:
+        """One new match (ended now, or at ``ended_at``), sent until acknowledged: when a
+        client's tries run out, to the next API process. The turn it ended on."""
         match = f"m{next(self.ids)}"
         pair = self.rng.sample(self.players, 2)
         results = [(p, self.rng.randint(1, 100)) for p in pair]
-        ended = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        ended = int(time.time()) if ended_at is None else ended_at
         self.history.sent += 1
+        first = time.time()
         while True:
             c = clients[turn % len(clients)]
             try:
-                await c.submit(match, results, duration_seconds=60, ended_at=ended)
+                got = await c.submit(match, results, duration_seconds=60, ended_at=_rfc3339(ended))
                 break
             except PodiumClientError as e:
                 if not retryable(e):
@@ -182,6 +198,7 @@ class Game:
                 turn += 1  # the other API process
                 await asyncio.sleep(0.1)
         self.history.acked[match] = dict(results)
+        self.history.matches[match] = Match(ended, first, frozenset(got.totals(pair[0])))
         return turn
 
     async def sender(self, n: int, senders: int) -> None:
@@ -303,7 +320,7 @@ class NetFleet:
         self.net.close()
 
 
-def _config(root: Path, store: str, index: str, log: str | None) -> Path:
+def _config(root: Path, store: str, index: str, log: str | None, boards: str = "") -> Path:
     path = root / "podium.toml"
     path.write_text(
         f'[store]\nurl = "{store}"\n'
@@ -312,15 +329,25 @@ def _config(root: Path, store: str, index: str, log: str | None) -> Path:
         + "[server]\nread_rate_per_s = 0\n"
         + "[workers]\nlease_s = 2.0\n"
         + '[[boards]]\nname = "all"\nwindow = "all"\n'
+        + boards
     )
     return path
 
 
-async def start(log: str = "outbox", *, sentinel: bool = False, workers: int = 1) -> NetFleet:
+async def start(
+    log: str = "outbox",
+    *,
+    sentinel: bool = False,
+    workers: int = 1,
+    roles: str = "relay,updater",
+    skews: dict[str, float] | None = None,
+    boards: str = "",
+) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
     the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
     Sentinels (``sentinel``), reached through ``redis+sentinel://``. ``workers``: how many
-    worker processes (``worker``, ``worker2``, ...), each with the relay and the updater."""
+    worker processes (``worker``, ``worker2``, ...), each with ``roles``, and the wall clock
+    of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
@@ -363,7 +390,7 @@ async def start(log: str = "outbox", *, sentinel: bool = False, workers: int = 1
                 stderr=subprocess.DEVNULL,
             )
             log_url = f"nats://{hosts['log'].address}:4222"
-        cfg = _config(root, pg.url, index_url, log_url)
+        cfg = _config(root, pg.url, index_url, log_url, boards)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -383,7 +410,8 @@ async def start(log: str = "outbox", *, sentinel: bool = False, workers: int = 1
                 host=h.address,
             )
         for name in names:
-            fleet.start(name, "worker", "--roles", "relay,updater", wrap=hosts[name].argv([]))
+            skew = (skews or {}).get(name, 0.0)
+            fleet.start(name, "worker", "--roles", roles, wrap=hosts[name].argv([], skew_s=skew))
         for name in ("api1", "api2"):
             await fleet.api_ready(name)
         for name in names:

@@ -18,6 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from podium.config import settings as config
+from podium.store.postgres import PostgresStore
 from tests.integration import partitions
 from tests.integration.partitions import Game, NetFleet
 from tests.netns import need, paused
@@ -27,6 +28,8 @@ RATE = 20.0  # matches a second, all game servers together
 SENDERS = 4
 FROZEN_S = 30.0
 CUT_LEASES = 5  # how long a worker is cut off, in leases
+GRACE_S = 10  # how long the one-minute window of the clock test takes late results
+SKEW_S = 5.0
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 
 
@@ -34,8 +37,17 @@ BURST = 8  # matches sent to the API process at once just before its cut: some m
 async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
     need()
     log, *more = str(request.param).split("+")
-    workers = 2 if "2workers" in more else 1
-    nf = await partitions.start(log, sentinel="sentinel" in more, workers=workers)
+    if "skewed" in more:
+        nf = await partitions.start(
+            log,
+            workers=2,
+            roles="relay,updater,freezer",
+            skews={"worker": SKEW_S, "worker2": -SKEW_S},
+            boards=MINUTE,
+        )
+    else:
+        workers = 2 if "2workers" in more else 1
+        nf = await partitions.start(log, sentinel="sentinel" in more, workers=workers)
     try:
         yield nf
     except BaseException:
@@ -352,3 +364,81 @@ async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_write
     )
     assert moved > 0, "nobody took the cut worker's work over"
     assert verdict.ok, verdict
+
+
+MINUTE = (
+    '[[boards]]\nname = "minute"\nwindow = "schedule"\nschedule = "* * * * *"\n'
+    f"duration_s = 60\nfreeze_after_s = {GRACE_S}\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("fleet", ["outbox+skewed", "nats+skewed"], indirect=True)
+async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
+    fleet: NetFleet,
+) -> None:
+    """Two workers, each with a relay, an updater and a freezer, one with its wall clock
+    5 s ahead and one 5 s behind, across the end of a one-minute window that takes late
+    results for ``GRACE_S``. Matches stream in as they end, and late ones (ended in the
+    window's last second) are sent from its end until after its grace. The window is frozen
+    once; it holds exactly the results whose answers said they counted for it; and every
+    late result sent within the grace (by the true clock) counted for it: a freezer whose
+    clock runs ahead does not cut the grace short."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    now = time.time()
+    end = (int(now) // 60 + 1) * 60
+    if end - now < 15:
+        end += 60  # time for the fleet's clocks to be seen across the end
+    window = time.strftime("%Y%m%dT%H%M", time.gmtime(end - 60))
+    store = PostgresStore.from_url(fleet.pg.url)
+    try:
+
+        async def late() -> None:
+            clients = game._clients()
+            try:
+                while time.time() < end:
+                    await asyncio.sleep(0.05)
+                while time.time() < end + GRACE_S + 4:
+                    await game.send(clients, 0, ended_at=end - 1)
+                    await asyncio.sleep(0.1)
+            finally:
+                for c in clients:
+                    await c.aclose()
+
+        tasks.append(asyncio.create_task(late()))
+
+        async def frozen() -> bool:
+            return window in await store.frozen("minute")
+
+        deadline = time.monotonic() + end - now + GRACE_S + partitions.DEADLINE_S
+        while not await frozen():
+            assert time.monotonic() < deadline, f"window {window} never frozen"
+            await asyncio.sleep(0.5)
+        await tasks[-1]
+        final = {e.player_id: e.points for e in await store.final_page("minute", window, 1, 10_000)}
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+        await store.close()
+    verdict = await partitions.check(fleet, game)
+    matches = game.history.matches
+    expected: Counter[str] = Counter()
+    for m, results in game.history.acked.items():
+        if "minute" in matches[m].boards and end - 60 <= matches[m].ended < end:
+            expected.update(results)
+    in_grace = [m for m in matches.values() if m.ended == end - 1 and m.sent < end + GRACE_S - 1]
+    left_out = [m for m in in_grace if "minute" not in m.boards]
+    logs = [fleet.fleet.procs[n].log.read_text(errors="replace") for n in ("worker", "worker2")]
+    froze = [text.count(f"froze minute {window}") for text in logs]
+    print(
+        f"{game.history.sent} matches; window {window}: {sum(expected.values())} points for "
+        f"{len(expected)} players counted in it; {len(in_grace)} late results sent within its "
+        f"grace, {len(left_out)} of them left out; frozen by the workers (5 s ahead, 5 s "
+        f"behind): {froze}"
+    )
+    assert verdict.ok, verdict
+    assert sum(froze) == 1, froze
+    assert final == dict(expected)
+    assert in_grace and not left_out, left_out

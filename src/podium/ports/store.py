@@ -280,6 +280,13 @@ class Windows(Protocol):
         """The window ids of a board that have any tally."""
         ...
 
+    async def store_time(self) -> float:
+        """The store's own clock (its database server's; the one machine's when embedded):
+        the one time every process of a fleet reads alike, whatever its own clock says. The
+        freezer decides which windows are due by it, so that a worker whose clock runs
+        ahead cannot cut a window's grace for late results short."""
+        ...
+
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         """Freeze one window: results stop changing it, and its first ``keep`` places go
         into the final standings (``domain.plans.plan_freeze``), without the players banned
