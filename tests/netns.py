@@ -16,7 +16,7 @@ proxy's job (``tests/proxy.py``), not the kernel's.
 
 A process runs on a host through ``ip netns exec``; ``paused`` stops it with ``SIGSTOP``
 (a frozen process that wakes up believing it still holds its role), and ``argv(skew_s=)`` runs it
-under ``faketime`` with the wall clock moved (the monotonic clock left alone, as NTP would).
+under libfaketime with the wall clock moved (the monotonic clock left alone, as NTP would).
 
 Every address is one the net made inside its own namespaces; nothing leaves them. Nets run
 at once (one per pytest worker) each on a /24 of their own: a file in a directory of their
@@ -125,6 +125,22 @@ def _sweep() -> None:
         _release(int(n))
 
 
+FAKETIME_LIBS = (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+    "/usr/lib/faketime/libfaketimeMT.so.1",
+)
+
+
+def libfaketime() -> str:
+    """libfaketime's multithreaded library (Debian's ``libfaketime``, which ``faketime``
+    brings)."""
+    for path in FAKETIME_LIBS:
+        if os.path.exists(path):
+            return path
+    raise RuntimeError("libfaketime is needed for a skewed clock (scripts/services installs it)")
+
+
 @dataclass
 class Host:
     net: Net
@@ -137,9 +153,16 @@ class Host:
         """``args`` as run on this host; with ``skew_s``, its wall clock that far off."""
         out = ["ip", "netns", "exec", self.ns]
         if skew_s:
-            # libfaketime: only the wall clock moves; monotonic clocks stay true, as a
-            # machine whose NTP is off would have them.
-            out += ["env", "DONT_FAKE_MONOTONIC=1", "faketime", "-f", f"{skew_s:+.3f}s"]
+            # libfaketime preloaded by ``env``, which execs: the process keeps the pid the
+            # test holds, so a stop reaches it (the ``faketime`` program forks, and its
+            # child outlives a kill). Only the wall clock moves; monotonic clocks stay
+            # true, as a machine whose NTP is off would have them.
+            out += [
+                "env",
+                f"LD_PRELOAD={libfaketime()}",
+                f"FAKETIME={skew_s:+.0f}",
+                "DONT_FAKE_MONOTONIC=1",
+            ]
         return out + list(args)
 
     def run(self, *args: str) -> str:
