@@ -128,7 +128,7 @@ class Service:
             groups=Groups(store, index, boards, lifecycle, clock),
             lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
             webhooks=WebhookAdmin(store, settings, clock),
-            search=PlayerSearch(store, clock),
+            search=PlayerSearch(store, clock, settings.boards),
             tournaments=tournaments,
             leagues=leagues,
         )

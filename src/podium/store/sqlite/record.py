@@ -191,7 +191,7 @@ class Results(Database):
         rows = await self._read(
             lambda c: c.execute(
                 f"SELECT {FLAGGED_COLS} FROM results "
-                f"WHERE flag IS NOT NULL AND accepted_at IS NULL {only} "
+                f"WHERE flag IS NOT NULL AND accepted_at IS NULL AND rejected_at IS NULL {only} "
                 "ORDER BY recorded_at DESC LIMIT ?",
                 (*(modes or ()), limit),
             ).fetchall()
