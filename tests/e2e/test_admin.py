@@ -30,7 +30,9 @@ HOSTILE_META = {
 }
 HOSTILE_KEY = "a\"key'<b onmouseover=window.pwned=4>"
 SECRET = "whsec_" + base64.b64encode(b"console-tests-secret").decode()
-WRITES = re.compile(r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…)$")
+WRITES = re.compile(
+    r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…|Reject…|Accept…)$"
+)
 VIEWS = ["players", "review", "keys", "boards", "tournaments", "webhooks"]
 
 
@@ -306,6 +308,76 @@ def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_
         if r["matchId"] == "rv-jump"
     ]
     assert jump["acceptedAt"] and jump["flag"].startswith("jump")
+
+
+def test_a_rejected_flag_is_explained_confirmed_and_its_points_leave_every_board(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    t = time.time() - 3600
+    for i in range(5):  # the history the jump rule needs, then a jump far above it
+        submit(server, f"rj-{i}", [{"playerId": "rj_1", "points": 10}], ended=t + i * 60)
+    jump, ended = {"playerId": "rj_1", "points": 900_000}, time.time()
+    submit(server, "rj-jump", [jump], ended=ended)
+    submit(server, "rj-rival", [{"playerId": "rj_2", "points": 800_000}])
+    assert server.on_board("rj_2")
+    week = f"{server.url}/v1/boards/week/players/rj_1"
+    before = ok(httpx.get(week))
+    assert before["points"] >= 900_000
+    signed_in(page, server, server.admin_key)
+    open_view(page, "review")
+    page.get_by_role("button", name="Reject rj-jump of rj_1").click()
+    panel = page.locator("#reject-panel")
+    # Said first: the points each board loses, and the rank it drops to on this one.
+    row = panel.locator("tr", has=page.get_by_role("cell", name="week", exact=True))
+    expect(row).to_contain_text("-900,000")
+    expect(row).to_contain_text(f"{before['points'] - 900_000:,}")
+    expect(row).to_contain_text("about ")
+    expect(
+        panel.locator("tr", has=page.get_by_role("cell", name="day", exact=True))
+    ).to_contain_text("-900,000")
+    axe(page)
+    shot(page, tmp_path, "reject")
+    go = panel.get_by_role("button", name="Reject", exact=True)
+    expect(go).to_be_disabled()
+    panel.get_by_label("Type rj_1 to confirm").fill("rj_1")
+    go.click()
+    expect(notice(page)).to_contain_text("rj-jump of rj_1 is rejected")
+    expect(page.locator("tr", has_text="rj-jump")).to_have_count(0)
+    # The API afterwards: every board lowered (below the rival), the store equal to the board.
+    deadline = time.monotonic() + 10
+    while ok(httpx.get(week))["points"] != before["points"] - 900_000:
+        assert time.monotonic() < deadline, "the board was not lowered"
+        time.sleep(0.05)
+    after = ok(httpx.get(week))
+    assert after["rank"] > ok(httpx.get(f"{server.url}/v1/boards/week/players/rj_2"))["rank"]
+    # A retry of the match answers the store's totals: the board's, on every board.
+    r = httpx.post(
+        f"{server.url}/v1/matches/rj-jump/results",
+        json={
+            "mode": "default",
+            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended)),
+            "durationSeconds": 300,
+            "results": [jump],
+        },
+        headers={"Authorization": f"Bearer {server.game_key}"},
+    )
+    [totals] = [x["totals"] for x in ok(r)["players"]]
+    for board, total in totals.items():
+        held = ok(httpx.get(f"{server.url}/v1/boards/{board}/players/rj_1"))["points"]
+        assert held == total, (board, held, total)
+    [res] = [
+        x
+        for x in ok(server.admin("GET", "/v1/admin/players/rj_1"))["results"]
+        if x["matchId"] == "rj-jump"
+    ]
+    assert res["rejectedAt"] and res["flag"].startswith("jump")
+    # Again: the same answer, nothing more taken out.
+    path = "/v1/admin/players/rj_1/results/rj-jump/reject"
+    assert ok(server.admin("POST", path))["points"] == 900_000
+    assert ok(httpx.get(week))["points"] == after["points"]
+    # The player's file keeps it, marked.
+    page.locator("tr", has_text="rj_1").first.get_by_role("button", name="rj_1").click()
+    expect(page.locator("tr", has_text="rj-jump")).to_contain_text("rejected")
 
 
 # -- keys ------------------------------------------------------------------------------------

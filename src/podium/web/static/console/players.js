@@ -135,7 +135,8 @@ async function file(root, ctx, playerId) {
   await past(root, boards, playerId);
 
   if (admin) {
-    const flagged = admin.results.filter((r) => r.flag && !r.acceptedAt);
+    const flagged = admin.results.filter((r) => r.flag && !r.acceptedAt && !r.rejectedAt);
+    const flagText = (r) => (r.acceptedAt ? `${r.flag} (accepted ${when(r.acceptedAt)})` : r.rejectedAt ? `${r.flag} (rejected ${when(r.rejectedAt)}: not counted)` : r.flag);
     root.append(
       card(
         "Latest results",
@@ -148,7 +149,7 @@ async function file(root, ctx, playerId) {
             r.mode,
             fmt(r.points),
             when(r.endedAt),
-            r.flag ? el("strong", { class: r.acceptedAt ? null : "state-failed", text: r.acceptedAt ? `${r.flag} (accepted ${when(r.acceptedAt)})` : r.flag }) : "",
+            r.flag ? el("strong", { class: r.acceptedAt || r.rejectedAt ? null : "state-failed", text: flagText(r) }) : "",
             r.metadata ? el("code", { class: "meta", text: JSON.stringify(r.metadata) }) : "",
           ]),
           "no results",
@@ -245,17 +246,25 @@ export async function review(root, ctx, boardName) {
       "aria-label": `Accept ${f.matchId} of ${f.playerId}`,
       onclick: () => deciding.replaceChildren(acceptPanel(ctx, r, f)),
     });
+  const reject = (f) =>
+    el("button", {
+      type: "button",
+      class: "danger",
+      text: "Reject…",
+      "aria-label": `Reject ${f.matchId} of ${f.playerId}`,
+      onclick: (ev) => act(ev.target, async () => deciding.replaceChildren(await rejectPanel(ctx, r, f, boards))),
+    });
   root.append(
     card(
       "Flagged results",
       el("p", {
         class: "help",
-        text: "A flagged result counts until a moderator acts. Accept it when it is fair: it keeps counting and leaves this queue. When the results are not the player's, open the player and ban them (typing their id). Rejecting one result alone is not offered: the API cannot take a result back out of the totals.",
+        text: "A flagged result counts until a moderator acts. Accept it when it is fair: it keeps counting and leaves this queue. Reject it when it is not: its points come back out of every window not frozen yet, and it stays in the player's file, marked. When the results are not the player's at all, open the player and ban them (typing their id).",
       }),
       table(
         `latest flagged results (${r.flagged.length})`,
         ["Player", "Match", "Mode", "Points#", "Ended", "Why", ""],
-        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason, accept(f)]),
+        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason, el("div", { class: "inline" }, accept(f), reject(f))]),
         "nothing flagged",
       ),
       deciding,
@@ -291,4 +300,47 @@ function acceptPanel(ctx, review, f) {
     el("p", { text: `Accepting ${f.matchId} (${fmt(f.points)} points, flagged: ${f.reason}) changes no total: ${standing}. It leaves the review queue; the reason stays in the player's file.` }),
     el("div", { class: "inline" }, go, el("button", { type: "button", text: "Cancel", onclick: (ev) => ev.target.closest("#accept-panel").remove() })),
   );
+}
+// What rejecting a flagged result changes, said before it is done: on each board that counts
+// its mode, the player's points now and after (a sum loses the result's points; a best or a
+// last is recounted from their other results), and on the board under review the rank it
+// would drop to, counted from the top listed there. Confirmed by typing the player's id.
+async function rejectPanel(ctx, review, f, boards) {
+  const counting = boards.filter((b) => !b.groupBy && (!b.modes || b.modes.includes(f.mode)));
+  const found = await Promise.all(counting.map((b) => orWords(call("GET", `/v1/boards/${enc(b.name)}/players/${enc(f.playerId)}`))));
+  const rows = [];
+  counting.forEach((b, i) => {
+    const now = found[i].ok;
+    if (!now) return;
+    const sum = b.aggregate === "sum";
+    const after = sum ? now.points - f.points : null;
+    let drop = "–";
+    if (sum && b.name === review.board) {
+      const others = review.top.filter((e) => e.playerId !== f.playerId);
+      const ahead = others.filter((e) => (b.order === "asc" ? e.points < after : e.points > after)).length;
+      drop = ahead < others.length || others.length < 50 ? `about ${fmt(ahead + 1)}` : `below ${fmt(others.length)}`;
+    }
+    rows.push([b.name, fmt(now.rank), fmt(now.points), sum ? `-${fmt(f.points)}` : "recounted", sum ? fmt(after) : "from their other results", drop]);
+  });
+  const panel = el("div", { class: "stack", id: "reject-panel" });
+  panel.append(
+    table(
+      `what rejecting ${f.matchId} changes on the boards that count ${f.mode}`,
+      ["Board", "Rank now#", "Points now#", "Change#", "Points after#", "Rank after#"],
+      rows,
+      `${f.playerId} is on no board now: the totals of windows not frozen yet are recounted all the same`,
+    ),
+    confirmTyped({
+      what: `Rejecting ${f.matchId} of ${f.playerId} (${fmt(f.points)} points, flagged: ${f.reason}) takes its points back out of every window not frozen yet; the boards follow within moments. The result stays in the player's file, marked rejected; frozen windows keep their final standings.`,
+      expected: f.playerId,
+      button: "Reject",
+      onConfirm: async () => {
+        const a = await call("POST", `/v1/admin/players/${enc(f.playerId)}/results/${enc(f.matchId)}/reject`);
+        await ctx.go("review", review.board);
+        notice(`${f.matchId} of ${f.playerId} is rejected (${when(a.rejectedAt)}): ${fmt(a.points)} points taken out`);
+      },
+    }),
+    el("div", { class: "inline" }, el("button", { type: "button", text: "Cancel", onclick: () => panel.remove() })),
+  );
+  return panel;
 }
