@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 import re
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -434,6 +436,49 @@ def test_keys_are_listed_created_with_the_secret_once_and_revoked(
 
 
 # -- boards and windows ----------------------------------------------------------------------
+
+
+def test_a_rebuild_run_from_the_command_line_is_shown_on_the_boards_page(
+    server: Server, backends: str, page: Any, tmp_path: Path
+) -> None:
+    if not backends:
+        pytest.skip("the in-process index is rebuilt at start: podium rebuild needs Redis")
+    for i in range(3):
+        submit(server, f"up-{i}", [{"playerId": f"up_{i}", "points": 5 + i}])
+    assert server.on_board("up_2")
+    # podium rebuild, a process of its own, as an operator runs it.
+    cfg = str(server.log.parent / "podium.toml")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "podium",
+            "rebuild",
+            "--board",
+            "week",
+            "--grace",
+            "0",
+            "--config",
+            cfg,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    [run, *_] = ok(server.ops("/v1/admin/upkeep"))["running"]  # an ops key reads it
+    assert (run["kind"], run["phase"], run["windowsDone"]) == ("rebuild", "done", 1)
+    assert run["done"] == run["total"] >= 3 and run["windows"][0].startswith("week ")
+    signed_in(page, server, server.admin_key)
+    open_view(page, "boards")
+    card = page.locator("#upkeep")
+    row = card.locator("tr", has_text=f"rebuild of {run['windows'][0]}")
+    expect(row).to_contain_text("done")
+    expect(row).to_contain_text(f"{run['done']:,} of {run['total']:,}")
+    expect(row).to_contain_text("1 of 1")
+    expect(row).to_contain_text(run["startedAt"].replace("T", " ").replace("Z", " UTC"))
+    axe(page)
+    shot(page, tmp_path, "upkeep")
 
 
 def test_a_window_is_frozen_and_its_standings_downloaded(
