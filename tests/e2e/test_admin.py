@@ -557,18 +557,45 @@ def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
     form.get_by_label("Starts at (RFC 3339, UTC)").fill(stamp(now - 60))
     form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now - 120))  # before the start
     form.get_by_label("Attempts that count per player").fill("lots")
+    form.get_by_label("Most entrants").fill("0")
+    form.get_by_label("Metadata (a JSON object)").fill("[1, 2]")
+    form.get_by_label("Order (desc: more points first)").select_option("asc")
+    form.get_by_label("Ties (first to reach, or shared ranks)").select_option("shared")
+    form.get_by_label("Category").fill("weekly")
     form.get_by_role("button", name="Create tournament").click()
     expect(alert(page)).to_contain_text("(422)")
-    expect(alert(page).locator("li").first).to_contain_text("maxAttempts")
+    expect(alert(page)).to_contain_text("maxAttempts")
+    # Each field at fault marked where it is typed, in the API's words.
+    for label in ("Attempts that count per player", "Most entrants", "Metadata (a JSON object)"):
+        box = form.get_by_label(label)
+        expect(box).to_have_attribute("aria-invalid", "true")
+        said = page.locator(f"#{box.get_attribute('aria-describedby')}")
+        expect(said).not_to_be_empty()
+    expect(form.get_by_label("Title")).not_to_have_attribute("aria-invalid", "true")
     assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
+    axe(page)
     form.get_by_label("Attempts that count per player").fill("3")
+    form.get_by_label("Most entrants").fill("50")
+    form.get_by_label("Metadata (a JSON object)").fill('{"prize": "<b>skin</b>"}')
     form.get_by_role("button", name="Create tournament").click()
     expect(alert(page)).to_contain_text("endsAt")
+    ends = form.get_by_label("Ends at (RFC 3339, UTC)")
+    expect(ends).to_have_attribute("aria-invalid", "true")  # a rule no schema states
+    expect(page.locator("#tournament-endsAt-error")).to_contain_text("after startsAt")
+    expect(form.get_by_label("Attempts that count per player")).not_to_have_attribute(
+        "aria-invalid", "true"
+    )
     assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
-    form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now + 3600))
+    ends.fill(stamp(now + 3600))
     form.get_by_role("button", name="Create tournament").click()
     expect(notice(page)).to_contain_text("cup-1 is made (live)")
-    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["maxAttempts"] == 3
+    made = ok(httpx.get(server.url + "/v1/tournaments/cup-1"))
+    assert (made["maxAttempts"], made["maxEntrants"], made["category"]) == (3, 50, "weekly")
+    assert (made["order"], made["ties"], made["metadata"]) == (
+        "asc",
+        "shared",
+        {"prize": "<b>skin</b>"},
+    )
     for p in ("cup_a", "cup_b"):
         r = httpx.post(
             f"{server.url}/v1/tournaments/cup-1/entrants",
