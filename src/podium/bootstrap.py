@@ -57,6 +57,7 @@ from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
 from podium.workers import mender, replay, roles
@@ -519,7 +520,10 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     # A shared index is rebuilt beside its live generation; the in-process one in place.
     beside = None
     if not topo.in_process_index:
-        beside = partial(GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock)
+        told = None if parts.upkeep is None else partial(Published, parts.upkeep, clock)
+        beside = partial(
+            GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock, told=told
+        )
     podium = Service.wire(
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
         beside=beside,

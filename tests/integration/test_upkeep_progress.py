@@ -116,3 +116,18 @@ async def test_a_running_rebuild_is_seen_by_every_api_process(api: Api) -> None:
 
 def _epoch(text: str) -> float:
     return time.mktime(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+
+
+@pytest.mark.parametrize("config_kind", ["production"], indirect=True)
+async def test_a_rebuild_the_service_asks_for_tells_its_progress_too(api: Api) -> None:
+    """The mender's refill of an index that lost its data goes through ``Rebuilds.rebuild``
+    (one window at a time, beside the live one): each tells how far it is, as the command."""
+    for i in range(3):
+        assert (await api.submit(f"m{i}", [(f"p{i}", 5)])).status_code == 200
+    await api.settle()
+    boards = api.podium.boards
+    window = boards.window(boards.board("week"), None)
+    assert await api.podium.rebuilds.rebuild("week", window.id) == 3
+    [run] = await _upkeep(api, api.admin_key)
+    assert (run["kind"], run["phase"], run["windows"]) == ("rebuild", "done", [f"week {window.id}"])
+    assert (run["done"], run["total"], run["windowsDone"]) == (3, 3, 1)

@@ -29,6 +29,7 @@ import secrets
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -131,8 +132,12 @@ class GaplessRebuild:
         clock: Clock,
         changed: Changed,
         replay: Callable[[float], Awaitable[int]] | None = None,
+        told: Callable[[Sequence[Target]], AbstractAsyncContextManager[Progress]] | None = None,
     ) -> None:
         self.settings = settings
+        # how a rebuild ``one`` asks for (the mender's) tells every process how far it is
+        # (``progress.py``); ``podium rebuild`` wraps its own bar the same way
+        self.told = told
         self.store = store
         self.index = index
         self.live = live
@@ -216,7 +221,12 @@ class GaplessRebuild:
         """One window as ``Rebuilds.rebuild`` asks for it on a shared index: switched with
         no grace and not compared (the operator's ``podium rebuild`` asks for both through
         ``run``); how many entries."""
-        [done] = await self.run([Target(spec, window)], grace_s=0.0, compared=False)
+        targets = [Target(spec, window)]
+        if self.told is None:
+            [done] = await self.run(targets, grace_s=0.0, compared=False)
+            return done.members
+        async with self.told(targets) as progress:
+            [done] = await self.run(targets, grace_s=0.0, compared=False, progress=progress)
         return done.members
 
     async def _keep(self, targets: Sequence[Target], token: str, lost: list[BoardKey]) -> None:
