@@ -199,6 +199,9 @@ async def test_a_rejected_flag_is_recounted_out_of_every_open_window_once(
         ("week", 15, after[("week", week)].version, True, False),
     }
     # Kept for the record, out of the review list; the other player's flag stays there.
+    # No history of the player's for the jump rule any more: their recent points leave it out.
+    got = await contract.read(store, "m9", ["p1"], "ranked", 5, None)
+    assert got.recent_points["p1"] == [5, 10]
     [_, m2, m1] = await store.recent_results("p1", 10)
     assert (m1.flag, m1.rejected_at, m2.rejected_at) == ("jump", NOW + 10, None)
     assert [(f.player_id, f.match_id) for f in await store.flagged(None, 10)] == [("p2", "m1")]
