@@ -180,8 +180,16 @@ async def test_a_rejected_flag_is_recounted_out_of_every_open_window_once(
     before = {(s.board, s.window): s.tally for s in await store.player_standings("p1")}
     await store.claim_changes(100, 1000.0, NOW)  # the records' own rows, out of the way
 
+    # A preview: the same recounts, nothing written.
+    seen = await store.reject_flag("p1", "m1", NOW + 5, [DAY, WEEK], preview=True)
+    assert (seen.applied, seen.points) == (False, 90)
+    assert {(s.board, s.window): s.tally for s in await store.player_standings("p1")} == before
+    assert await store.claim_changes(100, 1000.0, NOW + 1) == []
+    assert [f.match_id for f in await store.flagged(None, 10) if f.player_id == "p1"] == ["m1"]
+
     done = await store.reject_flag("p1", "m1", NOW + 10, [DAY, WEEK])
-    assert (done.rejected_at, done.points) == (NOW + 10, 90)
+    assert (done.rejected_at, done.points, done.applied) == (NOW + 10, 90, True)
+    assert done.recounts == seen.recounts
     day, week = (f"{t.window}" for t, _ in targets(T0 + 100))
     assert {(r.board, r.window, r.after.total if r.after else None) for r in done.recounts} == {
         ("day", day, 10),

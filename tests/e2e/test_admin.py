@@ -332,11 +332,17 @@ def test_a_rejected_flag_is_explained_confirmed_and_its_points_leave_every_board
     # Said first: the points each board loses, and the rank it drops to on this one.
     row = panel.locator("tr", has=page.get_by_role("cell", name="week", exact=True))
     expect(row).to_contain_text("-900,000")
+    expect(row).to_contain_text(f"{before['points']:,}")
     expect(row).to_contain_text(f"{before['points'] - 900_000:,}")
-    expect(row).to_contain_text("about ")
+    top = ok(httpx.get(f"{server.url}/v1/boards/week?limit=50"))["entries"]
+    ahead = [e for e in top if e["playerId"] != "rj_1" and e["points"] > before["points"] - 900_000]
+    expect(row).to_contain_text(f"about {len(ahead) + 1}")  # below the rival at least
+    assert len(ahead) >= 1
     expect(
         panel.locator("tr", has=page.get_by_role("cell", name="day", exact=True))
     ).to_contain_text("-900,000")
+    # Asking changed nothing.
+    assert ok(httpx.get(week))["points"] == before["points"]
     axe(page)
     shot(page, tmp_path, "reject")
     go = panel.get_by_role("button", name="Reject", exact=True)

@@ -132,9 +132,22 @@ async def test_a_rejected_flag_takes_its_points_off_every_board_once(api: Api) -
     problem(await api.client.post(path, headers=api.auth()), 403)
     r = await api.client.post("/v1/admin/keys", json={"name": "o", "scope": "ops"}, headers=admin)
     problem(await api.client.post(path, headers=api.auth(r.json()["secret"])), 403)
+    # Said first, and nothing changed by saying it.
+    r = await api.client.get(path, headers=admin)
+    assert r.status_code == 200, r.text
+    preview = r.json()
+    assert (preview["points"], preview["rejectedAt"]) == (900_000, None)
+    windows = {c["board"]: (c["before"], c["after"]) for c in preview["recounts"]}
+    assert {b: windows[b] for b in boards} == {
+        b: (before[b]["points"], before[b]["points"] - 900_000) for b in boards
+    }
+    problem(await api.client.get(path, headers=api.auth()), 403)
+    assert (await api.client.get(path, headers=admin)).json() == preview
     r = await api.client.post(path, headers=admin)
     assert r.status_code == 200, r.text
     rejected = r.json()
+    after = (await api.client.get(path, headers=admin)).json()
+    assert (after["rejectedAt"], after["recounts"]) == (rejected["rejectedAt"], [])
     assert (rejected["playerId"], rejected["matchId"], rejected["points"]) == (
         "p1",
         "jump",
@@ -157,6 +170,8 @@ async def test_a_rejected_flag_takes_its_points_off_every_board_once(api: Api) -
     problem(await api.client.post(path.replace("reject", "accept"), headers=admin), 409)
     # What cannot be rejected: nothing there, not flagged; each changes nothing.
     problem(await api.client.post("/v1/admin/players/p1/results/none/reject", headers=admin), 404)
+    problem(await api.client.get("/v1/admin/players/p1/results/none/reject", headers=admin), 404)
+    problem(await api.client.get("/v1/admin/players/p1/results/h0/reject", headers=admin), 409)
     refused = problem(
         await api.client.post("/v1/admin/players/p1/results/h0/reject", headers=admin), 409
     )

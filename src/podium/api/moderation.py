@@ -181,3 +181,50 @@ async def reject_flag(request: Request, playerId: PlayerId, matchId: MatchId) ->
     return RejectedOut(
         playerId=playerId, matchId=matchId, rejectedAt=to_rfc3339(r.rejected_at), points=r.points
     )
+
+
+class RecountOut(BaseModel):
+    board: str
+    window: str
+    before: int = Field(description="the player's total there now")
+    after: int | None = Field(description="without the result; null: they leave the window")
+
+
+class RejectionOut(BaseModel):
+    playerId: str
+    matchId: str
+    points: int = Field(description="the result's points")
+    rejectedAt: str | None = Field(
+        None, description="when it was rejected, if it was already (then nothing changes)"
+    )
+    recounts: list[RecountOut] = Field(
+        description="each open window it counts in, the total now and after a reject"
+    )
+
+
+@router.get(
+    "/v1/admin/players/{playerId}/results/{matchId}/reject",
+    response_model=RejectionOut,
+    responses=responses(401, 403, 404, 409, 422, 503),
+)
+async def preview_reject(request: Request, playerId: PlayerId, matchId: MatchId) -> RejectionOut:
+    """What rejecting a flagged result would change, and nothing changed: each open window
+    it counts in, with the player's total now and after (recounted from their other
+    results). Refused as the reject would be (404, 409); a result rejected already answers
+    its ``rejectedAt`` and no recount."""
+    r = await _podium(request).search.preview_reject(playerId, matchId)
+    return RejectionOut(
+        playerId=playerId,
+        matchId=matchId,
+        points=r.points,
+        rejectedAt=None if not r.applied else to_rfc3339(r.rejected_at),
+        recounts=[
+            RecountOut(
+                board=c.board,
+                window=c.window,
+                before=c.before.total,
+                after=None if c.after is None else c.after.total,
+            )
+            for c in r.recounts
+        ],
+    )

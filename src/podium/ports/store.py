@@ -354,6 +354,7 @@ class Rejected:
     rejected_at: float
     points: int
     recounts: list[Recount] = field(default_factory=list)
+    applied: bool = True  # False: a preview, nothing written (``rejected_at`` is its time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,14 +385,21 @@ class Moderation(Protocol):
         ...
 
     async def reject_flag(
-        self, player_id: str, match_id: str, now: float, specs: Sequence[BoardSpec]
+        self,
+        player_id: str,
+        match_id: str,
+        now: float,
+        specs: Sequence[BoardSpec],
+        preview: bool = False,
     ) -> Rejected:
         """Reject a flagged result, in one transaction: it is marked rejected (kept, for the
         record; out of ``flagged``'s list) and every open tally it counted in on these
         boards is recounted without it (``domain/rejection.py``), each recount an outbox
         row marked ``replaces`` (a removal where nothing else counts). Again is the first
         answer and changes nothing. ``NotFound`` for no such result, ``Conflict`` for one
-        never flagged or already accepted; a rejected one refuses ``accept_flag`` (``Conflict``)."""
+        never flagged or already accepted; a rejected one refuses ``accept_flag`` (``Conflict``).
+        With ``preview``, the same checks and recounts, and nothing written (``applied`` is
+        False then, unless it was rejected already)."""
         ...
 
 

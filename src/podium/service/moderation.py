@@ -48,6 +48,16 @@ class PlayerSearch:
                 raise InvalidInput(why)
         return await self.store.reject_flag(player_id, match_id, self.clock.now(), self.boards)
 
+    async def preview_reject(self, player_id: str, match_id: str) -> Rejected:
+        """What a reject would change now, each tally's total before and after, and nothing
+        written: the console says it before the moderator confirms. Refused as the reject
+        would be; a result rejected already answers its time and no change."""
+        for field, value in (("playerId", player_id), ("matchId", match_id)):
+            if why := id_problem(field, value):
+                raise InvalidInput(why)
+        now = self.clock.now()
+        return await self.store.reject_flag(player_id, match_id, now, self.boards, preview=True)
+
     async def accept(self, player_id: str, match_id: str) -> float:
         """A moderator accepts a flagged result: it keeps counting (as it did) and leaves
         the review queue; when it was accepted (the first time, for a second accept)."""

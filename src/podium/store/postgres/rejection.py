@@ -29,7 +29,12 @@ def _counted(r: Row) -> Counted:
 
 class Rejections(Database):
     async def reject_flag(
-        self, player_id: str, match_id: str, now: float, specs: Sequence[BoardSpec]
+        self,
+        player_id: str,
+        match_id: str,
+        now: float,
+        specs: Sequence[BoardSpec],
+        preview: bool = False,
     ) -> Rejected:
         by_name = {s.name: s for s in specs}
 
@@ -89,6 +94,8 @@ class Rejections(Database):
                     )
                 ]
             recounts = plan_reject(result, by_name, tallies, others, frozen)
+            if preview:
+                return Rejected(now, result.points, recounts, applied=False)
             for rc in recounts:
                 at = (rc.board, rc.window, player_id)
                 if rc.after is None:

@@ -97,8 +97,13 @@ class Players(ProfilesFromVersions, Part):
         )
 
     async def reject_flag(
-        self, player_id: str, match_id: str, now: float, specs: Sequence[BoardSpec]
+        self,
+        player_id: str,
+        match_id: str,
+        now: float,
+        specs: Sequence[BoardSpec],
+        preview: bool = False,
     ) -> Rejected:
         return await self.router.routed(
-            player_id, lambda db: db.reject_flag(player_id, match_id, now, specs)
+            player_id, lambda db: db.reject_flag(player_id, match_id, now, specs, preview)
         )

@@ -238,6 +238,7 @@ export async function review(root, ctx, boardName) {
   root.append(card("Review before prizes", el("div", { class: "inline" }, el("label", { for: "review-board", text: "Board" }), select)));
   if (!chosen) return;
   const r = await call("GET", "/v1/admin/review", { query: { board: chosen, top: 50 } });
+  r.order = (plain.find((b) => b.name === chosen) || {}).order; // for the rank a reject drops to
   const deciding = el("div");
   const accept = (f) =>
     el("button", {
@@ -252,7 +253,7 @@ export async function review(root, ctx, boardName) {
       class: "danger",
       text: "Reject…",
       "aria-label": `Reject ${f.matchId} of ${f.playerId}`,
-      onclick: (ev) => act(ev.target, async () => deciding.replaceChildren(await rejectPanel(ctx, r, f, boards))),
+      onclick: (ev) => act(ev.target, async () => deciding.replaceChildren(await rejectPanel(ctx, r, f))),
     });
   root.append(
     card(
@@ -301,41 +302,42 @@ function acceptPanel(ctx, review, f) {
     el("div", { class: "inline" }, go, el("button", { type: "button", text: "Cancel", onclick: (ev) => ev.target.closest("#accept-panel").remove() })),
   );
 }
-// What rejecting a flagged result changes, said before it is done: on each board that counts
-// its mode, the player's points now and after (a sum loses the result's points; a best or a
-// last is recounted from their other results), and on the board under review the rank it
-// would drop to, counted from the top listed there. Confirmed by typing the player's id.
-async function rejectPanel(ctx, review, f, boards) {
-  const counting = boards.filter((b) => !b.groupBy && (!b.modes || b.modes.includes(f.mode)));
-  const found = await Promise.all(counting.map((b) => orWords(call("GET", `/v1/boards/${enc(b.name)}/players/${enc(f.playerId)}`))));
-  const rows = [];
-  counting.forEach((b, i) => {
-    const now = found[i].ok;
-    if (!now) return;
-    const sum = b.aggregate === "sum";
-    const after = sum ? now.points - f.points : null;
-    let drop = "–";
-    if (sum && b.name === review.board) {
-      const others = review.top.filter((e) => e.playerId !== f.playerId);
-      const ahead = others.filter((e) => (b.order === "asc" ? e.points < after : e.points > after)).length;
-      drop = ahead < others.length || others.length < 50 ? `about ${fmt(ahead + 1)}` : `below ${fmt(others.length)}`;
-    }
-    rows.push([b.name, fmt(now.rank), fmt(now.points), sum ? `-${fmt(f.points)}` : "recounted", sum ? fmt(after) : "from their other results", drop]);
-  });
+// What rejecting a flagged result changes, said before it is done, as the API recounts it
+// (GET .../reject: nothing changed by asking): each open window it counts in, the player's
+// points now and after, and on the board under review the rank they would drop to, counted
+// from the top listed there. Confirmed by typing the player's id.
+async function rejectPanel(ctx, review, f) {
+  const base = `/v1/admin/players/${enc(f.playerId)}/results/${enc(f.matchId)}/reject`;
+  const plan = await call("GET", base);
+  const rankAfter = (c) => {
+    if (c.board !== review.board || c.window !== review.window || c.after === null) return "–";
+    const others = review.top.filter((e) => e.playerId !== f.playerId);
+    const asc = review.order === "asc";
+    const ahead = others.filter((e) => (asc ? e.points < c.after : e.points > c.after)).length;
+    return ahead < others.length || others.length < 50 ? `about ${fmt(ahead + 1)}` : `below ${fmt(others.length)}`;
+  };
+  const rows = plan.recounts.map((c) => [
+    c.board,
+    c.window,
+    fmt(c.before),
+    c.after === null ? "leaves the window" : fmt(c.after),
+    c.after === null ? `-${fmt(c.before)}` : fmt(c.after - c.before),
+    rankAfter(c),
+  ]);
   const panel = el("div", { class: "stack", id: "reject-panel" });
   panel.append(
     table(
-      `what rejecting ${f.matchId} changes on the boards that count ${f.mode}`,
-      ["Board", "Rank now#", "Points now#", "Change#", "Points after#", "Rank after#"],
+      `what rejecting ${f.matchId} changes`,
+      ["Board", "Window", "Points now#", "Points after#", "Change#", "Rank after#"],
       rows,
-      `${f.playerId} is on no board now: the totals of windows not frozen yet are recounted all the same`,
+      `no open window counts it: ${f.playerId}'s totals stay as they are`,
     ),
     confirmTyped({
-      what: `Rejecting ${f.matchId} of ${f.playerId} (${fmt(f.points)} points, flagged: ${f.reason}) takes its points back out of every window not frozen yet; the boards follow within moments. The result stays in the player's file, marked rejected; frozen windows keep their final standings.`,
+      what: `Rejecting ${f.matchId} of ${f.playerId} (${fmt(f.points)} points, flagged: ${f.reason}) takes it back out of every window not frozen yet, as listed; the boards follow within moments. The result stays in the player's file, marked rejected; frozen windows keep their final standings.`,
       expected: f.playerId,
       button: "Reject",
       onConfirm: async () => {
-        const a = await call("POST", `/v1/admin/players/${enc(f.playerId)}/results/${enc(f.matchId)}/reject`);
+        const a = await call("POST", base);
         await ctx.go("review", review.board);
         notice(`${f.matchId} of ${f.playerId} is rejected (${when(a.rejectedAt)}): ${fmt(a.points)} points taken out`);
       },
