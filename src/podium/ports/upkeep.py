@@ -8,7 +8,7 @@ long; a finished one stays a minute, to be seen done.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -29,7 +29,6 @@ class Running:
     shards_from: int | None = None  # a reshard's count before
     shards_to: int | None = None  # and after
     detail: str | None = None  # the last thing the run said, or why it failed
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class UpkeepRecords(Protocol):

@@ -6,14 +6,16 @@ with no run holds nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import Any
 
 from podium.index.redis.errors import translated
 from podium.ports.upkeep import Running, UpkeepRecords
 
 KEEP_S = 60  # the hash outlives its last write by this much
+KNOWN = [f.name for f in fields(Running)]
 
 
 class RedisUpkeep(UpkeepRecords):
@@ -39,9 +41,11 @@ class RedisUpkeep(UpkeepRecords):
             held = await self._r.hgetall(self.key)
         out = []
         for v in held.values():
-            found = json.loads(v)
-            if found["until"] > now:
-                out.append(Running(**found["run"]))
+            # A field another version of podium wrote is read for what this one knows of it.
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                found = json.loads(v)
+                if found["until"] > now:
+                    out.append(Running(**{k: found["run"][k] for k in KNOWN if k in found["run"]}))
         return sorted(out, key=lambda r: -r.started_at)
 
 
