@@ -34,6 +34,7 @@ from podium.domain.boards import Below, BoardSpec, Ties
 from podium.domain.changes import Changes, widened
 from podium.domain.histogram import Estimate
 from podium.domain.snapshot import Snapshot
+from podium.errors import IndexUnavailable
 from podium.ports import (
     Around,
     BoardKey,
@@ -80,6 +81,7 @@ class SnapshotRanks:
             2 * SNAPSHOTS_HELD, HOLD_S, clock.now
         )
         self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
+        self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
         # every shard's tallies, one read shared by the readers that asked before it began
         self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
@@ -91,6 +93,7 @@ class SnapshotRanks:
         publishes a newer one, this process's reads count on the shards."""
         self._held.clear()
         self._stamps.clear()
+        self._seen.clear()
         if changed_at is not None:
             self._not_before = max(self._not_before, changed_at)
 
@@ -105,10 +108,22 @@ class SnapshotRanks:
     async def stamp(self, key: BoardKey) -> bytes | None:
         """The board window's snapshot's stamp as this process last asked (at most
         ``STAMP_S`` ago): what a page read from the snapshot is held by (``Reads.page``)."""
-        return await self._stamps.get_or_load(key, lambda: self.snapshots.stamp(key))
+        try:
+            stamp = await self._stamps.get_or_load(key, lambda: self.snapshots.stamp(key))
+        except IndexUnavailable:
+            # The index out: the stamp last seen, so that the snapshot held with it is
+            # served until HOLD_S, as without stamps (then the read of it fails too).
+            if key not in self._seen:
+                raise
+            return self._seen.get(key)
+        self._seen.put(key, stamp)
+        return stamp
 
     async def version(self, key: BoardKey) -> bytes | None:
-        return await self.stamp(key)
+        try:
+            return await self.stamp(key)
+        except IndexUnavailable:
+            return None  # the page's own read says what it can serve (its last one)
 
     async def _read(self, key: BoardKey) -> Snapshot | None:
         data = await self.snapshots.read(key)
