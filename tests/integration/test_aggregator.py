@@ -362,3 +362,34 @@ async def test_a_snapshot_carries_the_tallies_its_counts_hold() -> None:
     assert snap.histogram is not None and snap.histogram.newest == spec.codec.encode(
         0, int(clock.t) - w.start
     )
+
+
+async def test_each_shard_is_read_as_deep_as_the_top_reaches_and_the_top_stays_exact() -> None:
+    """After the first cycle each shard's top is read only as deep as it reached into the
+    merged top (and a margin); a shard that comes to hold more of the top than that (here a
+    crowd of new leaders on one shard, then on another) is read again, fully, in the same
+    cycle: every snapshot's top is the exact merged top."""
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock, exact_top=600)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 4000)
+    rng = random.Random(3)
+    for step in range(6):
+        assert await agg.step() == 1
+        snap = await snapshot_of(snaps, key)
+        assert list(snap.top) == in_board_order(board.items(), True)[:600], step
+        depths = agg._boards[key].depths
+        assert depths is not None and all(d < 600 for d in depths), depths
+        # New leaders, all on one shard: more of the top than its depth reaches.
+        shard = step % 4
+        crowd: dict[str, int] = {}
+        while len(crowd) < 300:
+            m = f"n{step}_{rng.randrange(10**6):06d}"
+            if split.shard_of(m) == shard:
+                crowd[m] = 2000 + rng.randrange(1000)
+        await split.write(key, list(crowd.items()), descending=True, expire_at=None)
+        board.update(crowd)
+        clock.t += 1

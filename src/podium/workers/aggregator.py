@@ -37,7 +37,7 @@ from itertools import islice
 
 from podium import metrics
 from podium.config.settings import Settings
-from podium.domain.boards import Below, BoardSpec, merge_in_board_order
+from podium.domain.boards import Below, BoardSpec, board_key, merge_in_board_order
 from podium.domain.changes import Changes
 from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
 from podium.domain.snapshot import Snapshot
@@ -60,6 +60,11 @@ REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward th
 # most once every REPLAN_MIN_S.
 REPLAN_MIN_S = 10.0
 DRIFT_MIN = 64
+# Each shard's top is read as deep as it reached into the last merged top, an eighth more and
+# this many rows more (a shard that turns out to hold more of it is read again, fully): at
+# 10 million players and an exact top of 10,000 on 16 shards, about 12,000 rows a cycle
+# instead of 160,000.
+DEPTH_MARGIN = 64
 
 
 @dataclass
@@ -73,6 +78,7 @@ class _Part:
     counts: list[int]
     last: int | None  # the score of the shard's last row
     changes: dict[str, int]  # the shard's tallies of writes, read before its counts
+    depth: int = 0  # how many rows of its top were asked for
 
 
 @dataclass
@@ -86,6 +92,7 @@ class _Board:
     total: int = 0  # members at the last cycle
     planned_counts: tuple[int, ...] | None = None  # the first counts after the plan
     planned_total: int = 0  # members when the boundaries were placed
+    depths: list[int] | None = None  # how deep to read each shard's top next cycle
     planning: asyncio.Task[tuple[tuple[int, ...], int]] | None = None  # a plan running
     planning_at: float = 0.0  # when it began
 
@@ -154,8 +161,12 @@ class Aggregator:
         now = self.clock.now()
         await self._replan(spec, key, board, shards, now)
         desc = spec.order == "desc"
+        depths = board.depths or [spec.exact_top] * len(shards)
         answers = await asyncio.gather(
-            *(self._read(s, key, spec.exact_top, board.bounds, desc) for s in shards),
+            *(
+                self._read(s, key, d, board.bounds, desc)
+                for s, d in zip(shards, depths, strict=True)
+            ),
             return_exceptions=True,
         )
         for i, answer in enumerate(answers):
@@ -175,9 +186,16 @@ class Aggregator:
             if isinstance(answer, BaseException):
                 raise answer
             rows, count, counts, last, tally = answer
-            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last, tally)
+            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last, tally, depths[i])
+        try:
+            top = await self._merged(spec, key, board, shards, desc)
+        except Unavailable as e:
+            log.warning(
+                "%s/%s: a shard's top unavailable (%s): not published", key.board, key.window, e
+            )
+            metrics.AGGREGATOR_SKIPPED.labels(spec.name).inc()
+            return False
         parts = [p for p in board.parts if p is not None]
-        top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), spec.exact_top))
         total = sum(p.count for p in parts)
         board.total = total
         if board.bounds and all(p.bounds == board.bounds for p in parts):
@@ -201,6 +219,47 @@ class Aggregator:
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
         return kept
+
+    async def _merged(
+        self,
+        spec: BoardSpec,
+        key: BoardKey,
+        board: _Board,
+        shards: Sequence[ShardIndex],
+        desc: bool,
+    ) -> tuple[tuple[str, int], ...]:
+        """The merged exact top. Each shard was read only as deep as it reached into the
+        last merged top, and ``DEPTH_MARGIN`` more: a shard whose last row read is ahead
+        of the merged top's last row (or a top short of ``exact_top``) may hold more of it,
+        and is read again to the full depth. Then each shard's depth for the next cycle."""
+        k = spec.exact_top
+        while True:
+            parts = [p for p in board.parts if p is not None]
+            top = tuple(islice(merge_in_board_order((p.rows for p in parts), desc), k))
+            cut = board_key(*top[-1]) if len(top) == k else None
+            short = [
+                i
+                for i, p in enumerate(board.parts)
+                if p is not None
+                and p.depth < k
+                and len(p.rows) >= p.depth
+                and (cut is None or _ahead(board_key(*p.rows[-1]), cut, desc))
+            ]
+            if not short:
+                break
+            rows = await asyncio.gather(
+                *(shards[i].page(key, 0, k - 1, descending=desc) for i in short)
+            )
+            for i, got in zip(short, rows, strict=True):
+                part = board.parts[i]
+                assert part is not None
+                part.rows, part.depth = got, k
+        owner = {p: i for i, part in enumerate(board.parts) if part for p, _ in part.rows}
+        reach = [0] * len(board.parts)
+        for member, _ in top:
+            reach[owner[member]] += 1
+        board.depths = [min(k, n + n // 8 + DEPTH_MARGIN) for n in reach]
+        return top
 
     async def _read(
         self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
@@ -303,6 +362,11 @@ class Aggregator:
             max_bounds=self.max_bounds,
         )
         return bounds, total
+
+
+def _ahead(a: tuple[int, bytes], b: tuple[int, bytes], desc: bool) -> bool:
+    """Row key ``a`` comes before ``b`` in board order."""
+    return a > b if desc else a < b
 
 
 def _drop(board: _Board) -> None:
