@@ -95,6 +95,7 @@ class Run:
     probes: list[Probe] = field(default_factory=list)
     load_acked: int = 0
     load_failed: int = 0
+    reads: dict[str, list[float]] = field(default_factory=lambda: {"rank": [], "page": []})
 
 
 def _config(env: Any, shards: int) -> None:
@@ -266,10 +267,12 @@ class Bench:
 
     async def _get(self, n: int, path: str) -> Any:
         c = self.apis[n % len(self.apis)]
+        t0 = time.monotonic()
         try:
             got = await c.get(path)
         except httpx.HTTPError:
             return None
+        self.run.reads["page" if "?limit" in path else "rank"].append(time.monotonic() - t0)
         return got.json() if got.status_code == 200 else None
 
     async def _page(self, p: Probe) -> None:
@@ -362,6 +365,9 @@ def report(run: Run) -> dict[str, Any]:
             f"{_fig(page) if page else '-'} | reads with the points and a rank off: {misses}"
         )
         out[kind] = {"board": cols[0], "points": cols[1], "rank": cols[2], "page": page}
+    for what, took in run.reads.items():
+        print(f"the probes' reads of the {what}, each: {_fig(list(took))}")
+    out["reads"] = run.reads
     return out
 
 
