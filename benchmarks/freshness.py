@@ -86,6 +86,8 @@ class Probe:
     points_seen: float | None = None
     rank: float | None = None
     page: float | None = None
+    page_sent: float | None = None  # when the read that first showed it was sent
+    rank_sent: float | None = None
     misses: int = 0  # reads that showed the new points with a rank not holding the true one
 
 
@@ -247,6 +249,7 @@ class Bench:
             if p.points_seen is not None:
                 score = await self.r.zscore(self.shard_key(p.player), p.player)
                 a0 = await self.ahead(score) if score is not None else None
+            sent = time.monotonic() - p.acked
             body = await self._get(n, f"/v1/boards/{BOARD}/players/{p.player}?neighbors=2")
             now = time.monotonic() - p.acked
             if body is not None and body["points"] == p.points:
@@ -258,7 +261,7 @@ class Bench:
                     low = body.get("rankLow", body["rank"])
                     high = body.get("rankHigh", body["rank"])
                     if low <= a1 + 1 and high >= a0 + 1:
-                        p.rank = now
+                        p.rank, p.rank_sent = now, sent
                         return
                     p.misses += 1
                     if os.environ.get("FRESH_DEBUG") and p.misses == 1:
@@ -290,10 +293,11 @@ class Bench:
                     continue
                 offset = (await self.ahead(score)) // 100 * 100
             n += 1
+            sent = time.monotonic() - p.acked
             body = await self._get(n, f"/v1/boards/{BOARD}?limit=100&offset={offset}")
             rows = body["entries"] if body is not None else []
             if any(e["playerId"] == p.player and e["points"] == p.points for e in rows):
-                p.page = time.monotonic() - p.acked
+                p.page, p.page_sent = time.monotonic() - p.acked, sent
                 return
             await asyncio.sleep(POLL_S)
 
@@ -365,6 +369,13 @@ def report(run: Run) -> dict[str, Any]:
             f"{_fig(page) if page else '-'} | reads with the points and a rank off: {misses}"
         )
         out[kind] = {"board": cols[0], "points": cols[1], "rank": cols[2], "page": page}
+    ps = run.probes
+    print(
+        "sent, not answered (the read that showed it, from its sending: less its own time): "
+        f"rank {_fig([p.rank_sent for p in ps])}, "
+        f"top page {_fig([p.page_sent for p in ps if p.kind != 'below'])}"
+    )
+    out["sent"] = {"rank": [p.rank_sent for p in ps], "page": [p.page_sent for p in ps]}
     for what, took in run.reads.items():
         print(f"the probes' reads of the {what}, each: {_fig(list(took))}")
     out["reads"] = run.reads
