@@ -61,6 +61,7 @@ from _harness import (
     install_sigterm,
     machine_line,
     make_env,
+    proc_cpu,
     quantile,
     rfc3339_now,
 )
@@ -97,6 +98,7 @@ class Run:
     probes: list[Probe] = field(default_factory=list)
     load_acked: int = 0
     load_failed: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)  # each process's CPU s a second
     reads: dict[str, list[float]] = field(default_factory=lambda: {"rank": [], "page": []})
 
 
@@ -331,8 +333,13 @@ def _fleet_run(label: str, src: str, args: argparse.Namespace) -> Run:
             bench.headers = headers
             try:
                 await asyncio.sleep(3.0)  # the first snapshots
-                until = time.monotonic() + args.seconds
+                cpu0 = {n: proc_cpu(p.popen.pid) for n, p in fleet.procs.items()}
+                t0 = time.monotonic()
+                until = t0 + args.seconds
                 await asyncio.gather(bench.load(args.rate, until), bench.probes(args.probes, until))
+                took = time.monotonic() - t0
+                for n, p in fleet.procs.items():
+                    run.cpu[n] = (proc_cpu(p.popen.pid) - cpu0[n]) / took
             finally:
                 await bench.close()
 
@@ -379,6 +386,9 @@ def report(run: Run) -> dict[str, Any]:
     for what, took in run.reads.items():
         print(f"the probes' reads of the {what}, each: {_fig(list(took))}")
     out["reads"] = run.reads
+    cpu = ", ".join(f"{n} {c:.2f}" for n, c in run.cpu.items())
+    print(f"CPU of each process, s a second: {cpu}")
+    out["cpu"] = run.cpu
     return out
 
 
