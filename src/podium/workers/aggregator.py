@@ -144,11 +144,12 @@ class Aggregator:
         if self.fence is None:
             self._drop_all()  # a standby starts afresh when it takes over
             return 0
-        published = 0
-        for spec, w in self.live(now):
-            if await self.cycle(spec, w, self.fence):
-                published += 1
-        return published
+        # Every live board window at once: a snapshot waits on its own shards' answers, not on
+        # the other windows' cycles before it (a split board's freshness is a period and a
+        # cycle, issue 34).
+        fence = self.fence
+        kept = await asyncio.gather(*(self.cycle(spec, w, fence) for spec, w in self.live(now)))
+        return sum(kept)
 
     async def cycle(self, spec: BoardSpec, w: Window, fence: int) -> bool:
         key = BoardKey(spec.name, w.id)
