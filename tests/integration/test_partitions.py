@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -26,7 +27,12 @@ from tests.redis_server import RedisServer
 
 RATE = 20.0  # matches a second, all game servers together
 SENDERS = 4
-FROZEN_S = 30.0
+# The issue's durations with PODIUM_FAULTS=full; CI runs the short version.
+FULL = os.environ.get("PODIUM_FAULTS") == "full"
+FROZEN_S = 30.0 if FULL else 10.0
+SLOW_S = 60.0 if FULL else 15.0  # how long every link is slow and lossy
+DELAY_S = 0.2  # each way, on every link
+LOSS_PERCENT = 5
 CUT_LEASES = 5  # how long a worker is cut off, in leases
 GRACE_S = 10  # how long the one-minute window of the clock test takes late results
 SKEW_S = 5.0
@@ -45,6 +51,8 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
             skews={"worker": SKEW_S, "worker2": -SKEW_S},
             boards=MINUTE,
         )
+    elif "slow" in more:
+        nf = await partitions.start(log, proxied=True)
     else:
         workers = 2 if "2workers" in more else 1
         nf = await partitions.start(log, sentinel="sentinel" in more, workers=workers)
@@ -54,7 +62,7 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
         nf.fleet.dump()
         raise
     finally:
-        nf.stop()
+        await nf.close()
 
 
 async def _until(what: str, check: object, deadline_s: float = partitions.DEADLINE_S) -> None:
@@ -442,3 +450,60 @@ async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
     assert sum(froze) == 1, froze
     assert final == dict(expected)
     assert in_grace and not left_out, left_out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("fleet", ["outbox+slow", "nats+slow"], indirect=True)
+async def test_every_link_slow_and_lossy_holds_the_load(fleet: NetFleet) -> None:
+    """Every link (game servers and players to the API processes, every process to
+    Postgres, Redis and the log) gets ``DELAY_S`` each way, and every host drops
+    ``LOSS_PERCENT`` of what it sends, for ``SLOW_S`` (a minute with PODIUM_FAULTS=full),
+    while matches arrive at ``RATE`` a second whatever the answers take. The load holds
+    (every match acknowledged, the board equal to the store after), and how long a match
+    took to be acknowledged is reported, before and during. The game servers wait the
+    client's default 5 s for each try: a slow link is no outage."""
+    game = Game(fleet.apis, fleet.key, RATE, timeout_s=5.0)
+    done = asyncio.Event()
+    tasks = [asyncio.create_task(game.open_loop(RATE, done))]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    try:
+        await game.acknowledged(40)
+        for p in fleet.proxies.values():
+            p.delay_s = DELAY_S
+        for h in fleet.hosts.values():
+            fleet.net.lossy(h, LOSS_PERCENT)
+        slowed = time.monotonic()
+        await asyncio.sleep(SLOW_S)
+        for p in fleet.proxies.values():
+            p.delay_s = 0.0
+        for h in fleet.hosts.values():
+            fleet.net.lossy(h, 0)
+        healed = time.monotonic()
+        await game.acknowledged(20)
+    finally:
+        done.set()
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    matches = game.history.matches.values()
+    slow = [m.took for m in matches if slowed <= m.began < healed]
+    fast = [m.took for m in matches if m.began < slowed]
+    during = [t for t in game.history.tries if slowed <= t.sent < healed]
+    tries = Counter(t.outcome for t in during if partitions.is_submit(t))
+    reads = Counter(t.outcome for t in during if not partitions.is_submit(t))
+    print(
+        f"{game.history.sent} matches; {len(slow)} sent during {SLOW_S:.0f} s of "
+        f"{DELAY_S * 1000:.0f} ms each way and {LOSS_PERCENT}% loss ({len(slow) / SLOW_S:.1f}/s "
+        f"against {RATE:.0f}/s offered): acknowledged after p50 {_q(slow, 0.5):.2f} s, p99 "
+        f"{_q(slow, 0.99):.2f} s (before: p50 {_q(fast, 0.5):.2f} s, p99 {_q(fast, 0.99):.2f} "
+        f"s); their tries {dict(tries)}, reads {dict(reads)}; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    assert slow and fast
+    assert verdict.ok, verdict
+
+
+def _q(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
