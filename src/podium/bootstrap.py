@@ -51,11 +51,13 @@ from podium.ports.ingest import MatchFeed
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
 from podium.ports.operations import BucketMoves
 from podium.ports.ratelimit import Buckets
+from podium.ports.upkeep import UpkeepRecords
 from podium.service.ingest import Ingest
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
 from podium.workers import mender, replay, roles
@@ -145,6 +147,7 @@ class IndexParts:
     layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     feeds: list[tuple[IngestTable, MatchFeed]] = field(default_factory=list)  # [[ingest]]
+    upkeep: UpkeepRecords | None = None  # how far a rebuild or a reshard is (ports/upkeep.py)
 
 
 def gapless(
@@ -166,19 +169,24 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     if topo.in_process_index:
         from podium.index.memory.index import MemoryIndex
         from podium.index.memory.snapshots import MemorySnapshots
+        from podium.index.memory.upkeep import MemoryUpkeep
 
+        told = MemoryUpkeep(clock.now)
         if n == 1:
             memory = MemoryIndex(clock.now)
-            return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None, memory)
+            return IndexParts(
+                memory, memory.copy, MemorySnapshots(clock.now), None, memory, upkeep=told
+            )
         parts = [MemoryIndex(clock.now) for _ in range(n)]
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
-        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split)
+        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split, upkeep=told)
     from podium.index.redis.cluster import client_for, shard_indexes
     from podium.index.redis.generations import RedisGenerations
     from podium.index.redis.index import RedisIndex
     from podium.index.redis.keys import Keys
     from podium.index.redis.snapshots import RedisSnapshots
+    from podium.index.redis.upkeep import RedisUpkeep
 
     replicas = settings.index.read_from_replicas
     if topo.index == "sentinel":  # one Redis, the primary Sentinel names (and its replicas)
@@ -192,7 +200,10 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
         record = RedisLayout(client, redis.keys)
-        return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
+        upkeep = RedisUpkeep(client, prefix)
+        return IndexParts(
+            redis, redis.copy, snaps, None, redis, marks, record=record, upkeep=upkeep
+        )  # fmt: skip
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
     # indirection (index/redis/layout.py), so that a reshard switches the shard count live.
@@ -217,8 +228,9 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     live: Any = LiveIndex(layout)  # a SplitIndex's every port, by delegation
     snapshots = RedisSnapshots(client, Keys(prefix))
     return IndexParts(
-        live, LiveCopy(layout), snapshots, live, live, LiveGenerations(layout), layout
-    )
+        live, LiveCopy(layout), snapshots, live, live, LiveGenerations(layout), layout,
+        upkeep=RedisUpkeep(client, prefix),
+    )  # fmt: skip
 
 
 def _sentinel(
@@ -508,11 +520,15 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     # A shared index is rebuilt beside its live generation; the in-process one in place.
     beside = None
     if not topo.in_process_index:
-        beside = partial(GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock)
+        told = None if parts.upkeep is None else partial(Published, parts.upkeep, clock)
+        beside = partial(
+            GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock, told=told
+        )
     podium = Service.wire(
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
         beside=beside,
         marked=marked,  # a live cohort is read from the index under the same check
+        upkeep=parts.upkeep,
     )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(

@@ -10,7 +10,17 @@ from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from podium import metrics
-from podium.api import cohorts, groups, keys, lookups, moderation, tournaments, webhooks, windows
+from podium.api import (
+    cohorts,
+    groups,
+    keys,
+    lookups,
+    moderation,
+    tournaments,
+    upkeep,
+    webhooks,
+    windows,
+)
 from podium.api import schemas as s
 from podium.api.auth import admin, game_server
 from podium.api.auth import ops as ops_key
@@ -46,6 +56,7 @@ writes.include_router(tournaments.write_router)
 reads.include_router(tournaments.read_router)
 reads.include_router(cohorts.read_router)  # league cohorts and tiers (api/cohorts.py)
 admin_routes.include_router(cohorts.admin_router)  # a league window's cohorts
+admin_routes.include_router(upkeep.router)  # rebuilds and reshards running (api/upkeep.py)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

@@ -33,11 +33,12 @@ nothing is patched in after.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.ports.archive import Archive
+from podium.ports.upkeep import UpkeepRecords
 from podium.service.board_admin import BoardAdmin
 from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys
@@ -54,6 +55,7 @@ from podium.service.reads.lookups import Lookups
 from podium.service.reads.past import Past
 from podium.service.reads.reads import Reads
 from podium.service.tournaments import Tournaments
+from podium.service.upkeep.progress import NoUpkeep
 from podium.service.upkeep.rebuilds import Beside, Rebuilds
 from podium.service.webhook_admin import WebhookAdmin
 
@@ -79,6 +81,8 @@ class Service:
     search: PlayerSearch
     tournaments: Tournaments
     leagues: Leagues
+    # where a rebuild or a reshard says how far it is, for every process (ports/upkeep.py)
+    upkeep: UpkeepRecords = field(default_factory=NoUpkeep)
 
     @classmethod
     def wire(
@@ -94,6 +98,7 @@ class Service:
         *,
         beside: Callable[[Changed], Beside] | None = None,
         marked: MarkedRanks | None = None,
+        upkeep: UpkeepRecords | None = None,
     ) -> Service:
         """``beside``: how a shared index rebuilds a window beside its live generation,
         given what to tell when it switched (None: refilled in place, the in-process index);
@@ -128,7 +133,8 @@ class Service:
             groups=Groups(store, index, boards, lifecycle, clock),
             lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
             webhooks=WebhookAdmin(store, settings, clock),
-            search=PlayerSearch(store, clock),
+            search=PlayerSearch(store, clock, settings.boards),
             tournaments=tournaments,
             leagues=leagues,
+            upkeep=upkeep or NoUpkeep(),
         )

@@ -18,6 +18,7 @@ from podium.store.postgres.credentials import Credentials
 from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
 from podium.store.postgres.record import Results
+from podium.store.postgres.rejection import Rejections
 from podium.store.postgres.retention import Retention
 from podium.store.postgres.tournaments import Tournaments
 from podium.store.postgres.webhooks import Webhooks
@@ -31,6 +32,7 @@ class PostgresStore(
     Results,
     Outbox,
     Players,
+    Rejections,
     Windows,
     Retention,
     Buckets,
