@@ -1,9 +1,12 @@
-"""The network fails between parts of a fleet that each keep running: links cut one way or
-both, on hosts of the test's own (``tests/netns.py``), under a workload of game servers that
-retry; a checker over the history and the final state (``partitions.py``) proves that
-nothing acknowledged was lost or counted twice, that no try was answered 500, and how long
-the fleet took to converge after the heal. Each scenario runs on the store's outbox and on a
-JetStream stream.
+"""The network fails between parts of a fleet that each keep running, on hosts of the
+test's own (``tests/netns.py``): links cut one way or both, a Redis primary in a split
+brain, a worker cut off past its leases, a process frozen, clocks skewed across a window's
+end, every link slow and lossy. Under a workload of game servers that retry and players
+that read, a checker over the history and the final state (``partitions.py``) proves that
+nothing acknowledged was lost or counted twice, that no try was answered 500, that no page
+was older than documented, and how long the fleet took to converge after the heal. Each
+scenario runs on the store's outbox and on a JetStream stream. docs/faults.md has what
+each did.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio as aioredis
@@ -65,9 +68,11 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
         await nf.close()
 
 
-async def _until(what: str, check: object, deadline_s: float = partitions.DEADLINE_S) -> None:
+async def _until(
+    what: str, check: Callable[[], bool], deadline_s: float = partitions.DEADLINE_S
+) -> None:
     deadline = time.monotonic() + deadline_s
-    while not check():  # type: ignore[operator]
+    while not check():
         assert time.monotonic() < deadline, f"never: {what}"
         await asyncio.sleep(0.1)
 
