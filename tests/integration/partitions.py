@@ -46,6 +46,7 @@ from podium.client.errors import PodiumClientError
 from podium.client.retry import RetryPolicy, retryable
 from podium.config import settings as config
 from podium.domain.models import Target
+from podium.index.redis.keys import shard_tag
 from podium.service.reads.reads import LAST_PAGE_S
 from podium.store.postgres import PostgresStore
 from tests.integration.fleet import Fleet
@@ -364,11 +365,13 @@ class NetFleet:
         self.net.close()
 
 
-def _config(root: Path, store: str, index: str, log: str | None, boards: str = "") -> Path:
+def _config(
+    root: Path, store: str, index: str, log: str | None, boards: str = "", shards: int = 1
+) -> Path:
     path = root / "podium.toml"
     path.write_text(
         f'[store]\nurl = "{store}"\n'
-        f'[index]\nurl = "{index}"\nprefix = "nf"\nwatch_s = 0.5\n'
+        f'[index]\nurl = "{index}"\nprefix = "nf"\nwatch_s = 0.5\nshards = {shards}\n'
         + ("" if log is None else f'[log]\nurl = "{log}"\nstream = "nf"\n')
         + "[server]\nread_rate_per_s = 0\n"
         + "[workers]\nlease_s = 2.0\n"
@@ -387,13 +390,15 @@ async def start(
     skews: dict[str, float] | None = None,
     boards: str = "",
     proxied: bool = False,
+    shards: int = 1,
 ) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
     the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
     Sentinels (``sentinel``), reached through ``redis+sentinel://``. ``workers``: how many
     worker processes (``worker``, ``worker2``, ...), each with ``roles``, and the wall clock
     of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``;
-    ``proxied``: every link through a proxy of the test's (``NetFleet.proxies``)."""
+    ``proxied``: every link through a proxy of the test's (``NetFleet.proxies``);
+    ``shards``: the index split in that many (with an aggregator among ``roles``)."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
@@ -451,7 +456,7 @@ async def start(
             index_url = f"redis://{via['redis']}/0"
             if log_url is not None:
                 log_url = f"nats://{via['log']}"
-        cfg = _config(root, store_url, index_url, log_url, boards)
+        cfg = _config(root, store_url, index_url, log_url, boards, shards)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -566,11 +571,18 @@ async def check(
 async def _board(nf: NetFleet) -> dict[str, int]:
     """Every player's total as the index holds it (read from Redis itself, so that no
     API process's cache hides when the board got there)."""
-    spec = config.load(nf.fleet.cfg).board(BOARD)
+    settings = config.load(nf.fleet.cfg)
+    spec = settings.board(BOARD)
     assert spec is not None
+    shards = settings.index.shards
+    names = (
+        [f"nf:{{b:{BOARD}:all}}:z"]
+        if shards == 1
+        else [f"nf:{shard_tag(n)}:{BOARD}:all:z" for n in range(shards)]
+    )
     r = aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
     try:
-        rows = await r.zrange(f"nf:{{b:{BOARD}:all}}:z", 0, -1, withscores=True)
+        rows = [row for name in names for row in await r.zrange(name, 0, -1, withscores=True)]
     finally:
         await r.aclose()
     return {m: spec.codec.points(int(s)) for m, s in rows}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import os
 import time
 from collections import Counter
@@ -39,6 +41,8 @@ LOSS_PERCENT = 5
 CUT_LEASES = 5  # how long a worker is cut off, in leases
 GRACE_S = 10  # how long the one-minute window of the clock test takes late results
 SKEW_S = 5.0
+AGG_SHARDS = 4
+LEASE_WAIT_S = 15.0  # the aggregator's lease is 5 s: a standby leads well within this
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 
 
@@ -53,6 +57,10 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
             roles="relay,updater,freezer",
             skews={"worker": SKEW_S, "worker2": -SKEW_S},
             boards=MINUTE,
+        )
+    elif "split" in more:
+        nf = await partitions.start(
+            log, workers=2, roles="relay,updater,aggregator", shards=AGG_SHARDS
         )
     elif "slow" in more:
         nf = await partitions.start(log, proxied=True)
@@ -512,3 +520,90 @@ async def test_every_link_slow_and_lossy_holds_the_load(fleet: NetFleet) -> None
 def _q(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _snapshot(server: RedisServer) -> tuple[int | None, float | None]:
+    """The fencing counter, and the asOf of the all-time board's snapshot, as Redis holds
+    them now (None where there is none)."""
+    r = aioredis.Redis.from_url(server.url, decode_responses=True, socket_timeout=5)
+    try:
+        fence = await r.get("nf:{agg}:fence")
+        snap = await r.get(f"nf:{{agg}}:snap:{partitions.BOARD}:all")
+    finally:
+        await r.aclose()
+    as_of = None if snap is None else float(json.loads(snap)["asOf"])
+    return (None if fence is None else int(fence)), as_of
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox+split", "nats+split"], indirect=True)
+async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
+    fleet: NetFleet,
+) -> None:
+    """The index split in shards, two workers each with an aggregator. The active one (the
+    one whose cut makes the fencing counter rise) is cut from Redis, both ways, past its
+    lease, while matches stream in: the standby takes the lease over under a new fencing
+    token and publishes; on the heal, whatever the old one still sends is refused. The
+    snapshot's asOf, watched all along, never goes back (a snapshot of the old tenure
+    accepted after the new one began would be older), and the board ends equal to the
+    store."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    seen: list[tuple[float, int | None, float | None]] = []  # when, fence, asOf
+    watching = asyncio.Event()
+
+    async def watch() -> None:
+        while not watching.is_set():
+            with contextlib.suppress(Exception):
+                seen.append((time.monotonic(), *await _snapshot(fleet.redis)))
+            await asyncio.sleep(0.1)
+
+    tasks.append(asyncio.create_task(watch()))
+    redis = fleet.hosts["redis"]
+    cut_at = healed = 0.0
+    active = ""
+    try:
+        await game.acknowledged(20)
+        await _until("a snapshot published", lambda: any(s[2] is not None for s in seen))
+        for name in ("worker", "worker2"):  # which one leads is the lease's business
+            fence = seen[-1][1]
+            fleet.net.cut(fleet.hosts[name], redis)
+            cut_at = time.monotonic()
+
+            def rose(before: int | None = fence, since: float = cut_at) -> bool:
+                return any(s[0] > since and s[1] != before for s in seen)
+
+            with contextlib.suppress(AssertionError):
+                await _until("the fencing counter rose", rose, LEASE_WAIT_S)
+            if rose():
+                active = name
+                await asyncio.sleep(2.0)  # the standby publishing under its token
+                fleet.net.heal(fleet.hosts[name], redis)
+                healed = time.monotonic()
+                break
+            fleet.net.heal(fleet.hosts[name], redis)  # the standby: nothing changes hands
+        assert active, "cutting either worker from Redis moved no lease"
+        await game.acknowledged(20)
+        await asyncio.sleep(5.0)  # the old one's cycle in flight at the heal, if any
+    finally:
+        watching.set()
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    published = [(t, f, a) for t, f, a in seen if a is not None]
+    back = [
+        (t1 - cut_at, a0, a1)
+        for (_, _, a0), (t1, _, a1) in itertools.pairwise(published)
+        if a1 is not None and a0 is not None and a1 < a0
+    ]
+    fences = sorted({f for _, f, _ in published if f is not None})
+    print(
+        f"{game.history.sent} matches; the active aggregator ({active}) cut from Redis "
+        f"{healed - cut_at:.1f} s; fencing tokens seen {fences}; {len(published)} looks at "
+        f"the snapshot, its asOf going back {len(back)} times; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    assert len(fences) >= 2
+    assert not back, back
+    assert verdict.ok, verdict
