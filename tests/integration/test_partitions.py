@@ -302,11 +302,11 @@ async def test_an_api_cut_from_redis_accepts_results_and_answers_reads_503(
 async def test_an_api_process_frozen_under_load_counts_nothing_twice(
     fleet: NetFleet,
 ) -> None:
-    """API process 1 is frozen (``SIGSTOP``) for ``FROZEN_S`` (30 s in the full version) while matches stream in, a burst of
-    them sent to it just before: its game servers time out and send the same matches to
-    the other process, which records them. When it wakes it serves the requests that
-    waited in its sockets, the same matches again: each counts once (its match claim), and
-    the process answers again as before."""
+    """API process 1 is frozen (``SIGSTOP``) for ``FROZEN_S`` (30 s in the full version)
+    while matches stream in, a burst of them sent to it just before: its game servers
+    time out and send the same matches to the other process, which records them. When it
+    wakes it serves the requests that waited in its sockets, the same matches again:
+    each counts once (its match claim), and the process answers again as before."""
     game = Game(fleet.apis, fleet.key, RATE)
     tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
     tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
