@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from podium.archive.erasure import ArchiveFiles
 from podium.archive.results import DayFiles
 from podium.archive.standings import FileArchive
 from podium.config.ingest import IngestTable
@@ -434,6 +435,7 @@ class Backends:
             Ingest(
                 self.podium.matches, self.podium.keys, self.clock, self.settings.server.key_cache_s
             ),
+            self.podium.erasures,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -498,6 +500,8 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     topo = topology(settings)
     split_store = _split_store(settings) if topo.split_store else None
     store = split_store if split_store is not None else _store(settings, topo)
+    # The key of the hashes kept of erased ids (service/erasure.py), on every database.
+    store.erasure_secret = settings.store.erasure_secret
     parts = _index(settings, topo, clock)
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
@@ -513,6 +517,8 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
         beside=beside,
         marked=marked,  # a live cohort is read from the index under the same check
+        erased_from=[parts.snapshots],
+        files=ArchiveFiles(settings.archive.dir),
     )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(

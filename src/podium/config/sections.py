@@ -139,6 +139,12 @@ class StoreSettings:
     """Reward and moderation events (webhooks) stay this many days, then the pruner deletes
     those done with: every delivery delivered or failed (and, with NATS as the log, on the
     stream). 0: keep every event."""
+    erasure_secret: Text = ""
+    """The key of the hashes the store keeps of erased players' ids (HMAC-SHA256), so that
+    a later result for an erased id is refused without the id being kept. Set it (from the
+    environment, PODIUM_STORE_ERASURE_SECRET) to a long random string and never change it:
+    without it, anyone who reads the store can test a guessed id against the hashes, and a
+    new secret forgets every erasure made under the old one."""
 
 
 @table(frozen=True, config=TABLE)
