@@ -139,7 +139,9 @@ class StoreSettings:
     """Reward and moderation events (webhooks) stay this many days, then the pruner deletes
     those done with: every delivery delivered or failed (and, with NATS as the log, on the
     stream). 0: keep every event."""
-    erasure_secret: Text = ""
+    erasure_secret: Annotated[
+        str, StringConstraints(strict=True, max_length=1024), says(STRING, "at most 1024")
+    ] = ""
     """The key of the hashes the store keeps of erased players' ids (HMAC-SHA256), so that
     a later result for an erased id is refused without the id being kept. Set it (from the
     environment, PODIUM_STORE_ERASURE_SECRET) to a long random string and never change it:
