@@ -213,6 +213,11 @@ class WorkerSettings:
     lease_s: Amount = 10.0
     """How long a claimed outbox row is held before another updater may retry it; on NATS,
     a delivery's lease (the consumers' ack wait) and a relay's lease on a store database."""
+    erasure_settle_s: Amount = 15.0
+    """How long after an erasure's store step the eraser sweeps the store and the index once
+    more: a record or an updater's write that began before the erasure and ended after its
+    first sweep is gone by then. At least the longest a request or an updater batch takes
+    (an updater's batch is held ``lease_s`` at most)."""
 
 
 @table(frozen=True, config=TABLE)

@@ -43,7 +43,6 @@ from podium.ports.store import Windows
 log = logging.getLogger("podium.erasure")
 
 PAGE = 1000  # rows of a section read at a time
-SETTLE_S = 10.0  # how long after the store's step its rows and the index are swept again
 JSON_COLUMNS = {"metadata", "data"}  # columns that hold a JSON document as text
 
 
@@ -83,14 +82,14 @@ class Erasures:
         indexes: Sequence[IndexErasure],
         files: ArchiveErasure | None,
         clock: Clock,
-        settle_s: float = SETTLE_S,
     ) -> None:
         self.settings = settings
         self.store = store
         self.indexes = list(indexes)  # the rank index, and the aggregator's snapshots
         self.files = files
         self.clock = clock
-        self.settle_s = settle_s
+        # how long after the store's step its rows and the index are swept again
+        self.settle_s = settings.workers.erasure_settle_s
 
     @property
     def secret(self) -> str:

@@ -1,0 +1,237 @@
+"""A player's erasure on every configuration (embedded, Postgres + Redis, the split fleet's
+store and index): their data in every place, erased, then searched for as bytes in every
+table, every index key and member, every archive and standings file: no hit; the others'
+boards equal the store, their frozen ranks unchanged; a result for them refused."""
+
+from __future__ import annotations
+
+import gzip
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+
+from podium import bootstrap
+from podium.archive import results as day_files
+from podium.archive.standings import read as read_standings
+from podium.config.settings import Settings
+from podium.domain.erasure import PSEUDONYM_PREFIX
+from podium.domain.models import ApiKey, PlayerResult, Profile
+from podium.domain.retention import StoredResult
+from podium.errors import Erased
+from podium.index.memory.index import MemoryIndex
+from podium.index.split.index import SplitIndex
+from podium.workers.freezer import Freezer
+from tests.conftest import REDIS_URL
+from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
+from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
+GONE = "zq-gone-7"  # the erased player: no other id or name contains these bytes
+KEY = ApiKey("gs", "gs", "h", ("default",))
+
+
+@pytest.fixture
+def settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settings:
+    pg, prefix, shards = backend_urls
+    return settings_for(
+        config_kind,
+        f"sqlite:///{tmp_path}/erase.db",
+        pg,
+        prefix,
+        shards=shards,
+        boards=BOARDS,
+        archive={"dir": str(tmp_path / "archive")},
+        server={"page_cache_s": 0},
+        workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.2},
+        store={"erasure_secret": "s3cret", **_store(config_kind, pg, shards, tmp_path)},
+    )
+
+
+def _store(kind: str, pg: str | None, shards: tuple[str, ...], tmp: Path) -> dict[str, Any]:
+    if kind == "embedded":
+        return {"url": f"sqlite:///{tmp}/erase.db"}
+    out: dict[str, Any] = {"url": pg}
+    if shards:
+        out |= {"shards": list(shards), "pool_size": 4, "read_pool_size": 3}
+    return out
+
+
+async def _store_hits(s: Settings, needle: str) -> list[str]:
+    """Every table row, on every database of the store, whose text holds ``needle``."""
+    hits = []
+    if s.store.url.startswith("sqlite"):
+        conn = sqlite3.connect(s.store.url.removeprefix("sqlite:///"))
+        try:
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            for t in tables:
+                for row in conn.execute(f"SELECT * FROM {t}"):
+                    if needle in repr(row):
+                        hits.append(f"{t}: {row}")
+        finally:
+            conn.close()
+        return hits
+    for url in dict.fromkeys([s.store.url, *s.store.shards]):
+        conn = await asyncpg.connect(url)
+        try:
+            tables = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            for t in tables:
+                name = t["tablename"]
+                rows = await conn.fetch(f'SELECT t::text AS r FROM "{name}" t')
+                hits += [f"{name}: {r['r']}" for r in rows if needle in r["r"]]
+        finally:
+            await conn.close()
+    return hits
+
+
+async def _index_hits(b: bootstrap.Backends, needle: str) -> list[str]:
+    """Every index key, member, field and value that holds ``needle``."""
+    hits = []
+    if b.settings.index.url.startswith("memory"):
+        shards = b.index.shards if isinstance(b.index, SplitIndex) else [b.index]
+        for shard in shards:
+            assert isinstance(shard, MemoryIndex)
+            for key, board in shard._boards.items():
+                held = [*board.scores, *board.versions, *board.meta, *board.banned]
+                hits += [f"{key}: {m}" for m in held if needle in m]
+            hits += [f"profile {p}" for p in shard.copy._held if needle in p]
+        return hits
+    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        async for key in client.scan_iter(match=f"{b.settings.index.prefix}:*"):
+            kind = await client.type(key)
+            if kind == "zset":
+                held = [m for m, _ in await client.zrange(key, 0, -1, withscores=True)]
+            elif kind == "hash":
+                held = [f"{k}={v}" for k, v in (await client.hgetall(key)).items()]
+            elif kind == "set":
+                held = list(await client.smembers(key))
+            elif kind == "string":
+                held = [await client.get(key) or ""]
+            else:
+                held = []
+            hits += [f"{key}: {h}" for h in [key, *held] if needle in h]
+    finally:
+        await client.aclose()
+    return hits
+
+
+def _file_hits(directory: Path, needle: str) -> list[str]:
+    """Every file under ``directory`` whose bytes, or bytes unzipped, hold ``needle``."""
+    hits = []
+    for f in directory.rglob("*"):
+        if not f.is_file():
+            continue
+        data = f.read_bytes()
+        if f.suffix == ".gz":
+            data += gzip.decompress(data)
+        if needle.encode() in data:
+            hits.append(str(f))
+    return hits
+
+
+async def test_an_erased_player_is_nowhere_and_stays_erased(
+    settings: Settings, config_kind: str, tmp_path: Path
+) -> None:
+    day = _midweek(30)
+    clock = Clock(day + 3600)
+    b = bootstrap.build(settings, clock)
+    await b.start()
+    try:
+        svc = b.podium
+        # The day window: four players, the erased one second of them.
+        for i, (p, pts) in enumerate({"a": 50, GONE: 90, "b": 120, "c": 10, "d": 70}.items()):
+            await svc.matches.record(
+                KEY, f"m{i}", "default", day + 60 * i, 60, [PlayerResult(p, pts, {"skin": "red"})]
+            )
+        await svc.player_admin.set_profile(Profile(GONE, "Gone Girl", None, "DE"))
+        await svc.player_admin.set_profile(Profile("a", "Ann", None, "FR"))
+        await svc.player_admin.set_friends(GONE, ["a", "b"])
+        await svc.player_admin.set_friends("a", [GONE, "c"])
+        await _drain(b)
+        clock.t = day + DAY + 601
+        assert await Freezer(b.settings, b.store, b.clock, svc.lifecycle).step() >= 1
+        window = svc.boards.board("day").rule.window_at(day)
+        assert window is not None
+        frozen = (await b.store.frozen("day"))[window.id]
+        assert frozen.archive is not None
+        before = [
+            (e.position, e.rank, e.points) for e in await b.store.final_page("day", window.id, 1, 9)
+        ]
+        standings_before = read_standings(tmp_path / "archive", frozen.archive)
+        assert GONE in {e.player_id for e in standings_before}
+        # The next day, live: the erased player on top, others below.
+        for i, (p, pts) in enumerate({GONE: 500, "a": 40, "b": 30}.items()):
+            await svc.matches.record(
+                KEY, f"n{i}", "default", day + DAY + 60 + i, 60, [PlayerResult(p, pts)]
+            )
+        await _drain(b)
+        live = svc.boards.board("day").rule.window_at(day + DAY + 60)
+        assert live is not None
+        page = await svc.reads.page("day", live.id, 0, 10)
+        assert [e.player_id for e in page.entries] == [GONE, "a", "b"]
+        # Results the pruner archived: a day file holding them and another player's.
+        writer = day_files.DayWriter(tmp_path / "archive", day - 40 * DAY)
+        writer.add([
+            StoredResult("a", "old1", "gs", "default", day - 40 * DAY + 5, 60, 3, 1.5),
+            StoredResult(GONE, "old2", "gs", "default", day - 40 * DAY + 9, 60, 4, 2.5, None, "{}"),
+        ])  # fmt: skip
+        writer.finish()
+
+        # Exported first: everything, in one document.
+        doc = b"".join([c async for c in await svc.erasures.export(GONE)])
+        assert b'"old2"' in doc and b"Gone Girl" in doc and b'"m1"' in doc
+
+        receipt = await svc.erasures.request(GONE, "admin-key")
+        again = await svc.erasures.request(GONE, "admin-key")
+        assert again.id == receipt.id
+        # From the receipt on: a result for them is refused, a retry of an old match too.
+        with pytest.raises(Erased):
+            await svc.matches.record(
+                KEY, "late", "default", day + DAY + 90, 60, [PlayerResult(GONE, 1)]
+            )
+        with pytest.raises(Erased):
+            await svc.matches.record(
+                KEY, "n0", "default", day + DAY + 60, 60, [PlayerResult(GONE, 500)]
+            )
+        await svc.erasures.erase_due()
+        done = await svc.erasures.status(receipt.id)
+        assert done is not None and done.done_at is not None and done.player_id is None
+        assert done.counts["results"] == 2 and done.counts["archivedResults"] == 1
+        assert done.counts["standingsFiles"] == 2 and done.counts["indexEntries"] >= 1
+
+        assert await _store_hits(settings, GONE) == []
+        assert await _index_hits(b, GONE) == []
+        assert _file_hits(tmp_path / "archive", GONE) == []
+
+        # The frozen window: the same ranks and points, the pseudonym in the erased place;
+        # its file written again with a manifest that matches it, and the store's sha256.
+        page_after = await b.store.final_page("day", window.id, 1, 9)
+        assert [(e.position, e.rank, e.points) for e in page_after] == before
+        standings = read_standings(tmp_path / "archive", frozen.archive)
+        assert [(e.position, e.rank, e.points) for e in standings] == [
+            (e.position, e.rank, e.points) for e in standings_before
+        ]
+        renamed = {e.player_id for e in standings} - {e.player_id for e in standings_before}
+        assert len(renamed) == 1 and next(iter(renamed)).startswith(PSEUDONYM_PREFIX)
+        refrozen = (await b.store.frozen("day"))[window.id]
+        assert refrozen.checksum == await svc.lifecycle.archive.checksum(frozen.archive)
+        assert refrozen.checksum != frozen.checksum
+        for manifest in (tmp_path / "archive" / "results").glob("*.csv.gz"):
+            day_files.verify(manifest)
+        # The live board: the others moved up, and equal the store.
+        page = await svc.reads.page("day", live.id, 0, 10)
+        assert [(e.rank, e.player_id) for e in page.entries] == [(1, "a"), (2, "b")]
+        # It stays erased: a replay of the log, a rebuild from the store bring nothing back.
+        await b.store.requeue_players(["a", "b", GONE], clock.t)
+        await _drain(b)
+        assert await b.rebuild_live() >= 0
+        assert await _index_hits(b, GONE) == []
+        assert await _store_hits(settings, GONE) == []
+    finally:
+        await b.close()
