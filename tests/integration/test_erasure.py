@@ -235,3 +235,45 @@ async def test_an_erased_player_is_nowhere_and_stays_erased(
         assert await _store_hits(settings, GONE) == []
     finally:
         await b.close()
+
+
+async def test_the_admin_api_exports_erases_and_refuses(make_api: Any) -> None:
+    """Through HTTP, with every role running in the process (the eraser among them)."""
+    api = await make_api(workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.1})
+    assert (await api.submit("m1", [(GONE, 30), ("a", 20), ("b", 10)])).status_code == 200
+    await api.settle()
+    admin = api.auth(api.admin_key)
+    r = await api.client.get(f"/v1/admin/players/{GONE}/export", headers=admin)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    doc = r.json()
+    assert doc["playerId"] == GONE and doc["erased"] is False
+    assert [x["matchId"] for x in doc["results"]] == ["m1"] and doc["archivedResults"] == []
+    # Only an admin key.
+    assert (
+        await api.client.get(f"/v1/admin/players/{GONE}/export", headers=api.auth())
+    ).status_code == 403
+    r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
+    assert r.status_code == 202, r.text
+    receipt = r.json()
+    assert r.headers["location"] == f"/v1/admin/erasures/{receipt['id']}"
+    assert GONE not in r.text
+    # A result for them: a problem, nothing recorded.
+    late = await api.submit("m2", [(GONE, 5), ("a", 5)])
+    assert late.status_code == 403 and late.headers["content-type"] == "application/problem+json"
+    assert late.json()["title"] == "Player erased"
+
+    async def done() -> dict[str, Any] | None:
+        got = await api.client.get(f"/v1/admin/erasures/{receipt['id']}", headers=admin)
+        body: dict[str, Any] = got.json()
+        return body if body["state"] == "done" else None
+
+    finished = await api.until(done, timeout=20)
+    assert finished is not None and finished["counts"]["results"] == 1
+    assert GONE not in str(finished)
+    await api.settle()
+    page = await api.page("week")
+    assert [e["playerId"] for e in page["entries"]] == ["a", "b"]
+    after = (await api.client.get(f"/v1/admin/players/{GONE}/export", headers=admin)).json()
+    assert after["erased"] is True and after["results"] == [] and after["profile"] == []
+    missing = await api.client.get(f"/v1/admin/erasures/era_{'0' * 24}", headers=admin)
+    assert missing.status_code == 404
