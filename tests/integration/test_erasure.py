@@ -18,12 +18,15 @@ from podium import bootstrap
 from podium.archive import results as day_files
 from podium.archive.standings import read as read_standings
 from podium.config.settings import Settings
+from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.erasure import PSEUDONYM_PREFIX
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.retention import StoredResult
+from podium.domain.tournaments import Tournament
 from podium.errors import Erased
 from podium.index.memory.index import MemoryIndex
 from podium.index.split.index import SplitIndex
+from podium.service.tournaments import TournamentFreezer
 from podium.workers.freezer import Freezer
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
@@ -32,6 +35,16 @@ from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
 CONFIG_KINDS = KINDS_WITH_SPLIT
 GONE = "zq-gone-7"  # the erased player: no other id or name contains these bytes
 KEY = ApiKey("gs", "gs", "h", ("default",))
+# A league played by day in cohorts of 3: the erased player's cohort freezes and promotes.
+LEAGUE = {
+    "name": "league",
+    "window": "day",
+    "cohort_size": 3,
+    "tiers": ["bronze", "silver"],
+    "promote": 1,
+    "demote": 1,
+    "freeze_after_s": 60,
+}
 
 
 @pytest.fixture
@@ -43,7 +56,7 @@ def settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settin
         pg,
         prefix,
         shards=shards,
-        boards=BOARDS,
+        boards=[*BOARDS, LEAGUE],
         archive={"dir": str(tmp_path / "archive")},
         server={"page_cache_s": 0},
         workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.2},
@@ -144,6 +157,13 @@ async def test_an_erased_player_is_nowhere_and_stays_erased(
     await b.start()
     try:
         svc = b.podium
+        # A tournament of the day that the players join, and whose run freezes with them.
+        cup, _ = await svc.tournaments.create(
+            Tournament("cup", "Cup", ("default",), Aggregate.SUM, Order.DESC, Ties.FIRST,
+                       day, day + DAY, join_required=True)
+        )  # fmt: skip
+        for p in ("a", GONE, "b", "c", "d"):
+            await svc.tournaments.join("cup", p, KEY)
         # The day window: four players, the erased one second of them.
         for i, (p, pts) in enumerate({"a": 50, GONE: 90, "b": 120, "c": 10, "d": 70}.items()):
             await svc.matches.record(
@@ -156,6 +176,13 @@ async def test_an_erased_player_is_nowhere_and_stays_erased(
         await _drain(b)
         clock.t = day + DAY + 601
         assert await Freezer(b.settings, b.store, b.clock, svc.lifecycle).step() >= 1
+        assert await TournamentFreezer(b.store, svc.lifecycle, b.clock).step() == 1
+        assert await svc.leagues.freeze_due() >= 1
+        run = (await b.store.frozen(cup.board)).popitem()[0]
+        cup_before = await b.store.final_page(cup.board, run, 1, 9)
+        assert GONE in {e.player_id for e in cup_before}
+        tiers = await b.store.player_tiers(GONE)
+        assert tiers, "the erased player's cohort froze and moved them"
         window = svc.boards.board("day").rule.window_at(day)
         assert window is not None
         frozen = (await b.store.frozen("day"))[window.id]
@@ -203,7 +230,7 @@ async def test_an_erased_player_is_nowhere_and_stays_erased(
         done = await svc.erasures.status(receipt.id)
         assert done is not None and done.done_at is not None and done.player_id is None
         assert done.counts["results"] == 2 and done.counts["archivedResults"] == 1
-        assert done.counts["standingsFiles"] == 2 and done.counts["indexEntries"] >= 1
+        assert done.counts["standingsFiles"] == 4 and done.counts["indexEntries"] >= 1
 
         assert await _store_hits(settings, GONE) == []
         assert await _index_hits(b, GONE) == []
@@ -224,6 +251,12 @@ async def test_an_erased_player_is_nowhere_and_stays_erased(
         assert refrozen.checksum != frozen.checksum
         for manifest in (tmp_path / "archive" / "results").glob("*.csv.gz"):
             day_files.verify(manifest)
+        # The tournament's run: its ranks and points paid from, unchanged.
+        cup_after = await b.store.final_page(cup.board, run, 1, 9)
+        assert [(e.position, e.rank, e.points) for e in cup_after] == [
+            (e.position, e.rank, e.points) for e in cup_before
+        ]
+        assert await b.store.player_tiers(GONE) == []
         # The live board: the others moved up, and equal the store.
         page = await svc.reads.page("day", live.id, 0, 10)
         assert [(e.rank, e.player_id) for e in page.entries] == [(1, "a"), (2, "b")]
