@@ -47,6 +47,7 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.archive import ResultFiles
+from podium.ports.erasure import IndexErasure
 from podium.ports.generations import Generations
 from podium.ports.ingest import MatchFeed
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
@@ -327,6 +328,18 @@ def _log(
     return OutboxLog(store, clock, lease_s=settings.workers.lease_s)
 
 
+def _erased_log(topo: Topology, changes: ChangeLog) -> IndexErasure | None:
+    """The log an erasure deletes a player's messages from: JetStream's stream. The outbox
+    keeps only its rows (the store's step deletes them), and Kafka cannot delete one
+    record: its records go with the topic's retention (docs/architecture.md §9)."""
+    if topo.log != "nats":
+        return None
+    from podium.log.nats.log import NatsLog
+
+    assert isinstance(changes, NatsLog)
+    return changes
+
+
 @dataclass
 class Backends:
     settings: Settings
@@ -519,6 +532,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         marked=marked,  # a live cohort is read from the index under the same check
         erased_from=[parts.snapshots],
         files=ArchiveFiles(settings.archive.dir),
+        erased_log=_erased_log(topo, changes),
     )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import gzip
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import nats
+import nats.js.errors
 import pytest
 import redis.asyncio as aioredis
 
@@ -23,6 +26,7 @@ from podium.domain.erasure import PSEUDONYM_PREFIX
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.retention import StoredResult
 from podium.domain.tournaments import Tournament
+from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import Erased
 from podium.index.memory.index import MemoryIndex
 from podium.index.split.index import SplitIndex
@@ -31,6 +35,7 @@ from podium.workers.freezer import Freezer
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
+from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
 GONE = "zq-gone-7"  # the erased player: no other id or name contains these bytes
@@ -310,3 +315,74 @@ async def test_the_admin_api_exports_erases_and_refuses(make_api: Any) -> None:
     assert after["erased"] is True and after["results"] == [] and after["profile"] == []
     missing = await api.client.get(f"/v1/admin/erasures/era_{'0' * 24}", headers=admin)
     assert missing.status_code == 404
+
+
+async def _stream_hits(url: str, name: str, needle: str) -> list[str]:
+    """Every message of the stream whose subject, headers or body hold ``needle``."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(name)
+        hits = []
+        if not info.state.messages:
+            return hits
+        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
+            try:
+                m = await js.get_msg(name, seq)
+            except nats.js.errors.NotFoundError:
+                continue  # deleted
+            text = f"{m.subject} {m.headers} ".encode() + (m.data or b"")
+            if needle.encode() in text:
+                hits.append(f"{seq} {m.subject}")
+        return hits
+    finally:
+        await nc.close()
+
+
+async def test_on_nats_the_stream_keeps_no_message_naming_them(
+    make_api: Any, tmp_path: Path
+) -> None:
+    """With JetStream as the log, every message naming the player (their changes, the ban's
+    and the freeze's events) is deleted from the stream by the erasure, not left to the
+    stream's retention."""
+    url = need_nats()
+    name = stream_name()
+    try:
+        api = await make_api(
+            log={"url": url, "stream": name},
+            archive={"dir": str(tmp_path / "standings")},
+            workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.3},
+        )
+        now = time.time()
+        day = WindowRule(WindowKind.DAY).window_at(int(now))
+        assert day is not None
+        assert (await api.submit("m1", [(GONE, 30), ("a", 20)], ended_at=now)).status_code == 200
+        assert (await api.submit("m2", [(GONE, 31), ("b", 2)], ended_at=now)).status_code == 200
+        admin = api.auth(api.admin_key)
+        freeze = f"/v1/admin/boards/day/windows/{day.id}/freeze"
+        assert (await api.client.post(freeze, headers=admin)).status_code == 200
+        r = await api.client.post(
+            f"/v1/admin/players/{GONE}/ban", json={"reason": "x"}, headers=admin
+        )
+        assert r.status_code in (202, 204), r.text
+        await api.settle()
+
+        async def named() -> list[str]:
+            return await _stream_hits(url, name, GONE)
+
+        assert await api.until(named, timeout=15), "the stream never held their messages"
+        r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
+        assert r.status_code == 202
+
+        async def done() -> bool:
+            got = await api.client.get(f"/v1/admin/erasures/{r.json()['id']}", headers=admin)
+            return bool(got.json()["state"] == "done")
+
+        assert await api.until(done, timeout=30)
+        assert await _stream_hits(url, name, GONE) == []
+        assert [x.player_id for x in (await api.podium.reads.page("week", None, 0, 9)).entries] == [
+            "a",
+            "b",
+        ]
+    finally:
+        await delete_stream([url], name)

@@ -82,12 +82,14 @@ class Erasures:
         indexes: Sequence[IndexErasure],
         files: ArchiveErasure | None,
         clock: Clock,
+        log: IndexErasure | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.indexes = list(indexes)  # the rank index, and the aggregator's snapshots
         self.files = files
         self.clock = clock
+        self.log = log  # a stream that keeps the player's messages (JetStream), or None
         # how long after the store's step its rows and the index are swept again
         self.settle_s = settings.workers.erasure_settle_s
 
@@ -189,7 +191,8 @@ class Erasures:
         if step is Step.INDEX:
             return {"indexEntries": await self._erase_index(player_id)}
         if step is Step.STORE:
-            return await self.store.erase_rows(player_id, name)
+            counts = await self.store.erase_rows(player_id, name)
+            return counts | await self._erase_log(player_id)
         if step is Step.ARCHIVE:
             return await self._erase_files(player_id, name)
         # SETTLE: a record or an index write that began before the gate and ended after
@@ -197,7 +200,20 @@ class Erasures:
         await asyncio.sleep(self.settle_s)
         again = await self.store.erase_rows(player_id, name)
         more = await self._erase_index(player_id)
-        return {"settleRows": sum(again.values()), "settleIndexEntries": more}
+        log_again = (await self._erase_log(player_id)).get("logMessages", 0)
+        return {
+            "settleRows": sum(again.values()),
+            "settleIndexEntries": more,
+            "settleLogMessages": log_again,
+        }
+
+    async def _erase_log(self, player_id: str) -> dict[str, int]:
+        """The stream's messages naming the player, after the outbox rows: none is relayed
+        since (an outbox log keeps nothing but those rows; Kafka keeps its records until
+        its retention, docs/architecture.md §9)."""
+        if self.log is None:
+            return {}
+        return {"logMessages": await self.log.erase_player(player_id)}
 
     async def _erase_index(self, player_id: str) -> int:
         gone = 0

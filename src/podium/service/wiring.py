@@ -100,13 +100,15 @@ class Service:
         marked: MarkedRanks | None = None,
         erased_from: Sequence[IndexErasure] = (),
         files: ArchiveErasure | None = None,
+        erased_log: IndexErasure | None = None,
     ) -> Service:
         """``beside``: how a shared index rebuilds a window beside its live generation,
         given what to tell when it switched (None: refilled in place, the in-process index);
         ``marked``: the reads' check of the index's generation markers, which a league's
         cohort read goes through too (None: an index without markers); ``erased_from``:
         what an erasure clears beside the index (the aggregator's snapshots), ``files`` the
-        archive's files it writes again."""
+        archive's files it writes again, ``erased_log`` a stream that keeps messages naming a
+        player (JetStream's)."""
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
@@ -139,5 +141,5 @@ class Service:
             search=PlayerSearch(store, clock),
             tournaments=tournaments,
             leagues=leagues,
-            erasures=Erasures(settings, store, [index, *erased_from], files, clock),
+            erasures=Erasures(settings, store, [index, *erased_from], files, clock, erased_log),
         )
