@@ -5,6 +5,7 @@ boards equal the store, their frozen ranks unchanged; a result for them refused.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import sqlite3
 import time
@@ -15,11 +16,11 @@ import asyncpg
 import nats
 import nats.js.errors
 import pytest
-import redis.asyncio as aioredis
 
 from podium import bootstrap
 from podium.archive import results as day_files
 from podium.archive.standings import read as read_standings
+from podium.config.sections import IndexSettings
 from podium.config.settings import Settings
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.erasure import PSEUDONYM_PREFIX
@@ -29,10 +30,10 @@ from podium.domain.tournaments import Tournament
 from podium.domain.windows import WindowKind, WindowRule
 from podium.errors import Erased
 from podium.index.memory.index import MemoryIndex
+from podium.index.redis.cluster import client_for
 from podium.index.split.index import SplitIndex
 from podium.service.tournaments import TournamentFreezer
 from podium.workers.freezer import Freezer
-from tests.conftest import REDIS_URL
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
 from tests.nats_cluster import delete_stream, need_nats, stream_name
@@ -119,7 +120,7 @@ async def _index_hits(b: bootstrap.Backends, needle: str) -> list[str]:
                 hits += [f"{key}: {m}" for m in held if needle in m]
             hits += [f"profile {p}" for p in shard.copy._held if needle in p]
         return hits
-    client = aioredis.Redis.from_url(REDIS_URL, decode_responses=True)
+    client = client_for(b.settings.index.url)  # one Redis, or every primary of a cluster
     try:
         async for key in client.scan_iter(match=f"{b.settings.index.prefix}:*"):
             kind = await client.type(key)
@@ -154,8 +155,21 @@ def _file_hits(directory: Path, needle: str) -> list[str]:
 
 
 async def test_an_erased_player_is_nowhere_and_stays_erased(
-    settings: Settings, config_kind: str, tmp_path: Path
+    settings: Settings, tmp_path: Path
 ) -> None:
+    await _erased_everywhere(settings, tmp_path)
+
+
+@pytest.mark.parametrize("config_kind", ["production"])
+async def test_on_redis_cluster_an_erased_player_is_nowhere(
+    settings: Settings, tmp_path: Path, redis_cluster: Any, cluster_prefix: str
+) -> None:
+    """The same with the index split in 16 shards over a Redis Cluster's three primaries."""
+    index = {"url": redis_cluster.url, "prefix": cluster_prefix, "shards": 16}
+    await _erased_everywhere(dataclasses.replace(settings, index=IndexSettings(**index)), tmp_path)
+
+
+async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
     day = _midweek(30)
     clock = Clock(day + 3600)
     b = bootstrap.build(settings, clock)
@@ -340,7 +354,7 @@ async def _stream_hits(url: str, name: str, needle: str) -> list[str]:
 
 
 async def test_on_nats_the_stream_keeps_no_message_naming_them(
-    make_api: Any, tmp_path: Path
+    make_api: Any, tmp_path: Path, config_kind: str
 ) -> None:
     """With JetStream as the log, every message naming the player (their changes, the ban's
     and the freeze's events) is deleted from the stream by the erasure, not left to the
@@ -352,6 +366,8 @@ async def test_on_nats_the_stream_keeps_no_message_naming_them(
             log={"url": url, "stream": name},
             archive={"dir": str(tmp_path / "standings")},
             workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.3},
+            # the split fleet's: two shard databases and a home, 16 index shards, NATS
+            **({"index": {"shards": 16}} if config_kind == "split" else {}),
         )
         now = time.time()
         day = WindowRule(WindowKind.DAY).window_at(int(now))
