@@ -138,3 +138,26 @@ async def test_an_erasure_record_keeps_the_hash_and_forgets_the_id(store: ScoreS
     assert await store.erasures_due(10) == []
     assert await store.erased(["p1"]) == {"p1"}
     assert await store.erasure("era_" + "f" * 24) is None
+
+
+@pytest.mark.parametrize("kind_and_url", ["split2", "split3"], indirect=True)
+async def test_a_player_on_two_databases_is_exported_once_and_erased_on_both(
+    store: ScoreStore,
+) -> None:
+    """A bucket moved (or being moved) leaves the player's rows on a second database."""
+    from podium.store.split import SplitStore
+
+    assert isinstance(store, SplitStore)
+    t = targets(T0 + 100)
+    await store.record(result("m1", 10, player="p1"), t, NOW, None)
+    router = store.router
+    owner = router.url_of("p1")
+    other = next(u for u in [router.home_url, *router.urls()] if u != owner)
+    await router.db(other).record(result("m2", 5, player="p1"), t, NOW, None)
+    await router.db(other).record(result("m1", 10, player="p1"), t, NOW, None)  # the copy
+    assert await _all(store, "p1", "results", 1) == ["m1", "m2"]  # each once
+    counts = await store.erase_rows("p1", NAME)
+    assert counts["results"] == 3
+    for url in (owner, other):
+        assert await router.db(url).export_page("p1", "results", "", 10) == []
+        assert await router.db(url).export_page("p1", "tallies", "", 10) == []

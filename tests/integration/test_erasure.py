@@ -5,6 +5,7 @@ boards equal the store, their frozen ranks unchanged; a result for them refused.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gzip
 import sqlite3
@@ -402,3 +403,60 @@ async def test_on_nats_the_stream_keeps_no_message_naming_them(
         ]
     finally:
         await delete_stream([url], name)
+
+
+async def test_results_racing_the_erasure_do_not_bring_them_back(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """A game server keeps sending the player's results while the erasure is asked and
+    carried out, and the updater keeps applying the log: those recorded before the receipt
+    are swept, those after are refused, and nothing of the player is left."""
+    day = _midweek(30)
+    clock = Clock(day + 3600)
+    b = bootstrap.build(settings, clock)
+    await b.start()
+    svc = b.podium
+    accepted, refused = 0, 0
+    stop = asyncio.Event()
+
+    async def game_server() -> None:
+        nonlocal accepted, refused
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                await svc.matches.record(
+                    KEY,
+                    f"r{i}",
+                    "default",
+                    day + i % 3000,
+                    60,
+                    [PlayerResult(GONE, i), PlayerResult("a", 1)],
+                )
+                accepted += 1
+            except Erased:
+                refused += 1
+            await asyncio.sleep(0)
+
+    async def updater() -> None:
+        while not stop.is_set():
+            await _drain(b)
+            await asyncio.sleep(0.001)
+
+    try:
+        tasks = [asyncio.create_task(game_server()), asyncio.create_task(updater())]
+        await asyncio.sleep(0.3)
+        receipt = await svc.erasures.request(GONE, "admin-key")
+        await svc.erasures.erase_due()
+        await asyncio.sleep(0.2)
+        stop.set()
+        await asyncio.gather(*tasks)
+        await _drain(b)
+        assert accepted > 0 and refused > 0
+        done = await svc.erasures.status(receipt.id)
+        assert done is not None and done.done_at is not None
+        assert await _store_hits(settings, GONE) == []
+        assert await _index_hits(b, GONE) == []
+    finally:
+        stop.set()
+        await b.close()
