@@ -15,13 +15,24 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from podium.archive.results import COLUMNS, SUBDIR, DirLock, _fsync_dir, _row, manifest_path, rows
+from podium.archive.results import (
+    COLUMNS,
+    SUBDIR,
+    DirLock,
+    _fsync_dir,
+    _Hashing,
+    _row,
+    manifest_path,
+    rows,
+)
 from podium.archive.standings import FileArchive, _atomic, read
 from podium.domain.models import FinalEntry
 from podium.errors import Unavailable
@@ -77,30 +88,42 @@ class ArchiveFiles:
 
 
 def _drop(day: Path, player_id: str) -> int:
-    """The day file without the player's rows, if it held any; how many went."""
-    kept = []
-    gone = 0
-    for r in rows(day):
-        if r.player_id == player_id:
-            gone += 1
-        else:
-            kept.append(r)
-    if not gone:
+    """The day file without the player's rows, if it held any; how many went. Streamed: the
+    file is read twice (a look, then the copy), never held whole."""
+    if not any(r.player_id == player_id for r in rows(day)):
         return 0
-    text = io.StringIO()
-    out = csv.writer(text, lineterminator="\n")
-    out.writerow(COLUMNS)
-    for r in kept:
-        out.writerow(_row(r))
-    data = gzip.compress(text.getvalue().encode(), mtime=0)
+    tmp = day.with_name(f".{day.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    gone, kept, first, last = 0, 0, None, None
+    try:
+        with open(tmp, "wb") as raw:
+            hashing = _Hashing(raw)
+            with gzip.GzipFile(filename="", mode="wb", fileobj=hashing, mtime=0) as gz:
+                text = io.TextIOWrapper(gz, encoding="utf-8", newline="")
+                out = csv.writer(text, lineterminator="\n")
+                out.writerow(COLUMNS)
+                for r in rows(day):
+                    if r.player_id == player_id:
+                        gone += 1
+                        continue
+                    out.writerow(_row(r))
+                    kept += 1
+                    first = first or r.key
+                    last = r.key
+                text.flush()
+                text.detach()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, day)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     manifest = json.loads(manifest_path(day).read_text())
     manifest |= {
-        "results": len(kept),
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "first": list(kept[0].key) if kept else None,
-        "last": list(kept[-1].key) if kept else None,
+        "results": kept,
+        "sha256": hashing.digest.hexdigest(),
+        "first": list(first) if first else None,
+        "last": list(last) if last else None,
     }
-    _atomic(day, data)
     _atomic(manifest_path(day), json.dumps(manifest, indent=2).encode())
     _fsync_dir(day.parent)
     return gone
