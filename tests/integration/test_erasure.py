@@ -37,6 +37,7 @@ from podium.service.tournaments import TournamentFreezer
 from podium.workers.freezer import Freezer
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
+from tests.kafka_cluster import delete_topic, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -460,3 +461,42 @@ async def test_results_racing_the_erasure_do_not_bring_them_back(
     finally:
         stop.set()
         await b.close()
+
+
+async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(make_api: Any) -> None:
+    """Kafka keeps the player's records until the topic's retention (docs/architecture.md
+    §9): a replay of them after the erasure (as after a Redis failover) is skipped by the
+    updaters, as a banned player's is."""
+    kafka, topic = need_kafka(), topic_name()
+    try:
+        api = await make_api(
+            log={
+                "url": f"kafka://{kafka}",
+                "partitions": 2,
+                "kafka": {"topic": topic, "events_topic": f"{topic}-events", "group": f"{topic}-u"},
+            },
+            workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.3},
+        )
+        assert (await api.submit("m1", [(GONE, 30), ("a", 20)])).status_code == 200
+
+        async def shown() -> bool:
+            page = await api.page("week")
+            return [e["playerId"] for e in page["entries"]] == [GONE, "a"]
+
+        assert await api.until(shown, timeout=20), "the results did not reach the board"
+        admin = api.auth(api.admin_key)
+        r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
+
+        async def done() -> bool:
+            got = await api.client.get(f"/v1/admin/erasures/{r.json()['id']}", headers=admin)
+            return bool(got.json()["state"] == "done")
+
+        assert await api.until(done, timeout=30)
+        await api.backends.replay(3600)  # the topic's records of them, applied again
+        await asyncio.sleep(1.0)
+        await api.fresh()
+        assert [e["playerId"] for e in (await api.page("week"))["entries"]] == ["a"]
+        assert await _index_hits(api.backends, GONE) == []
+    finally:
+        for t in (topic, f"{topic}-events"):
+            await asyncio.to_thread(delete_topic, kafka, t)
