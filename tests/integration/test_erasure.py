@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gzip
+import logging
 import sqlite3
 import time
 from pathlib import Path
@@ -291,9 +292,13 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await b.close()
 
 
-async def test_the_admin_api_exports_erases_and_refuses(make_api: Any) -> None:
-    """Through HTTP, with every role running in the process (the eraser among them)."""
+async def test_the_admin_api_exports_erases_and_refuses(
+    make_api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through HTTP, with every role running in the process (the eraser among them); what
+    podium logs from the erasure on never names the player."""
     api = await make_api(workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.1})
+    caplog.set_level(logging.DEBUG, logger="podium")
     assert (await api.submit("m1", [(GONE, 30), ("a", 20), ("b", 10)])).status_code == 200
     await api.settle()
     admin = api.auth(api.admin_key)
@@ -306,6 +311,7 @@ async def test_the_admin_api_exports_erases_and_refuses(make_api: Any) -> None:
     assert (
         await api.client.get(f"/v1/admin/players/{GONE}/export", headers=api.auth())
     ).status_code == 403
+    caplog.clear()
     r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
     assert r.status_code == 202, r.text
     receipt = r.json()
@@ -331,6 +337,9 @@ async def test_the_admin_api_exports_erases_and_refuses(make_api: Any) -> None:
     assert after["erased"] is True and after["results"] == [] and after["profile"] == []
     missing = await api.client.get(f"/v1/admin/erasures/era_{'0' * 24}", headers=admin)
     assert missing.status_code == 404
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("podium")]
+    assert any(receipt["id"] in line for line in logged)  # the erasure, by its receipt
+    assert [line for line in logged if GONE in line] == []
 
 
 async def _stream_hits(url: str, name: str, needle: str) -> list[str]:
