@@ -4,6 +4,7 @@ one resumes at the step the record is at, and finishes; nothing of the player is
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import signal
 import subprocess
@@ -19,15 +20,22 @@ from podium.config.settings import load
 from podium.domain.models import PlayerResult, Profile
 from podium.workers.freezer import Freezer
 from tests.conftest import REDIS_URL
+from tests.integration.conftest import split_databases  # noqa: F401
 from tests.integration.test_erasure import GONE, KEY, _file_hits, _index_hits, _store_hits
 from tests.integration.test_freeze import DAY, Clock, _drain, _midweek
 
 
-def _config(tmp: Path, kind: str, pg: str | None, prefix: str | None) -> Path:
-    store = f'url = "{pg}"' if kind == "production" else f'url = "sqlite:///{tmp}/podium.db"'
-    index = (
-        f'url = "{REDIS_URL}"\nprefix = "{prefix}"' if kind == "production" else 'url = "memory://"'
-    )
+def _config(tmp: Path, kind: str, pg: list[str], prefix: str | None) -> Path:
+    """Embedded; Postgres and Redis; or the split fleet's store and index: a home and two
+    shard databases, 16 index shards."""
+    if kind == "embedded":
+        store, index = f'url = "sqlite:///{tmp}/podium.db"', 'url = "memory://"'
+    else:
+        store = f'url = "{pg[0]}"'
+        index = f'url = "{REDIS_URL}"\nprefix = "{prefix}"'
+    if kind == "split":
+        store += f"\nshards = {json.dumps(pg[1:])}\npool_size = 4\nread_pool_size = 3"
+        index += "\nshards = 16"
     path = tmp / "podium.toml"
     path.write_text(
         f'[store]\n{store}\nerasure_secret = "s3cret"\n[index]\n{index}\n'
@@ -39,10 +47,23 @@ def _config(tmp: Path, kind: str, pg: str | None, prefix: str | None) -> Path:
     return path
 
 
-def _killed(cfg: Path, cwd: Path) -> None:
-    """``podium player erase --wait`` killed with -9 six times at random moments."""
+def _killed(cfg: Path, cwd: Path, kind: str) -> None:
+    """The process carrying out the erasure killed with -9 six times at random moments: the
+    eraser role of ``podium worker`` (on the embedded store, whose index lives in one
+    process, ``podium player erase --wait``)."""
     rng = random.Random(35)
-    argv = [sys.executable, "-m", "podium", "player", "erase", GONE, "--wait", "--config", str(cfg)]
+    subprocess.run(
+        [sys.executable, "-m", "podium", "player", "erase", GONE, "--config", str(cfg)],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )  # fmt: skip  (the receipt: recorded, not carried out yet)
+    if kind == "embedded":
+        argv = [sys.executable, "-m", "podium", "player", "erase", GONE, "--wait"]
+    else:
+        argv = [sys.executable, "-m", "podium", "worker", "--roles", "eraser"]
+    argv += ["--config", str(cfg)]
     for _ in range(6):
         proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.8, 3.0))
@@ -60,16 +81,20 @@ def _finished(cfg: Path, cwd: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("kind", ["embedded", "production"])
+@pytest.mark.parametrize("kind", ["embedded", "production", "split"])
 def test_an_erasure_killed_at_random_moments_resumes_and_finishes(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    pg = request.getfixturevalue("postgres_url") if kind == "production" else None
-    prefix = request.getfixturevalue("redis_prefix") if kind == "production" else None
-    asyncio.run(_scenario(_config(tmp_path, kind, pg, prefix), tmp_path))
+    pg: list[str] = []
+    if kind == "production":
+        pg = [request.getfixturevalue("postgres_url")]
+    if kind == "split":
+        pg = request.getfixturevalue("split_databases")
+    prefix = request.getfixturevalue("redis_prefix") if kind != "embedded" else None
+    asyncio.run(_scenario(_config(tmp_path, kind, pg, prefix), tmp_path, kind))
 
 
-async def _scenario(cfg: Path, tmp_path: Path) -> None:
+async def _scenario(cfg: Path, tmp_path: Path, kind: str) -> None:
     settings = load(str(cfg), env={})
     day = _midweek(30)
     clock = Clock(day + 3600)
@@ -95,7 +120,7 @@ async def _scenario(cfg: Path, tmp_path: Path) -> None:
     assert window is not None
     before = read_standings(tmp_path / "archive", f"day/{window.id}.csv.gz")
 
-    await asyncio.to_thread(_killed, cfg, tmp_path)
+    await asyncio.to_thread(_killed, cfg, tmp_path, kind)
     b = bootstrap.build(settings, clock)
     try:
         [pending] = await b.store.erasures_due(10)  # recorded, and killed before its end
