@@ -36,6 +36,7 @@ from podium.index.redis.cluster import client_for
 from podium.index.split.index import SplitIndex
 from podium.service.tournaments import TournamentFreezer
 from podium.workers.freezer import Freezer
+from podium.workers.reconciler import Reconciler
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
 from tests.kafka_cluster import delete_topic, need_kafka, topic_name
@@ -191,6 +192,15 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
             await svc.matches.record(
                 KEY, f"m{i}", "default", day + 60 * i, 60, [PlayerResult(p, pts, {"skin": "red"})]
             )
+        # The day before (counting for the week): a history, then a jump that is flagged.
+        for i in range(5):
+            await svc.matches.record(
+                KEY, f"h{i}", "default", day - DAY + 60 * i, 60, [PlayerResult(GONE, 10)]
+            )
+        await svc.matches.record(
+            KEY, "jump", "default", day - DAY + 600, 60, [PlayerResult(GONE, 200_000)]
+        )
+        assert [f.player_id for f in await b.store.flagged(None, 10)] == [GONE]
         await svc.player_admin.set_profile(Profile(GONE, "Gone Girl", None, "DE"))
         await svc.player_admin.set_profile(Profile("a", "Ann", None, "FR"))
         await svc.player_admin.set_friends(GONE, ["a", "b"])
@@ -251,7 +261,7 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await svc.erasures.erase_due()
         done = await svc.erasures.status(receipt.id)
         assert done is not None and done.done_at is not None and done.player_id is None
-        assert done.counts["results"] == 2 and done.counts["archivedResults"] == 1
+        assert done.counts["results"] == 8 and done.counts["archivedResults"] == 1
         assert done.counts["standingsFiles"] == 4 and done.counts["indexEntries"] >= 1
 
         assert await _store_hits(settings, GONE) == []
@@ -286,6 +296,10 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await b.store.requeue_players(["a", "b", GONE], clock.t)
         await _drain(b)
         assert await b.rebuild_live() >= 0
+        reconciler = Reconciler(b.settings, b.store, b.index, b.clock)
+        for _ in range(20):
+            await reconciler.step()
+        assert await b.store.flagged(None, 10) == []
         assert await _index_hits(b, GONE) == []
         assert await _store_hits(settings, GONE) == []
     finally:
