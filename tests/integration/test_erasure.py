@@ -10,7 +10,10 @@ import dataclasses
 import gzip
 import logging
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from tests.nats_cluster import delete_stream, need_nats, stream_name
 CONFIG_KINDS = KINDS_WITH_SPLIT
 GONE = "zq-gone-7"  # the erased player: no other id or name contains these bytes
 KEY = ApiKey("gs", "gs", "h", ("default",))
+HOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 # A league played by day in cohorts of 3: the erased player's cohort freezes and promotes.
 LEAGUE = {
     "name": "league",
@@ -306,21 +310,66 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await b.close()
 
 
+@pytest.fixture
+def hook() -> Iterator[list[bytes]]:
+    """A webhook endpoint on a free loopback port that answers 204 to everything: the
+    bodies it was sent."""
+    got: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            got.append(self.rfile.read(int(self.headers["content-length"])))
+            self.send_response(204)
+            self.end_headers()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    got.append(f"http://127.0.0.1:{server.server_port}/hook".encode())
+    try:
+        yield got
+    finally:
+        server.shutdown()
+
+
 async def test_the_admin_api_exports_erases_and_refuses(
-    make_api: Any, caplog: pytest.LogCaptureFixture
+    make_api: Any, caplog: pytest.LogCaptureFixture, hook: list[bytes]
 ) -> None:
-    """Through HTTP, with every role running in the process (the eraser among them); what
-    podium logs from the erasure on never names the player."""
-    api = await make_api(workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.1})
+    """Through HTTP, with every role running in the process (the eraser among them), a ban
+    delivered to a webhook; what podium logs from the erasure on never names the player."""
+    url = hook.pop(0).decode()
+    api = await make_api(
+        workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.1},
+        webhooks=[{"url": url, "secret": HOOK_SECRET, "events": ["player.banned"]}],
+    )
     caplog.set_level(logging.DEBUG, logger="podium")
-    assert (await api.submit("m1", [(GONE, 30), ("a", 20), ("b", 10)])).status_code == 200
+    assert (await api.submit("m1", [(GONE, 30), ("a", 20), ("b", 10), ("c", 5)])).status_code == 200
     await api.settle()
     admin = api.auth(api.admin_key)
+    r = await api.client.post("/v1/admin/players/c/ban", json={"reason": "x"}, headers=admin)
+    assert r.status_code == 204, r.text
+    r = await api.client.post(f"/v1/admin/players/{GONE}/ban", json={"reason": "x"}, headers=admin)
+    assert r.status_code == 204, r.text
+    r = await api.client.delete(f"/v1/admin/players/{GONE}/ban", headers=admin)
+    assert r.status_code in (200, 204), r.text
+
+    async def delivered() -> bool:
+        listed = await api.client.get("/v1/admin/webhooks/deliveries", headers=admin)
+        states = [d["state"] for d in listed.json()["deliveries"]]
+        return states == ["delivered", "delivered"] and sum(GONE.encode() in b for b in hook) == 1
+
+    assert await api.until(delivered, timeout=20), "the ban's webhook was not delivered"
+    await api.settle()
     r = await api.client.get(f"/v1/admin/players/{GONE}/export", headers=admin)
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
     doc = r.json()
     assert doc["playerId"] == GONE and doc["erased"] is False
     assert [x["matchId"] for x in doc["results"]] == ["m1"] and doc["archivedResults"] == []
+    assert [e["type"] for e in doc["webhookEvents"]] == ["player.banned"]
+    assert [d["state"] for d in doc["webhookDeliveries"]] == ["delivered"]
     # Only an admin key.
     assert (
         await api.client.get(f"/v1/admin/players/{GONE}/export", headers=api.auth())
@@ -347,6 +396,9 @@ async def test_the_admin_api_exports_erases_and_refuses(
     await api.settle()
     page = await api.page("week")
     assert [e["playerId"] for e in page["entries"]] == ["a", "b"]
+    assert await _store_hits(api.backends.settings, GONE) == []  # the delivery too
+    listed = await api.client.get("/v1/admin/webhooks/deliveries", headers=admin)
+    assert GONE not in listed.text and len(listed.json()["deliveries"]) == 1  # c's ban's
     after = (await api.client.get(f"/v1/admin/players/{GONE}/export", headers=admin)).json()
     assert after["erased"] is True and after["results"] == [] and after["profile"] == []
     missing = await api.client.get(f"/v1/admin/erasures/era_{'0' * 24}", headers=admin)
