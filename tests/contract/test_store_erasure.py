@@ -161,3 +161,28 @@ async def test_a_player_on_two_databases_is_exported_once_and_erased_on_both(
     for url in (owner, other):
         assert await router.db(url).export_page("p1", "results", "", 10) == []
         assert await router.db(url).export_page("p1", "tallies", "", 10) == []
+
+
+async def test_a_done_erasure_is_left_as_it_is(store: ScoreStore) -> None:
+    """Two erasers on one record: the one that notes a step after the other finished
+    changes nothing."""
+    e = Erasure(
+        "era_" + "2" * 24, erased_digest("test-secret", "p9"), "p9", NAME, Step.INDEX, NOW, "k"
+    )
+    await store.open_erasure(e)
+    await store.advance_erasure(e.id, Step.DONE, {"results": 1}, NOW + 1)
+    await store.advance_erasure(e.id, Step.ARCHIVE, {"results": 2}, NOW + 2)
+    done = await store.erasure(e.id)
+    assert done is not None and done.step is Step.DONE and done.counts == {"results": 1}
+
+
+async def test_events_are_matched_by_their_player_member_only(store: ScoreStore) -> None:
+    """A short id equal to another value of an event (a board, a tier) is not the player."""
+    await store.set_profile(Profile("day", "Day"), NOW)  # a player named like the board
+    await _fill(store)
+    events_before = await store.export_page("day", "webhookEvents", "", 10)
+    assert events_before == []  # the window.frozen event names board "day", not the player
+    counts = await store.erase_rows("day", NAME)
+    assert counts["webhookEventsPseudonymised"] == 0
+    frozen = await store.export_page("p2", "webhookEvents", "", 10)
+    assert any(r["type"] == "window.frozen" and '"board":"day"' in r["data"] for _, r in frozen)

@@ -51,7 +51,8 @@ class PlayerData(Protocol):
         self, erasure_id: str, step: Step, counts: dict[str, int], now: float
     ) -> None:
         """Note a step done: the next ``step`` and the counts so far. At ``Step.DONE``, the
-        id and the pseudonym are forgotten and ``done_at`` set."""
+        id and the pseudonym are forgotten and ``done_at`` set. A record done already is left
+        as it is (two erasers on one record: the later one's notes change nothing)."""
         ...
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:

@@ -16,14 +16,25 @@ from typing import Any
 
 from podium.domain.erasure import Erasure, Step
 
-# Where an event's data names the player: their id as a JSON string, anywhere in it.
-_NAMES = "instr({col}, '\"' || :p || '\"') > 0"
+# Where an event's data names the player: a "playerId" member with their id, as the stores
+# write it (SQLite's json_object and podium's own JSON: compact; Postgres's
+# json_build_object: a space either side of the colon).
+_KEYS = ('\'"playerId":"\'', '\'"playerId" : "\'')
+_NAMES = " OR ".join(f"instr({{col}}, {k} || :p || '\"') > 0" for k in _KEYS)
 _PERSONAL_EVENTS = "('player.flagged', 'player.banned')"
 _FROZEN = "(board, window_id) IN (SELECT board, window_id FROM frozen_windows)"
 
 
 def _names(col: str) -> str:
-    return _NAMES.format(col=col)
+    return "(" + _NAMES.format(col=col) + ")"
+
+
+def _renamed(col: str) -> str:
+    """``col`` with the player's "playerId" members given the pseudonym."""
+    out = col
+    for k in _KEYS:
+        out = f"replace({out}, {k} || :p || '\"', {k} || :q || '\"')"
+    return out
 
 
 # section -> (key expression, columns, FROM ... WHERE ...), read ``WHERE <key> > :after
@@ -108,8 +119,7 @@ ERASE: tuple[tuple[str, str], ...] = (
     ),
     (
         "webhookEventsPseudonymised",
-        "UPDATE webhook_events SET data = replace(data, '\"' || :p || '\"', '\"' || :q || '\"') "
-        f"WHERE {_names('data')}",
+        f"UPDATE webhook_events SET data = {_renamed('data')} WHERE {_names('data')}",
     ),
     ("results", "DELETE FROM results WHERE player_id = :p"),
     (

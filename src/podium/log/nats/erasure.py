@@ -22,7 +22,10 @@ async def erase_messages(
     js: JetStreamContext, stream: str, subjects: list[str], player_id: str
 ) -> int:
     """Delete every message on ``subjects`` whose body names ``player_id``; how many."""
-    needle = f'"{player_id}"'.encode()
+    # The event's member (a change's, compact JSON; an event's webhook body, as its store
+    # wrote it: compact, or with Postgres's spaces), never any other value equal to the id.
+    needles = [f'"playerId":{sep}"{player_id}"'.encode() for sep in ("", " ")]
+    needles.append(f'"playerId" : "{player_id}"'.encode())
     gone = 0
     for subject in subjects:
         seq = 1
@@ -33,7 +36,7 @@ async def erase_messages(
                 except nats.js.errors.NotFoundError:
                     break  # none past ``seq`` on this subject
             assert msg.seq is not None
-            if needle in (msg.data or b""):
+            if any(n in (msg.data or b"") for n in needles):
                 with translated(f"delete from stream {stream}"):
                     await js.delete_msg(stream, msg.seq)
                 gone += 1

@@ -122,7 +122,7 @@ class PlayerData(Database):
             "UPDATE erasures SET step = $1, counts = $2, "
             "player_id = CASE WHEN $3 THEN NULL ELSE player_id END, "
             "pseudonym = CASE WHEN $3 THEN '' ELSE pseudonym END, "
-            "done_at = CASE WHEN $3 THEN $4 ELSE done_at END WHERE id = $5",
+            "done_at = CASE WHEN $3 THEN $4 ELSE done_at END WHERE id = $5 AND done_at IS NULL",
             step.value,
             json.dumps(counts),
             done,

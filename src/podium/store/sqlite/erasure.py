@@ -111,7 +111,7 @@ class PlayerData(Database):
                 "UPDATE erasures SET step = ?, counts = ?, "
                 "player_id = CASE WHEN ? THEN NULL ELSE player_id END, "
                 "pseudonym = CASE WHEN ? THEN '' ELSE pseudonym END, "
-                "done_at = CASE WHEN ? THEN ? ELSE done_at END WHERE id = ?",
+                "done_at = CASE WHEN ? THEN ? ELSE done_at END WHERE id = ? AND done_at IS NULL",
                 (step.value, json.dumps(counts), done, done, done, now, erasure_id),
             )
 
