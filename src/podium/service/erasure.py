@@ -196,15 +196,18 @@ class Erasures:
         if step is Step.ARCHIVE:
             return await self._erase_files(player_id, name)
         # SETTLE: a record or an index write that began before the gate and ended after
-        # the steps above is caught by a sweep once it must have ended.
+        # the steps above is caught by a sweep once it must have ended; a freeze that read
+        # the player's tally before the store's step, by its standings renamed again.
         await asyncio.sleep(self.settle_s)
         again = await self.store.erase_rows(player_id, name)
         more = await self._erase_index(player_id)
         log_again = (await self._erase_log(player_id)).get("logMessages", 0)
+        files = await self._erase_files(player_id, name, days=False)
         return {
             "settleRows": sum(again.values()),
             "settleIndexEntries": more,
             "settleLogMessages": log_again,
+            "settleStandingsFiles": files.get("standingsFiles", 0),
         }
 
     async def _erase_log(self, player_id: str) -> dict[str, int]:
@@ -221,11 +224,13 @@ class Erasures:
             gone += await index.erase_player(player_id)
         return gone
 
-    async def _erase_files(self, player_id: str, name: str) -> dict[str, int]:
+    async def _erase_files(self, player_id: str, name: str, days: bool = True) -> dict[str, int]:
+        """The day files without the player (``days``), and every standings file that
+        holds the pseudonym's window written with it."""
         if self.files is None:
             return {}
         files = self.files
-        archived = await asyncio.to_thread(files.drop_results, player_id)
+        archived = await asyncio.to_thread(files.drop_results, player_id) if days else 0
         rewritten = 0
         for board, window, archive in await self.store.renamed_windows(name):
             file = archive or f"{board}/{window}.csv.gz"
