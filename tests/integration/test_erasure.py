@@ -296,6 +296,15 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         # The live board: the others moved up, and equal the store.
         page = await svc.reads.page("day", live.id, 0, 10)
         assert [(e.rank, e.player_id) for e in page.entries] == [(1, "a"), (2, "b")]
+        # Nor does an admin's profile or friends write, nor a join.
+        with pytest.raises(Erased):
+            await svc.player_admin.set_profile(Profile(GONE, "Back"))
+        with pytest.raises(Erased):
+            await svc.player_admin.set_friends(GONE, ["a"])
+        with pytest.raises(Erased):
+            await svc.tournaments.join("cup", GONE, KEY)
+        await svc.player_admin.set_friends("a", [GONE, "b"])
+        assert await b.store.friends("a") == ["b"]
         # It stays erased: a replay of the log, a rebuild from the store bring nothing back.
         await b.store.requeue_players(["a", "b", GONE], clock.t)
         await _drain(b)
