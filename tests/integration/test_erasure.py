@@ -296,6 +296,8 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         # The live board: the others moved up, and equal the store.
         page = await svc.reads.page("day", live.id, 0, 10)
         assert [(e.rank, e.player_id) for e in page.entries] == [(1, "a"), (2, "b")]
+        cup_now = await b.store.tournament("cup")
+        assert cup_now is not None and cup_now.entrants == 4  # their place is free
         # Nor does an admin's profile or friends write, nor a join.
         with pytest.raises(Erased):
             await svc.player_admin.set_profile(Profile(GONE, "Back"))

@@ -136,6 +136,11 @@ ERASE: tuple[tuple[str, str], ...] = (
     ),
     ("cohortPlacements", "DELETE FROM cohort_members WHERE player_id = :p"),
     ("leagueTiers", "DELETE FROM league_tiers WHERE player_id = :p"),
+    (
+        "tournamentPlaces",  # the places they took, free again (max_entrants)
+        "UPDATE tournaments SET entrants = entrants - 1 WHERE entrants > 0 AND id IN "
+        "(SELECT tournament_id FROM tournament_entrants WHERE player_id = :p)",
+    ),
     ("tournamentEntries", "DELETE FROM tournament_entrants WHERE player_id = :p"),
     ("friends", "DELETE FROM friends WHERE player_id = :p OR friend_id = :p"),
     ("ban", "DELETE FROM bans WHERE player_id = :p"),
