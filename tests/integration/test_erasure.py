@@ -38,6 +38,7 @@ from podium.index.memory.index import MemoryIndex
 from podium.index.redis.cluster import client_for
 from podium.index.split.index import SplitIndex
 from podium.service.tournaments import TournamentFreezer
+from podium.service.upkeep.gapless import Target
 from podium.workers.freezer import Freezer
 from podium.workers.reconciler import Reconciler
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
@@ -311,6 +312,18 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await b.store.requeue_players(["a", "b", GONE], clock.t)
         await _drain(b)
         assert await b.rebuild_live() >= 0
+        if b.layout is not None:  # a split Redis index: a reshard, from the store, too
+            boards = svc.boards
+            targets = [
+                Target(boards.board(n), boards.window(boards.board(n), None))
+                for n in ("day", "week")
+            ]
+            count = 8 if b.settings.index.shards != 8 else 6
+            await b.reshard().run(targets, count, grace_s=0.2)
+            await b.layout.follow()
+            assert b.layout.count == count
+            page = await svc.reads.page("day", live.id, 0, 10)
+            assert [(e.rank, e.player_id) for e in page.entries] == [(1, "a"), (2, "b")]
         reconciler = Reconciler(b.settings, b.store, b.index, b.clock)
         for _ in range(20):
             await reconciler.step()
