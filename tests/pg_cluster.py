@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Sequence
 
 import pytest
 
@@ -44,8 +45,14 @@ FOR_TESTS = (
 
 
 class PgCluster:
-    def __init__(self, *, for_tests: bool = False) -> None:
+    def __init__(
+        self, *, for_tests: bool = False, wrap: Sequence[str] = (), address: str = "127.0.0.1"
+    ) -> None:
+        """``wrap``: what every command runs under (``ip netns exec NS``, for a server on a
+        host of a test's own net, ``tests/netns.py``), listening on ``address``."""
         self.for_tests = for_tests
+        self.wrap = list(wrap)
+        self.address = address
         initdb, pg_ctl = _bin("initdb"), _bin("pg_ctl")
         if initdb is None or pg_ctl is None:
             message = "initdb and pg_ctl are not installed"
@@ -60,20 +67,24 @@ class PgCluster:
         if self._as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
         self._run(self._initdb, "-D", self.data, "-U", "postgres", "-A", "trust", "--no-sync")
+        if address != "127.0.0.1":  # initdb trusts loopback only; a net's hosts are its peers
+            with open(os.path.join(self.data, "pg_hba.conf"), "a") as hba:
+                hba.write("host all all samenet trust\n")
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres@{self.address}:{self.port}/postgres"
 
     def _run(self, *args: str) -> None:
         cmd = ["runuser", "-u", "postgres", "--", *args] if self._as_postgres else list(args)
+        cmd = self.wrap + cmd
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args)}: {done.stderr or done.stdout}")
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.dir} "
+            f"-p {self.port} -c listen_addresses={self.address} -k {self.dir} "
             "-c fsync=off"  # a stop here is a process crash, not the machine's: nothing lost
         )
         if self.for_tests:
@@ -87,7 +98,7 @@ class PgCluster:
 
     def running(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            with socket.create_connection((self.address, self.port), timeout=1):
                 return True
         except OSError:
             return False

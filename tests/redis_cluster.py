@@ -26,11 +26,11 @@ NODE_TIMEOUT_MS = 1000
 START_TIMEOUT_S = 20.0
 
 
-def cli(port: int, *args: str, timeout: float = 5.0) -> str:
+def cli(port: int, *args: str, timeout: float = 5.0, host: str = "127.0.0.1") -> str:
     """One ``redis-cli`` command against a node; its output."""
     assert REDIS_CLI is not None
     out = subprocess.run(
-        [REDIS_CLI, "-h", "127.0.0.1", "-p", str(port), *args],
+        [REDIS_CLI, "-h", host, "-p", str(port), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

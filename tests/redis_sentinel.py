@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tests.ports import free_ports
@@ -36,10 +37,11 @@ class Sentinels:
     ports: list[int]  # the Sentinels'
     root: str
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    address: str = "127.0.0.1"  # the Sentinels'
 
     def url(self, query: str = "") -> str:
         """``redis+sentinel://`` with every Sentinel, as a deployment lists them."""
-        hosts = ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        hosts = ",".join(f"{self.address}:{p}" for p in self.ports)
         return f"redis+sentinel://{hosts}/{SERVICE}" + (f"?{query}" if query else "")
 
     @property
@@ -48,7 +50,9 @@ class Sentinels:
 
     def master_port(self, sentinel: int) -> int | None:
         """The primary's port as one Sentinel names it now."""
-        out = cli(sentinel, "sentinel", "get-master-addr-by-name", SERVICE).split()
+        out = cli(
+            sentinel, "sentinel", "get-master-addr-by-name", SERVICE, host=self.address
+        ).split()
         return int(out[1]) if len(out) == 2 else None
 
     def wait_promoted(self, away_from: int, timeout_s: float = 60.0) -> RedisServer:
@@ -80,12 +84,12 @@ class Sentinels:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _sentinel_conf(port: int, root: str, primary: int, quorum: int) -> str:
+def _sentinel_conf(port: int, root: str, primary: RedisServer, quorum: int, address: str) -> str:
     path = os.path.join(root, f"sentinel-{port}.conf")
     with open(path, "w") as f:
         f.write(
-            f"port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {root}\n"
-            f"sentinel monitor {SERVICE} 127.0.0.1 {primary} {quorum}\n"
+            f"port {port}\nbind {address}\nprotected-mode no\ndir {root}\n"
+            f"sentinel monitor {SERVICE} {primary.host} {primary.port} {quorum}\n"
             f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
             f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\n"
             f"sentinel parallel-syncs {SERVICE} 1\n"
@@ -93,29 +97,46 @@ def _sentinel_conf(port: int, root: str, primary: int, quorum: int) -> str:
     return path
 
 
-def start_sentinels(replicas: int = 1, sentinels: int = 3) -> Sentinels:
+Place = tuple[Sequence[str], str]  # what a process runs under, and the address it binds
+
+
+def start_sentinels(
+    replicas: int = 1,
+    sentinels: int = 3,
+    *,
+    nodes: Sequence[Place] = (),
+    watchers: Place = ((), "127.0.0.1"),
+) -> Sentinels:
     """A primary with ``replicas`` replicas (writable, so that a test can take from one what
     a lagging replica lacks) and ``sentinels`` Sentinels (quorum: a majority of them),
-    returned once every Sentinel sees every replica and every other Sentinel."""
+    returned once every Sentinel sees every replica and every other Sentinel. ``nodes``:
+    where the primary and each replica run (on hosts of a test's own net), in that order;
+    ``watchers``: where the Sentinels do (loopback by default)."""
     if REDIS_SERVER is None or REDIS_CLI is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a private Sentinel")
-    primary = start_server()
+    places = list(nodes) or [((), "127.0.0.1")] * (1 + replicas)
+    primary = start_server(wrap=places[0][0], address=places[0][1])
     root = tempfile.mkdtemp(prefix="podium-sentinel-")
-    out = Sentinels(primary, [], free_ports(sentinels), root)
+    wrap, address = watchers
+    out = Sentinels(primary, [], free_ports(sentinels), root, address=address)
     try:
-        out.replicas = [start_server(replica_of=primary) for _ in range(replicas)]
+        out.replicas = [
+            start_server(replica_of=primary, wrap=w, address=a) for w, a in places[1 : 1 + replicas]
+        ]
         quorum = sentinels // 2 + 1
         for port in out.ports:
-            conf = _sentinel_conf(port, root, primary.port, quorum)
+            conf = _sentinel_conf(port, root, primary, quorum, address)
             log = open(os.path.join(root, f"sentinel-{port}.log"), "wb")  # noqa: SIM115
             out.procs.append(
                 subprocess.Popen(
-                    [REDIS_SERVER, conf, "--sentinel"], stdout=log, stderr=subprocess.STDOUT
+                    [*wrap, REDIS_SERVER, conf, "--sentinel"],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
                 )
             )
             log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(_sees_all(p, replicas, sentinels - 1) for p in out.ports):
+        while not all(_sees_all(p, replicas, sentinels - 1, address) for p in out.ports):
             if time.monotonic() > deadline:
                 raise RuntimeError("the Sentinels did not find each other and the replicas")
             time.sleep(0.1)
@@ -125,9 +146,9 @@ def start_sentinels(replicas: int = 1, sentinels: int = 3) -> Sentinels:
     return out
 
 
-def _sees_all(port: int, replicas: int, others: int) -> bool:
+def _sees_all(port: int, replicas: int, others: int, address: str = "127.0.0.1") -> bool:
     try:
-        fields = cli(port, "sentinel", "master", SERVICE).split()
+        fields = cli(port, "sentinel", "master", SERVICE, host=address).split()
     except subprocess.SubprocessError:
         return False
     state = dict(zip(fields[::2], fields[1::2], strict=False))

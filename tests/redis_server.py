@@ -10,6 +10,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tests.ports import free_ports
@@ -23,13 +24,14 @@ class RedisServer:
     port: int
     root: str
     proc: subprocess.Popen[bytes]
+    host: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host}:{self.port}/0"
 
     def cli(self, *args: str) -> str:
-        return cli(self.port, *args)
+        return cli(self.port, *args, host=self.host)
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -46,21 +48,28 @@ class RedisServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_server(replica_of: RedisServer | None = None) -> RedisServer:
+def start_server(
+    replica_of: RedisServer | None = None,
+    *,
+    wrap: Sequence[str] = (),
+    address: str = "127.0.0.1",
+) -> RedisServer:
     """One node; with ``replica_of``, a replica of it (writable, so that a test can take
-    from it what a lagging replica would lack), returned once its link is up."""
+    from it what a lagging replica would lack), returned once its link is up. ``wrap``:
+    what it runs under (``ip netns exec NS``, on a host of a test's own net), listening on
+    ``address``."""
     if REDIS_SERVER is None or REDIS_CLI is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a private Redis")
     (port,) = free_ports(1)
     root = tempfile.mkdtemp(prefix="podium-redis-")
-    args = ["--port", str(port), "--bind", "127.0.0.1", "--dir", root, "--save", ""]
+    args = ["--port", str(port), "--bind", address, "--dir", root, "--save", ""]
     args += ["--appendonly", "no", "--protected-mode", "no", "--repl-diskless-sync-delay", "0"]
     if replica_of is not None:
-        args += ["--replicaof", "127.0.0.1", str(replica_of.port), "--replica-read-only", "no"]
+        args += ["--replicaof", replica_of.host, str(replica_of.port), "--replica-read-only", "no"]
     log = open(f"{root}/redis.log", "wb")  # noqa: SIM115 - the child holds it
-    proc = subprocess.Popen([REDIS_SERVER, *args], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([*wrap, REDIS_SERVER, *args], stdout=log, stderr=subprocess.STDOUT)
     log.close()
-    server = RedisServer(port, root, proc)
+    server = RedisServer(port, root, proc, address)
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         try:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from podium.archive.erasure import ArchiveFiles
 from podium.archive.results import DayFiles
@@ -53,11 +53,13 @@ from podium.ports.ingest import MatchFeed
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
 from podium.ports.operations import BucketMoves
 from podium.ports.ratelimit import Buckets
+from podium.ports.upkeep import UpkeepRecords
 from podium.service.ingest import Ingest
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
+from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
 from podium.workers import mender, replay, roles
@@ -147,6 +149,7 @@ class IndexParts:
     layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     feeds: list[tuple[IngestTable, MatchFeed]] = field(default_factory=list)  # [[ingest]]
+    upkeep: UpkeepRecords | None = None  # how far a rebuild or a reshard is (ports/upkeep.py)
 
 
 def gapless(
@@ -168,19 +171,24 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     if topo.in_process_index:
         from podium.index.memory.index import MemoryIndex
         from podium.index.memory.snapshots import MemorySnapshots
+        from podium.index.memory.upkeep import MemoryUpkeep
 
+        told = MemoryUpkeep(clock.now)
         if n == 1:
             memory = MemoryIndex(clock.now)
-            return IndexParts(memory, memory.copy, MemorySnapshots(clock.now), None, memory)
+            return IndexParts(
+                memory, memory.copy, MemorySnapshots(clock.now), None, memory, upkeep=told
+            )
         parts = [MemoryIndex(clock.now) for _ in range(n)]
         split = SplitIndex(parts, copies=[p.copy for p in parts])
         assert split.copy is not None
-        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split)
+        return IndexParts(split, split.copy, MemorySnapshots(clock.now), split, split, upkeep=told)
     from podium.index.redis.cluster import client_for, shard_indexes
     from podium.index.redis.generations import RedisGenerations
     from podium.index.redis.index import RedisIndex
     from podium.index.redis.keys import Keys
     from podium.index.redis.snapshots import RedisSnapshots
+    from podium.index.redis.upkeep import RedisUpkeep
 
     replicas = settings.index.read_from_replicas
     if topo.index == "sentinel":  # one Redis, the primary Sentinel names (and its replicas)
@@ -194,7 +202,10 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
         marks = RedisGenerations(redis.client, [(None, redis.keys)])
         snaps = RedisSnapshots(redis.client, redis.keys)
         record = RedisLayout(client, redis.keys)
-        return IndexParts(redis, redis.copy, snaps, None, redis, marks, record=record)
+        upkeep = RedisUpkeep(client, prefix)
+        return IndexParts(
+            redis, redis.copy, snaps, None, redis, marks, record=record, upkeep=upkeep
+        )  # fmt: skip
     # A cluster is always split (one shard at least): a board and its copy of profiles
     # must share a slot, which only a shard's tag gives them (keys.py). Behind one
     # indirection (index/redis/layout.py), so that a reshard switches the shard count live.
@@ -219,8 +230,9 @@ def _index(settings: Settings, topo: Topology, clock: Clock) -> IndexParts:
     live: Any = LiveIndex(layout)  # a SplitIndex's every port, by delegation
     snapshots = RedisSnapshots(client, Keys(prefix))
     return IndexParts(
-        live, LiveCopy(layout), snapshots, live, live, LiveGenerations(layout), layout
-    )
+        live, LiveCopy(layout), snapshots, live, live, LiveGenerations(layout), layout,
+        upkeep=RedisUpkeep(client, prefix),
+    )  # fmt: skip
 
 
 def _sentinel(
@@ -326,18 +338,6 @@ def _log(
     from podium.log.outbox import OutboxLog
 
     return OutboxLog(store, clock, lease_s=settings.workers.lease_s)
-
-
-def _erased_log(topo: Topology, changes: ChangeLog) -> IndexErasure | None:
-    """The log an erasure deletes a player's messages from: JetStream's stream. The outbox
-    keeps only its rows (the store's step deletes them), and Kafka cannot delete one
-    record: its records go with the topic's retention (docs/architecture.md §9)."""
-    if topo.log != "nats":
-        return None
-    from podium.log.nats.log import NatsLog
-
-    assert isinstance(changes, NatsLog)
-    return changes
 
 
 @dataclass
@@ -513,8 +513,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     topo = topology(settings)
     split_store = _split_store(settings) if topo.split_store else None
     store = split_store if split_store is not None else _store(settings, topo)
-    # The key of the hashes kept of erased ids (service/erasure.py), on every database.
-    store.erasure_secret = settings.store.erasure_secret
+    store.erasure_secret = settings.store.erasure_secret  # erased ids' hashes' key (§9)
     parts = _index(settings, topo, clock)
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
@@ -525,14 +524,18 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     # A shared index is rebuilt beside its live generation; the in-process one in place.
     beside = None
     if not topo.in_process_index:
-        beside = partial(GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock)
+        told = None if parts.upkeep is None else partial(Published, parts.upkeep, clock)
+        beside = partial(
+            GaplessRebuild, settings, store, parts.rebuilding, parts.index, clock, told=told
+        )
     podium = Service.wire(
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
         beside=beside,
         marked=marked,  # a live cohort is read from the index under the same check
         erased_from=[parts.snapshots],
         files=ArchiveFiles(settings.archive.dir),
-        erased_log=_erased_log(topo, changes),
+        erased_log=cast("IndexErasure", changes) if topo.log == "nats" else None,  # JetStream
+        upkeep=parts.upkeep,
     )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(

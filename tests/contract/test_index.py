@@ -1001,6 +1001,35 @@ async def test_versioned_replace_keeps_versions(index: RankIndex, descending: bo
     assert page == [("a", 10), ("b", 1)]
 
 
+async def test_a_recount_lowers_a_gt_board_and_older_changes_stay_under_it(
+    index: RankIndex, descending: bool
+) -> None:
+    """A rejected result's recount is written by its version on a board written by order
+    (``GT``/``LT``): the total moves against the order, and the version stays as a floor, so
+    an older change delivered again cannot bring the total back; newer ones land by order."""
+
+    async def w(member: str, score: int, version: int, by_version: bool = False) -> int:
+        return await index.write(
+            WEEK,
+            [(member, score)],
+            descending=descending,
+            expire_at=None,
+            versions=[version] if by_version else None,
+            metadata=[(version, None)],
+        )
+
+    best, worse, better = (100, 40, 150) if descending else (40, 100, 20)
+    assert await w("a", best, 3) == 1
+    await w("b", 70, 1)
+    assert await w("a", worse, 4, by_version=True) == 1  # the recount lands, against the order
+    assert await w("a", best, 3) == 0  # the old change again: under the floor
+    assert await w("a", worse, 4, by_version=True) == 0  # the recount again: nothing
+    assert (await index.rank(WEEK, "a", descending=descending)) == Placed(1, worse, True)
+    assert await w("a", better, 5) == 1  # a newer result counts by the order again
+    assert (await index.rank(WEEK, "a", descending=descending)) == Placed(0, better, True)
+    assert await w("b", better + (1 if descending else -1), 2) == 1  # no floor: as before
+
+
 # -- entry metadata ---------------------------------------------------------------------------
 # The index keeps each entry's metadata (the result that set the score) in the same step as
 # the score: where the member's score is the written entry's (written, or held already),

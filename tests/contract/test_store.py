@@ -153,6 +153,18 @@ async def test_concurrent_first_migrations_on_an_empty_database(backend: tuple[s
             await s.close()
 
 
+async def test_the_store_time_is_its_own_clock_read_now(store: ScoreStore) -> None:
+    """What the freezer decides due-ness by: a wall clock (the database server's), read at
+    each call. Every server here runs on this machine, so it agrees with ours to within
+    the round trip; and it moves."""
+    before = time.time()
+    first = await store.store_time()
+    after = time.time()
+    assert before - 1 <= first <= after + 1
+    await asyncio.sleep(0.05)
+    assert await store.store_time() > first
+
+
 async def test_keys_round_trip(store: ScoreStore) -> None:
     server = ApiKey("k1", "eu-1", "hash-1", ("ranked", "casual"), Scope.GAME, 1_700_000_000.5)
     admin = ApiKey("k2", "boss", "hash-2", (), Scope.ADMIN, 1_700_000_001.0)

@@ -11,9 +11,18 @@ import pytest
 
 from podium.domain import events
 from podium.domain.models import Profile, ResultRecord
+from podium.errors import Conflict, NotFound
 from podium.ports import ScoreStore
 from tests.contract import test_store as contract
-from tests.contract.test_store import NOW, T0, split2_url, split3_url, targets  # noqa: F401
+from tests.contract.test_store import (  # noqa: F401
+    DAY,
+    NOW,
+    T0,
+    WEEK,
+    split2_url,
+    split3_url,
+    targets,
+)
 from tests.contract.test_store_tournaments import CUP
 
 URL = "http://127.0.0.1:9/hook"
@@ -154,3 +163,99 @@ async def test_an_accepted_flag_leaves_the_review_list_and_its_time_stays(
     assert m2.accepted_at is None
     # It still counts: the totals are as recorded.
     assert await store.totals("p1", [t for t, _ in targets(T0 + 100)]) == {"day": 100, "week": 100}
+
+
+async def test_a_rejected_flag_is_recounted_out_of_every_open_window_once(
+    store: ScoreStore,
+) -> None:
+    day2 = T0 + 86_400 + 100  # the next day, the same week
+    rows = [
+        ResultRecord("p1", "m1", "k1", "ranked", T0 + 100, 300, 90, "jump", '{"lap":1}'),
+        ResultRecord("p1", "m2", "k1", "ranked", T0 + 200, 300, 10, None, '{"lap":2}'),
+        ResultRecord("p1", "m3", "k1", "ranked", day2, 300, 5),
+        ResultRecord("p2", "m1", "k1", "ranked", T0 + 100, 300, 80, "streak"),
+    ]
+    for i, r in enumerate(rows):
+        await store.record(r, targets(r.ended_at), NOW + i, None)
+    before = {(s.board, s.window): s.tally for s in await store.player_standings("p1")}
+    await store.claim_changes(100, 1000.0, NOW)  # the records' own rows, out of the way
+
+    # A preview: the same recounts, nothing written.
+    seen = await store.reject_flag("p1", "m1", NOW + 5, [DAY, WEEK], preview=True)
+    assert (seen.applied, seen.points) == (False, 90)
+    assert {(s.board, s.window): s.tally for s in await store.player_standings("p1")} == before
+    assert await store.claim_changes(100, 1000.0, NOW + 1) == []
+    assert [f.match_id for f in await store.flagged(None, 10) if f.player_id == "p1"] == ["m1"]
+
+    done = await store.reject_flag("p1", "m1", NOW + 10, [DAY, WEEK])
+    assert (done.rejected_at, done.points, done.applied) == (NOW + 10, 90, True)
+    assert done.recounts == seen.recounts
+    day, week = (f"{t.window}" for t, _ in targets(T0 + 100))
+    assert {(r.board, r.window, r.after.total if r.after else None) for r in done.recounts} == {
+        ("day", day, 10),
+        ("week", week, 15),
+    }
+    after = {(s.board, s.window): s.tally for s in await store.player_standings("p1")}
+    assert after[("day", day)].total == 10 and after[("week", week)].total == 15
+    assert after[("day", day)].metadata == '{"lap":2}'  # the one left that changed it
+    for k in [("day", day), ("week", week)]:
+        assert after[k].version == before[k].version + 1  # above every change sent before
+    assert after[("day", targets(day2)[0][0].window)] == before[("day", targets(day2)[0][0].window)]
+    sent = await store.claim_changes(100, 1000.0, NOW + 20)
+    assert {(c.board, c.tally.total, c.tally.version, c.replaces, c.removed) for c in sent} == {
+        ("day", 10, after[("day", day)].version, True, False),
+        ("week", 15, after[("week", week)].version, True, False),
+    }
+    # Kept for the record, out of the review list; the other player's flag stays there.
+    # No history of the player's for the jump rule any more: their recent points leave it out.
+    got = await contract.read(store, "m9", ["p1"], "ranked", 5, None)
+    assert got.recent_points["p1"] == [5, 10]
+    [_, m2, m1] = await store.recent_results("p1", 10)
+    assert (m1.flag, m1.rejected_at, m2.rejected_at) == ("jump", NOW + 10, None)
+    assert [(f.player_id, f.match_id) for f in await store.flagged(None, 10)] == [("p2", "m1")]
+
+    # Again: the first answer, nothing recounted, nothing sent.
+    again = await store.reject_flag("p1", "m1", NOW + 30, [DAY, WEEK])
+    assert (again.rejected_at, again.points, again.recounts) == (NOW + 10, 90, [])
+    assert {(s.board, s.window): s.tally for s in await store.player_standings("p1")} == after
+    assert await store.claim_changes(100, 1000.0, NOW + 40) == []  # every other one leased
+
+
+async def test_a_reject_of_what_cannot_be_rejected_changes_nothing(store: ScoreStore) -> None:
+    rows = [
+        ResultRecord("p1", "m1", "k1", "ranked", T0 + 100, 300, 90, "jump"),
+        ResultRecord("p1", "m2", "k1", "ranked", T0 + 200, 300, 10),
+    ]
+    for i, r in enumerate(rows):
+        await store.record(r, targets(r.ended_at), NOW + i, None)
+    standings = await store.player_standings("p1")
+    with pytest.raises(NotFound):
+        await store.reject_flag("p1", "m9", NOW, [DAY, WEEK])
+    with pytest.raises(Conflict, match="not flagged"):
+        await store.reject_flag("p1", "m2", NOW, [DAY, WEEK])
+    assert await store.accept_flag("p1", "m1", NOW + 5) == NOW + 5
+    with pytest.raises(Conflict, match="accepted"):
+        await store.reject_flag("p1", "m1", NOW, [DAY, WEEK])
+    assert await store.player_standings("p1") == standings
+    assert all(r.rejected_at is None for r in await store.recent_results("p1", 10))
+
+
+async def test_a_rejected_result_alone_in_its_window_leaves_it_and_cannot_be_accepted(
+    store: ScoreStore,
+) -> None:
+    r = ResultRecord("p3", "m1", "k1", "ranked", T0 + 100, 300, 50, "jump")
+    await store.record(r, targets(r.ended_at), NOW, None)
+    [day] = [s.tally for s in await store.player_standings("p3") if s.board == "day"]
+    await store.claim_changes(100, 1000.0, NOW)
+    done = await store.reject_flag("p3", "m1", NOW + 1, [DAY])  # the day board alone
+    assert [(x.board, x.after) for x in done.recounts] == [("day", None)]
+    assert [s.board for s in await store.player_standings("p3")] == ["week"]
+    [gone] = await store.claim_changes(100, 1000.0, NOW + 2)
+    assert (gone.board, gone.removed, gone.replaces, gone.tally.version) == (
+        "day",
+        True,
+        True,
+        day.version + 1,
+    )
+    with pytest.raises(Conflict, match="rejected"):
+        await store.accept_flag("p3", "m1", NOW + 3)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 import re
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +32,9 @@ HOSTILE_META = {
 }
 HOSTILE_KEY = "a\"key'<b onmouseover=window.pwned=4>"
 SECRET = "whsec_" + base64.b64encode(b"console-tests-secret").decode()
-WRITES = re.compile(r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…)$")
+WRITES = re.compile(
+    r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…|Reject…|Accept…)$"
+)
 VIEWS = ["players", "review", "keys", "boards", "tournaments", "webhooks"]
 
 
@@ -308,6 +312,82 @@ def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_
     assert jump["acceptedAt"] and jump["flag"].startswith("jump")
 
 
+def test_a_rejected_flag_is_explained_confirmed_and_its_points_leave_every_board(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    t = time.time() - 3600
+    for i in range(5):  # the history the jump rule needs, then a jump far above it
+        submit(server, f"rj-{i}", [{"playerId": "rj_1", "points": 10}], ended=t + i * 60)
+    jump, ended = {"playerId": "rj_1", "points": 900_000}, time.time()
+    submit(server, "rj-jump", [jump], ended=ended)
+    submit(server, "rj-rival", [{"playerId": "rj_2", "points": 800_000}])
+    assert server.on_board("rj_2")
+    week = f"{server.url}/v1/boards/week/players/rj_1"
+    before = ok(httpx.get(week))
+    assert before["points"] >= 900_000
+    signed_in(page, server, server.admin_key)
+    open_view(page, "review")
+    page.get_by_role("button", name="Reject rj-jump of rj_1").click()
+    panel = page.locator("#reject-panel")
+    # Said first: the points each board loses, and the rank it drops to on this one.
+    row = panel.locator("tr", has=page.get_by_role("cell", name="week", exact=True))
+    expect(row).to_contain_text("-900,000")
+    expect(row).to_contain_text(f"{before['points']:,}")
+    expect(row).to_contain_text(f"{before['points'] - 900_000:,}")
+    top = ok(httpx.get(f"{server.url}/v1/boards/week?limit=50"))["entries"]
+    ahead = [e for e in top if e["playerId"] != "rj_1" and e["points"] > before["points"] - 900_000]
+    expect(row).to_contain_text(f"about {len(ahead) + 1}")  # below the rival at least
+    assert len(ahead) >= 1
+    expect(
+        panel.locator("tr", has=page.get_by_role("cell", name="day", exact=True))
+    ).to_contain_text("-900,000")
+    # Asking changed nothing.
+    assert ok(httpx.get(week))["points"] == before["points"]
+    axe(page)
+    shot(page, tmp_path, "reject")
+    go = panel.get_by_role("button", name="Reject", exact=True)
+    expect(go).to_be_disabled()
+    panel.get_by_label("Type rj_1 to confirm").fill("rj_1")
+    go.click()
+    expect(notice(page)).to_contain_text("rj-jump of rj_1 is rejected")
+    expect(page.locator("tr", has_text="rj-jump")).to_have_count(0)
+    # The API afterwards: every board lowered (below the rival), the store equal to the board.
+    deadline = time.monotonic() + 10
+    while ok(httpx.get(week))["points"] != before["points"] - 900_000:
+        assert time.monotonic() < deadline, "the board was not lowered"
+        time.sleep(0.05)
+    after = ok(httpx.get(week))
+    assert after["rank"] > ok(httpx.get(f"{server.url}/v1/boards/week/players/rj_2"))["rank"]
+    # A retry of the match answers the store's totals: the board's, on every board.
+    r = httpx.post(
+        f"{server.url}/v1/matches/rj-jump/results",
+        json={
+            "mode": "default",
+            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ended)),
+            "durationSeconds": 300,
+            "results": [jump],
+        },
+        headers={"Authorization": f"Bearer {server.game_key}"},
+    )
+    [totals] = [x["totals"] for x in ok(r)["players"]]
+    for board, total in totals.items():
+        held = ok(httpx.get(f"{server.url}/v1/boards/{board}/players/rj_1"))["points"]
+        assert held == total, (board, held, total)
+    [res] = [
+        x
+        for x in ok(server.admin("GET", "/v1/admin/players/rj_1"))["results"]
+        if x["matchId"] == "rj-jump"
+    ]
+    assert res["rejectedAt"] and res["flag"].startswith("jump")
+    # Again: the same answer, nothing more taken out.
+    path = "/v1/admin/players/rj_1/results/rj-jump/reject"
+    assert ok(server.admin("POST", path))["points"] == 900_000
+    assert ok(httpx.get(week))["points"] == after["points"]
+    # The player's file keeps it, marked.
+    page.locator("tr", has_text="rj_1").first.get_by_role("button", name="rj_1").click()
+    expect(page.locator("tr", has_text="rj-jump")).to_contain_text("rejected")
+
+
 # -- keys ------------------------------------------------------------------------------------
 
 
@@ -362,6 +442,49 @@ def test_keys_are_listed_created_with_the_secret_once_and_revoked(
 
 
 # -- boards and windows ----------------------------------------------------------------------
+
+
+def test_a_rebuild_run_from_the_command_line_is_shown_on_the_boards_page(
+    server: Server, backends: str, page: Any, tmp_path: Path
+) -> None:
+    if not backends:
+        pytest.skip("the in-process index is rebuilt at start: podium rebuild needs Redis")
+    for i in range(3):
+        submit(server, f"up-{i}", [{"playerId": f"up_{i}", "points": 5 + i}])
+    assert server.on_board("up_2")
+    # podium rebuild, a process of its own, as an operator runs it.
+    cfg = str(server.log.parent / "podium.toml")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "podium",
+            "rebuild",
+            "--board",
+            "week",
+            "--grace",
+            "0",
+            "--config",
+            cfg,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    [run, *_] = ok(server.ops("/v1/admin/upkeep"))["running"]  # an ops key reads it
+    assert (run["kind"], run["phase"], run["windowsDone"]) == ("rebuild", "done", 1)
+    assert run["done"] == run["total"] >= 3 and run["windows"][0].startswith("week ")
+    signed_in(page, server, server.admin_key)
+    open_view(page, "boards")
+    card = page.locator("#upkeep")
+    row = card.locator("tr", has_text=f"rebuild of {run['windows'][0]}")
+    expect(row).to_contain_text("done")
+    expect(row).to_contain_text(f"{run['done']:,} of {run['total']:,}")
+    expect(row).to_contain_text("1 of 1")
+    expect(row).to_contain_text(run["startedAt"].replace("T", " ").replace("Z", " UTC"))
+    axe(page)
+    shot(page, tmp_path, "upkeep")
 
 
 def test_a_window_is_frozen_and_its_standings_downloaded(
@@ -440,18 +563,45 @@ def test_a_tournament_is_refused_in_the_apis_words_then_made_and_ended(
     form.get_by_label("Starts at (RFC 3339, UTC)").fill(stamp(now - 60))
     form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now - 120))  # before the start
     form.get_by_label("Attempts that count per player").fill("lots")
+    form.get_by_label("Most entrants").fill("0")
+    form.get_by_label("Metadata (a JSON object)").fill("[1, 2]")
+    form.get_by_label("Order (desc: more points first)").select_option("asc")
+    form.get_by_label("Ties (first to reach, or shared ranks)").select_option("shared")
+    form.get_by_label("Category").fill("weekly")
     form.get_by_role("button", name="Create tournament").click()
     expect(alert(page)).to_contain_text("(422)")
-    expect(alert(page).locator("li").first).to_contain_text("maxAttempts")
+    expect(alert(page)).to_contain_text("maxAttempts")
+    # Each field at fault marked where it is typed, in the API's words.
+    for label in ("Attempts that count per player", "Most entrants", "Metadata (a JSON object)"):
+        box = form.get_by_label(label)
+        expect(box).to_have_attribute("aria-invalid", "true")
+        said = page.locator(f"#{box.get_attribute('aria-describedby')}")
+        expect(said).not_to_be_empty()
+    expect(form.get_by_label("Title")).not_to_have_attribute("aria-invalid", "true")
     assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
+    axe(page)
     form.get_by_label("Attempts that count per player").fill("3")
+    form.get_by_label("Most entrants").fill("50")
+    form.get_by_label("Metadata (a JSON object)").fill('{"prize": "<b>skin</b>"}')
     form.get_by_role("button", name="Create tournament").click()
     expect(alert(page)).to_contain_text("endsAt")
+    ends = form.get_by_label("Ends at (RFC 3339, UTC)")
+    expect(ends).to_have_attribute("aria-invalid", "true")  # a rule no schema states
+    expect(page.locator("#tournament-endsAt-error")).to_contain_text("after startsAt")
+    expect(form.get_by_label("Attempts that count per player")).not_to_have_attribute(
+        "aria-invalid", "true"
+    )
     assert httpx.get(server.url + "/v1/tournaments/cup-1").status_code == 404
-    form.get_by_label("Ends at (RFC 3339, UTC)").fill(stamp(now + 3600))
+    ends.fill(stamp(now + 3600))
     form.get_by_role("button", name="Create tournament").click()
     expect(notice(page)).to_contain_text("cup-1 is made (live)")
-    assert ok(httpx.get(server.url + "/v1/tournaments/cup-1"))["maxAttempts"] == 3
+    made = ok(httpx.get(server.url + "/v1/tournaments/cup-1"))
+    assert (made["maxAttempts"], made["maxEntrants"], made["category"]) == (3, 50, "weekly")
+    assert (made["order"], made["ties"], made["metadata"]) == (
+        "asc",
+        "shared",
+        {"prize": "<b>skin</b>"},
+    )
     for p in ("cup_a", "cup_b"):
         r = httpx.post(
             f"{server.url}/v1/tournaments/cup-1/entrants",

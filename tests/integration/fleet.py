@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,8 @@ class Proc:
     log: Path
     popen: subprocess.Popen[bytes]
     port: int | None = None
+    wrap: tuple[str, ...] = ()  # what it runs under (``ip netns exec NS``: a host of its own)
+    host: str = "127.0.0.1"  # where its HTTP answers
 
 
 @dataclass
@@ -45,9 +48,17 @@ class Fleet:
         assert r.returncode == 0, f"podium {' '.join(args)}: {r.stdout}{r.stderr}"
         return r.stdout
 
-    def start(self, name: str, *args: str, port: int | None = None) -> Proc:
-        """Start (or start again, under the same name) one long-running process."""
-        argv = [sys.executable, "-m", "podium", *args, "--config", str(self.cfg)]
+    def start(
+        self,
+        name: str,
+        *args: str,
+        port: int | None = None,
+        wrap: Sequence[str] = (),
+        host: str = "127.0.0.1",
+    ) -> Proc:
+        """Start (or start again, under the same name) one long-running process; with
+        ``wrap``, under it (on a host of a test's own net, answering at ``host``)."""
+        argv = [*wrap, sys.executable, "-m", "podium", *args, "--config", str(self.cfg)]
         if port is not None:
             argv += ["--port", str(port)]
         log = self.tmp / f"{name}-{len(self._logs)}.log"
@@ -55,7 +66,7 @@ class Fleet:
         out = open(log, "wb")  # noqa: SIM115 - the child holds it; closed when we exit
         popen = subprocess.Popen(argv, cwd=self.tmp, stdout=out, stderr=subprocess.STDOUT)
         out.close()
-        proc = Proc(name, args, log, popen, port)
+        proc = Proc(name, args, log, popen, port, tuple(wrap), host)
         self.procs[name] = proc
         return proc
 
@@ -67,13 +78,13 @@ class Fleet:
     def restart(self, name: str) -> Proc:
         old = self.procs[name]
         assert old.popen.poll() is not None, f"{name} is still running"
-        return self.start(name, *old.args, port=old.port)
+        return self.start(name, *old.args, port=old.port, wrap=old.wrap, host=old.host)
 
     async def api_ready(self, name: str, timeout: float = START_S) -> None:
         proc = self.procs[name]
         deadline = time.monotonic() + timeout
         last = "no answer"
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{proc.port}", timeout=2) as c:
+        async with httpx.AsyncClient(base_url=f"http://{proc.host}:{proc.port}", timeout=2) as c:
             while time.monotonic() < deadline:
                 assert proc.popen.poll() is None, f"{name} exited during start"
                 try:

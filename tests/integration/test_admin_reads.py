@@ -113,6 +113,91 @@ async def test_an_accepted_flag_leaves_the_review_queue_and_keeps_counting(api: 
     problem(await api.client.post("/v1/admin/players/p1/results/none/accept", headers=admin), 404)
 
 
+async def test_a_rejected_flag_takes_its_points_off_every_board_once(api: Api) -> None:
+    t = time.time() - 3600
+    for i in range(5):  # the history the jump rule needs, then a jump
+        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)
+        assert r.status_code == 200, r.text
+    r = await api.submit("jump", [("p1", 900_000)], ended_at=t + 600)
+    assert r.status_code == 200, r.text
+    r = await api.submit("rival", [("p2", 1000)], ended_at=t + 700)
+    assert r.status_code == 200, r.text
+    await api.settle()
+    boards = [b["name"] for b in (await api.client.get("/v1/boards")).json()["boards"]]
+    before = {b: (await api.client.get(f"/v1/boards/{b}/players/p1")).json() for b in boards}
+    assert all(v["points"] >= 900_000 and v["rank"] == 1 for v in before.values()), before
+    admin = api.auth(api.admin_key)
+    path = "/v1/admin/players/p1/results/jump/reject"
+    problem(await api.client.post(path), 401)
+    problem(await api.client.post(path, headers=api.auth()), 403)
+    r = await api.client.post("/v1/admin/keys", json={"name": "o", "scope": "ops"}, headers=admin)
+    problem(await api.client.post(path, headers=api.auth(r.json()["secret"])), 403)
+    # Said first, and nothing changed by saying it.
+    r = await api.client.get(path, headers=admin)
+    assert r.status_code == 200, r.text
+    preview = r.json()
+    assert (preview["points"], preview["rejectedAt"]) == (900_000, None)
+    windows = {c["board"]: (c["before"], c["after"]) for c in preview["recounts"]}
+    assert {b: windows[b] for b in boards} == {
+        b: (before[b]["points"], before[b]["points"] - 900_000) for b in boards
+    }
+    problem(await api.client.get(path, headers=api.auth()), 403)
+    assert (await api.client.get(path, headers=admin)).json() == preview
+    r = await api.client.post(path, headers=admin)
+    assert r.status_code == 200, r.text
+    rejected = r.json()
+    after = (await api.client.get(path, headers=admin)).json()
+    assert (after["rejectedAt"], after["recounts"]) == (rejected["rejectedAt"], [])
+    assert (rejected["playerId"], rejected["matchId"], rejected["points"]) == (
+        "p1",
+        "jump",
+        900_000,
+    )
+    again = await api.client.post(path, headers=admin)
+    assert again.status_code == 200 and again.json() == rejected  # the same, nothing more
+    await api.settle()
+    for b in boards:  # lowered on every board, below the rival, and as the store holds it
+        api.podium.reads.clear_cache()
+        now = (await api.client.get(f"/v1/boards/{b}/players/p1")).json()
+        assert (now["points"], now["rank"]) == (before[b]["points"] - 900_000, 2), (b, now)
+    standings = {s.board: s.tally.total for s in await api.backends.store.player_standings("p1")}
+    assert all(standings[b] == before[b]["points"] - 900_000 for b in boards), standings
+    # Out of the review queue, kept in the file; it cannot be accepted now.
+    review = (await _get(api, "/v1/admin/review", board="week")).json()
+    assert review["flagged"] == []
+    [res, *_] = (await _get(api, "/v1/admin/players/p1")).json()["results"]
+    assert res["matchId"] == "jump" and res["rejectedAt"] == rejected["rejectedAt"]
+    problem(await api.client.post(path.replace("reject", "accept"), headers=admin), 409)
+    # What cannot be rejected: nothing there, not flagged; each changes nothing.
+    problem(await api.client.post("/v1/admin/players/p1/results/none/reject", headers=admin), 404)
+    problem(await api.client.get("/v1/admin/players/p1/results/none/reject", headers=admin), 404)
+    problem(await api.client.get("/v1/admin/players/p1/results/h0/reject", headers=admin), 409)
+    refused = problem(
+        await api.client.post("/v1/admin/players/p1/results/h0/reject", headers=admin), 409
+    )
+    assert "not flagged" in refused["detail"]
+    problem(await api.client.post("/v1/admin/players/p%20/results/h0/reject", headers=admin), 422)
+    assert {
+        s.board: s.tally.total for s in await api.backends.store.player_standings("p1")
+    } == standings
+
+
+async def test_an_accepted_flag_cannot_be_rejected(api: Api) -> None:
+    t = time.time() - 3600
+    for i in range(5):
+        assert (await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)).status_code == 200
+    assert (await api.submit("jump", [("p1", 900_000)])).status_code == 200
+    admin = api.auth(api.admin_key)
+    r = await api.client.post("/v1/admin/players/p1/results/jump/accept", headers=admin)
+    assert r.status_code == 200, r.text
+    refused = problem(
+        await api.client.post("/v1/admin/players/p1/results/jump/reject", headers=admin), 409
+    )
+    assert "accepted" in refused["detail"]
+    await api.settle()
+    assert (await api.client.get("/v1/boards/week/players/p1")).json()["points"] == 900_050
+
+
 async def test_a_tournaments_entrants_are_listed_a_page_at_a_time(api: Api) -> None:
     now = time.time()
     stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731

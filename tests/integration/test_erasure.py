@@ -545,10 +545,13 @@ async def test_results_racing_the_erasure_do_not_bring_them_back(
 
     try:
         tasks = [asyncio.create_task(game_server()), asyncio.create_task(updater())]
-        await asyncio.sleep(0.3)
+        deadline = time.monotonic() + 20
+        while accepted < 3 and time.monotonic() < deadline:  # results of theirs in flight
+            await asyncio.sleep(0.01)
         receipt = await svc.erasures.request(GONE, "admin-key")
         await svc.erasures.erase_due()
-        await asyncio.sleep(0.2)
+        while refused < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         stop.set()
         await asyncio.gather(*tasks)
         await _drain(b)

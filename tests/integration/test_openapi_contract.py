@@ -155,6 +155,8 @@ HOOKED = "p_seed_hook"  # banned once, its webhook delivery failed (retried by t
 FLAGGED = "p_seed_flag"  # a result of theirs flagged, in match JUMP (accepted by the admin)
 JUMP = "m_seed_jump"
 ERASED = "p_seed_erased"  # erased by the admin (DELETE /v1/admin/players/{playerId}, again)
+REJECTED = "p_seed_reject"  # a result of theirs flagged, in match LEAP (rejected by the admin)
+LEAP = "m_seed_leap"
 OPEN, ENDED, DOOMED = "t_seed_open", "t_seed_ended", "t_seed_doomed"
 
 
@@ -205,15 +207,16 @@ def seed(served: Served) -> Ids:
             )
         )
         # Five steady results, then one far above them: flagged.
-        for i, points in enumerate([1, 1, 1, 1, 1, 1000]):
-            one = {**match, "results": [{"playerId": FLAGGED, "points": points}]}
-            ok(
-                c.post(
-                    f"/v1/matches/{JUMP if points > 1 else f'm_seed_h{i}'}/results",
-                    json=one,
-                    headers=game,
+        for who, jump, steady in ((FLAGGED, JUMP, "m_seed_h"), (REJECTED, LEAP, "m_seed_r")):
+            for i, points in enumerate([1, 1, 1, 1, 1, 1000]):
+                one = {**match, "results": [{"playerId": who, "points": points}]}
+                ok(
+                    c.post(
+                        f"/v1/matches/{jump if points > 1 else f'{steady}{i}'}/results",
+                        json=one,
+                        headers=game,
+                    )
                 )
-            )
         ok(c.post(f"/v1/admin/players/{HOOKED}/ban", json={"reason": "x"}, headers=admin))
         failed: list[dict[str, Any]] = []
         deadline = time.monotonic() + 60
@@ -265,8 +268,10 @@ def _with_real_ids(case: Case, ids: Ids) -> None:
         "eventId": ids.event,
         "erasureId": ids.erasure,
     }
-    if path.endswith("/accept"):  # the one flagged result there is; elsewhere, ids drawn
+    if path.endswith("/accept"):  # a flagged result there is; elsewhere, ids drawn
         real |= {"playerId": FLAGGED, "matchId": JUMP}
+    if path.endswith("/reject"):  # the other one
+        real |= {"playerId": REJECTED, "matchId": LEAP}
     for name in params:
         if name in real:
             params[name] = real[name]

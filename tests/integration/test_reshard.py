@@ -335,6 +335,15 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
         assert await b.index.count(BoardKey("~cup", run.id)) == 7
         week = b.podium.boards.window(b.podium.boards.board("week"), None)
         assert await b.index.count(BoardKey("week", week.id)) == 7
+        # Every process read how far it was, and reads it done for a minute after.
+        [told] = await b.podium.upkeep.running(time.time())
+        assert (told.kind, told.phase, told.shards_from, told.shards_to) == (
+            "reshard",
+            "done",
+            4,
+            8,
+        )
+        assert told.windows_done == len(told.windows) and f"week {week.id}" in told.windows
     finally:
         await b.close()
 

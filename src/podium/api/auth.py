@@ -35,3 +35,14 @@ async def admin(request: Request) -> ApiKey:
 
 async def ops(request: Request) -> ApiKey:
     return await _scoped(request, Scope.OPS, "an ops credential")
+
+
+async def admin_or_ops(request: Request) -> ApiKey:
+    """What an operator reads as well as the admin (a rebuild's progress): no game server."""
+    podium: Service = request.app.state.podium
+    key = await podium.keys.authenticate(bearer(request))
+    if key.scope not in (Scope.ADMIN, Scope.OPS):
+        raise Forbidden(
+            f"this needs an admin or an ops credential; this key's scope is {key.scope.value!r}"
+        )
+    return key

@@ -1,7 +1,7 @@
 """The admin's routes about players: ``GET /v1/admin/players?q=`` (found by id or name),
 ``GET /v1/admin/players/{playerId}`` (one player's file: profile, ban, latest results with
-their flags and metadata), and a flagged result accepted. What the console reads before it
-bans, unbans or reviews.
+their flags and metadata), and a flagged result accepted or rejected. What the console
+reads before it bans, unbans or reviews.
 
 Their bodies are defined here, beside the routes, since no other route uses them."""
 
@@ -53,6 +53,9 @@ class ResultOut(BaseModel):
     recordedAt: str
     flag: str | None = Field(None, description="why the result was flagged, when it was")
     acceptedAt: str | None = Field(None, description="when a moderator accepted its flag")
+    rejectedAt: str | None = Field(
+        None, description="when a moderator rejected it: kept for the record, no longer counted"
+    )
     metadata: dict[str, Any] | None = Field(None, description="as the game server sent it")
 
 
@@ -78,6 +81,7 @@ def _result(r: PlayerResult) -> ResultOut:
         # Stored as the canonical JSON object it was checked to be (domain/metadata.py).
         metadata=None if r.metadata is None else json.loads(r.metadata),
         acceptedAt=None if r.accepted_at is None else to_rfc3339(r.accepted_at),
+        rejectedAt=None if r.rejected_at is None else to_rfc3339(r.rejected_at),
     )
 
 
@@ -152,3 +156,75 @@ async def accept_flag(request: Request, playerId: PlayerId, matchId: MatchId) ->
     is the same answer. 404 when the player has no flagged result in that match."""
     at = await _podium(request).search.accept(playerId, matchId)
     return AcceptedOut(playerId=playerId, matchId=matchId, acceptedAt=to_rfc3339(at))
+
+
+class RejectedOut(BaseModel):
+    playerId: str
+    matchId: str
+    rejectedAt: str = Field(description="when it was rejected: the first time, if again")
+    points: int = Field(description="the result's points, taken out of every open window")
+
+
+@router.post(
+    "/v1/admin/players/{playerId}/results/{matchId}/reject",
+    response_model=RejectedOut,
+    responses=responses(401, 403, 404, 409, 422, 503),
+)
+async def reject_flag(request: Request, playerId: PlayerId, matchId: MatchId) -> RejectedOut:
+    """Reject a flagged result after a look: it stays in the player's file, marked, and no
+    longer counts. The player's totals in every open window it counted in are recounted
+    without it by the store, in one transaction, and reach the boards through the log (a
+    total may fall); a frozen window keeps its final standings. Again is the same answer
+    and changes nothing. 404 when the player has no result in that match; 409 when it is
+    not flagged, or was accepted."""
+    r = await _podium(request).search.reject(playerId, matchId)
+    return RejectedOut(
+        playerId=playerId, matchId=matchId, rejectedAt=to_rfc3339(r.rejected_at), points=r.points
+    )
+
+
+class RecountOut(BaseModel):
+    board: str
+    window: str
+    before: int = Field(description="the player's total there now")
+    after: int | None = Field(description="without the result; null: they leave the window")
+
+
+class RejectionOut(BaseModel):
+    playerId: str
+    matchId: str
+    points: int = Field(description="the result's points")
+    rejectedAt: str | None = Field(
+        None, description="when it was rejected, if it was already (then nothing changes)"
+    )
+    recounts: list[RecountOut] = Field(
+        description="each open window it counts in, the total now and after a reject"
+    )
+
+
+@router.get(
+    "/v1/admin/players/{playerId}/results/{matchId}/reject",
+    response_model=RejectionOut,
+    responses=responses(401, 403, 404, 409, 422, 503),
+)
+async def preview_reject(request: Request, playerId: PlayerId, matchId: MatchId) -> RejectionOut:
+    """What rejecting a flagged result would change, and nothing changed: each open window
+    it counts in, with the player's total now and after (recounted from their other
+    results). Refused as the reject would be (404, 409); a result rejected already answers
+    its ``rejectedAt`` and no recount."""
+    r = await _podium(request).search.preview_reject(playerId, matchId)
+    return RejectionOut(
+        playerId=playerId,
+        matchId=matchId,
+        points=r.points,
+        rejectedAt=None if not r.applied else to_rfc3339(r.rejected_at),
+        recounts=[
+            RecountOut(
+                board=c.board,
+                window=c.window,
+                before=c.before.total,
+                after=None if c.after is None else c.after.total,
+            )
+            for c in r.recounts
+        ],
+    )

@@ -18,6 +18,7 @@ from podium.api import (
     lookups,
     moderation,
     tournaments,
+    upkeep,
     webhooks,
     windows,
 )
@@ -57,6 +58,7 @@ writes.include_router(tournaments.write_router)
 reads.include_router(tournaments.read_router)
 reads.include_router(cohorts.read_router)  # league cohorts and tiers (api/cohorts.py)
 admin_routes.include_router(cohorts.admin_router)  # a league window's cohorts
+admin_routes.include_router(upkeep.router)  # rebuilds and reshards running (api/upkeep.py)
 PlayerId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 MatchId = Annotated[str, Path(pattern=s.ID, description=ID_IS)]
 Board = Annotated[str, Path(pattern=s.BOARD, description="a board's name, e.g. week")]

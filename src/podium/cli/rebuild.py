@@ -34,6 +34,7 @@ from podium.cli.common import ConfigOpt
 from podium.domain import cohorts
 from podium.domain.tournaments import tournament_of
 from podium.service.upkeep.gapless import Outcome, Target
+from podium.service.upkeep.progress import Published
 
 
 class Rate(ProgressColumn):
@@ -77,6 +78,9 @@ class Bar:
 
     def say(self, text: str) -> None:
         self.progress.console.print(text)
+
+    def phase(self, name: str) -> None:
+        return None  # the bar and the lines said show it
 
 
 def rebuild(
@@ -140,10 +144,15 @@ def rebuild(
 
     async def run(b: Backends) -> list[Outcome]:
         targets = await _targets(b, board, window)
+        # Told to every API process too (GET /v1/admin/upkeep, the console's boards page).
+        was = b.layout.count if b.layout is not None else 1
+        moves = None if shards is None else (was, shards)
+        told = Published(b.podium.upkeep, b.clock, targets, inner=bar, shards=moves)
         with bar.progress:
-            if shards is not None:
-                return await b.reshard().run(targets, shards, grace_s=grace, progress=bar)
-            return await b.gapless().run(targets, grace_s=grace, progress=bar)
+            async with told as progress:
+                if shards is not None:
+                    return await b.reshard().run(targets, shards, grace_s=grace, progress=progress)
+                return await b.gapless().run(targets, grace_s=grace, progress=progress)
 
     outcomes = common.run(settings, run)
     for o in outcomes:

@@ -101,6 +101,9 @@ class Change:
     committed_at: float  # epoch seconds, for commit-to-board latency
     removed: bool = False  # the player left this board window (moved to another group)
     handle: object = field(default=None, compare=False)
+    # A recount (a flagged result rejected): written by its version, so it may move against
+    # the board's order; the version stays as a floor no older change lands under.
+    replaces: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,6 +69,9 @@ def encode(message: Message, source: str, row: int) -> bytes:
             "scored": message.tally.scored,
             "removed": message.removed,
         }
+        if message.replaces:
+            # Left out when false, so an event is byte for byte what it was before recounts.
+            event["replaces"] = True
         if message.tally.metadata is not None:
             # An object on the wire, for other subscribers; left out when there is none, so
             # an event without it is byte for byte what it was before metadata existed.
@@ -112,6 +115,7 @@ def decode(payload: bytes, handle: object) -> Message:
             committed,
             _bool(event["removed"]),
             handle,
+            _bool(event.get("replaces", False)),
         )
     except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise EventError(f"not a change event: {e!r}") from None

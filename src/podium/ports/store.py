@@ -27,6 +27,7 @@ from podium.domain.models import (
     Standing,
     Target,
 )
+from podium.domain.rejection import Recount
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
 from podium.ports.cohorts import CohortStore
@@ -281,6 +282,13 @@ class Windows(Protocol):
         """The window ids of a board that have any tally."""
         ...
 
+    async def store_time(self) -> float:
+        """The store's own clock (its database server's; the one machine's when embedded):
+        the one time every process of a fleet reads alike, whatever its own clock says. The
+        freezer decides which windows are due by it, so that a worker whose clock runs
+        ahead cannot cut a window's grace for late results short."""
+        ...
+
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         """Freeze one window: results stop changing it, and its first ``keep`` places go
         into the final standings (``domain.plans.plan_freeze``), without the players banned
@@ -343,6 +351,18 @@ class PlayerResult:
     flag: str | None  # why it was flagged, or None
     metadata: str | None  # the canonical JSON object the game server sent, or None
     accepted_at: float | None = None  # when a moderator accepted its flag
+    rejected_at: float | None = None  # when a moderator rejected it: it no longer counts
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A flagged result rejected: when (the first time, for a second reject), its points,
+    and the tallies recounted (none on a second reject: nothing changed then)."""
+
+    rejected_at: float
+    points: int
+    recounts: list[Recount] = field(default_factory=list)
+    applied: bool = True  # False: a preview, nothing written (``rejected_at`` is its time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +390,24 @@ class Moderation(Protocol):
         """Accept a flagged result: it keeps counting and leaves ``flagged``'s list. When it
         was accepted (``now``, or the first time for one accepted already); None when there
         is no such result, or it was not flagged."""
+        ...
+
+    async def reject_flag(
+        self,
+        player_id: str,
+        match_id: str,
+        now: float,
+        specs: Sequence[BoardSpec],
+        preview: bool = False,
+    ) -> Rejected:
+        """Reject a flagged result, in one transaction: it is marked rejected (kept, for the
+        record; out of ``flagged``'s list) and every open tally it counted in on these
+        boards is recounted without it (``domain/rejection.py``), each recount an outbox
+        row marked ``replaces`` (a removal where nothing else counts). Again is the first
+        answer and changes nothing. ``NotFound`` for no such result, ``Conflict`` for one
+        never flagged or already accepted; a rejected one refuses ``accept_flag`` (``Conflict``).
+        With ``preview``, the same checks and recounts, and nothing written (``applied`` is
+        False then, unless it was rejected already)."""
         ...
 
 

@@ -1,17 +1,19 @@
 """The admin's reads about players, for the console and anyone with an admin key: players
 found by id or name, and one player's file (profile, ban, latest results with their flags
-and metadata); and a flagged result accepted. Knows the port, never an adapter."""
+and metadata); and a flagged result accepted or rejected. Knows the port, never an adapter."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from podium.domain.boards import BoardSpec
 from podium.domain.models import Profile
 from podium.domain.validation import id_problem
 from podium.errors import InvalidInput, NotFound
-from podium.ports import BanRecord, Clock, Moderation, PlayerResult, Players
+from podium.ports import BanRecord, Clock, Moderation, PlayerResult, Players, Rejected
 
 SEARCH_MAX = 64  # characters of a search: an id is at most 64, a name at most 32
 # No control character (a NUL is no text Postgres stores, and no name holds one).
@@ -30,9 +32,31 @@ class SearchStore(Moderation, Players, Protocol):
 
 
 class PlayerSearch:
-    def __init__(self, store: SearchStore, clock: Clock) -> None:
+    def __init__(self, store: SearchStore, clock: Clock, boards: Sequence[BoardSpec] = ()) -> None:
         self.store = store
         self.clock = clock
+        self.boards = list(boards)  # the configured boards, which a rejection recounts
+
+    async def reject(self, player_id: str, match_id: str) -> Rejected:
+        """A moderator rejects a flagged result: it stays in the player's file, marked, and
+        no longer counts. The store recounts every open tally it counted in, in the same
+        transaction, and sends each recount through the log, where the updaters write it
+        by its version (a lower total too); the boards follow within the log's delay. A
+        second reject answers the first's time and points and changes nothing."""
+        for field, value in (("playerId", player_id), ("matchId", match_id)):
+            if why := id_problem(field, value):
+                raise InvalidInput(why)
+        return await self.store.reject_flag(player_id, match_id, self.clock.now(), self.boards)
+
+    async def preview_reject(self, player_id: str, match_id: str) -> Rejected:
+        """What a reject would change now, each tally's total before and after, and nothing
+        written: the console says it before the moderator confirms. Refused as the reject
+        would be; a result rejected already answers its time and no change."""
+        for field, value in (("playerId", player_id), ("matchId", match_id)):
+            if why := id_problem(field, value):
+                raise InvalidInput(why)
+        now = self.clock.now()
+        return await self.store.reject_flag(player_id, match_id, now, self.boards, preview=True)
 
     async def accept(self, player_id: str, match_id: str) -> float:
         """A moderator accepts a flagged result: it keeps counting (as it did) and leaves

@@ -34,12 +34,13 @@ nothing is patched in after.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.ports.archive import Archive
 from podium.ports.erasure import ArchiveErasure, IndexErasure
+from podium.ports.upkeep import UpkeepRecords
 from podium.service.board_admin import BoardAdmin
 from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys
@@ -57,6 +58,7 @@ from podium.service.reads.lookups import Lookups
 from podium.service.reads.past import Past
 from podium.service.reads.reads import Reads
 from podium.service.tournaments import Tournaments
+from podium.service.upkeep.progress import NoUpkeep
 from podium.service.upkeep.rebuilds import Beside, Rebuilds
 from podium.service.webhook_admin import WebhookAdmin
 
@@ -83,6 +85,8 @@ class Service:
     tournaments: Tournaments
     leagues: Leagues
     erasures: Erasures
+    # where a rebuild or a reshard says how far it is, for every process (ports/upkeep.py)
+    upkeep: UpkeepRecords = field(default_factory=NoUpkeep)
 
     @classmethod
     def wire(
@@ -101,6 +105,7 @@ class Service:
         erased_from: Sequence[IndexErasure] = (),
         files: ArchiveErasure | None = None,
         erased_log: IndexErasure | None = None,
+        upkeep: UpkeepRecords | None = None,
     ) -> Service:
         """``beside``: how a shared index rebuilds a window beside its live generation,
         given what to tell when it switched (None: refilled in place, the in-process index);
@@ -138,8 +143,9 @@ class Service:
             groups=Groups(store, index, boards, lifecycle, clock),
             lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
             webhooks=WebhookAdmin(store, settings, clock),
-            search=PlayerSearch(store, clock),
+            search=PlayerSearch(store, clock, settings.boards),
             tournaments=tournaments,
             leagues=leagues,
             erasures=Erasures(settings, store, [index, *erased_from], files, clock, erased_log),
+            upkeep=upkeep or NoUpkeep(),
         )

@@ -33,14 +33,16 @@ RESULT_COLS = "player_id, match_id, key_id, mode, ended_at, duration_s, points, 
 TALLY_COLS = "board, window_id, player_id, total, reached_at, version, metadata"
 ROW_COLS = "player_id, total, reached_at, version, metadata"  # a TallyRow, in its order
 CHANGE_COLS = (
-    "id, board, window_id, player_id, total, reached_at, version, committed_at, removed, metadata"
+    "id, board, window_id, player_id, total, reached_at, version, committed_at, removed, metadata, "
+    "replaces"
 )
 PROFILE_COLS = "player_id, name, avatar, country, version"
 FINAL_COLS = "position, rank, player_id, points, reached_at"
 FROZEN_COLS = "board, window_id, frozen_at, players, checksum, archive"
 FLAGGED_COLS = "player_id, match_id, mode, points, ended_at, recorded_at, flag"
 PLAYER_RESULT_COLS = (
-    "match_id, mode, points, ended_at, duration_s, recorded_at, flag, metadata, accepted_at"
+    "match_id, mode, points, ended_at, duration_s, recorded_at, flag, metadata, accepted_at, "
+    "rejected_at"
 )
 
 
@@ -61,6 +63,7 @@ def player_result_of(r: Row) -> PlayerResult:
         r["flag"],
         r["metadata"],
         r["accepted_at"],
+        r["rejected_at"],
     )
 
 
@@ -143,6 +146,7 @@ def change_of(r: Row) -> Change | ProfileChange:
         r["committed_at"],
         bool(r["removed"]),
         handle=r["id"],
+        replaces=bool(r["replaces"]),
     )
 
 

@@ -32,7 +32,7 @@ from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import window_of
 from podium.domain.models import Change, Message, ProfileChange
-from podium.domain.windows import WindowError, index_expiry
+from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import Unavailable
 from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
 from podium.service.tournaments import Specs
@@ -191,6 +191,9 @@ class Updater:
             # configuration changed under old changes; they cannot be applied as they are.
             log.error("dropping %d changes for %s/%s: %s", len(group), key.board, key.window, e)
             return
+        if any(c.replaces for c in group):
+            await self._recount(spec, key, window, group, versioned)
+            return
         versions = [c.tally.version for c in writes] if versioned else None
         if entries:
             await self._index.write(
@@ -211,6 +214,47 @@ class Updater:
                 [c.player_id for c in gone],
                 [c.tally.version for c in gone],
                 expire_at=index_expiry(window),
+            )
+
+    async def _recount(
+        self, spec: BoardSpec, key: BoardKey, window: Window, group: list[Change], versioned: bool
+    ) -> None:
+        """A batch holding a recount (a flagged result rejected, ``domain/rejection.py``): each
+        player's newest change alone, since totals are absolute; written by its version for
+        a player with a recount in the batch (it may lower a total ``GT`` keeps, and leaves
+        its version as a floor no older change lands under, write.lua), by the board's own
+        rule for the others. A removal (no other result counts) leaves a tombstone."""
+        newest: dict[str, Change] = {}
+        forced: set[str] = set()
+        for c in group:
+            forced.update([c.player_id] if c.replaces else [])
+            held = newest.get(c.player_id)
+            if held is None or c.tally.version >= held.tally.version:
+                newest[c.player_id] = c
+        expire_at = index_expiry(window)
+        descending = spec.order is Order.DESC
+        for by_version in (True, False):
+            writes = [
+                c
+                for p, c in newest.items()
+                if not c.removed and (p in forced or versioned) is by_version
+            ]
+            if writes:
+                await self._index.write(
+                    key,
+                    [(c.player_id, spec.score(c.tally, window)) for c in writes],
+                    descending=descending,
+                    expire_at=expire_at,
+                    versions=[c.tally.version for c in writes] if by_version else None,
+                    metadata=[(c.tally.version, c.tally.metadata) for c in writes],
+                )
+        gone = [c for c in newest.values() if c.removed]
+        if gone:
+            await self._index.remove(
+                key,
+                [c.player_id for c in gone],
+                [c.tally.version for c in gone],
+                expire_at=expire_at,
             )
 
 

@@ -147,6 +147,8 @@ def write(
                 if metadata is not None:
                     board.set_meta(member, *metadata[i])
             continue
+        if metadata is not None and metadata[i][0] < board.versions.get(member, 0):
+            continue  # under the floor a recount left (write.lua)
         old = board.scores.get(member)
         if old is None or (score > old if descending else score < old):
             board.tally(old, score)

@@ -29,6 +29,7 @@ import secrets
 import time
 from asyncio import FIRST_COMPLETED
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,6 +84,9 @@ class Progress(Protocol):
     def begin(self, what: str, total: int | None) -> None: ...
     def advance(self, members: int) -> None: ...
     def say(self, text: str) -> None: ...
+    def phase(self, name: str) -> None:
+        """The step the run is at ("filling", "replaying", "comparing", "switching", ...)."""
+        ...
 
 
 class Quiet:
@@ -94,6 +98,9 @@ class Quiet:
 
     def say(self, text: str) -> None:
         log.info("%s", text)
+
+    def phase(self, name: str) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,12 @@ class GaplessRebuild:
         clock: Clock,
         changed: Changed,
         replay: Callable[[float], Awaitable[int]] | None = None,
+        told: Callable[[Sequence[Target]], AbstractAsyncContextManager[Progress]] | None = None,
     ) -> None:
         self.settings = settings
+        # how a rebuild ``one`` asks for (the mender's) tells every process how far it is
+        # (``progress.py``); ``podium rebuild`` wraps its own bar the same way
+        self.told = told
         self.store = store
         self.index = index
         self.live = live
@@ -154,12 +165,15 @@ class GaplessRebuild:
             lost: list[BoardKey] = []
             keeper = asyncio.create_task(self._keep(opened, token, lost))
             try:
+                progress.phase("filling")
                 filled = [await self._fill(t, token, progress) for t in targets]  # step 2
                 replayed = 0
                 if self.replay is not None:  # step 3
+                    progress.phase("replaying the log")
                     progress.say("applying the log again from before the rebuild began")
                     replayed = await self.replay(self.clock.now() - noted + RACE_S)
                     progress.say(f"applied {replayed:,} changes of the log again")
+                progress.phase("comparing" if compared else "checking")
                 diffs = [
                     await self._compare(t, token, sample) if compared else None
                     for t, (_, sample) in zip(targets, filled, strict=True)
@@ -173,6 +187,7 @@ class GaplessRebuild:
                             progress.say(f"  {line}")
                 if lost:
                     raise Unavailable(f"the rebuild's hold on {lost[0]} ran out; nothing switched")
+                progress.phase("switching")
                 switched = await asyncio.gather(  # step 5: every window at once
                     *(
                         self.index.switch_build(
@@ -195,7 +210,9 @@ class GaplessRebuild:
             raise Unavailable("a rebuild's hold ran out before its switch; run it again")
         progress.say(f"switched {len(targets)} board windows; the old keys go in {grace_s:g}s")
         if grace_s > 0:
+            progress.phase("keeping the old keys for the grace")
             await asyncio.sleep(grace_s)  # reads begun on the old keys finish
+        progress.phase("dropping the old keys")
         for t in targets:
             await self.index.drop_build(t.key, token)
         return [Outcome(t.key, n, d) for t, (n, _), d in zip(targets, filled, diffs, strict=True)]
@@ -204,7 +221,12 @@ class GaplessRebuild:
         """One window as ``Rebuilds.rebuild`` asks for it on a shared index: switched with
         no grace and not compared (the operator's ``podium rebuild`` asks for both through
         ``run``); how many entries."""
-        [done] = await self.run([Target(spec, window)], grace_s=0.0, compared=False)
+        targets = [Target(spec, window)]
+        if self.told is None:
+            [done] = await self.run(targets, grace_s=0.0, compared=False)
+            return done.members
+        async with self.told(targets) as progress:
+            [done] = await self.run(targets, grace_s=0.0, compared=False, progress=progress)
         return done.members
 
     async def _keep(self, targets: Sequence[Target], token: str, lost: list[BoardKey]) -> None:

@@ -110,11 +110,13 @@ class Reshard:
         try:
             await self.layouts.follow()  # this process writes both from now
             wait = await self.layouts.wait_s()
+            progress.phase("waiting for every process to write both layouts")
             progress.say(f"{was} -> {count} shards: {wait:g}s for every process to write both")
             await asyncio.sleep(wait)
             outcomes = await self._build(targets, count, progress)
             if lost:
                 raise Unavailable("the reshard's hold on the next layout ran out; nothing switched")
+            progress.phase("switching the layout")
             await marks.mark(list(range(count)), token, self.clock.now())
             await self.layouts.switch(count)
         except BaseException:
@@ -135,7 +137,9 @@ class Reshard:
             f"switched to {count} shards; the old layout's keys go in {wait + grace_s:g}s "
             f"(every process follows within {wait:g}s, then --grace)"
         )
+        progress.phase("keeping the old layout until every process follows")
         await asyncio.sleep(wait + grace_s)
+        progress.phase("dropping the old layout")
         dropped = await self.layouts.drop(was, tagged)
         progress.say(f"dropped the {was} shards' {dropped:,} keys")
         return outcomes

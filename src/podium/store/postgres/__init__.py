@@ -21,6 +21,7 @@ from podium.store.postgres.erasure import PlayerData
 from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
 from podium.store.postgres.record import Results
+from podium.store.postgres.rejection import Rejections
 from podium.store.postgres.retention import Retention
 from podium.store.postgres.tournaments import Tournaments
 from podium.store.postgres.webhooks import Webhooks
@@ -35,6 +36,7 @@ class PostgresStore(
     Results,
     Outbox,
     Players,
+    Rejections,
     Windows,
     Retention,
     Buckets,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from podium.domain.models import PROFILE_CHANGE, Profile
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
+from podium.domain.rejection import check_accept
 from podium.ports.store import BanRecord, PlayerResult
 from podium.store.common import (
     PLAYER_RESULT_COLS,
@@ -158,13 +159,18 @@ class Players(ProfilesFromVersions, Database):
 
     async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
         # One statement: the first accept's time stays (COALESCE), a result never flagged
-        # or absent answers no row.
+        # or absent answers no row; a rejected one keeps none, and is refused.
         sql = (
-            "UPDATE results SET accepted_at = COALESCE(accepted_at, $3) "
-            "WHERE player_id = $1 AND match_id = $2 AND flag IS NOT NULL RETURNING accepted_at"
+            "UPDATE results SET accepted_at = CASE WHEN rejected_at IS NULL "
+            "THEN COALESCE(accepted_at, $3) END "
+            "WHERE player_id = $1 AND match_id = $2 AND flag IS NOT NULL "
+            "RETURNING accepted_at, rejected_at"
         )
         rows = await self._run(lambda c: c.fetch(sql, player_id, match_id, float(now)), tx=False)
-        return float(rows[0]["accepted_at"]) if rows else None
+        if not rows:
+            return None
+        check_accept(player_id, match_id, rows[0]["rejected_at"])
+        return float(rows[0]["accepted_at"])
 
 
 async def _move_groups(

@@ -250,7 +250,7 @@ class Results(Database):
     async def flagged(self, modes: Sequence[str] | None, limit: int) -> list[Flagged]:
         rows = await self._fetch(
             f"SELECT {FLAGGED_COLS} FROM results "
-            "WHERE flag IS NOT NULL AND accepted_at IS NULL "
+            "WHERE flag IS NOT NULL AND accepted_at IS NULL AND rejected_at IS NULL "
             "AND ($1::text[] IS NULL OR mode = ANY($1::text[])) "
             "ORDER BY recorded_at DESC LIMIT $2",
             None if modes is None else list(modes),

@@ -109,14 +109,16 @@ RECLAIM = (
 HAS_RESULTS = "SELECT EXISTS (SELECT 1 FROM results WHERE match_id = $1)"
 
 # The checks before a match's writes, for every player (p) in one statement: the result this
-# match already has (key_id ... points), the last $4 points in the mode (recent), the count
+# match already has (key_id ... points), the last $4 points in the mode (recent; a result a
+# moderator rejected is no history of the player's), the count
 # and oldest of results since $5 (n, oldest), the country, and with targets ($6-$8, grouped
 # ones placed in the player's group as ``place_in_groups`` does, with $9 and $10), per target
 # in order whether its window is frozen and its tally (as in RECORD_READ).
 PRIOR_COLUMNS = (
     "p, e.key_id, e.mode, e.ended_at, e.duration_s, e.points, e.metadata, "
     "ARRAY(SELECT points FROM results WHERE player_id = p AND mode = $3 "
-    "  ORDER BY ended_at DESC LIMIT $4) AS recent, cap.n, cap.oldest, pr.country, t.*"
+    "  AND rejected_at IS NULL ORDER BY ended_at DESC LIMIT $4) AS recent, "
+    "cap.n, cap.oldest, pr.country, t.*"
 )
 PRIOR_FROM = (
     "FROM unnest($1::text[]) AS u0(p) "

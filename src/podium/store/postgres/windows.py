@@ -114,6 +114,10 @@ class Windows(Database):
         )
         return [r["window_id"] for r in rows]
 
+    async def store_time(self) -> float:
+        rows = await self._fetch("SELECT extract(epoch FROM clock_timestamp())::float8 AS t")
+        return float(rows[0]["t"])
+
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         return await self._run(lambda c: _freeze(c, board, window, keep, now))
 

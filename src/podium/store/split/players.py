@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from podium.domain.boards import BoardSpec
 from podium.domain.models import ApiKey, Profile
-from podium.ports.store import BanRecord, PlayerResult
+from podium.ports.store import BanRecord, PlayerResult, Rejected
 from podium.store.common import ProfilesFromVersions
 from podium.store.split.routing import Part
 
@@ -93,4 +94,16 @@ class Players(ProfilesFromVersions, Part):
     async def accept_flag(self, player_id: str, match_id: str, now: float) -> float | None:
         return await self.router.routed(
             player_id, lambda db: db.accept_flag(player_id, match_id, now)
+        )
+
+    async def reject_flag(
+        self,
+        player_id: str,
+        match_id: str,
+        now: float,
+        specs: Sequence[BoardSpec],
+        preview: bool = False,
+    ) -> Rejected:
+        return await self.router.routed(
+            player_id, lambda db: db.reject_flag(player_id, match_id, now, specs, preview)
         )

@@ -88,6 +88,10 @@ class Windows(Part):
         parts = await self.router.each(lambda db: db.windows(board))
         return sorted(set().union(*parts.values()))
 
+    async def store_time(self) -> float:
+        # The home database decides every freeze (``decide_freeze``): its clock.
+        return await self.router.home.store_time()
+
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         if await self.router.home.decided(board.name, window.id):
             return False

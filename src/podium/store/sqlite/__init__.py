@@ -17,6 +17,7 @@ from podium.store.sqlite.erasure import PlayerData
 from podium.store.sqlite.outbox import Outbox
 from podium.store.sqlite.players import Players
 from podium.store.sqlite.record import Results
+from podium.store.sqlite.rejection import Rejections
 from podium.store.sqlite.retention import Retention
 from podium.store.sqlite.tournaments import Tournaments
 from podium.store.sqlite.webhooks import Webhooks
@@ -31,6 +32,7 @@ class SqliteStore(
     Results,
     Outbox,
     Players,
+    Rejections,
     Windows,
     Retention,
     Beats,

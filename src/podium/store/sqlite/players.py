@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from podium.domain.models import Profile, Target
 from podium.domain.plans import group_pattern, moves_group, plan_group_moves
+from podium.domain.rejection import check_accept
 from podium.ports.store import BanRecord, PlayerResult
 from podium.store.common import (
     PLAYER_RESULT_COLS,
@@ -158,15 +159,18 @@ class Players(ProfilesFromVersions, Database):
             key = (player_id, match_id)
             c.execute(
                 "UPDATE results SET accepted_at = ? WHERE player_id = ? AND match_id = ? "
-                "AND flag IS NOT NULL AND accepted_at IS NULL",
+                "AND flag IS NOT NULL AND accepted_at IS NULL AND rejected_at IS NULL",
                 (now, *key),
             )
             row = c.execute(
-                "SELECT accepted_at FROM results WHERE player_id = ? AND match_id = ? "
-                "AND flag IS NOT NULL",
+                "SELECT accepted_at, rejected_at FROM results WHERE player_id = ? "
+                "AND match_id = ? AND flag IS NOT NULL",
                 key,
             ).fetchone()
-            return None if row is None else float(row["accepted_at"])
+            if row is None:
+                return None
+            check_accept(player_id, match_id, row["rejected_at"])
+            return float(row["accepted_at"])
 
         return await self._write(run)
 

@@ -191,7 +191,7 @@ class Results(Database):
         rows = await self._read(
             lambda c: c.execute(
                 f"SELECT {FLAGGED_COLS} FROM results "
-                f"WHERE flag IS NOT NULL AND accepted_at IS NULL {only} "
+                f"WHERE flag IS NOT NULL AND accepted_at IS NULL AND rejected_at IS NULL {only} "
                 "ORDER BY recorded_at DESC LIMIT ?",
                 (*(modes or ()), limit),
             ).fetchall()
@@ -295,8 +295,9 @@ def _recent(
     out: dict[str, list[int]] = {}
     for p in player_ids:
         rows = c.execute(
+            # a result a moderator rejected is no history of the player's (the jump rule)
             "SELECT points FROM results WHERE player_id = ? AND mode = ? "
-            "ORDER BY ended_at DESC LIMIT ?",
+            "AND rejected_at IS NULL ORDER BY ended_at DESC LIMIT ?",
             (p, mode, limit),
         ).fetchall()
         out[p] = [r["points"] for r in rows]

@@ -7,6 +7,7 @@ first decides, and ``record`` checks ``frozen_windows`` inside its own transacti
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Sequence
 
 from podium.domain.boards import BoardSpec, Tally
@@ -91,6 +92,10 @@ class Windows(Database):
             ).fetchall()
         )
         return [r["window_id"] for r in rows]
+
+    async def store_time(self) -> float:
+        # Embedded: the store is in this process, on this machine's clock.
+        return time.time()
 
     async def freeze(self, board: BoardSpec, window: Window, keep: int, now: float) -> bool:
         return await self._write(lambda c: _freeze(c, board, window, keep, now))

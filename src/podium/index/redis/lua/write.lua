@@ -14,6 +14,9 @@
 -- metadata
 -- Checking the ban set here, in the same atomic step as the ZADD, is what stops a delayed
 -- or replayed change from putting a banned player back on the board.
+-- On GT/LT boards a version hash holds the floors recounts left (a 'V' or 'R' write there):
+-- 'GTM'/'LTM' skip an entry whose version is under its member's floor, and 'GTN'/'LTN'
+-- answer -1 (as below) so the caller sends the versions.
 -- Boards whose totals can fall cannot use GT/LT (it would ignore a real fall): there a write
 -- lands only if its version is newer than the one the board holds, so repeats and
 -- reorderings are just as harmless.
@@ -43,6 +46,10 @@ end
 if mode == 'GTN' or mode == 'LTN' or mode == 'VN' then
   if redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
   if nxt and redis.call('EXISTS', nxt[3]) == 1 then return -1 end
+  -- a GT/LT board holds versions only once a recount or a removal left a floor: the
+  -- entries' versions are needed to check it
+  if mode ~= 'VN' and redis.call('EXISTS', KEYS[3]) == 1 then return -1 end
+  if mode ~= 'VN' and nxt and redis.call('EXISTS', nxt[2]) == 1 then return -1 end
   mode = string.sub(mode, 1, -2)
 elseif mode == 'GTM' or mode == 'LTM' or mode == 'VM' then
   meta = true
@@ -125,9 +132,15 @@ local function apply(Z, VER, META, live)
     end
   else
     local step = meta and 4 or 2
+    -- A recount (a flagged result rejected) was written by version ('V', which may lower a
+    -- total) and left its version here: an older change of the member (a redelivery) must
+    -- not raise the total back, so with versions ('GTM', 'LTM') one under the floor is
+    -- skipped. A board no recount reached holds no version hash: nothing to look up.
+    local floors = meta and redis.call('EXISTS', VER) == 1
     for i = 3, #ARGV, step do
       local m = ARGV[i]
-      if redis.call('SISMEMBER', KEYS[2], m) == 0 then
+      local under = floors and tonumber(ARGV[i + 2]) < tonumber(redis.call('HGET', VER, m) or '0')
+      if not under and redis.call('SISMEMBER', KEYS[2], m) == 0 then
         local was = live and tonumber(redis.call('ZSCORE', Z, m) or nil)
         local changed = redis.call('ZADD', Z, mode, 'CH', ARGV[i + 1], m)
         written = written + changed

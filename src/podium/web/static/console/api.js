@@ -78,8 +78,13 @@ async function once(method, path, { body, query, key } = {}) {
   if (!response.ok) {
     const detail = (data && data.detail) || text.slice(0, 300) || response.statusText || "no detail";
     const title = (data && data.title) || response.statusText || "Error";
-    const errors = (data && Array.isArray(data.errors) ? data.errors : []).map((e) => `${e.field}: ${e.message}`);
+    const fields = data && Array.isArray(data.errors) ? data.errors.map((e) => ({ field: String(e.field), message: String(e.message) })) : [];
+    const errors = fields.map((e) => `${e.field}: ${e.message}`);
     const problem = new Problem(response.status, title, detail, errors);
+    // Each field at fault, for a form to mark where it is typed: the errors a schema found,
+    // or a rule no schema can state, whose detail begins with the field's name ("endsAt: ...").
+    const named = /^([A-Za-z][A-Za-z0-9]*): (.+)$/s.exec(detail);
+    problem.fields = fields.length ? fields : named ? [{ field: named[1], message: named[2] }] : [];
     // The kept key stopped working (revoked meanwhile): the console signs out and says why.
     if (response.status === 401 && key === undefined) document.dispatchEvent(new CustomEvent("podium:refused", { detail: problem }));
     problem.retryAfter = response.headers.get("Retry-After");

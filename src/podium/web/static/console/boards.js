@@ -4,20 +4,59 @@
 import { call, enc } from "./api.js";
 import { fmt } from "../dom.js";
 import { barChart } from "../svg.js";
-import { card, confirmTyped, el, kv, notice, svgChart, table, when } from "./ui.js";
+import { act, card, confirmTyped, el, kv, notice, svgChart, table, when } from "./ui.js";
 
 export async function show(root, ctx) {
   const { boards } = await call("GET", "/v1/boards");
-  root.append(
-    card(
-      "Rebuilds and reshards",
-      el("p", {
-        class: "help",
-        text: "The admin API does not report a running rebuild or reshard: follow one with podium rebuild's own progress, or podium status.",
-      }),
-    ),
-  );
+  root.append(await upkeepCard());
   for (const b of boards) root.append(await boardCard(ctx, b));
+}
+
+const ENDED = ["done", "failed"];
+
+// The rebuilds and reshards running now (podium rebuild, wherever it runs) and those ended in
+// the last minute: what, phase, players written out of the store's count, since when. Read
+// again every 2 s while one runs and the card is on the page.
+async function upkeepCard() {
+  const box = card("Rebuilds and reshards");
+  box.id = "upkeep";
+  const body = el("div", { "aria-live": "polite" });
+  const load = async () => {
+    const { running } = await call("GET", "/v1/admin/upkeep");
+    body.replaceChildren(upkeepTable(running));
+    return running;
+  };
+  const again = () =>
+    setTimeout(async () => {
+      if (!box.isConnected) return;
+      try {
+        if ((await load()).some((r) => !ENDED.includes(r.phase))) again();
+      } catch {
+        again();
+      }
+    }, 2000);
+  box.append(
+    el("p", { class: "help", text: "podium rebuild and its --shards tell every API process how far they are, about every second." }),
+    body,
+    el("button", { type: "button", text: "Read again", onclick: (ev) => act(ev.target, load) }),
+  );
+  if ((await load()).some((r) => !ENDED.includes(r.phase))) again();
+  return box;
+}
+
+function upkeepTable(running) {
+  if (!running.length) return el("p", { class: "empty", text: "No rebuild or reshard is running, nor ended in the last minute." });
+  return table(
+    "running now, and ended in the last minute; latest started first",
+    ["What", "Phase", "Window", "Players done#", "Windows done#", "Started", "Last told"],
+    running.map((r) => {
+      const what = r.kind === "reshard" ? `reshard from ${r.shardsFrom} to ${r.shardsTo} shards` : `rebuild of ${r.windows.join(", ")}`;
+      const phase = r.phase === "failed" && r.detail ? `failed: ${r.detail}` : r.phase;
+      const of = r.total === undefined ? fmt(r.done) : `${fmt(r.done)} of ${fmt(r.total)}`;
+      const bar = el("progress", { max: String(Math.max(1, r.total || 0)), value: String(r.done), "aria-label": `players done in ${r.window || "the window"}` });
+      return [what, phase, r.window || "–", el("span", { class: "inline" }, bar, of), `${fmt(r.windowsDone)} of ${fmt(r.windows.length)}`, when(r.startedAt), when(r.updatedAt)];
+    }),
+  );
 }
 
 async function boardCard(ctx, b) {

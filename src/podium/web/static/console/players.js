@@ -135,7 +135,8 @@ async function file(root, ctx, playerId) {
   await past(root, boards, playerId);
 
   if (admin) {
-    const flagged = admin.results.filter((r) => r.flag && !r.acceptedAt);
+    const flagged = admin.results.filter((r) => r.flag && !r.acceptedAt && !r.rejectedAt);
+    const flagText = (r) => (r.acceptedAt ? `${r.flag} (accepted ${when(r.acceptedAt)})` : r.rejectedAt ? `${r.flag} (rejected ${when(r.rejectedAt)}: not counted)` : r.flag);
     root.append(
       card(
         "Latest results",
@@ -148,7 +149,7 @@ async function file(root, ctx, playerId) {
             r.mode,
             fmt(r.points),
             when(r.endedAt),
-            r.flag ? el("strong", { class: r.acceptedAt ? null : "state-failed", text: r.acceptedAt ? `${r.flag} (accepted ${when(r.acceptedAt)})` : r.flag }) : "",
+            r.flag ? el("strong", { class: r.acceptedAt || r.rejectedAt ? null : "state-failed", text: flagText(r) }) : "",
             r.metadata ? el("code", { class: "meta", text: JSON.stringify(r.metadata) }) : "",
           ]),
           "no results",
@@ -237,6 +238,7 @@ export async function review(root, ctx, boardName) {
   root.append(card("Review before prizes", el("div", { class: "inline" }, el("label", { for: "review-board", text: "Board" }), select)));
   if (!chosen) return;
   const r = await call("GET", "/v1/admin/review", { query: { board: chosen, top: 50 } });
+  r.order = (plain.find((b) => b.name === chosen) || {}).order; // for the rank a reject drops to
   const deciding = el("div");
   const accept = (f) =>
     el("button", {
@@ -245,17 +247,25 @@ export async function review(root, ctx, boardName) {
       "aria-label": `Accept ${f.matchId} of ${f.playerId}`,
       onclick: () => deciding.replaceChildren(acceptPanel(ctx, r, f)),
     });
+  const reject = (f) =>
+    el("button", {
+      type: "button",
+      class: "danger",
+      text: "Reject…",
+      "aria-label": `Reject ${f.matchId} of ${f.playerId}`,
+      onclick: (ev) => act(ev.target, async () => deciding.replaceChildren(await rejectPanel(ctx, r, f))),
+    });
   root.append(
     card(
       "Flagged results",
       el("p", {
         class: "help",
-        text: "A flagged result counts until a moderator acts. Accept it when it is fair: it keeps counting and leaves this queue. When the results are not the player's, open the player and ban them (typing their id). Rejecting one result alone is not offered: the API cannot take a result back out of the totals.",
+        text: "A flagged result counts until a moderator acts. Accept it when it is fair: it keeps counting and leaves this queue. Reject it when it is not: its points come back out of every window not frozen yet, and it stays in the player's file, marked. When the results are not the player's at all, open the player and ban them (typing their id).",
       }),
       table(
         `latest flagged results (${r.flagged.length})`,
         ["Player", "Match", "Mode", "Points#", "Ended", "Why", ""],
-        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason, accept(f)]),
+        r.flagged.map((f) => [openButton(ctx, f.playerId, f.playerId), f.matchId, f.mode, fmt(f.points), when(f.endedAt), f.reason, el("div", { class: "inline" }, accept(f), reject(f))]),
         "nothing flagged",
       ),
       deciding,
@@ -291,4 +301,48 @@ function acceptPanel(ctx, review, f) {
     el("p", { text: `Accepting ${f.matchId} (${fmt(f.points)} points, flagged: ${f.reason}) changes no total: ${standing}. It leaves the review queue; the reason stays in the player's file.` }),
     el("div", { class: "inline" }, go, el("button", { type: "button", text: "Cancel", onclick: (ev) => ev.target.closest("#accept-panel").remove() })),
   );
+}
+// What rejecting a flagged result changes, said before it is done, as the API recounts it
+// (GET .../reject: nothing changed by asking): each open window it counts in, the player's
+// points now and after, and on the board under review the rank they would drop to, counted
+// from the top listed there. Confirmed by typing the player's id.
+async function rejectPanel(ctx, review, f) {
+  const base = `/v1/admin/players/${enc(f.playerId)}/results/${enc(f.matchId)}/reject`;
+  const plan = await call("GET", base);
+  const rankAfter = (c) => {
+    if (c.board !== review.board || c.window !== review.window || c.after === null) return "–";
+    const others = review.top.filter((e) => e.playerId !== f.playerId);
+    const asc = review.order === "asc";
+    const ahead = others.filter((e) => (asc ? e.points < c.after : e.points > c.after)).length;
+    return ahead < others.length || others.length < 50 ? `about ${fmt(ahead + 1)}` : `below ${fmt(others.length)}`;
+  };
+  const rows = plan.recounts.map((c) => [
+    c.board,
+    c.window,
+    fmt(c.before),
+    c.after === null ? "leaves the window" : fmt(c.after),
+    c.after === null ? `-${fmt(c.before)}` : fmt(c.after - c.before),
+    rankAfter(c),
+  ]);
+  const panel = el("div", { class: "stack", id: "reject-panel" });
+  panel.append(
+    table(
+      `what rejecting ${f.matchId} changes`,
+      ["Board", "Window", "Points now#", "Points after#", "Change#", "Rank after#"],
+      rows,
+      `no open window counts it: ${f.playerId}'s totals stay as they are`,
+    ),
+    confirmTyped({
+      what: `Rejecting ${f.matchId} of ${f.playerId} (${fmt(f.points)} points, flagged: ${f.reason}) takes it back out of every window not frozen yet, as listed; the boards follow within moments. The result stays in the player's file, marked rejected; frozen windows keep their final standings.`,
+      expected: f.playerId,
+      button: "Reject",
+      onConfirm: async () => {
+        const a = await call("POST", base);
+        await ctx.go("review", review.board);
+        notice(`${f.matchId} of ${f.playerId} is rejected (${when(a.rejectedAt)}): ${fmt(a.points)} points taken out`);
+      },
+    }),
+    el("div", { class: "inline" }, el("button", { type: "button", text: "Cancel", onclick: () => panel.remove() })),
+  );
+  return panel;
 }

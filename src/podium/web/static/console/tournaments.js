@@ -3,7 +3,7 @@
 
 import { call, enc } from "./api.js";
 import { fmt } from "../dom.js";
-import { act, card, confirmTyped, el, field, kv, notice, readonly, table, when } from "./ui.js";
+import { act, card, confirmTyped, el, kv, notice, readonly, table, when } from "./ui.js";
 
 export async function show(root, ctx, id) {
   if (ctx.canWrite) root.append(createCard(ctx));
@@ -127,39 +127,76 @@ async function entrants(ctx, t) {
   );
 }
 
-// The form sends what is typed; the API checks it, and its 422 names each field at fault.
+// The form holds every field of the API's tournament (POST /v1/admin/tournaments) and sends
+// what is typed; the API checks it, and each field it names is marked where it is typed, with
+// the API's own words beside it (a 422's errors, or a rule no schema can state: its detail
+// begins with the field's name). The alert above says them all as well.
+const NUMBERS = ["durationSeconds", "maxEntrants", "maxAttempts"];
+
 function createCard(ctx) {
   const input = (name, attrs = {}) => el("input", { name, type: "text", autocomplete: "off", ...attrs });
+  const choice = (name, values) => el("select", { name }, ...values.map((v) => el("option", { value: v, text: v })));
   const f = {
     id: input("id", { required: true }),
     title: input("title", { required: true }),
     modes: input("modes", { required: true, value: "default" }),
-    aggregate: el("select", { name: "aggregate" }, ...["sum", "best", "last"].map((v) => el("option", { value: v, text: v }))),
+    aggregate: choice("aggregate", ["sum", "best", "last"]),
+    order: choice("order", ["desc", "asc"]),
+    ties: choice("ties", ["first", "shared"]),
     startsAt: input("startsAt", { placeholder: "2026-12-04T18:00:00Z" }),
     endsAt: input("endsAt", { placeholder: "2026-12-06T18:00:00Z" }),
+    schedule: input("schedule", { placeholder: "0 18 * * FRI" }),
+    durationSeconds: input("durationSeconds", { inputmode: "numeric" }),
+    maxEntrants: input("maxEntrants", { inputmode: "numeric" }),
     maxAttempts: input("maxAttempts", { inputmode: "numeric" }),
     category: input("category"),
+    metadata: el("textarea", { name: "metadata", rows: 2, spellcheck: "false", placeholder: '{"prize": "skin"}' }),
     joinRequired: el("input", { name: "joinRequired", type: "checkbox" }),
+  };
+  const said = {};
+  const labelled = (label, name) => {
+    said[name] = el("span", { class: "field-error", id: `tournament-${name}-error` });
+    f[name].setAttribute("aria-describedby", said[name].id);
+    return el("label", {}, label, f[name], said[name]);
   };
   const submit = el("button", { type: "submit", text: "Create tournament" });
   const form = el(
     "form",
-    { class: "stack", id: "create-tournament" },
+    { class: "stack", id: "create-tournament", novalidate: true },
     el(
       "div",
       { class: "grid2" },
-      field("Id", f.id),
-      field("Title", f.title),
-      field("Modes (comma separated)", f.modes),
-      field("Aggregate", f.aggregate),
-      field("Starts at (RFC 3339, UTC)", f.startsAt),
-      field("Ends at (RFC 3339, UTC)", f.endsAt),
-      field("Attempts that count per player", f.maxAttempts),
-      field("Category", f.category),
+      labelled("Id", "id"),
+      labelled("Title", "title"),
+      labelled("Modes (comma separated)", "modes"),
+      labelled("Aggregate", "aggregate"),
+      labelled("Order (desc: more points first)", "order"),
+      labelled("Ties (first to reach, or shared ranks)", "ties"),
+      labelled("Starts at (RFC 3339, UTC)", "startsAt"),
+      labelled("Ends at (RFC 3339, UTC)", "endsAt"),
+      labelled("Schedule (cron, UTC; recurring runs)", "schedule"),
+      labelled("Run length in seconds (with a schedule)", "durationSeconds"),
+      labelled("Most entrants", "maxEntrants"),
+      labelled("Attempts that count per player", "maxAttempts"),
+      labelled("Category", "category"),
+      labelled("Metadata (a JSON object)", "metadata"),
     ),
     el("label", { class: "inline" }, f.joinRequired, "Players must join"),
     el("div", {}, submit),
   );
+  const mark = (problem) => {
+    for (const [name, span] of Object.entries(said)) {
+      span.textContent = "";
+      f[name].removeAttribute("aria-invalid");
+    }
+    const found = problem && problem.status === 422 ? problem.fields || [] : [];
+    for (const { field: path, message } of found) {
+      const name = String(path).split(".")[0];
+      if (!said[name]) continue;
+      said[name].textContent = said[name].textContent ? `${said[name].textContent}; ${message}` : message;
+      f[name].setAttribute("aria-invalid", "true");
+    }
+  };
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const body = {
@@ -167,18 +204,38 @@ function createCard(ctx) {
       title: f.title.value,
       modes: f.modes.value.split(",").map((m) => m.trim()).filter(Boolean),
       aggregate: f.aggregate.value,
+      order: f.order.value,
+      ties: f.ties.value,
       joinRequired: f.joinRequired.checked,
     };
-    if (f.startsAt.value.trim()) body.startsAt = f.startsAt.value.trim();
-    if (f.endsAt.value.trim()) body.endsAt = f.endsAt.value.trim();
-    if (f.category.value.trim()) body.category = f.category.value.trim();
+    for (const name of ["startsAt", "endsAt", "schedule", "category"]) {
+      const v = f[name].value.trim();
+      if (v) body[name] = v;
+    }
     // A number when it reads as one; otherwise as typed, for the API to name the field.
-    const attempts = f.maxAttempts.value.trim();
-    if (attempts) body.maxAttempts = /^\d+$/.test(attempts) ? Number(attempts) : attempts;
+    for (const name of NUMBERS) {
+      const v = f[name].value.trim();
+      if (v) body[name] = /^\d+$/.test(v) ? Number(v) : v;
+    }
+    // JSON when it reads as JSON; otherwise the text itself, which the API refuses by name.
+    const meta = f.metadata.value.trim();
+    if (meta) {
+      try {
+        body.metadata = JSON.parse(meta);
+      } catch {
+        body.metadata = meta;
+      }
+    }
+    mark(null);
     act(submit, async () => {
-      const t = await call("POST", "/v1/admin/tournaments", { body });
-      await ctx.go("tournaments", t.id);
-      notice(`${t.id} is made (${t.state})`);
+      try {
+        const t = await call("POST", "/v1/admin/tournaments", { body });
+        await ctx.go("tournaments", t.id);
+        notice(`${t.id} is made (${t.state})`);
+      } catch (e) {
+        mark(e);
+        throw e;
+      }
     });
   });
   return card("Create a tournament", form);

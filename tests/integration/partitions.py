@@ -1,0 +1,513 @@
+"""A fleet spread over hosts of its own (``tests/netns.py``), a workload that keeps a history
+of every request, and a checker that proves from that history and the final state that the
+network's faults lost and doubled nothing.
+
+The fleet: a private Postgres (host ``db``), a private Redis (``redis``), two API processes
+(``api1``, ``api2``) and one worker with the relay and the updater (``worker``), each on a
+host of its own, so that a link between any two can be cut; the change log is the store's
+outbox or a private NATS JetStream server (``log``). The test's own process is a host of the
+net too (``"client"``): the game servers and the players it plays reach the API processes
+over the net, as from outside.
+
+The workload: game servers sending matches with ``podium.client``'s own retry rules; when a
+client's tries run out, the game server sends the same match to the other API process, until
+it is acknowledged. Every try is in the history, with its send and answer times and what
+came back (a status, or the transport's failure).
+
+The checker, once every fault is healed:
+
+- every acknowledged result is in the store, exactly once: each player's stored total is the
+  sum of their acknowledged results (a total above it counted one twice, below it lost one);
+- the board equals the store (the time it took after the heal is measured);
+- no try was answered 500: a part cut off is a 503 or a transport failure, never an error
+  the client cannot tell from a bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import random
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import redis.asyncio as aioredis
+
+from podium.api.shedding import STALE_S
+from podium.client import AsyncClient
+from podium.client.errors import PodiumClientError
+from podium.client.retry import RetryPolicy, retryable
+from podium.config import settings as config
+from podium.domain.models import Target
+from podium.service.reads.reads import LAST_PAGE_S
+from podium.store.postgres import PostgresStore
+from tests.integration.fleet import Fleet
+from tests.netns import Host, Net
+from tests.pg_cluster import PgCluster
+from tests.redis_sentinel import Sentinels, start_sentinels
+from tests.redis_server import RedisServer, start_server
+
+BOARD = "all"
+API_PORT = 8000
+DEADLINE_S = 180.0  # for any one condition; generous: the machine is shared
+PLAYERS = 200
+# A held page is read at asOf, held page_cache_s from when its read ended: this much for the
+# read itself (generous: the machine is shared).
+PAGE_SLACK_S = 1.0
+# A read in flight at the heal may still fail on its dead connection: Redis's socket timeout.
+IN_FLIGHT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Try:
+    """One HTTP request of the workload, as the client saw it."""
+
+    api: str
+    path: str
+    sent: float  # monotonic seconds
+    answered: float
+    outcome: str  # the status ("200", "503"), or the transport's failure ("ReadTimeout")
+
+
+@dataclass(frozen=True)
+class Match:
+    """An acknowledged match: when it ended, when it was first sent (both wall clock, whole
+    seconds and not), and the boards it counted for, as the answer said."""
+
+    ended: int
+    sent: float
+    boards: frozenset[str]
+
+
+def _rfc3339(t: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+@dataclass(frozen=True)
+class Read:
+    """A page answered 200, as the reader saw it."""
+
+    api: str
+    sent: float  # monotonic
+    wall: float  # the wall clock when sent
+    as_of: float  # what the page says
+    age: int | None  # its ``Age`` header: served stale on purpose, saying how old
+
+
+def is_submit(t: Try) -> bool:
+    """A game server's try (a match's results), not a player's read."""
+    return t.path.startswith("/v1/matches/")
+
+
+@dataclass
+class History:
+    tries: list[Try] = field(default_factory=list)
+    acked: dict[str, dict[str, int]] = field(default_factory=dict)  # match -> player -> pts
+    sent: int = 0  # matches
+    pages: list[Read] = field(default_factory=list)
+    matches: dict[str, Match] = field(default_factory=dict)
+    in_flight: Counter[str] = field(default_factory=Counter)  # tries sent, unanswered, by API
+
+    def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
+        return Counter(t.outcome for t in self.tries if since <= t.sent < until)
+
+
+class Recorded(httpx.AsyncBaseTransport):
+    """httpx's own transport, each request written into the history as it ends."""
+
+    def __init__(self, api: str, history: History) -> None:
+        self.api = api
+        self.history = history
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        sent = time.monotonic()
+        self.history.in_flight[self.api] += 1
+        try:
+            got = await self.inner.handle_async_request(request)
+        except Exception as e:
+            self.history.in_flight[self.api] -= 1
+            self.history.tries.append(
+                Try(self.api, request.url.path, sent, time.monotonic(), type(e).__name__)
+            )
+            raise
+        self.history.in_flight[self.api] -= 1
+        self.history.tries.append(
+            Try(self.api, request.url.path, sent, time.monotonic(), str(got.status_code))
+        )
+        return got
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class Game:
+    """Game servers sending matches of two players to the API processes, until stopped."""
+
+    def __init__(self, apis: dict[str, str], key: str, rate: float, seed: int = 7) -> None:
+        self.apis = apis  # name -> base URL
+        self.key = key
+        self.rate = rate  # matches a second, all senders together
+        self.rng = random.Random(seed)
+        self.players = [f"p{i:04d}" for i in range(PLAYERS)]
+        self.ids = itertools.count()
+        self.history = History()
+        self.stop = asyncio.Event()
+
+    def _clients(self) -> list[AsyncClient]:
+        """A game server's clients, one per API process: the client's own retry rules
+        (a try that times out, a 503 or a lost connection sent again, the same body),
+        with a timeout shorter than the server's own wait on a store that went quiet, as a
+        game server that must move on would set it."""
+        policy = RetryPolicy(attempts=2, initial=0.2, max_backoff=1.0)
+        return [
+            AsyncClient(
+                url,
+                self.key,
+                timeout=httpx.Timeout(3.0, connect=1.0),
+                retry=policy,
+                transport=Recorded(name, self.history),
+            )
+            for name, url in self.apis.items()
+        ]
+
+    async def send(self, clients: list[AsyncClient], turn: int, ended_at: int | None = None) -> int:
+        """One new match (ended now, or at ``ended_at``), sent until acknowledged: when a
+        client's tries run out, to the next API process. The turn it ended on."""
+        match = f"m{next(self.ids)}"
+        pair = self.rng.sample(self.players, 2)
+        results = [(p, self.rng.randint(1, 100)) for p in pair]
+        ended = int(time.time()) if ended_at is None else ended_at
+        self.history.sent += 1
+        first = time.time()
+        while True:
+            c = clients[turn % len(clients)]
+            try:
+                got = await c.submit(match, results, duration_seconds=60, ended_at=_rfc3339(ended))
+                break
+            except PodiumClientError as e:
+                if not retryable(e):
+                    raise
+                turn += 1  # the other API process
+                await asyncio.sleep(0.1)
+        self.history.acked[match] = dict(results)
+        self.history.matches[match] = Match(ended, first, frozenset(got.totals(pair[0])))
+        return turn
+
+    async def sender(self, n: int, senders: int) -> None:
+        clients = self._clients()
+        try:
+            turn = n
+            while not self.stop.is_set():
+                # Each match to the next API process, as a load balancer spreads them;
+                # a try that fails moves on to the other one.
+                turn = await self.send(clients, turn) + 1
+                await asyncio.sleep(self.rng.expovariate(self.rate / senders))
+        finally:
+            for c in clients:
+                await c.aclose()
+
+    def burst(self, api: str, n: int) -> asyncio.Task[None]:
+        """``n`` matches sent to ``api`` at once (then as any other, until acknowledged):
+        something in flight on it for certain, for a fault that lands mid-commit."""
+
+        async def run() -> None:
+            clients = self._clients()
+            first = list(self.apis).index(api)
+            try:
+                await asyncio.gather(*(self.send(clients, first) for _ in range(n)))
+            finally:
+                for c in clients:
+                    await c.aclose()
+
+        return asyncio.create_task(run())
+
+    async def reader(self, api: str) -> None:
+        """A player's app reading from ``api`` until stopped: the top page and a rank, in
+        turn, each tried once (what the API answered is what is recorded), with a timeout
+        longer than the server's own wait on an index that went quiet, so that its answer
+        (a 503, say) is seen rather than the client giving up first."""
+        timeout = httpx.Timeout(12.0, connect=1.0)
+        c = AsyncClient(
+            self.apis[api],
+            self.key,
+            timeout=timeout,
+            retry=RetryPolicy(attempts=1),
+            transport=Recorded(api, self.history),
+        )
+        # Pages read bare, for the headers: ``Age`` marks a page served stale on purpose.
+        raw = httpx.AsyncClient(
+            base_url=self.apis[api], timeout=timeout, transport=Recorded(api, self.history)
+        )
+        try:
+            while not self.stop.is_set():
+                sent, wall = time.monotonic(), time.time()
+                with contextlib.suppress(PodiumClientError, httpx.TransportError):
+                    if self.rng.random() < 0.5:
+                        got = await raw.get(f"/v1/boards/{BOARD}", params={"limit": 10})
+                        if got.status_code == 200:
+                            as_of = datetime.fromisoformat(got.json()["asOf"]).timestamp()
+                            age = got.headers.get("age")
+                            self.history.pages.append(
+                                Read(api, sent, wall, as_of, None if age is None else int(age))
+                            )
+                    else:
+                        await c.rank(BOARD, self.rng.choice(self.players))
+                await asyncio.sleep(0.2)
+        finally:
+            await c.aclose()
+            await raw.aclose()
+
+    async def acknowledged(self, n: int, api: str | None = None) -> None:
+        """Until ``n`` more matches are acknowledged (by ``api`` only, if named)."""
+
+        def count() -> int:
+            return sum(
+                1
+                for t in self.history.tries
+                if t.outcome == "200" and is_submit(t) and (api is None or t.api == api)
+            )
+
+        goal = count() + n
+        deadline = time.monotonic() + DEADLINE_S
+        while count() < goal:
+            assert time.monotonic() < deadline, f"matches stopped being acknowledged ({api})"
+            await asyncio.sleep(0.1)
+
+
+@dataclass
+class NetFleet:
+    """The fleet on its hosts, and the private servers it runs on."""
+
+    root: Path
+    net: Net
+    hosts: dict[str, Host]
+    pg: PgCluster
+    redis: RedisServer  # the primary the fleet started on
+    fleet: Fleet
+    key: str
+    nats: subprocess.Popen[bytes] | None = None
+    sentinels: Sentinels | None = None  # watching ``redis`` and its replica
+
+    def primary(self) -> RedisServer:
+        """The Redis the index is on now: under Sentinel, the node the Sentinels name."""
+        if self.sentinels is None:
+            return self.redis
+        port = self.sentinels.master_port(self.sentinels.ports[0])
+        return next(n for n in self.sentinels.nodes if n.port == port)
+
+    @property
+    def apis(self) -> dict[str, str]:
+        return {n: f"http://{self.hosts[n].address}:{API_PORT}" for n in ("api1", "api2")}
+
+    def stop(self) -> None:
+        self.fleet.stop_all()
+        if self.nats is not None and self.nats.poll() is None:
+            self.nats.kill()
+            self.nats.wait(10)
+        if self.sentinels is not None:
+            self.sentinels.stop()  # its nodes too
+        else:
+            self.redis.stop()
+        self.pg.destroy()
+        self.net.close()
+
+
+def _config(root: Path, store: str, index: str, log: str | None, boards: str = "") -> Path:
+    path = root / "podium.toml"
+    path.write_text(
+        f'[store]\nurl = "{store}"\n'
+        f'[index]\nurl = "{index}"\nprefix = "nf"\nwatch_s = 0.5\n'
+        + ("" if log is None else f'[log]\nurl = "{log}"\nstream = "nf"\n')
+        + "[server]\nread_rate_per_s = 0\n"
+        + "[workers]\nlease_s = 2.0\n"
+        + '[[boards]]\nname = "all"\nwindow = "all"\n'
+        + boards
+    )
+    return path
+
+
+async def start(
+    log: str = "outbox",
+    *,
+    sentinel: bool = False,
+    workers: int = 1,
+    roles: str = "relay,updater",
+    skews: dict[str, float] | None = None,
+    boards: str = "",
+) -> NetFleet:
+    """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
+    the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
+    Sentinels (``sentinel``), reached through ``redis+sentinel://``. ``workers``: how many
+    worker processes (``worker``, ``worker2``, ...), each with ``roles``, and the wall clock
+    of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``."""
+    root = Path(tempfile.mkdtemp(prefix="podium-net-"))
+    net = Net.make()
+    pg: PgCluster | None = None
+    redis: RedisServer | None = None
+    watch: Sentinels | None = None
+    nats: subprocess.Popen[bytes] | None = None
+    fleet: Fleet | None = None
+    try:
+        names = ["worker"] + [f"worker{i}" for i in range(2, workers + 1)]
+        hosts = {n: net.host(n) for n in ("db", "redis", *names, "api1", "api2")}
+        pg = PgCluster(wrap=hosts["db"].argv([]), address=hosts["db"].address)
+        await asyncio.to_thread(pg.start)
+        if sentinel:
+            for n in ("replica", "sentinel"):
+                hosts[n] = net.host(n)
+            places = [(hosts[n].argv([]), hosts[n].address) for n in ("redis", "replica")]
+            watch = await asyncio.to_thread(
+                start_sentinels,
+                nodes=places,
+                watchers=(hosts["sentinel"].argv([]), hosts["sentinel"].address),
+            )
+            redis = watch.primary
+            index_url = watch.url()
+        else:
+            redis = await asyncio.to_thread(
+                start_server, wrap=hosts["redis"].argv([]), address=hosts["redis"].address
+            )
+            index_url = redis.url
+        log_url = None
+        if log == "nats":
+            from tests.nats_cluster import need_binary
+
+            hosts["log"] = net.host("log")
+            store_dir = root / "nats"
+            nats = subprocess.Popen(  # noqa: ASYNC220 - a start, not a wait
+                hosts["log"].argv(
+                    [need_binary(), "-a", "0.0.0.0", "-p", "4222", "-js", "-sd", str(store_dir)]
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            log_url = f"nats://{hosts['log'].address}:4222"
+        cfg = _config(root, pg.url, index_url, log_url, boards)
+        fleet = Fleet(cfg, root)
+        await asyncio.to_thread(fleet.podium, "migrate")
+        out = await asyncio.to_thread(
+            fleet.podium, "keys", "create", "--name", "gs", "--modes", "default"
+        )
+        key = out.strip().splitlines()[-1]
+        for name in ("api1", "api2"):
+            h = hosts[name]
+            fleet.start(
+                name,
+                "serve",
+                "--no-workers",
+                "--host",
+                "0.0.0.0",
+                port=API_PORT,
+                wrap=h.argv([]),
+                host=h.address,
+            )
+        for name in names:
+            skew = (skews or {}).get(name, 0.0)
+            fleet.start(name, "worker", "--roles", roles, wrap=hosts[name].argv([], skew_s=skew))
+        for name in ("api1", "api2"):
+            await fleet.api_ready(name)
+        for name in names:
+            await fleet.worker_ready(name)
+        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch)
+    except BaseException:
+        if fleet is not None:
+            fleet.stop_all()
+            fleet.dump()
+        if nats is not None:
+            nats.kill()
+        if watch is not None:
+            watch.stop()
+        elif redis is not None:
+            redis.stop()
+        if pg is not None:
+            pg.destroy()
+        net.close()
+        raise
+
+
+@dataclass
+class Verdict:
+    lost: list[str]  # players whose stored total lacks an acknowledged result
+    doubled: list[str]  # players whose stored total counts one twice (or one never acked)
+    board_differs: list[str]  # players whose board total is not the stored one
+    errors: Counter[str]  # 5xx answers other than 503
+    stale: list[tuple[str, float]]  # pages older than the documented bound: api, how old
+    board_caught_up_s: float  # from the call to the board equal to the store
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.doubled or self.board_differs or self.errors or self.stale)
+
+
+async def check(
+    nf: NetFleet, game: Game, index_out: dict[str, tuple[float, float]] | None = None
+) -> Verdict:
+    """Every acknowledged result in the store exactly once, the board equal to the store,
+    no 5xx but 503, and no page older than documented, from the history and the final
+    state (every fault healed). ``index_out``: when (monotonic, from and to) an API process
+    could not reach the index."""
+    h = game.history
+    expected: Counter[str] = Counter()
+    for results in h.acked.values():
+        expected.update(results)
+    store = PostgresStore.from_url(nf.pg.url)
+    try:
+        target = [Target(BOARD, "all", 0)]
+        stored = {p: (await store.totals(p, target)).get(BOARD, 0) for p in game.players}
+    finally:
+        await store.close()
+    # Every match sent was sent until acknowledged (a sender stops between matches only),
+    # so the acknowledged results are every result sent: each total is their sum exactly.
+    lost = [p for p in game.players if stored[p] < expected[p]]
+    doubled = [p for p in game.players if stored[p] > expected[p]]
+    started = time.monotonic()
+    deadline = started + DEADLINE_S
+    while True:
+        board = await _board(nf)
+        differs = [p for p in game.players if board.get(p, 0) != stored[p]]
+        if not differs or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    errors = Counter(t.outcome for t in h.tries if t.outcome.startswith("5") and t.outcome != "503")
+    # A page may be as old as one process holds it (``[server] page_cache_s``) when it is
+    # asked for. asOf is in whole seconds, rounded down: the page was read in the second
+    # after it, so it is at least ``wall - asOf - 1`` old. Older than its bound is a stale
+    # answer passed off as fresh (the clocks are the one machine's). Two documented
+    # exceptions, each labelled:
+    # - a process that cannot reach the index answers a page it read in the last
+    #   ``LAST_PAGE_S``, with its asOf (README, "A marker gone"), from the cut until its
+    #   reads in flight at the heal have ended;
+    # - a process that sheds reads answers a top page from the last copy it served, at most
+    #   ``STALE_S`` old, with an ``Age`` header (README, "Results before reads").
+    held = config.load(nf.fleet.cfg).server.page_cache_s + PAGE_SLACK_S
+    out = index_out or {}
+
+    def bound(r: Read) -> float:
+        start, end = out.get(r.api, (0.0, 0.0))
+        if start <= r.sent <= end + IN_FLIGHT_S:
+            return LAST_PAGE_S
+        return STALE_S + held if r.age is not None else held
+
+    stale = [(r.api, r.wall - r.as_of - 1) for r in h.pages if r.wall - r.as_of - 1 > bound(r)]
+    return Verdict(lost, doubled, differs, errors, stale, time.monotonic() - started)
+
+
+async def _board(nf: NetFleet) -> dict[str, int]:
+    """Every player's total as the index holds it (read from Redis itself, so that no
+    API process's cache hides when the board got there)."""
+    spec = config.load(nf.fleet.cfg).board(BOARD)
+    assert spec is not None
+    r = aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
+    try:
+        rows = await r.zrange(f"nf:{{b:{BOARD}:all}}:z", 0, -1, withscores=True)
+    finally:
+        await r.aclose()
+    return {m: spec.codec.points(int(s)) for m, s in rows}

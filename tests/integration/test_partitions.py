@@ -1,0 +1,444 @@
+"""The network fails between parts of a fleet that each keep running: links cut one way or
+both, on hosts of the test's own (``tests/netns.py``), under a workload of game servers that
+retry; a checker over the history and the final state (``partitions.py``) proves that
+nothing acknowledged was lost or counted twice, that no try was answered 500, and how long
+the fleet took to converge after the heal. Each scenario runs on the store's outbox and on a
+JetStream stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from podium.config import settings as config
+from podium.store.postgres import PostgresStore
+from tests.integration import partitions
+from tests.integration.partitions import Game, NetFleet
+from tests.netns import need, paused
+from tests.redis_server import RedisServer
+
+RATE = 20.0  # matches a second, all game servers together
+SENDERS = 4
+FROZEN_S = 30.0
+CUT_LEASES = 5  # how long a worker is cut off, in leases
+GRACE_S = 10  # how long the one-minute window of the clock test takes late results
+SKEW_S = 5.0
+BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
+
+
+@pytest.fixture
+async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
+    need()
+    log, *more = str(request.param).split("+")
+    if "skewed" in more:
+        nf = await partitions.start(
+            log,
+            workers=2,
+            roles="relay,updater,freezer",
+            skews={"worker": SKEW_S, "worker2": -SKEW_S},
+            boards=MINUTE,
+        )
+    else:
+        workers = 2 if "2workers" in more else 1
+        nf = await partitions.start(log, sentinel="sentinel" in more, workers=workers)
+    try:
+        yield nf
+    except BaseException:
+        nf.fleet.dump()
+        raise
+    finally:
+        nf.stop()
+
+
+async def _until(what: str, check: object, deadline_s: float = partitions.DEADLINE_S) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("both", [True, False], ids=["both-ways", "answers-lost"])
+@pytest.mark.parametrize("fleet", ["outbox", "nats"], indirect=True)
+async def test_an_api_cut_from_the_store_mid_stream_loses_and_doubles_nothing(
+    fleet: NetFleet, both: bool
+) -> None:
+    """API process 1 is cut from Postgres while matches stream in. Both ways: its requests
+    hang (their game servers time out and send the match again, to the other process).
+    Answers lost (Postgres cannot send to it; what it sends still arrives): every statement
+    it sends is carried out, commits included, and none is answered, so each of its matches
+    is in part or wholly stored while its game server is told nothing, and sends it again.
+    After the heal it answers again. Every acknowledged result is stored and on the board
+    exactly once, and no try is answered 500."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    senders = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    try:
+        await game.acknowledged(20, "api1")
+        api1, db = fleet.hosts["api1"], fleet.hosts["db"]
+        # Matches sent to it at once, then the cut as they are being served: some of them
+        # mid-commit (how many were in flight is printed below, not assumed).
+        burst = game.burst("api1", BURST)
+        await asyncio.sleep(0.005)
+        if both:
+            fleet.net.cut(api1, db)
+        else:
+            fleet.net.cut(db, api1, both=False)
+        cut = time.monotonic()  # once the filter holds: a try sent after this cannot commit
+        tries = game.history.tries
+
+        def api1_failed_since_cut() -> bool:
+            return any(t.api == "api1" and t.sent >= cut and t.outcome != "200" for t in tries)
+
+        await _until("a try on the cut API process failed", api1_failed_since_cut)
+        await game.acknowledged(5, "api2")  # the other process takes the matches meanwhile
+        fleet.net.heal(api1, db)
+        fleet.net.heal(db, api1)
+        healed = time.monotonic()
+        await burst
+        await game.acknowledged(5, "api1")  # and the cut one again after the heal
+        back = min(
+            t.answered for t in tries if t.api == "api1" and t.sent >= healed and t.outcome == "200"
+        )
+    finally:
+        game.stop.set()
+        await asyncio.gather(*senders)
+    verdict = await partitions.check(fleet, game)
+    during = Counter(
+        t.outcome for t in game.history.tries if t.api == "api1" and cut <= t.sent < healed
+    )
+    in_flight = [
+        t
+        for t in game.history.tries
+        if t.api == "api1" and t.sent < cut < t.answered and t.outcome != "200"
+    ]
+    print(
+        f"{game.history.sent} matches; cut {healed - cut:.1f} s; api1's tries during the cut: "
+        f"{dict(during)}; {len(in_flight)} in flight at the cut not answered 200; api1 "
+        f"answered 200 again {back - healed:.1f} s after the heal; the board equal to the "
+        f"store {verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    assert verdict.ok, verdict
+    assert "500" not in during
+
+
+async def _members(server: RedisServer) -> dict[str, float]:
+    r = aioredis.Redis.from_url(server.url, decode_responses=True, socket_timeout=5)
+    try:
+        rows = await r.zrange(f"nf:{{b:{partitions.BOARD}:all}}:z", 0, -1, withscores=True)
+    finally:
+        await r.aclose()
+    return dict(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("fleet", ["outbox+sentinel", "nats+sentinel"], indirect=True)
+async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_to_it(
+    fleet: NetFleet,
+) -> None:
+    """The Redis primary is cut from the Sentinels and its replica, both ways, while the
+    worker (relay, updater, mender) and both API processes still reach it: the Sentinels
+    promote the replica, and the worker goes on writing boards to the old primary on the
+    connections it holds (Jepsen's split brain). On the heal the Sentinels make the old
+    primary a replica of the new one, which drops every write it took after the cut, by
+    Redis's design. The mender must notice and apply those changes again from the log:
+    every acknowledged result is on the board exactly once, equal to the store."""
+    assert fleet.sentinels is not None
+    game = Game(fleet.apis, fleet.key, RATE)
+    senders = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    senders += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    old = fleet.redis
+    try:
+        await game.acknowledged(20)
+        a, sentinel, replica = (fleet.hosts[n] for n in ("redis", "sentinel", "replica"))
+        fleet.net.cut(a, sentinel)
+        fleet.net.cut(a, replica)
+        cut = time.monotonic()
+        new = await asyncio.to_thread(fleet.sentinels.wait_promoted, old.port, 120.0)
+        promoted = time.monotonic()
+        await game.acknowledged(30)  # boards written meanwhile, some to the old primary
+        split = await _members(old), await _members(new)
+        fleet.net.heal(a, sentinel)
+        fleet.net.heal(a, replica)
+        healed = time.monotonic()
+
+        def demoted() -> bool:
+            with contextlib.suppress(Exception):
+                return "role:slave" in old.cli("info", "replication")
+            return False
+
+        await _until("the old primary made a replica of the new one", demoted)
+        await game.acknowledged(10)
+    finally:
+        game.stop.set()
+        await asyncio.gather(*senders)
+    on_old, on_new = split
+    # What the old primary took after the cut that the new one lacks: lost on the heal.
+    taken = {p for p, s in on_old.items() if s > on_new.get(p, float("-inf"))}
+    verdict = await partitions.check(fleet, game)
+    replays = [
+        line
+        for line in fleet.fleet.procs["worker"].log.read_text(errors="replace").splitlines()
+        if "were applied again" in line
+    ]
+    print(
+        f"{game.history.sent} matches; promoted {promoted - cut:.1f} s after the cut; at the "
+        f"heal the old primary held {len(taken)} players' newer totals the new one lacked; "
+        f"demoted {time.monotonic() - healed:.1f} s after the heal or sooner; the board equal "
+        f"to the store {verdict.board_caught_up_s:.1f} s after the load stopped; "
+        f"answers {dict(game.history.outcomes())}; the mender: {replays}"
+    )
+    assert taken, "the worker wrote nothing to the old primary after the cut: no split brain"
+    assert verdict.ok, verdict
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox", "nats"], indirect=True)
+async def test_an_api_cut_from_redis_accepts_results_and_answers_reads_503(
+    fleet: NetFleet,
+) -> None:
+    """API process 1 is cut from Redis, both ways, while matches and reads stream in: it
+    goes on accepting results (they are the store's: the index is fed by the worker, which
+    still reaches Redis), answers its reads 503 (never a 500, never a board it cannot see),
+    and reads again after the heal; the board then holds every acknowledged result once."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    tries = game.history.tries
+    try:
+        await game.acknowledged(20)
+        api1, redis = fleet.hosts["api1"], fleet.hosts["redis"]
+        fleet.net.cut(api1, redis)
+        cut = time.monotonic()
+
+        def failed_read_since(t0: float) -> bool:
+            return any(
+                t.api == "api1" and not partitions.is_submit(t) and t.sent >= t0
+                and t.outcome != "200"
+                for t in tries
+            )  # fmt: skip
+
+        await _until("a read on the cut API process failed", lambda: failed_read_since(cut))
+        await game.acknowledged(10, "api1")  # results still accepted by the cut process
+        fleet.net.heal(api1, redis)
+        healed = time.monotonic()
+
+        def read_since_heal() -> bool:
+            return any(
+                t.api == "api1" and not partitions.is_submit(t) and t.sent >= healed
+                and t.outcome == "200"
+                for t in tries
+            )  # fmt: skip
+
+        await _until("a read on api1 answered after the heal", read_since_heal)
+        back = min(
+            t.answered
+            for t in tries
+            if t.api == "api1" and not partitions.is_submit(t) and t.sent >= healed
+            and t.outcome == "200"
+        )  # fmt: skip
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game, {"api1": (cut, healed)})
+    during = [t for t in tries if t.api == "api1" and cut <= t.sent and t.answered < healed]
+    reads = Counter(t.outcome for t in during if not partitions.is_submit(t))
+    writes = Counter(t.outcome for t in during if partitions.is_submit(t))
+    print(
+        f"{game.history.sent} matches; cut {healed - cut:.1f} s; api1 during the cut: reads "
+        f"{dict(reads)}, results {dict(writes)}; reads answered again {back - healed:.1f} s "
+        f"after the heal; the board equal to the store {verdict.board_caught_up_s:.1f} s "
+        f"after the load stopped"
+    )
+    assert verdict.ok, verdict
+    assert set(reads) <= {"200", "503"}, reads  # refused in words, not a hang or a 500
+    assert reads["503"] > 0
+    assert writes["200"] >= 10
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox", "nats"], indirect=True)
+async def test_an_api_process_frozen_30_s_under_load_counts_nothing_twice(
+    fleet: NetFleet,
+) -> None:
+    """API process 1 is frozen (``SIGSTOP``) for 30 s while matches stream in, a burst of
+    them sent to it just before: its game servers time out and send the same matches to
+    the other process, which records them. When it wakes it serves the requests that
+    waited in its sockets, the same matches again: each counts once (its match claim), and
+    the process answers again as before."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    tries = game.history.tries
+    try:
+        await game.acknowledged(20, "api1")
+        burst = game.burst("api1", BURST)
+        await asyncio.sleep(0.005)
+        with paused(fleet.fleet.procs["api1"].popen.pid):
+            frozen = time.monotonic()
+            await asyncio.sleep(FROZEN_S)
+        woke = time.monotonic()
+        await burst
+        await game.acknowledged(10, "api1")
+        back = min(
+            t.answered
+            for t in tries
+            if t.api == "api1" and partitions.is_submit(t) and t.sent >= woke
+            and t.outcome == "200"
+        )  # fmt: skip
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    during = Counter(t.outcome for t in tries if t.api == "api1" and frozen <= t.sent < woke)
+    others = sum(
+        1 for t in tries if t.api == "api2" and frozen <= t.answered < woke and t.outcome == "200"
+    )
+    print(
+        f"{game.history.sent} matches; api1 frozen {woke - frozen:.1f} s: its tries then "
+        f"{dict(during)}, api2 answered {others} tries meanwhile; api1 acknowledged a match "
+        f"again {back - woke:.1f} s after it woke; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    # Frozen indeed: nothing answered by it meanwhile (a try sent then may be answered once
+    # it woke), the other process carrying the load.
+    answered = [
+        t
+        for t in tries
+        if t.api == "api1" and frozen + 1 < t.answered < woke and t.outcome.isdigit()
+    ]
+    assert not answered, answered
+    assert others > 0
+    assert verdict.ok, verdict
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize("fleet", ["outbox+2workers", "nats+2workers"], indirect=True)
+async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_writes_change_nothing(
+    fleet: NetFleet,
+) -> None:
+    """Two workers, each with a relay and an updater. The first is cut off from everything
+    (the store, Redis, the log), both ways, for several leases while matches stream in: the
+    second takes its work over (the board moves meanwhile). On the heal the first's writes
+    that were in flight reach Redis late, older than what the second wrote since; they
+    change nothing (versioned writes), and every acknowledged result is on the board once."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    lease_s = config.load(fleet.fleet.cfg).workers.lease_s
+    worker = fleet.hosts["worker"]
+    others = [fleet.hosts[n] for n in ("db", "redis", "log") if n in fleet.hosts]
+    try:
+        await game.acknowledged(20)
+        for h in others:
+            fleet.net.cut(worker, h)
+        cut = time.monotonic()
+        at_cut = await _members(fleet.redis)
+        await asyncio.sleep(CUT_LEASES * lease_s)
+        at_heal = await _members(fleet.redis)
+        for h in others:
+            fleet.net.heal(worker, h)
+        healed = time.monotonic()
+        await game.acknowledged(20)
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    verdict = await partitions.check(fleet, game)
+    moved = sum(1 for p, s in at_heal.items() if s != at_cut.get(p))
+    first = fleet.fleet.procs["worker"].log.read_text(errors="replace")
+    print(
+        f"{game.history.sent} matches; the first worker cut off {healed - cut:.1f} s "
+        f"({CUT_LEASES} leases); {moved} players' totals moved on the board meanwhile; the "
+        f"first worker logged {first.count('WARNING')} warnings; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped"
+    )
+    assert moved > 0, "nobody took the cut worker's work over"
+    assert verdict.ok, verdict
+
+
+MINUTE = (
+    '[[boards]]\nname = "minute"\nwindow = "schedule"\nschedule = "* * * * *"\n'
+    f"duration_s = 60\nfreeze_after_s = {GRACE_S}\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("fleet", ["outbox+skewed", "nats+skewed"], indirect=True)
+async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
+    fleet: NetFleet,
+) -> None:
+    """Two workers, each with a relay, an updater and a freezer, one with its wall clock
+    5 s ahead and one 5 s behind, across the end of a one-minute window that takes late
+    results for ``GRACE_S``. Matches stream in as they end, and late ones (ended in the
+    window's last second) are sent from its end until after its grace. The window is frozen
+    once; it holds exactly the results whose answers said they counted for it; and every
+    late result sent within the grace (by the true clock) counted for it: a freezer whose
+    clock runs ahead does not cut the grace short."""
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    now = time.time()
+    end = (int(now) // 60 + 1) * 60
+    if end - now < 15:
+        end += 60  # time for the fleet's clocks to be seen across the end
+    window = time.strftime("%Y%m%dT%H%M", time.gmtime(end - 60))
+    store = PostgresStore.from_url(fleet.pg.url)
+    try:
+
+        async def late() -> None:
+            clients = game._clients()
+            try:
+                while time.time() < end:
+                    await asyncio.sleep(0.05)
+                while time.time() < end + GRACE_S + 4:
+                    await game.send(clients, 0, ended_at=end - 1)
+                    await asyncio.sleep(0.1)
+            finally:
+                for c in clients:
+                    await c.aclose()
+
+        tasks.append(asyncio.create_task(late()))
+
+        async def frozen() -> bool:
+            return window in await store.frozen("minute")
+
+        deadline = time.monotonic() + end - now + GRACE_S + partitions.DEADLINE_S
+        while not await frozen():
+            assert time.monotonic() < deadline, f"window {window} never frozen"
+            await asyncio.sleep(0.5)
+        await tasks[-1]
+        final = {e.player_id: e.points for e in await store.final_page("minute", window, 1, 10_000)}
+    finally:
+        game.stop.set()
+        await asyncio.gather(*tasks)
+        await store.close()
+    verdict = await partitions.check(fleet, game)
+    matches = game.history.matches
+    expected: Counter[str] = Counter()
+    for m, results in game.history.acked.items():
+        if "minute" in matches[m].boards and end - 60 <= matches[m].ended < end:
+            expected.update(results)
+    in_grace = [m for m in matches.values() if m.ended == end - 1 and m.sent < end + GRACE_S - 1]
+    left_out = [m for m in in_grace if "minute" not in m.boards]
+    logs = [fleet.fleet.procs[n].log.read_text(errors="replace") for n in ("worker", "worker2")]
+    froze = [text.count(f"froze minute {window}") for text in logs]
+    print(
+        f"{game.history.sent} matches; window {window}: {sum(expected.values())} points for "
+        f"{len(expected)} players counted in it; {len(in_grace)} late results sent within its "
+        f"grace, {len(left_out)} of them left out; frozen by the workers (5 s ahead, 5 s "
+        f"behind): {froze}"
+    )
+    assert verdict.ok, verdict
+    assert sum(froze) == 1, froze
+    assert final == dict(expected)
+    assert in_grace and not left_out, left_out

@@ -1,0 +1,90 @@
+"""The updater with recounts (a flagged result rejected, domain/rejection.py) in its batch,
+on the in-process index: a recount lowers a total the board writes with ``GT``, an older
+change delivered again after it does not raise it back, a newer one in the same batch wins,
+and a removal leaves the board; other players' changes go as ever."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from podium.config.settings import parse
+from podium.domain.boards import Tally
+from podium.domain.models import Change, Message
+from podium.index.memory.index import MemoryIndex
+from podium.ports import BoardKey
+from podium.workers.updater import Updater
+
+T0 = 1_792_800_000  # 2026-10-24T00:00:00Z
+WINDOW = "2026-W43"
+KEY = BoardKey("week", WINDOW)
+
+
+class Clock:
+    def now(self) -> float:
+        return float(T0 + 60)
+
+
+class Store:
+    async def banned(self, player_ids: Sequence[str]) -> set[str]:
+        return set()
+
+
+class Log:
+    def __init__(self) -> None:
+        self.batches: list[list[Message]] = []
+        self.acked: list[Message] = []
+
+    async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
+        return self.batches.pop(0) if self.batches else []
+
+    async def ack(self, messages: Sequence[Message]) -> None:
+        self.acked += messages
+
+
+def _change(player: str, total: int, version: int, **kw: bool) -> Change:
+    return Change("week", WINDOW, player, Tally(total, T0 + 10, version), T0, **kw)
+
+
+def points(score: int) -> int:
+    return parse({"boards": [{"name": "week", "window": "week"}]}).boards[0].codec.points(score)
+
+
+async def _apply(up: Updater, log: Log, batch: list[Message]) -> None:
+    log.batches.append(batch)
+    assert await up.step() == len(batch)
+
+
+async def test_recounts_lower_a_gt_board_and_stay_lowered() -> None:
+    settings = parse({"boards": [{"name": "week", "window": "week"}]})
+    index, log = MemoryIndex(Clock().now), Log()
+    up = Updater(settings, Store(), index, index.copy, log, Clock())  # type: ignore[arg-type]
+    await _apply(up, log, [_change("a", 900, 3), _change("b", 500, 1), _change("c", 70, 2)])
+
+    # a's recount in a batch with an older change of theirs before it; c leaves the board
+    await _apply(
+        up,
+        log,
+        [
+            _change("a", 900, 3),
+            _change("a", 100, 4, replaces=True),
+            _change("b", 600, 2),
+            _change("c", 70, 3, removed=True, replaces=True),
+        ],
+    )
+    page = await index.page(KEY, 0, 10, descending=True)
+    assert [(m, points(s)) for m, s in page] == [("b", 600), ("a", 100)]
+    # the old change delivered again: under the recount's version, it does not land
+    await _apply(up, log, [_change("a", 900, 3), _change("c", 70, 2)])
+    page = await index.page(KEY, 0, 10, descending=True)
+    assert [m for m, _ in page] == ["b", "a"] and points(page[1][1]) == 100
+    # a recount then a newer result in one batch: the newer total, by its version
+    await _apply(
+        up, log, [_change("a", 50, 5, replaces=True), _change("a", 80, 6), _change("a", 60, 5)]
+    )
+    [(_, s)] = [(m, s) for m, s in await index.page(KEY, 0, 10, descending=True) if m == "a"]
+    assert points(s) == 80
+    # later, by the board's order again
+    await _apply(up, log, [_change("a", 550, 7)])
+    assert [m for m, _ in await index.page(KEY, 0, 10, descending=True)] == ["b", "a"]
+    await _apply(up, log, [_change("a", 1000, 8)])
+    assert (await index.page(KEY, 0, 0, descending=True))[0][0] == "a"
