@@ -44,7 +44,7 @@ EXPORT: dict[str, tuple[str, str, str]] = {
     "results": (
         "match_id",
         "match_id, key_id, mode, ended_at, duration_s, points, recorded_at, flag, "
-        "accepted_at, metadata",
+        "accepted_at, rejected_at, metadata",
         "results WHERE player_id = :p",
     ),
     "matches": (
