@@ -42,3 +42,11 @@ class MemorySnapshots:
             del self._held[key]
             return None
         return found[0]
+
+    async def erase_player(self, player_id: str) -> int:
+        """Drop every snapshot that names the player (the next cycle publishes it again)."""
+        quoted = f'"{player_id}"'.encode()
+        naming = [k for k, (data, _) in self._held.items() if quoted in data]
+        for k in naming:
+            del self._held[k]
+        return len(naming)
