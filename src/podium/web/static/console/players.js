@@ -157,7 +157,7 @@ async function file(root, ctx, playerId) {
       ),
     );
     root.append(banCard(ctx, admin, onBoards));
-    root.append(exportCard(admin.playerId), eraseCard(ctx, admin.playerId));
+    root.append(exportCard(admin.playerId), eraseCard(ctx, root, admin.playerId));
   }
 }
 
@@ -254,7 +254,7 @@ function exportCard(id) {
 
 // The erasure: what it does said first, confirmed by typing the player's id; then the
 // receipt, polled every second and a half until it is done.
-function eraseCard(ctx, id) {
+function eraseCard(ctx, root, id) {
   const box = card("Erase player");
   box.append(
     confirmTyped({
@@ -265,6 +265,8 @@ function eraseCard(ctx, id) {
         let receipt = await call("DELETE", `/v1/admin/players/${enc(id)}`);
         const status = el("div", { id: "erasure", role: "status", "aria-live": "polite" });
         box.replaceChildren(el("h2", { text: "Erase player" }), status);
+        // The file shown above is theirs no more: only the search and the erasure stay.
+        for (const other of [...root.children].slice(1)) if (other !== box) other.remove();
         const shown = () =>
           status.replaceChildren(
             el("p", { id: "erasure-state", "data-state": receipt.state, text: receipt.state === "done" ? `Done: ${id} is gone from podium.` : `Erasing ${id}: ${receipt.state}, at step ${receipt.step}…` }),
@@ -276,9 +278,11 @@ function eraseCard(ctx, id) {
               ["Done", receipt.doneAt ? when(receipt.doneAt) : null],
             ]),
             table(
-              "what was touched, by kind, so far",
+              "what was touched, by kind, so far (kinds with none left out)",
               ["Kind", "Count#"],
-              Object.entries(receipt.counts || {}).map(([k, v]) => [k, fmt(v)]),
+              Object.entries(receipt.counts || {})
+                .filter(([, v]) => v)
+                .map(([k, v]) => [k, fmt(v)]),
               "nothing counted yet",
             ),
           );
