@@ -392,6 +392,40 @@ def test_an_erasure_needs_the_players_id_typed_is_polled_until_done_and_the_play
     shot(page, tmp_path, "erased-player")
 
 
+def test_an_export_or_erasure_the_api_refuses_is_shown_in_words(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    submit(server, "ref-m1", [{"playerId": "ref_1", "points": 8}])
+    assert server.on_board("ref_1")
+    signed_in(page, server, server.admin_key)
+    page.goto(f"{server.url}/admin#players/ref_1")
+    expect(page.locator("#player-title")).to_have_text("ref_1")
+
+    def refused(status: int, title: str, detail: str) -> Any:
+        problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        return lambda route: route.fulfill(
+            status=status, content_type="application/problem+json", body=json.dumps(problem)
+        )
+
+    # What the API would answer, played by the browser: the page says it in words.
+    page.route("**/v1/admin/players/ref_1/export", refused(500, "Internal error", "disk full"))
+    page.get_by_role("button", name="Export data").click()
+    expect(alert(page)).to_have_text("Internal error (500): disk full")
+    page.route(
+        "**/v1/admin/players/ref_1",
+        refused(503, "Busy", "podium is shedding load; nothing was recorded"),
+    )
+    erase = page.locator("section", has=page.get_by_role("heading", name="Erase player"))
+    erase.get_by_label("Type ref_1 to confirm").fill("ref_1")
+    erase.get_by_role("button", name="Erase player").click()
+    expect(alert(page)).to_have_text("Busy (503): podium is shedding load; nothing was recorded")
+    expect(page.locator("#erasure")).to_have_count(0)
+    expect(page.locator("#player-title")).to_have_text("ref_1")
+    shot(page, tmp_path, "erase-refused")
+    page.unroute("**/v1/admin/players/ref_1")
+    assert ok(server.admin("GET", "/v1/admin/players/ref_1"))["playerId"] == "ref_1"
+
+
 def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_path: Path) -> None:
     # Steady results, then a jump far above them: flagged (counted, not refused).
     t = time.time() - 3600
