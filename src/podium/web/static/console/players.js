@@ -253,12 +253,13 @@ function exportCard(id) {
 }
 
 // The erasure: what it does said first, confirmed by typing the player's id; then the
-// receipt, polled every second and a half until it is done.
+// receipt, polled every second and a half until it is done. Asked again (the page opened
+// anew while it runs), the API answers the same receipt, and the polling takes it up.
 function eraseCard(ctx, root, id) {
   const box = card("Erase player");
   box.append(
     confirmTyped({
-      what: `Erasing ${id} removes every copy podium holds of them, for good: their results, profile, friends, ban, tiers, tournament entries and the rank index's entries, and the archive files rewritten without them. Where another player's record depends on them (a frozen window's final standings, a finished tournament, a cohort), they stay as a pseudonym (erased-…), so everyone else keeps their rank and points. A later result for ${id} is refused. This cannot be undone; export their data first if it is asked for.`,
+      what: `Erasing ${id} removes every copy podium holds of them, for good: their results, profile, friends, ban, tiers, tournament entries and the rank index's entries, and the archive files rewritten without them. Where another player's record depends on them (a frozen window's final standings, a finished tournament, a cohort), they stay as a pseudonym (erased-…), so everyone else keeps their rank and points. A later result for ${id} is refused. What left podium before (webhooks delivered, backups) is not reached. This cannot be undone; export their data first if it is asked for.`,
       expected: id,
       button: "Erase player",
       onConfirm: async () => {
