@@ -41,6 +41,7 @@ from podium.service.tournaments import TournamentFreezer
 from podium.service.upkeep.gapless import Target
 from podium.workers.freezer import Freezer
 from podium.workers.reconciler import Reconciler
+from podium.workers.webhooks import Deliverer
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
 from tests.kafka_cluster import delete_topic, need_kafka, topic_name
@@ -63,10 +64,18 @@ LEAGUE = {
 
 
 @pytest.fixture
-def settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settings:
-    pg, prefix, shards = backend_urls
+def settings(
+    config_kind: str, backend_urls: Backends, tmp_path: Path, hook: list[bytes]
+) -> Settings:
+    return _settings(config_kind, backend_urls, tmp_path, hook[0].decode())
+
+
+def _settings(kind: str, urls: Backends, tmp_path: Path, hook_url: str, **more: Any) -> Settings:
+    """The erasure's settings on ``kind``, a webhook of bans to ``hook_url``; ``more`` (a
+    log, the index's shards) on top."""
+    pg, prefix, shards = urls
     return settings_for(
-        config_kind,
+        kind,
         f"sqlite:///{tmp_path}/erase.db",
         pg,
         prefix,
@@ -75,7 +84,9 @@ def settings(config_kind: str, backend_urls: Backends, tmp_path: Path) -> Settin
         archive={"dir": str(tmp_path / "archive")},
         server={"page_cache_s": 0},
         workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.2},
-        store={"erasure_secret": "s3cret", **_store(config_kind, pg, shards, tmp_path)},
+        store={"erasure_secret": "s3cret", **_store(kind, pg, shards, tmp_path)},
+        webhooks=[{"url": hook_url, "secret": HOOK_SECRET, "events": ["player.banned"]}],
+        **more,
     )
 
 
@@ -164,21 +175,61 @@ def _file_hits(directory: Path, needle: str) -> list[str]:
 
 
 async def test_an_erased_player_is_nowhere_and_stays_erased(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, hook: list[bytes]
 ) -> None:
-    await _erased_everywhere(settings, tmp_path)
+    await _erased_everywhere(settings, tmp_path, hook)
 
 
 @pytest.mark.parametrize("config_kind", ["production"])
 async def test_on_redis_cluster_an_erased_player_is_nowhere(
-    settings: Settings, tmp_path: Path, redis_cluster: Any, cluster_prefix: str
+    settings: Settings,
+    tmp_path: Path,
+    redis_cluster: Any,
+    cluster_prefix: str,
+    hook: list[bytes],
 ) -> None:
     """The same with the index split in 16 shards over a Redis Cluster's three primaries."""
     index = {"url": redis_cluster.url, "prefix": cluster_prefix, "shards": 16}
-    await _erased_everywhere(dataclasses.replace(settings, index=IndexSettings(**index)), tmp_path)
+    s = dataclasses.replace(settings, index=IndexSettings(**index))
+    await _erased_everywhere(s, tmp_path, hook)
 
 
-async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("config_kind", ["split"])
+async def test_on_the_split_fleet_with_nats_an_erased_player_is_nowhere(
+    config_kind: str, backend_urls: Backends, tmp_path: Path, hook: list[bytes]
+) -> None:
+    """The split fleet: two shard databases and a home, 16 index shards, NATS JetStream as
+    the log; every message of the stream searched too."""
+    url, name = need_nats(), stream_name()
+    s = _settings(
+        config_kind,
+        backend_urls,
+        tmp_path,
+        hook[0].decode(),
+        index={"shards": 16},
+        log={"url": url, "stream": name},
+    )
+    assert s.index.shards == 16 and len(s.store.shards) == 2
+    try:
+        await _erased_everywhere(s, tmp_path, hook, stream=(url, name))
+    finally:
+        await delete_stream([url], name)
+
+
+async def _applied(b: bootstrap.Backends) -> None:
+    """Every committed change applied to the index: relayed into the log first, when the
+    log is not the outbox itself."""
+    while await b.log.relay(100):
+        pass
+    await _drain(b)
+
+
+async def _erased_everywhere(
+    settings: Settings,
+    tmp_path: Path,
+    hook: list[bytes],
+    stream: tuple[str, str] | None = None,
+) -> None:
     day = _midweek(30)
     clock = Clock(day + 3600)
     b = bootstrap.build(settings, clock)
@@ -210,7 +261,14 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         await svc.player_admin.set_profile(Profile("a", "Ann", None, "FR"))
         await svc.player_admin.set_friends(GONE, ["a", "b"])
         await svc.player_admin.set_friends("a", [GONE, "c"])
-        await _drain(b)
+        # A ban of theirs, lifted, its event delivered to the webhook.
+        assert await svc.player_admin.ban(GONE, "x")
+        await svc.player_admin.unban(GONE)
+        deliverer = Deliverer(b.settings.webhooks, b.store, b.clock)
+        assert await deliverer.fan_out() >= 1
+        assert await deliverer.deliver(hook[0].decode()) == 1
+        assert sum(GONE.encode() in body for body in hook[1:]) == 1
+        await _applied(b)
         clock.t = day + DAY + 601
         assert await Freezer(b.settings, b.store, b.clock, svc.lifecycle).step() >= 1
         assert await TournamentFreezer(b.store, svc.lifecycle, b.clock).step() == 1
@@ -234,7 +292,7 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
             await svc.matches.record(
                 KEY, f"n{i}", "default", day + DAY + 60 + i, 60, [PlayerResult(p, pts)]
             )
-        await _drain(b)
+        await _applied(b)
         live = svc.boards.board("day").rule.window_at(day + DAY + 60)
         assert live is not None
         page = await svc.reads.page("day", live.id, 0, 10)
@@ -251,6 +309,8 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         doc = b"".join([c async for c in await svc.erasures.export(GONE)])
         assert b'"old2"' in doc and b"Gone Girl" in doc and b'"m1"' in doc
 
+        if stream is not None:  # the log held their changes and the ban's event
+            assert len(await _stream_hits(*stream, GONE)) >= 3
         receipt = await svc.erasures.request(GONE, "admin-key")
         again = await svc.erasures.request(GONE, "admin-key")
         assert again.id == receipt.id
@@ -310,7 +370,7 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         assert await b.store.friends("a") == ["b"]
         # It stays erased: a replay of the log, a rebuild from the store bring nothing back.
         await b.store.requeue_players(["a", "b", GONE], clock.t)
-        await _drain(b)
+        await _applied(b)
         assert await b.rebuild_live() >= 0
         if b.layout is not None:  # a split Redis index: a reshard, from the store, too
             boards = svc.boards
@@ -330,6 +390,9 @@ async def _erased_everywhere(settings: Settings, tmp_path: Path) -> None:
         assert await b.store.flagged(None, 10) == []
         assert await _index_hits(b, GONE) == []
         assert await _store_hits(settings, GONE) == []
+        assert _file_hits(tmp_path / "archive", GONE) == []
+        if stream is not None:
+            assert await _stream_hits(*stream, GONE) == []
     finally:
         await b.close()
 
@@ -602,3 +665,58 @@ async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(make_api: Any)
     finally:
         for t in (topic, f"{topic}-events"):
             await asyncio.to_thread(delete_topic, kafka, t)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not yet: the day and week boards are right (the member with no tally is "
+    "dropped), but the promoted replica's copy of the profile and a league cohort's board "
+    "(member and metadata) still name the player, and the live windows' ban sets get the id "
+    "(the erased player refused as a banned one is); the erasure keeps no id after its end "
+    "to sweep the index again with",
+)
+@pytest.mark.parametrize("config_kind", ["production"])
+async def test_a_replica_promoted_without_the_erasures_deletes_does_not_bring_them_back(
+    settings: Settings,
+) -> None:
+    """A Redis replica that took over lacking the erasure's deletes (the index's keys put
+    back as they were before it, the generation markers with them), then what the mender
+    does on a failover (the log's last hour applied again) and the reconciler's passes: the
+    player is not on the boards, and no index key or member names them."""
+    day = _midweek(30)
+    clock = Clock(day + 3600)
+    b = bootstrap.build(settings, clock)
+    await b.start()
+    client = client_for(settings.index.url)
+    try:
+        svc = b.podium
+        for i, (p, pts) in enumerate({GONE: 90, "a": 50, "b": 20}.items()):
+            await svc.matches.record(
+                KEY, f"m{i}", "default", day + 60 * i, 60, [PlayerResult(p, pts, {"k": "v"})]
+            )
+        await svc.player_admin.set_profile(Profile(GONE, "Gone Girl", None, "DE"))
+        await _drain(b)
+        held = {
+            k: await client.dump(k) async for k in client.scan_iter(f"{settings.index.prefix}:*")
+        }
+        assert await _index_hits(b, GONE)
+        receipt = await svc.erasures.request(GONE, "admin-key")
+        await svc.erasures.erase_due()
+        done = await svc.erasures.status(receipt.id)
+        assert done is not None and done.done_at is not None
+        assert await _index_hits(b, GONE) == []
+        for k, v in held.items():  # the promoted replica: the keys as before the erasure
+            await client.restore(k, 0, v, replace=True)
+        await b.replay(3600)
+        await _drain(b)
+        reconciler = Reconciler(b.settings, b.store, b.index, b.clock)
+        for _ in range(20):
+            await reconciler.step()
+        window = svc.boards.board("day").rule.window_at(day)
+        assert window is not None
+        page = await svc.reads.page("day", window.id, 0, 10)
+        assert [e.player_id for e in page.entries] == ["a", "b"]
+        assert await _index_hits(b, GONE) == []
+    finally:
+        await client.aclose()
+        await b.close()

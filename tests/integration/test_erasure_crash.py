@@ -64,19 +64,20 @@ def _killed(cfg: Path, cwd: Path, kind: str) -> None:
     else:
         argv = [sys.executable, "-m", "podium", "worker", "--roles", "eraser"]
     argv += ["--config", str(cfg)]
-    for _ in range(6):
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for i in range(6):
+        with open(cwd / f"eraser-{i}.log", "wb") as out:  # searched for the id after
+            proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
         time.sleep(rng.uniform(0.8, 3.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
 
 
 def _finished(cfg: Path, cwd: Path) -> str:
-    """``podium player erase --wait`` run to its end: what it printed."""
+    """``podium player erase --wait`` run to its end: what it printed, on both outputs."""
     argv = [sys.executable, "-m", "podium", "player", "erase", GONE, "--wait", "--config", str(cfg)]
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 @pytest.mark.slow
@@ -92,6 +93,9 @@ def test_an_erasure_killed_at_random_moments_resumes_and_finishes(
         pg = request.getfixturevalue("split_databases")
     prefix = request.getfixturevalue("redis_prefix") if kind != "embedded" else None
     asyncio.run(_scenario(_config(tmp_path, kind, pg, prefix), tmp_path, kind))
+    # What every killed process wrote, from its start to its kill: nothing names them.
+    logs = sorted(tmp_path.glob("eraser-*.log"))
+    assert len(logs) == 6 and [p.name for p in logs if GONE.encode() in p.read_bytes()] == []
 
 
 async def _scenario(cfg: Path, tmp_path: Path, kind: str) -> None:

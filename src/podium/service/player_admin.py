@@ -87,7 +87,7 @@ class PlayerAdmin:
         try:
             await self.copy.write_profiles([(profile, version)])
         except IndexUnavailable:
-            log.warning("index unavailable: profile of %s left to the updater", profile.player_id)
+            log.warning("index unavailable: a profile left to the updater")
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         _check_player(player_id)
@@ -132,8 +132,8 @@ class PlayerAdmin:
         try:
             await self.index.ban(await self._ban_keys(player_id), player_id)
         except Unavailable:
-            log.warning("ban of %s recorded; the index is unavailable, so the boards drop "
-                        "them once it is back", player_id, exc_info=True)  # fmt: skip
+            log.warning("a ban recorded; the index is unavailable, so the boards drop "
+                        "the player once it is back", exc_info=True)  # fmt: skip
             return False
         finally:
             # On a split board, gone from this process's reads at once, not at the
@@ -160,7 +160,7 @@ class PlayerAdmin:
             # The totals never left the store; send them again and the updaters restore them.
             await self.store.requeue_player(player_id, self.clock.now())
         except Unavailable:
-            log.warning("unban of %s recorded; its totals are left to the reconciler",
-                        player_id, exc_info=True)  # fmt: skip
+            log.warning("an unban recorded; the player's totals are left to the reconciler",
+                        exc_info=True)  # fmt: skip
             return False
         return True
