@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from podium.domain.erasure import Erasure, Step
+from podium.ports.erasure import ExportRow
 
 # Where an event's data names the player: a "playerId" member with their id, as the stores
 # write it (SQLite's json_object and podium's own JSON: compact; Postgres's
@@ -192,4 +194,14 @@ def added(counts: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     out = dict(counts)
     for k, v in more.items():
         out[k] = out.get(k, 0) + v
+    return out
+
+
+def keyed_rows(rows: Iterable[Any]) -> list[tuple[str, ExportRow]]:
+    """An export page's rows (what ``dict`` takes: sqlite3 rows, asyncpg records) as the
+    port gives them: each with its keyset key apart."""
+    out = []
+    for r in rows:
+        row = dict(r)
+        out.append((str(row.pop("export_key")), row))
     return out

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING
 
 from podium.domain.erasure import Erasure, Step, erased_digest
 from podium.ports.erasure import ExportRow
-from podium.store.erasure import ERASE, ERASURE_COLS, RENAMED, erasure_of, export_sql, postgres
+from podium.store.erasure import (
+    ERASE,
+    ERASURE_COLS,
+    RENAMED,
+    erasure_of,
+    export_sql,
+    keyed_rows,
+    postgres,
+)
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
 
@@ -31,11 +39,7 @@ class PlayerData(Database):
     ) -> list[tuple[str, ExportRow]]:
         sql = postgres(export_sql(section), ("p", "after", "limit"))
         rows = await self._fetch(sql, player_id, after, limit)
-        out = []
-        for r in rows:
-            row = dict(r)
-            out.append((str(row.pop("export_key")), row))
-        return out
+        return keyed_rows(rows)
 
     async def erase_rows(self, player_id: str, pseudonym: str) -> dict[str, int]:
         async def run(c: Conn) -> dict[str, int]:

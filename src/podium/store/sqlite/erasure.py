@@ -10,7 +10,14 @@ from collections.abc import Sequence
 
 from podium.domain.erasure import Erasure, Step, erased_digest
 from podium.ports.erasure import ExportRow
-from podium.store.erasure import ERASE, ERASURE_COLS, RENAMED, erasure_of, export_sql
+from podium.store.erasure import (
+    ERASE,
+    ERASURE_COLS,
+    RENAMED,
+    erasure_of,
+    export_sql,
+    keyed_rows,
+)
 from podium.store.sqlite.db import Database
 
 
@@ -24,11 +31,7 @@ class PlayerData(Database):
         rows = await self._read(
             lambda c: c.execute(sql, {"p": player_id, "after": after, "limit": limit}).fetchall()
         )
-        out = []
-        for r in rows:
-            row = dict(r)
-            out.append((str(row.pop("export_key")), row))
-        return out
+        return keyed_rows(rows)
 
     async def erase_rows(self, player_id: str, pseudonym: str) -> dict[str, int]:
         def run(c: sqlite3.Connection) -> dict[str, int]:
