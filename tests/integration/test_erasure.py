@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import nats
-import nats.js.errors
 import pytest
 
 from podium import bootstrap
@@ -45,7 +43,7 @@ from podium.workers.webhooks import Deliverer
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
 from tests.kafka_cluster import delete_topic, need_kafka, topic_name
-from tests.nats_cluster import delete_stream, need_nats, stream_name
+from tests.nats_cluster import delete_stream, need_nats, stream_messages, stream_name
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
 GONE = "zq-gone-7"  # the erased player: no other id or name contains these bytes
@@ -497,24 +495,22 @@ async def test_the_admin_api_exports_erases_and_refuses(
 
 async def _stream_hits(url: str, name: str, needle: str) -> list[str]:
     """Every message of the stream whose subject, headers or body hold ``needle``."""
-    nc = await nats.connect(url)
-    try:
-        js = nc.jetstream()
-        info = await js.stream_info(name)
-        hits = []
-        if not info.state.messages:
-            return hits
-        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
-            try:
-                m = await js.get_msg(name, seq)
-            except nats.js.errors.NotFoundError:
-                continue  # deleted
-            text = f"{m.subject} {m.headers} ".encode() + (m.data or b"")
-            if needle.encode() in text:
-                hits.append(f"{seq} {m.subject}")
-        return hits
-    finally:
-        await nc.close()
+    return [
+        f"{m.seq} {m.subject}"
+        for m in await stream_messages(url, name)
+        if needle.encode() in f"{m.subject} {m.headers} ".encode() + (m.data or b"")
+    ]
+
+
+async def erasure_done(api: Any, admin: dict[str, str], receipt: str, timeout: float) -> Any:
+    """The erasure ``receipt`` polled until done: its record then, or None if not in time."""
+
+    async def done() -> dict[str, Any] | None:
+        got = await api.client.get(f"/v1/admin/erasures/{receipt}", headers=admin)
+        body: dict[str, Any] = got.json()
+        return body if body["state"] == "done" else None
+
+    return await api.until(done, timeout=timeout)
 
 
 async def test_on_nats_the_stream_keeps_no_message_naming_them(
@@ -553,12 +549,7 @@ async def test_on_nats_the_stream_keeps_no_message_naming_them(
         assert await api.until(named, timeout=15), "the stream never held their messages"
         r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
         assert r.status_code == 202
-
-        async def done() -> bool:
-            got = await api.client.get(f"/v1/admin/erasures/{r.json()['id']}", headers=admin)
-            return bool(got.json()["state"] == "done")
-
-        assert await api.until(done, timeout=30)
+        assert await erasure_done(api, admin, r.json()["id"], timeout=30)
         assert await _stream_hits(url, name, GONE) == []
         assert [x.player_id for x in (await api.podium.reads.page("week", None, 0, 9)).entries] == [
             "a",
@@ -651,12 +642,7 @@ async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(make_api: Any)
         assert await api.until(shown, timeout=20), "the results did not reach the board"
         admin = api.auth(api.admin_key)
         r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
-
-        async def done() -> bool:
-            got = await api.client.get(f"/v1/admin/erasures/{r.json()['id']}", headers=admin)
-            return bool(got.json()["state"] == "done")
-
-        assert await api.until(done, timeout=30)
+        assert await erasure_done(api, admin, r.json()["id"], timeout=30)
         await api.backends.replay(3600)  # the topic's records of them, applied again
         await asyncio.sleep(1.0)
         await api.fresh()

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from tests.integration.test_erasure import GONE
+from tests.integration.test_erasure import GONE, erasure_done
 from tests.kafka_cluster import Cluster, client_config, kafka_libs, topic_name
 
 RETENTION_S = 10
@@ -125,12 +125,7 @@ async def test_a_record_naming_an_erased_player_is_gone_within_twice_the_retenti
     assert await api.until(on_disk, timeout=60), "the player's changes never reached the broker"
     admin = api.auth(api.admin_key)
     r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
-
-    async def done() -> bool:
-        got = await api.client.get(f"/v1/admin/erasures/{r.json()['id']}", headers=admin)
-        return bool(got.json()["state"] == "done")
-
-    assert await api.until(done, timeout=30)
+    assert await erasure_done(api, admin, r.json()["id"], timeout=30)
     erased_at = time.monotonic()  # the store's step is done: nothing of them is produced since
     n = 0
     while True:
