@@ -118,7 +118,6 @@ class History:
     sent: int = 0  # matches
     pages: list[Read] = field(default_factory=list)
     matches: dict[str, Match] = field(default_factory=dict)
-    in_flight: Counter[str] = field(default_factory=Counter)  # tries sent, unanswered, by API
 
     def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
         return Counter(t.outcome for t in self.tries if since <= t.sent < until)
@@ -134,16 +133,13 @@ class Recorded(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         sent = time.monotonic()
-        self.history.in_flight[self.api] += 1
         try:
             got = await self.inner.handle_async_request(request)
         except Exception as e:
-            self.history.in_flight[self.api] -= 1
             self.history.tries.append(
                 Try(self.api, request.url.path, sent, time.monotonic(), type(e).__name__)
             )
             raise
-        self.history.in_flight[self.api] -= 1
         self.history.tries.append(
             Try(self.api, request.url.path, sent, time.monotonic(), str(got.status_code))
         )
