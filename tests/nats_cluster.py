@@ -288,7 +288,7 @@ async def stream_messages(url: str, name: str, *, missing_ok: bool = False) -> l
             if missing_ok:
                 return []
             raise
-        out = []
+        out: list[Any] = []
         if not info.state.messages:
             # A stream made but still empty says first_seq 0, and asking for message 0 is
             # a 400 "bad request", not a "not found": nothing to read yet.
