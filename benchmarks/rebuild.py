@@ -164,6 +164,9 @@ def child(config_path: str, window: str) -> None:
         def say(self, text: str) -> None:
             return None
 
+        def phase(self, name: str) -> None:
+            return None
+
     async def main() -> dict[str, Any]:
         b = bootstrap.build(config.load(config_path))
         try:

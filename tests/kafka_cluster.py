@@ -243,7 +243,10 @@ class Cluster:
                 (
                     i,
                     subprocess.Popen(
-                        [*command, "-c", str(config)], stdout=log, stderr=subprocess.STDOUT
+                        [*command, "-c", str(config)],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        cwd=self.root,
                     ),
                 )
             )
@@ -261,6 +264,8 @@ class Cluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            # The JVM will not start in a directory it cannot name: its own, never the caller's.
+            cwd=self.root,
         )
         log.close()
 

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import nats
 import nats.errors
@@ -273,3 +274,30 @@ async def cluster(root: Path, size: int = 3) -> AsyncIterator[Cluster]:
         yield c
     finally:
         c.stop()
+
+
+async def stream_messages(url: str, name: str, *, missing_ok: bool = False) -> list[Any]:
+    """Every message the stream holds now, oldest first (those deleted between the two asks
+    left out); with ``missing_ok``, none from a stream not made yet rather than an error."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        try:
+            info = await js.stream_info(name)
+        except nats.js.errors.NotFoundError:
+            if missing_ok:
+                return []
+            raise
+        out: list[Any] = []
+        if not info.state.messages:
+            # A stream made but still empty says first_seq 0, and asking for message 0 is
+            # a 400 "bad request", not a "not found": nothing to read yet.
+            return out
+        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
+            try:
+                out.append(await js.get_msg(name, seq))
+            except nats.js.errors.NotFoundError:
+                continue  # acknowledged and removed, or deleted, between the two asks
+        return out
+    finally:
+        await nc.close()

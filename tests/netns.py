@@ -147,7 +147,6 @@ class Host:
     name: str
     ns: str
     address: str
-    lossy_percent: int = 0
 
     def argv(self, args: Sequence[str], *, skew_s: float = 0.0) -> list[str]:
         """``args`` as run on this host; with ``skew_s``, its wall clock that far off."""
@@ -276,7 +275,6 @@ class Net:
                 "add", "rule", "inet", TABLE, "out", "numgen", "random", "mod", "100",
                 "<", str(percent), "drop",
             )  # fmt: skip
-        a.lossy_percent = percent
 
     def close(self) -> None:
         for host in self.hosts.values():

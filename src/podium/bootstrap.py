@@ -14,8 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from podium.archive.erasure import ArchiveFiles
 from podium.archive.results import DayFiles
 from podium.archive.standings import FileArchive
 from podium.config.ingest import IngestTable
@@ -46,6 +47,7 @@ from podium.ports import (
     SystemClock,
 )
 from podium.ports.archive import ResultFiles
+from podium.ports.erasure import IndexErasure
 from podium.ports.generations import Generations
 from podium.ports.ingest import MatchFeed
 from podium.ports.layouts import LayoutRecord, LiveLayouts, SplitShards
@@ -446,6 +448,7 @@ class Backends:
             Ingest(
                 self.podium.matches, self.podium.keys, self.clock, self.settings.server.key_cache_s
             ),
+            self.podium.erasures,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -510,6 +513,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     topo = topology(settings)
     split_store = _split_store(settings) if topo.split_store else None
     store = split_store if split_store is not None else _store(settings, topo)
+    store.erasure_secret = settings.store.erasure_secret  # erased ids' hashes' key (§9)
     parts = _index(settings, topo, clock)
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
@@ -528,6 +532,9 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         settings, store, parts.index, parts.copy, clock, archive, ranking, changes,
         beside=beside,
         marked=marked,  # a live cohort is read from the index under the same check
+        erased_from=[parts.snapshots],
+        files=ArchiveFiles(settings.archive.dir),
+        erased_log=cast("IndexErasure", changes) if topo.log == "nats" else None,  # JetStream
         upkeep=parts.upkeep,
     )  # fmt: skip
     limiter = read_limiter(settings, topo)

@@ -9,6 +9,7 @@
     ├── NotFound            404     unknown board, player not on the board
     ├── Unauthorized        401     no or unknown credential
     ├── Forbidden           403     credential not allowed this, match owned by another server
+    │   └── Erased          403     a result for a player who was erased (issue 35)
     ├── Conflict            409     same match and player, different content
     ├── RateLimited         429     hourly cap or read rate; carries retry_after
     ├── Unavailable         503     a backend is unreachable; nothing was recorded, retry
@@ -68,6 +69,13 @@ class Unauthorized(PodiumError):
 class Forbidden(PodiumError):
     status = 403
     title = "Forbidden"
+
+
+class Erased(Forbidden):
+    """A result for a player who was erased (issue 35): refused, so that a retried old
+    match or a late change cannot bring them back."""
+
+    title = "Player erased"
 
 
 class Conflict(PodiumError):

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from podium.config.settings import parse
-from podium.domain.boards import in_board_order
+from podium.domain.boards import BoardSpec, in_board_order
 from podium.domain.changes import Changes, tallies
 from podium.domain.snapshot import Snapshot
 from podium.index.memory.snapshots import MemorySnapshots
@@ -94,28 +94,38 @@ def split_backend(request: pytest.FixtureRequest) -> Backend:
     return backend_of(request, request.param)
 
 
+async def _counted_board(
+    split: Any, backend: Backend, rng: random.Random
+) -> tuple[Clock, MemorySnapshots, BoardSpec, BoardKey, dict[str, int]]:
+    """A week board of 1,500 players on the split index, counted once by the aggregator
+    (its snapshot published): the clock, the snapshots, the board's spec and key, and
+    every member's encoded score."""
+    settings = parse(
+        {
+            "index": {"shards": SPLIT_SHARDS[backend.kind]},
+            "boards": [{"name": "week", "window": "week", "exact_top": 20}],
+        }
+    )
+    clock = Clock()
+    snaps = MemorySnapshots(clock.now)
+    agg = Aggregator(settings, split.shards, snaps, clock)
+    spec, w = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    codec = spec.codec
+    board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
+    await split.write(key, list(board.items()), descending=True, expire_at=None)
+    assert await agg.step() == 1
+    return clock, snaps, spec, key, board
+
+
 async def test_a_labelled_rank_read_while_others_overtake_stays_inside_its_interval(
     split_backend: Backend,
 ) -> None:
     split: Any = split_backend.index()
     try:
-        n = SPLIT_SHARDS[split_backend.kind]
-        settings = parse(
-            {
-                "index": {"shards": n},
-                "boards": [{"name": "week", "window": "week", "exact_top": 20}],
-            }
-        )
-        clock = Clock()
-        snaps = MemorySnapshots(clock.now)
-        agg = Aggregator(settings, split.shards, snaps, clock)
-        spec, w = agg.live(clock.now())[0]
-        key = BoardKey(spec.name, w.id)
-        codec = spec.codec
         rng = random.Random(11)
-        board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
-        await split.write(key, list(board.items()), descending=True, expire_at=None)
-        assert await agg.step() == 1
+        clock, snaps, spec, key, board = await _counted_board(split, split_backend, rng)
+        codec = spec.codec
         data = await snaps.read(key)
         assert data is not None
         snap = Snapshot.decode(data)
@@ -162,23 +172,9 @@ async def test_labelled_ranks_read_while_writes_run_stay_inside_their_intervals(
     ended; the interval must reach into that span, and the counts alone do not."""
     split: Any = split_backend.index()
     try:
-        n = SPLIT_SHARDS[split_backend.kind]
-        settings = parse(
-            {
-                "index": {"shards": n},
-                "boards": [{"name": "week", "window": "week", "exact_top": 20}],
-            }
-        )
-        clock = Clock()
-        snaps = MemorySnapshots(clock.now)
-        agg = Aggregator(settings, split.shards, snaps, clock)
-        spec, w = agg.live(clock.now())[0]
-        key = BoardKey(spec.name, w.id)
-        codec = spec.codec
         rng = random.Random(5)
-        board = {f"p_{i:05d}": codec.encode(rng.randrange(0, 500), 100) for i in range(1500)}
-        await split.write(key, list(board.items()), descending=True, expire_at=None)
-        assert await agg.step() == 1
+        clock, snaps, spec, key, board = await _counted_board(split, split_backend, rng)
+        codec = spec.codec
         readers = rng.sample(sorted(board), 60)
         others = sorted(set(board) - set(readers))
         done, issued = dict(board), dict(board)

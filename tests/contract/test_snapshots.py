@@ -85,3 +85,14 @@ async def test_a_snapshot_lives_for_its_ttl(snaps: Snapshots) -> None:
     assert await snaps.read(KEY) == b"{}"
     await asyncio.sleep(0.3)
     assert await snaps.read(KEY) is None
+
+
+async def test_an_erasure_drops_the_snapshots_that_name_the_player(snaps: Snapshots) -> None:
+    fence = await snaps.lead("me", time.time(), 5)
+    assert fence is not None
+    await snaps.publish(KEY, b'{"top":[["zq-gone-7",5],["a",3]]}', fence, 5)
+    await snaps.publish(OTHER, b'{"top":[["a",3]]}', fence, 5)
+    assert await snaps.erase_player("zq-gone-7") == 1
+    assert await snaps.read(KEY) is None  # published again, without them, next cycle
+    assert await snaps.read(OTHER) == b'{"top":[["a",3]]}'
+    assert await snaps.erase_player("zq-gone-7") == 0

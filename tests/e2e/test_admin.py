@@ -6,6 +6,7 @@ ops key read-only, a game server's key refused; every view checked with axe-core
 from __future__ import annotations
 
 import base64
+import json
 import re
 import secrets
 import subprocess
@@ -33,7 +34,8 @@ HOSTILE_META = {
 HOSTILE_KEY = "a\"key'<b onmouseover=window.pwned=4>"
 SECRET = "whsec_" + base64.b64encode(b"console-tests-secret").decode()
 WRITES = re.compile(
-    r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…|Reject…|Accept…)$"
+    r"^(Ban|Unban|Create key|Create tournament|Retry|End now|Freeze…|Revoke…|Reject…|Accept…"
+    r"|Export data|Erase player)$"
 )
 VIEWS = ["players", "review", "keys", "boards", "tournaments", "webhooks"]
 
@@ -91,7 +93,10 @@ retry_for_s = 1.0
 retry_first_s = 0.05
 timeout_s = 2.0
 """
-    s = start_server(tmp_path_factory.mktemp("admin"), config=config, backends=backends)
+    # An erasure's last sweep comes half a second after the rest, not a quarter of a minute.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PODIUM_WORKERS_ERASURE_SETTLE_S", "0.5")
+        s = start_server(tmp_path_factory.mktemp("admin"), config=config, backends=backends)
     yield s
     stop_server(s)
 
@@ -273,6 +278,152 @@ def test_a_moderator_finds_a_player_sees_their_file_and_bans_then_unbans(
     expect(notice(page)).to_contain_text("mod_1 is unbanned")
     assert ok(server.admin("GET", "/v1/admin/players/mod_1"))["banned"] is False
     assert server.on_board("mod_1")
+
+
+def test_a_players_data_is_exported_as_a_json_file_named_after_them(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    submit(
+        server,
+        "exp-m1",
+        [
+            {"playerId": "exp_1", "points": 41, "metadata": {"car": "gt86"}},
+            {"playerId": "exp_2", "points": 5},
+        ],
+    )
+    submit(server, "exp-m2", [{"playerId": "exp_1", "points": 12}])
+    assert server.on_board("exp_1")
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    signed_in(page, server, server.admin_key)
+    page.goto(f"{server.url}/admin#players/exp_1")
+    expect(page.locator("#player-title")).to_have_text("exp_1")
+    box = page.locator("section", has=page.get_by_role("heading", name="Export data"))
+    with page.expect_download() as got:
+        box.get_by_role("button", name="Export data").click()
+    download = got.value
+    assert download.suggested_filename == "exp_1.json"
+    data = json.loads(Path(download.path()).read_text())
+    assert data["format"] == "podium.player-export/1" and data["playerId"] == "exp_1"
+    assert data["erased"] is False
+    results = {r["matchId"]: r for r in data["results"]}
+    assert set(results) == {"exp-m1", "exp-m2"}
+    assert results["exp-m1"]["points"] == 41 and results["exp-m1"]["metadata"] == {"car": "gt86"}
+    assert results["exp-m2"]["points"] == 12
+    expect(notice(page)).to_contain_text("exp_1's data is saved as exp_1.json")
+    assert not [u for u in urls if server.admin_key in u]  # the key never in a URL
+    axe(page)
+    shot(page, tmp_path, "player-export")
+
+
+def test_an_erasure_needs_the_players_id_typed_is_polled_until_done_and_the_player_is_gone(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    ok(server.admin("PUT", "/v1/players/er_1/profile", {"name": "Erin"}))
+    submit(
+        server, "er-m1", [{"playerId": "er_1", "points": 60}, {"playerId": "er_2", "points": 30}]
+    )
+    assert server.on_board("er_1") and server.on_board("er_2")
+    signed_in(page, server, server.admin_key)
+    page.goto(f"{server.url}/admin#players/er_1")
+    expect(page.locator("#player-title")).to_have_text("Erin · er_1")
+    erase = page.locator("section", has=page.get_by_role("heading", name="Erase player"))
+    expect(erase).to_contain_text("cannot be undone")
+    expect(erase).to_contain_text("pseudonym")
+    go = erase.get_by_role("button", name="Erase player")
+    typed = erase.get_by_label("Type er_1 to confirm")
+    for wrong in ("er_", "er_2", "ER_1"):
+        typed.fill(wrong)
+        expect(go).to_be_disabled()
+    typed.press("Enter")  # the form sent with the wrong id: nothing is asked
+    axe(page)
+    shot(page, tmp_path, "erase-confirm")
+    page.wait_for_timeout(500)
+    expect(page.locator("#erasure")).to_have_count(0)
+    assert ok(server.admin("GET", "/v1/admin/players/er_1"))["name"] == "Erin"
+    assert httpx.get(f"{server.url}/v1/boards/week/players/er_1").status_code == 200
+
+    typed.fill("er_1")
+    expect(go).to_be_enabled()
+    go.click()
+    expect(notice(page)).to_contain_text("er_1's erasure is asked: receipt era_")
+    state = page.locator("#erasure-state")
+    expect(state).to_have_attribute("data-state", "done", timeout=60_000)
+    expect(state).to_have_text("Done: er_1 is gone from podium.")
+    expect(notice(page)).to_contain_text("er_1 is erased")
+    receipt = page.locator("#erasure dd").first.inner_text()
+    assert re.fullmatch(r"era_[0-9a-f]{24}", receipt)
+    held = ok(server.admin("GET", f"/v1/admin/erasures/{receipt}"))
+    assert held["state"] == "done" and held["step"] == "done"
+    assert held["counts"]["results"] == 1 and held["counts"]["profile"] == 1
+    expect(page.locator("#erasure tr", has_text="results")).to_contain_text("1")
+    # The file shown before is gone from the page: no stale profile, ban or export.
+    expect(page.locator("#player-title")).to_have_count(0)
+    expect(page.get_by_role("button", name="Export data")).to_have_count(0)
+    axe(page)
+    shot(page, tmp_path, "erase-done")
+
+    # The API holds nothing of them: no rank, no file, an empty export marked erased.
+    assert httpx.get(f"{server.url}/v1/boards/week/players/er_1").status_code == 404
+    assert server.admin("GET", "/v1/admin/players/er_1").status_code == 404
+    export = ok(server.admin("GET", "/v1/admin/players/er_1/export"))
+    assert export["erased"] is True and export["results"] == [] and export["profile"] == []
+    assert ok(httpx.get(f"{server.url}/v1/boards/week/players/er_2"))["points"] == 30
+    # A later result for them is refused whole, in the API's words.
+    late = httpx.post(
+        f"{server.url}/v1/matches/er-m2/results",
+        json={
+            "mode": "default",
+            "endedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "durationSeconds": 300,
+            "results": [{"playerId": "er_1", "points": 5}, {"playerId": "er_2", "points": 5}],
+        },
+        headers={"Authorization": f"Bearer {server.game_key}"},
+    )
+    assert late.status_code == 403 and late.json()["title"] == "Player erased"
+    # Their page now finds nothing.
+    page.get_by_role("button", name="Open their page again").click()
+    expect(alert(page)).to_have_text(
+        "Not found (404): no player er_1 is known: no profile, result or ban"
+    )
+    expect(
+        page.locator("section", has=page.get_by_role("heading", name="Erase player"))
+    ).to_have_count(0)
+    shot(page, tmp_path, "erased-player")
+
+
+def test_an_export_or_erasure_the_api_refuses_is_shown_in_words(
+    server: Server, page: Any, tmp_path: Path
+) -> None:
+    submit(server, "ref-m1", [{"playerId": "ref_1", "points": 8}])
+    assert server.on_board("ref_1")
+    signed_in(page, server, server.admin_key)
+    page.goto(f"{server.url}/admin#players/ref_1")
+    expect(page.locator("#player-title")).to_have_text("ref_1")
+
+    def refused(status: int, title: str, detail: str) -> Any:
+        problem = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+        return lambda route: route.fulfill(
+            status=status, content_type="application/problem+json", body=json.dumps(problem)
+        )
+
+    # What the API would answer, played by the browser: the page says it in words.
+    page.route("**/v1/admin/players/ref_1/export", refused(500, "Internal error", "disk full"))
+    page.get_by_role("button", name="Export data").click()
+    expect(alert(page)).to_have_text("Internal error (500): disk full")
+    page.route(
+        "**/v1/admin/players/ref_1",
+        refused(503, "Busy", "podium is shedding load; nothing was recorded"),
+    )
+    erase = page.locator("section", has=page.get_by_role("heading", name="Erase player"))
+    erase.get_by_label("Type ref_1 to confirm").fill("ref_1")
+    erase.get_by_role("button", name="Erase player").click()
+    expect(alert(page)).to_have_text("Busy (503): podium is shedding load; nothing was recorded")
+    expect(page.locator("#erasure")).to_have_count(0)
+    expect(page.locator("#player-title")).to_have_text("ref_1")
+    shot(page, tmp_path, "erase-refused")
+    page.unroute("**/v1/admin/players/ref_1")
+    assert ok(server.admin("GET", "/v1/admin/players/ref_1"))["playerId"] == "ref_1"
 
 
 def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_path: Path) -> None:
@@ -718,6 +869,9 @@ def test_an_ops_key_sees_read_only_views_and_the_api_refuses_it_anyway(
     page.get_by_label("Player id").fill("ro_1")
     page.get_by_role("button", name="Find").click()
     expect(page.locator("#player-title")).to_have_text("ro_1")
+    # The export and the erasure are the admin's alone: an ops key is refused both.
+    expect(page.locator("#view button", has_text=WRITES)).to_have_count(0)
+    expect(page.locator("#view button.danger")).to_have_count(0)
     expect(
         page.locator("section", has=page.get_by_role("heading", name="Boards now")).locator(
             "tr", has_text="week"
@@ -742,4 +896,11 @@ def test_an_ops_key_sees_read_only_views_and_the_api_refuses_it_anyway(
                        'Content-Type': 'application/json'}, body: '{"reason": "x"}'})).status"""
     )
     assert status == 403
+    for method, path in (("GET", "ro_1/export"), ("DELETE", "ro_1")):
+        refused = httpx.request(
+            method,
+            f"{server.url}/v1/admin/players/{path}",
+            headers={"Authorization": f"Bearer {server.ops_key}"},
+        )
+        assert refused.status_code == 403, (method, path)
     assert httpx.get(f"{server.url}/v1/boards/week/players/ro_1").status_code == 200

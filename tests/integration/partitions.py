@@ -46,11 +46,13 @@ from podium.client.errors import PodiumClientError
 from podium.client.retry import RetryPolicy, retryable
 from podium.config import settings as config
 from podium.domain.models import Target
+from podium.index.redis.keys import shard_tag
 from podium.service.reads.reads import LAST_PAGE_S
 from podium.store.postgres import PostgresStore
 from tests.integration.fleet import Fleet
 from tests.netns import Host, Net
 from tests.pg_cluster import PgCluster
+from tests.proxy import Proxy
 from tests.redis_sentinel import Sentinels, start_sentinels
 from tests.redis_server import RedisServer, start_server
 
@@ -79,11 +81,14 @@ class Try:
 @dataclass(frozen=True)
 class Match:
     """An acknowledged match: when it ended, when it was first sent (both wall clock, whole
-    seconds and not), and the boards it counted for, as the answer said."""
+    seconds and not), the boards it counted for as the answer said, and when it was first
+    sent and how long it took to be acknowledged (monotonic)."""
 
     ended: int
     sent: float
     boards: frozenset[str]
+    began: float
+    took: float
 
 
 def _rfc3339(t: int) -> str:
@@ -113,7 +118,6 @@ class History:
     sent: int = 0  # matches
     pages: list[Read] = field(default_factory=list)
     matches: dict[str, Match] = field(default_factory=dict)
-    in_flight: Counter[str] = field(default_factory=Counter)  # tries sent, unanswered, by API
 
     def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
         return Counter(t.outcome for t in self.tries if since <= t.sent < until)
@@ -129,16 +133,13 @@ class Recorded(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         sent = time.monotonic()
-        self.history.in_flight[self.api] += 1
         try:
             got = await self.inner.handle_async_request(request)
         except Exception as e:
-            self.history.in_flight[self.api] -= 1
             self.history.tries.append(
                 Try(self.api, request.url.path, sent, time.monotonic(), type(e).__name__)
             )
             raise
-        self.history.in_flight[self.api] -= 1
         self.history.tries.append(
             Try(self.api, request.url.path, sent, time.monotonic(), str(got.status_code))
         )
@@ -151,7 +152,14 @@ class Recorded(httpx.AsyncBaseTransport):
 class Game:
     """Game servers sending matches of two players to the API processes, until stopped."""
 
-    def __init__(self, apis: dict[str, str], key: str, rate: float, seed: int = 7) -> None:
+    def __init__(
+        self,
+        apis: dict[str, str],
+        key: str,
+        rate: float,
+        seed: int = 7,
+        timeout_s: float = 3.0,
+    ) -> None:
         self.apis = apis  # name -> base URL
         self.key = key
         self.rate = rate  # matches a second, all senders together
@@ -160,18 +168,19 @@ class Game:
         self.ids = itertools.count()
         self.history = History()
         self.stop = asyncio.Event()
+        self.timeout_s = timeout_s  # a game server's for one try
 
     def _clients(self) -> list[AsyncClient]:
         """A game server's clients, one per API process: the client's own retry rules
         (a try that times out, a 503 or a lost connection sent again, the same body),
-        with a timeout shorter than the server's own wait on a store that went quiet, as a
-        game server that must move on would set it."""
+        with a timeout (3 s unless set) shorter than the server's own wait on a store that
+        went quiet, as a game server that must move on would set it."""
         policy = RetryPolicy(attempts=2, initial=0.2, max_backoff=1.0)
         return [
             AsyncClient(
                 url,
                 self.key,
-                timeout=httpx.Timeout(3.0, connect=1.0),
+                timeout=httpx.Timeout(self.timeout_s, connect=1.0),
                 retry=policy,
                 transport=Recorded(name, self.history),
             )
@@ -186,7 +195,7 @@ class Game:
         results = [(p, self.rng.randint(1, 100)) for p in pair]
         ended = int(time.time()) if ended_at is None else ended_at
         self.history.sent += 1
-        first = time.time()
+        first, began = time.time(), time.monotonic()
         while True:
             c = clients[turn % len(clients)]
             try:
@@ -198,7 +207,9 @@ class Game:
                 turn += 1  # the other API process
                 await asyncio.sleep(0.1)
         self.history.acked[match] = dict(results)
-        self.history.matches[match] = Match(ended, first, frozenset(got.totals(pair[0])))
+        self.history.matches[match] = Match(
+            ended, first, frozenset(got.totals(pair[0])), began, time.monotonic() - began
+        )
         return turn
 
     async def sender(self, n: int, senders: int) -> None:
@@ -210,6 +221,24 @@ class Game:
                 # a try that fails moves on to the other one.
                 turn = await self.send(clients, turn) + 1
                 await asyncio.sleep(self.rng.expovariate(self.rate / senders))
+        finally:
+            for c in clients:
+                await c.aclose()
+
+    async def open_loop(self, rate: float, until: asyncio.Event) -> None:
+        """Matches at ``rate`` a second whatever the answers take (each sent by a task of
+        its own, as many game servers each with one match would), until ``until``; then
+        until every one of them is acknowledged."""
+        clients = self._clients()
+        sending: set[asyncio.Task[int]] = set()
+        try:
+            while not until.is_set():
+                turn = self.rng.randrange(len(clients))
+                task = asyncio.create_task(self.send(clients, turn))
+                sending.add(task)
+                task.add_done_callback(sending.discard)
+                await asyncio.sleep(self.rng.expovariate(rate))
+            await asyncio.gather(*sending)
         finally:
             for c in clients:
                 await c.aclose()
@@ -295,6 +324,9 @@ class NetFleet:
     key: str
     nats: subprocess.Popen[bytes] | None = None
     sentinels: Sentinels | None = None  # watching ``redis`` and its replica
+    # Every link through a proxy in the test's process, by what it leads to (``db``,
+    # ``redis``, ``log``, ``api1``, ``api2``), that a test can slow (``Proxy.delay_s``).
+    proxies: dict[str, Proxy] = field(default_factory=dict)
 
     def primary(self) -> RedisServer:
         """The Redis the index is on now: under Sentinel, the node the Sentinels name."""
@@ -305,7 +337,16 @@ class NetFleet:
 
     @property
     def apis(self) -> dict[str, str]:
-        return {n: f"http://{self.hosts[n].address}:{API_PORT}" for n in ("api1", "api2")}
+        out = {n: f"http://{self.hosts[n].address}:{API_PORT}" for n in ("api1", "api2")}
+        for n, p in self.proxies.items():
+            if n in out:
+                out[n] = f"http://{p.host}:{p.port}"
+        return out
+
+    async def close(self) -> None:
+        for p in self.proxies.values():
+            await p.cut()
+        self.stop()
 
     def stop(self) -> None:
         self.fleet.stop_all()
@@ -320,11 +361,13 @@ class NetFleet:
         self.net.close()
 
 
-def _config(root: Path, store: str, index: str, log: str | None, boards: str = "") -> Path:
+def _config(
+    root: Path, store: str, index: str, log: str | None, boards: str = "", shards: int = 1
+) -> Path:
     path = root / "podium.toml"
     path.write_text(
         f'[store]\nurl = "{store}"\n'
-        f'[index]\nurl = "{index}"\nprefix = "nf"\nwatch_s = 0.5\n'
+        f'[index]\nurl = "{index}"\nprefix = "nf"\nwatch_s = 0.5\nshards = {shards}\n'
         + ("" if log is None else f'[log]\nurl = "{log}"\nstream = "nf"\n')
         + "[server]\nread_rate_per_s = 0\n"
         + "[workers]\nlease_s = 2.0\n"
@@ -342,12 +385,16 @@ async def start(
     roles: str = "relay,updater",
     skews: dict[str, float] | None = None,
     boards: str = "",
+    proxied: bool = False,
+    shards: int = 1,
 ) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
     the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
     Sentinels (``sentinel``), reached through ``redis+sentinel://``. ``workers``: how many
     worker processes (``worker``, ``worker2``, ...), each with ``roles``, and the wall clock
-    of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``."""
+    of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``;
+    ``proxied``: every link through a proxy of the test's (``NetFleet.proxies``);
+    ``shards``: the index split in that many (with an aggregator among ``roles``)."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
@@ -355,6 +402,7 @@ async def start(
     watch: Sentinels | None = None
     nats: subprocess.Popen[bytes] | None = None
     fleet: Fleet | None = None
+    proxies: dict[str, Proxy] = {}
     try:
         names = ["worker"] + [f"worker{i}" for i in range(2, workers + 1)]
         hosts = {n: net.host(n) for n in ("db", "redis", *names, "api1", "api2")}
@@ -390,7 +438,21 @@ async def start(
                 stderr=subprocess.DEVNULL,
             )
             log_url = f"nats://{hosts['log'].address}:4222"
-        cfg = _config(root, pg.url, index_url, log_url, boards)
+        store_url = pg.url
+        if proxied:
+            ends = {"db": (pg.address, pg.port), "redis": (redis.host, redis.port)}
+            if log_url is not None:
+                ends["log"] = (hosts["log"].address, 4222)
+            ends |= {n: (hosts[n].address, API_PORT) for n in ("api1", "api2")}
+            for n, (host, port) in ends.items():
+                proxies[n] = Proxy(host, port, host=net.root_address)
+                await proxies[n].start()
+            via = {n: f"{net.root_address}:{p.port}" for n, p in proxies.items()}
+            store_url = f"postgresql://postgres@{via['db']}/postgres"
+            index_url = f"redis://{via['redis']}/0"
+            if log_url is not None:
+                log_url = f"nats://{via['log']}"
+        cfg = _config(root, store_url, index_url, log_url, boards, shards)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -416,8 +478,10 @@ async def start(
             await fleet.api_ready(name)
         for name in names:
             await fleet.worker_ready(name)
-        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch)
+        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch, proxies)
     except BaseException:
+        for p in proxies.values():
+            await p.cut()
         if fleet is not None:
             fleet.stop_all()
             fleet.dump()
@@ -503,11 +567,18 @@ async def check(
 async def _board(nf: NetFleet) -> dict[str, int]:
     """Every player's total as the index holds it (read from Redis itself, so that no
     API process's cache hides when the board got there)."""
-    spec = config.load(nf.fleet.cfg).board(BOARD)
+    settings = config.load(nf.fleet.cfg)
+    spec = settings.board(BOARD)
     assert spec is not None
+    shards = settings.index.shards
+    names = (
+        [f"nf:{{b:{BOARD}:all}}:z"]
+        if shards == 1
+        else [f"nf:{shard_tag(n)}:{BOARD}:all:z" for n in range(shards)]
+    )
     r = aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
     try:
-        rows = await r.zrange(f"nf:{{b:{BOARD}:all}}:z", 0, -1, withscores=True)
+        rows = [row for name in names for row in await r.zrange(name, 0, -1, withscores=True)]
     finally:
         await r.aclose()
     return {m: spec.codec.points(int(s)) for m, s in rows}

@@ -126,3 +126,28 @@ async def test_relayed_records_are_keyed_by_player_and_settle_by_offset(tmp_path
         await store.close()
         for t in (topic, f"{topic}-events"):
             await asyncio.to_thread(delete_topic, bootstrap, t)
+
+
+async def test_a_record_outlives_the_retention_by_one_segment_at_most() -> None:
+    """What an erasure counts on (docs/architecture.md §9): Kafka deletes a record only with
+    its segment, once the segment's newest record is past ``retention.ms``; the topics podium
+    makes roll a segment every ``retention_s`` too, so no record outlives twice that (plus
+    the broker's retention check)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    bootstrap = need_kafka()
+    topic = topic_name()
+    log = _log(bootstrap, topic, partitions=2, retention_s=3600.0)
+    try:
+        await log.ping()
+        client = admin(bootstrap)  # held while its futures run
+        for t in (topic, f"{topic}-events"):
+            resource = ConfigResource(ResourceType.TOPIC, t)
+            futures = client.describe_configs([resource])
+            configs = await asyncio.to_thread(futures[resource].result, 10)
+            assert configs["retention.ms"].value == "3600000"
+            assert configs["segment.ms"].value == "3600000"
+    finally:
+        await log.close()
+        for t in (topic, f"{topic}-events"):
+            await asyncio.to_thread(delete_topic, bootstrap, t)

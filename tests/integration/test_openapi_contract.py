@@ -131,6 +131,7 @@ class Ids:
     cohort: str  # PLAYER's cohort on the league board
     key: str  # a key made to be revoked
     event: str  # an event whose webhook delivery failed
+    erasure: str  # the receipt of ERASED's erasure
 
 
 @dataclass
@@ -153,6 +154,7 @@ BANNED = "p_seed_ban"  # banned and unbanned by the admin routes
 HOOKED = "p_seed_hook"  # banned once, its webhook delivery failed (retried by the admin)
 FLAGGED = "p_seed_flag"  # a result of theirs flagged, in match JUMP (accepted by the admin)
 JUMP = "m_seed_jump"
+ERASED = "p_seed_erased"  # erased by the admin (DELETE /v1/admin/players/{playerId}, again)
 REJECTED = "p_seed_reject"  # a result of theirs flagged, in match LEAP (rejected by the admin)
 LEAP = "m_seed_leap"
 OPEN, ENDED, DOOMED = "t_seed_open", "t_seed_ended", "t_seed_doomed"
@@ -225,9 +227,11 @@ def seed(served: Served) -> Ids:
                 "/v1/admin/webhooks/deliveries", params={"state": "failed"}, headers=admin
             )
             failed = ok(listed)["deliveries"]
+        ok(c.put(f"/v1/players/{ERASED}/profile", json={"name": "Gone"}, headers=admin))
+        erasure = ok(c.delete(f"/v1/admin/players/{ERASED}", headers=admin))["id"]
         ops = ok(c.get("/openapi.json"))["paths"]
     served.operations = {f"{m.upper()} {path}" for path, ms in ops.items() for m in ms}
-    return Ids(window["id"], run["id"], cohort, key["id"], failed[0]["eventId"])
+    return Ids(window["id"], run["id"], cohort, key["id"], failed[0]["eventId"], erasure)
 
 
 def _with_real_ids(case: Case, ids: Ids) -> None:
@@ -252,12 +256,17 @@ def _with_real_ids(case: Case, ids: Ids) -> None:
     real = {
         "board": board,
         "window": ids.window,
-        "playerId": BANNED if path.endswith("/ban") else PLAYER,
+        "playerId": BANNED
+        if path.endswith("/ban")
+        else ERASED
+        if (method, path) == ("DELETE", "/v1/admin/players/{playerId}")
+        else PLAYER,
         "tournamentId": tournament,
         "run": ids.run,
         "cohortId": ids.cohort,
         "keyId": ids.key,
         "eventId": ids.event,
+        "erasureId": ids.erasure,
     }
     if path.endswith("/accept"):  # a flagged result there is; elsewhere, ids drawn
         real |= {"playerId": FLAGGED, "matchId": JUMP}

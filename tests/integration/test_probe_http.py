@@ -79,6 +79,7 @@ def _get_paths(api: Api) -> list[str]:
         "tournamentId": "cup",  # live: made by the test below
         "run": "20200101T0000",  # a run of it that never was: a 404, for HEAD as for GET
         "cohortId": "2020-W01.bronze-1",  # no league here: a 404 likewise
+        "erasureId": "era_" + "0" * 24,  # no such erasure: a 404
         "matchId": "m1",  # a result to reject that is not there: a 404 likewise
     }
     paths = []

@@ -82,8 +82,15 @@ async def test_a_move_copies_every_table_the_players_own(
                 tx=False,
             )
             # tiers are decided on the home, in a cohort's freeze, and never move; nor do
-            # the players a freeze left out, written with its final standings
-            home_only = {"final_standings", "left_out", "tournament_entrants", "league_tiers"}
+            # the players a freeze left out, written with its final standings; nor the
+            # erasure requests, kept on the home (their hash is noted on every database)
+            home_only = {
+                "final_standings",
+                "left_out",
+                "tournament_entrants",
+                "league_tiers",
+                "erasures",
+            }
             owned = {r["table_name"] for r in rows} - {"outbox"} - home_only
             assert set(await db.bucket_tables()) == owned
             assert owned >= {"results", "tallies", "profiles", "friends", "bans", "cohort_members"}

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import nats
-import nats.js.errors
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
@@ -32,7 +30,7 @@ from podium.domain.windows import WindowKind, WindowRule, to_rfc3339
 from podium.service.tournaments import freeze_due
 from podium.workers import webhooks
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
-from tests.nats_cluster import delete_stream, need_nats, stream_name
+from tests.nats_cluster import delete_stream, need_nats, stream_messages, stream_name
 from tests.ports import free_port
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -343,27 +341,8 @@ async def nats_stream() -> AsyncIterator[tuple[str, str]]:
 
 async def stream_events(url: str, name: str) -> list[Any]:
     """Every message on the stream's events subjects, as a subscriber of our own reads them."""
-    nc = await nats.connect(url)
-    try:
-        js = nc.jetstream()
-        info = await js.stream_info(name)
-        out = []
-        if not info.state.messages:
-            # A stream made but still empty says first_seq 0, and asking for message 0 is
-            # a 400 "bad request", not a "not found": nothing to read yet.
-            return out
-        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):
-            try:
-                m = await js.get_msg(name, seq)
-            except nats.js.errors.NotFoundError:
-                continue  # a change the log acknowledged and removed between the two asks
-            if m.subject.startswith(f"{name}.events."):
-                out.append(m)
-        return out
-    except nats.js.errors.NotFoundError:
-        return []  # not made yet
-    finally:
-        await nc.close()
+    messages = await stream_messages(url, name, missing_ok=True)  # none before it is made
+    return [m for m in messages if m.subject.startswith(f"{name}.events.")]
 
 
 async def test_events_go_on_the_nats_stream_when_it_is_the_log(

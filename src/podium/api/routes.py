@@ -12,6 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from podium import metrics
 from podium.api import (
     cohorts,
+    erasure,
     groups,
     keys,
     lookups,
@@ -48,6 +49,7 @@ ROUTERS = {"read": reads, "write": writes, "admin": admin_routes, "ops": ops}
 admin_routes.include_router(keys.router)  # create, list, revoke keys (api/keys.py)
 admin_routes.include_router(webhooks.router)  # webhook deliveries (api/webhooks.py)
 admin_routes.include_router(moderation.router)  # players found, a player's file
+admin_routes.include_router(erasure.router)  # a player's data exported, erased (api/erasure.py)
 reads.include_router(windows.router)  # past windows, their standings, history (api/windows.py)
 reads.include_router(groups.router)  # a grouped board's groups (api/groups.py)
 reads.include_router(lookups.router)  # players looked up by id (api/lookups.py)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import typer
 
-from podium.cli import keys, ops, plan, processes, rebuild, schema, store, tournament
+from podium.cli import keys, ops, plan, player, processes, rebuild, schema, store, tournament
 from podium.loadgen.command import loadgen_command
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Real-time leaderboards for games."
 )
 app.add_typer(keys.app, name="keys")
+app.add_typer(player.app, name="player")
 app.command()(processes.serve)
 app.command()(processes.worker)
 app.command()(store.migrate)

@@ -139,6 +139,14 @@ class StoreSettings:
     """Reward and moderation events (webhooks) stay this many days, then the pruner deletes
     those done with: every delivery delivered or failed (and, with NATS as the log, on the
     stream). 0: keep every event."""
+    erasure_secret: Annotated[
+        str, StringConstraints(strict=True, max_length=1024), says(STRING, "at most 1024")
+    ] = ""
+    """The key of the hashes the store keeps of erased players' ids (HMAC-SHA256), so that
+    a later result for an erased id is refused without the id being kept. Set it (from the
+    environment, PODIUM_STORE_ERASURE_SECRET) to a long random string and never change it:
+    without it, anyone who reads the store can test a guessed id against the hashes, and a
+    new secret forgets every erasure made under the old one."""
 
 
 @table(frozen=True, config=TABLE)
@@ -205,6 +213,11 @@ class WorkerSettings:
     lease_s: Amount = 10.0
     """How long a claimed outbox row is held before another updater may retry it; on NATS,
     a delivery's lease (the consumers' ack wait) and a relay's lease on a store database."""
+    erasure_settle_s: Amount = 15.0
+    """How long after an erasure's store step the eraser sweeps the store and the index once
+    more: a record or an updater's write that began before the erasure and ended after its
+    first sweep is gone by then. At least the longest a request or an updater batch takes
+    (an updater's batch is held ``lease_s`` at most)."""
 
 
 @table(frozen=True, config=TABLE)

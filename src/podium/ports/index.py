@@ -138,6 +138,10 @@ class RankIndex(Protocol):
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None: ...
 
+    async def erase_player(self, player_id: str) -> int:
+        """The player out of every key the index holds (``ports/erasure.py``)."""
+        ...
+
     async def replace(
         self,
         key: BoardKey,
@@ -353,6 +357,10 @@ class Snapshots(Protocol):
         """Keep ``data`` as the board window's snapshot for ``ttl_s`` (after which readers
         see none, rather than an old one forever), if ``fence`` is still the newest token;
         False, and nothing changes, otherwise."""
+        ...
+
+    async def erase_player(self, player_id: str) -> int:
+        """Drop every snapshot naming the player; the next cycle publishes it again."""
         ...
 
     async def read(self, key: BoardKey) -> bytes | None:

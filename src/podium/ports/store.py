@@ -31,6 +31,7 @@ from podium.domain.rejection import Recount
 from podium.domain.retention import ResultKey, StoredResult
 from podium.domain.windows import Window
 from podium.ports.cohorts import CohortStore
+from podium.ports.erasure import PlayerData
 from podium.ports.status import Beats
 from podium.ports.tournaments import TournamentStore
 from podium.ports.webhooks import WebhookEvents
@@ -412,6 +413,7 @@ class Moderation(Protocol):
 
 class ScoreStore(
     Lifetime,
+    PlayerData,
     Moderation,
     Credentials,
     Results,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from podium import metrics
 from podium.config.settings import Settings
@@ -29,8 +30,16 @@ from podium.domain.suspicion import RECENT, flag_for
 from podium.domain.tournaments import Entered, tournament_totals
 from podium.domain.validation import id_problem, results_problem
 from podium.domain.windows import WindowKind, to_rfc3339
-from podium.errors import Conflict, Forbidden, InvalidInput, PodiumError, WindowClosed
+from podium.errors import (
+    Conflict,
+    Erased,
+    Forbidden,
+    InvalidInput,
+    PodiumError,
+    WindowClosed,
+)
 from podium.ports import Clock, MatchFacts, MatchRead, Results
+from podium.ports.erasure import PlayerData
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
 from podium.service.tournaments import Tournaments
@@ -39,11 +48,15 @@ from podium.util.aio import gather_all
 log = logging.getLogger("podium.matches")
 
 
+class MatchStore(Results, PlayerData, Protocol):
+    """The results, and whom the store keeps as erased."""
+
+
 class Matches:
     def __init__(
         self,
         settings: Settings,
-        store: Results,
+        store: MatchStore,
         lifecycle: Lifecycle,
         clock: Clock,
         tournaments: Tournaments | None = None,
@@ -126,6 +139,11 @@ class Matches:
             )
 
         ids = [r.player_id for r in results]
+        # An erased player (by the hash kept of their id) is refused whole, before the
+        # claim: a retried old match never brings them back (docs/architecture.md §9).
+        if erased := await self.store.erased(ids):
+            at = [i for i, p in enumerate(ids) if p in erased]
+            raise Erased(f"results.{at[0]}: this player was erased; their results are refused")
         # Each player's tournaments besides: where joining is required, only theirs.
         extra: dict[str, list[tuple[Target, BoardSpec]]] = {p: [] for p in ids}
         if self.tournaments is not None:

@@ -23,17 +23,19 @@ from podium.domain.validation import (
     id_problem,
     name_problem,
 )
-from podium.errors import IndexUnavailable, InvalidInput, NotFound, Unavailable
+from podium.errors import Erased, IndexUnavailable, InvalidInput, NotFound, Unavailable
 from podium.ports import BoardKey, Clock, Outbox, Players, ProfileCopy, RankIndex, Results
+from podium.ports.erasure import PlayerData
 from podium.service.boards import Changed
 from podium.service.profiles import ProfileCache
 
 log = logging.getLogger("podium.players")
 
 
-class PlayerStore(Players, Results, Outbox, Protocol):
+class PlayerStore(Players, Results, Outbox, PlayerData, Protocol):
     """What the player calls touch in the store: profiles, friends and bans; the windows a
-    player has a tally on (``Results``); the totals sent again after an unban (``Outbox``)."""
+    player has a tally on (``Results``); the totals sent again after an unban (``Outbox``);
+    whom it keeps as erased (``PlayerData``)."""
 
 
 def _check_player(player_id: str) -> None:
@@ -76,6 +78,7 @@ class PlayerAdmin:
                 }
                 profile = replace(profile, **keep)
         _check_player(profile.player_id)
+        await self._not_erased(profile.player_id)
         version = await self.store.set_profile(profile, self.clock.now())
         self.profiles.forget(profile.player_id)
         # The change is in the outbox, and the updater will copy it into the index; copying
@@ -84,7 +87,7 @@ class PlayerAdmin:
         try:
             await self.copy.write_profiles([(profile, version)])
         except IndexUnavailable:
-            log.warning("index unavailable: profile of %s left to the updater", profile.player_id)
+            log.warning("index unavailable: a profile left to the updater")
 
     async def set_friends(self, player_id: str, friends: Sequence[str]) -> None:
         _check_player(player_id)
@@ -92,7 +95,17 @@ class PlayerAdmin:
             raise InvalidInput(why)
         for f in friends:
             _check_player(f)
-        await self.store.set_friends(player_id, sorted(set(friends) - {player_id}))
+        await self._not_erased(player_id)
+        # An erased player is left out of another's list: their id is kept nowhere.
+        wanted = set(friends) - {player_id}
+        wanted -= await self.store.erased(sorted(wanted))
+        await self.store.set_friends(player_id, sorted(wanted))
+
+    async def _not_erased(self, player_id: str) -> None:
+        """A profile or a friends list of an erased player is refused, as their results
+        are (docs/architecture.md §9)."""
+        if await self.store.erased([player_id]):
+            raise Erased("this player was erased: nothing more is kept of them")
 
     async def _ban_keys(self, player_id: str) -> list[BoardKey]:
         """Every board window the player has a tally on, plus every board's current window
@@ -119,8 +132,8 @@ class PlayerAdmin:
         try:
             await self.index.ban(await self._ban_keys(player_id), player_id)
         except Unavailable:
-            log.warning("ban of %s recorded; the index is unavailable, so the boards drop "
-                        "them once it is back", player_id, exc_info=True)  # fmt: skip
+            log.warning("a ban recorded; the index is unavailable, so the boards drop "
+                        "the player once it is back", exc_info=True)  # fmt: skip
             return False
         finally:
             # On a split board, gone from this process's reads at once, not at the
@@ -147,7 +160,7 @@ class PlayerAdmin:
             # The totals never left the store; send them again and the updaters restore them.
             await self.store.requeue_player(player_id, self.clock.now())
         except Unavailable:
-            log.warning("unban of %s recorded; its totals are left to the reconciler",
-                        player_id, exc_info=True)  # fmt: skip
+            log.warning("an unban recorded; the player's totals are left to the reconciler",
+                        exc_info=True)  # fmt: skip
             return False
         return True

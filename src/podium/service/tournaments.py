@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec
@@ -35,8 +35,9 @@ from podium.domain.tournaments import (
 )
 from podium.domain.validation import ID, id_problem
 from podium.domain.windows import Window, WindowError, indexed_window
-from podium.errors import Conflict, Forbidden, InvalidInput, NotFound
+from podium.errors import Conflict, Erased, Forbidden, InvalidInput, NotFound
 from podium.ports import Clock, Players, Results
+from podium.ports.erasure import PlayerData
 from podium.ports.tournaments import Joined, TournamentStore
 from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
@@ -166,13 +167,17 @@ async def _played(t: Tournament, lifecycle: Lifecycle) -> list[Window]:
     return out
 
 
+class TournamentPlayers(Players, PlayerData, Protocol):
+    """Players' profiles and bans, and whom the store keeps as erased."""
+
+
 class Tournaments:
     def __init__(
         self,
         settings: Settings,
         store: TournamentStore,
         results: Results,
-        players: Players,
+        players: TournamentPlayers,
         clock: Clock,
         lifecycle: Lifecycle,
         boards: Boards,
@@ -318,6 +323,8 @@ class Tournaments:
                 f"modes {', '.join(t.modes)}, and the credential's are "
                 f"{', '.join(key.modes) or 'none'}"
             )
+        if await self.players.erased([player_id]):
+            raise Erased("this player was erased: they join nothing")
         now = self.clock.now()
         if t.ended_early is not None and t.ended_early <= now:
             joined = Joined.ENDED  # ended by the admin: no need to ask

@@ -20,6 +20,7 @@ call. Each lives in its own module and takes only the ports it uses:
 - ``search``: players found by id or name, and one player's file, for the admin
   (``moderation.py``).
 - ``tournaments``: tournaments made, joined, counted and read (``tournaments.py``).
+- ``erasures``: a player's data exported, and erased everywhere (``erasure.py``).
 - ``leagues``: league boards' cohorts: placed, read, frozen with their tier moves
   (``leagues.py``).
 
@@ -32,16 +33,18 @@ nothing is patched in after.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from podium.config.settings import Settings
 from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, RankSource, ScoreStore
 from podium.ports.archive import Archive
+from podium.ports.erasure import ArchiveErasure, IndexErasure
 from podium.ports.upkeep import UpkeepRecords
 from podium.service.board_admin import BoardAdmin
 from podium.service.boards import Boards, Changed
 from podium.service.credentials import Keys
+from podium.service.erasure import Erasures
 from podium.service.health import Health
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
@@ -81,6 +84,7 @@ class Service:
     search: PlayerSearch
     tournaments: Tournaments
     leagues: Leagues
+    erasures: Erasures
     # where a rebuild or a reshard says how far it is, for every process (ports/upkeep.py)
     upkeep: UpkeepRecords = field(default_factory=NoUpkeep)
 
@@ -98,12 +102,18 @@ class Service:
         *,
         beside: Callable[[Changed], Beside] | None = None,
         marked: MarkedRanks | None = None,
+        erased_from: Sequence[IndexErasure] = (),
+        files: ArchiveErasure | None = None,
+        erased_log: IndexErasure | None = None,
         upkeep: UpkeepRecords | None = None,
     ) -> Service:
         """``beside``: how a shared index rebuilds a window beside its live generation,
         given what to tell when it switched (None: refilled in place, the in-process index);
         ``marked``: the reads' check of the index's generation markers, which a league's
-        cohort read goes through too (None: an index without markers)."""
+        cohort read goes through too (None: an index without markers); ``erased_from``:
+        what an erasure clears beside the index (the aggregator's snapshots), ``files`` the
+        archive's files it writes again, ``erased_log`` a stream that keeps messages naming a
+        player (JetStream's)."""
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
@@ -136,5 +146,6 @@ class Service:
             search=PlayerSearch(store, clock, settings.boards),
             tournaments=tournaments,
             leagues=leagues,
+            erasures=Erasures(settings, store, [index, *erased_from], files, clock, erased_log),
             upkeep=upkeep or NoUpkeep(),
         )

@@ -23,6 +23,7 @@ from podium.domain.models import (
     Target,
 )
 from podium.domain.recording import RecordState, place_in_groups, plan_record
+from podium.domain.rejection import Counted
 from podium.domain.retention import StoredResult
 from podium.domain.tournaments import State
 from podium.ports.status import Reachable
@@ -209,6 +210,13 @@ class Seen(RecordHandle):
 def tally_columns(r: Row) -> Tally:
     """A tally read with its ``scored`` column."""
     return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))
+
+
+def counted_of(r: Row) -> Counted:
+    """A result as a reject's recount folds it (``domain/rejection.py``)."""
+    return Counted(
+        r["match_id"], r["mode"], r["points"], r["ended_at"], r["recorded_at"], r["metadata"]
+    )
 
 
 def moved_tally(r: Row) -> Tally:

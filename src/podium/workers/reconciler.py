@@ -335,7 +335,7 @@ class Reconciler:
         try:
             score = spec.score(s.tally, w)
         except EncodingError as e:  # the board's configuration changed under the tally
-            log.error("%s/%s: %s: cannot encode: %s", key.board, key.window, s.player_id, e)
+            log.error("%s/%s: a player's total cannot be encoded: %s", key.board, key.window, e)
             return 1  # nothing a reset could fix
         versioned = self._settings.versioned(spec)
         return await self._index.write(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from podium.errors import ConfigError
 from podium.workers import (
     aggregator,
+    eraser,
     freezer,
     heartbeats,
     ingest,
@@ -53,6 +54,7 @@ REGISTRY: tuple[Role, ...] = (
     Role("pruner", pruner.runners, pruner.not_needed),  # results past retention into files
     Role("webhooks", webhooks.runners, webhooks.not_needed),  # reward events to endpoints
     Role("ingest", ingest.runners, ingest.not_needed),  # [[ingest]] topics of matches
+    Role("eraser", eraser.runners),  # players' erasures carried out, step by step
 )
 NAMES = tuple(r.name for r in REGISTRY)
 _BY_NAME = {r.name: r for r in REGISTRY}

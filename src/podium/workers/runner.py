@@ -28,6 +28,7 @@ from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, S
 from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
 from podium.ports.ingest import MatchFeed
+from podium.service.erasure import Erasures
 from podium.service.ingest import Ingest
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
@@ -121,3 +122,4 @@ class Needs:
     # [[ingest]]: each table's topic, and the use case that records its matches (ingest.py)
     feeds: Sequence[tuple[IngestTable, MatchFeed]] = ()
     ingest: Ingest | None = None
+    erasures: Erasures | None = None  # players' erasures, carried out (eraser.py)

@@ -32,6 +32,7 @@ RUNNERS = {
     "pruner": ["pruner", "event-pruner"],  # results past retention, old events
     "webhooks": ["webhooks", "webhook-delivery"],  # events into deliveries, one endpoint's
     "ingest": ["ingest", "ingest"],  # one runner per [[ingest]] topic
+    "eraser": ["eraser"],  # players' erasures carried out
 }
 # Two topics of matches; their consumers connect at their first poll, never here.
 INGEST = [{"topic": t, "key": "gs", "brokers": "kafka://127.0.0.1:9"} for t in ("matches", "more")]

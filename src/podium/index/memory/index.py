@@ -267,6 +267,23 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             if board is not None:
                 board.banned.discard(player_id)
 
+    async def erase_player(self, player_id: str) -> int:
+        """Out of every board window of every generation, its versions, metadata and ban
+        sets, and the copy of profiles."""
+        gone = 0
+        boards = [*self._boards.values(), *self._retired.values()]
+        boards += [h.board for h in self._next.values()]
+        for board in boards:
+            if player_id in board.scores:
+                board.tally(board.scores[player_id], None)
+                board.remove(player_id)
+                gone += 1
+            board.versions.pop(player_id, None)
+            board.meta.pop(player_id, None)
+            board.banned.discard(player_id)
+        forgot: int = self.copy.forget(player_id)
+        return gone + forgot
+
     async def replace(
         self,
         key: BoardKey,

@@ -24,6 +24,10 @@ class MemoryProfileCopy:
         self._complete = False
         self._copier = None
 
+    def forget(self, player_id: str) -> int:
+        """The player's profile out of the copy (an erasure); 1 if it was held."""
+        return 0 if self._held.pop(player_id, None) is None else 1
+
     def held(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
         """The profiles of these players, or None while the copy is not complete."""
         if not self._complete:

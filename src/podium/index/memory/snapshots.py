@@ -49,3 +49,11 @@ class MemorySnapshots:
 
     async def stamp(self, key: BoardKey) -> bytes | None:
         return self._stamps.get(key) if await self.read(key) is not None else None
+
+    async def erase_player(self, player_id: str) -> int:
+        """Drop every snapshot that names the player (the next cycle publishes it again)."""
+        quoted = f'"{player_id}"'.encode()
+        naming = [k for k, (data, _) in self._held.items() if quoted in data]
+        for k in naming:
+            del self._held[k]
+        return len(naming)

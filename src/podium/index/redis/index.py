@@ -33,6 +33,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from podium.errors import ConfigError
 from podium.index.reads import ComposedReads
+from podium.index.redis.erasure import erase_member
 from podium.index.redis.errors import translated
 from podium.index.redis.keys import SINGLE, Keys, shard_tag
 from podium.index.redis.nodes import describe
@@ -345,6 +346,11 @@ class RedisIndex(ComposedReads, RedisRebuild):
         with translated:
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
+
+    async def erase_player(self, player_id: str) -> int:
+        """Out of every key under the prefix (``index/redis/erasure.py``): every shard's
+        and every generation's, so one call on any shard of a Redis does all of them."""
+        return await erase_member(self._r, self.keys.prefix, player_id)
 
     # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from podium.index.redis.erasure import erase_member
 from podium.index.redis.errors import translated
 from podium.index.redis.keys import Keys
 from podium.index.redis.scripts import lua
@@ -53,3 +54,7 @@ class RedisSnapshots:
         if data is None:
             return None
         return data.encode() if isinstance(data, str) else bytes(data)
+
+    async def erase_player(self, player_id: str) -> int:
+        """Drop every snapshot that names the player (the next cycle publishes it again)."""
+        return await erase_member(self._r, self._keys.prefix, player_id, "{agg}:snap:*")

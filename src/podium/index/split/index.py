@@ -269,6 +269,12 @@ class SplitIndex(ComposedReads):
         groups = self._keys_by_shard(keys, player_id)
         await asyncio.gather(*(self.shards[s].unban(ks, player_id) for s, ks in groups.items()))
 
+    async def erase_player(self, player_id: str) -> int:
+        """On every shard: a player's rows live on one, but a reshard's other layout, and a
+        key left from before one, may hold them elsewhere."""
+        gone = await asyncio.gather(*(s.erase_player(player_id) for s in self.shards))
+        return sum(gone)
+
     async def replace(
         self,
         key: BoardKey,

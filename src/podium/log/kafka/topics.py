@@ -45,6 +45,9 @@ def ensure_topics(
             replication,
             config={
                 "retention.ms": str(int(retention_s * 1000)),
+                # A segment is deleted once its newest message is past retention.ms: rolled
+                # this often, no message outlives 2 x retention (an erasure counts on it).
+                "segment.ms": str(int(retention_s * 1000)),
                 "min.insync.replicas": str(min(2, replication)),
             },
         )

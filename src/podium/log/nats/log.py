@@ -68,6 +68,7 @@ from podium.log.events import (
     OtherVersion,
     decode,
 )
+from podium.log.nats.erasure import erase_messages, player_subjects
 from podium.log.nats.errors import translated
 from podium.log.nats.lease import RelayLeases
 from podium.log.nats.pull import Pull
@@ -258,6 +259,12 @@ class NatsLog:
             raise LogUnavailable("NATS: not connected, reconnecting")
         with translated("ask JetStream for the account"):
             await js.account_info()
+
+    async def erase_player(self, player_id: str) -> int:
+        """Every message of the stream naming the player, deleted (``erasure.py``)."""
+        _, js = await self._ready()
+        subjects = player_subjects(self._stream, self._partitions, player_id)
+        return await erase_messages(js, self._stream, subjects, player_id)
 
     def _pull(self, nc: Client, js: JetStreamContext, partition: int) -> Pull:
         config = ConsumerConfig(

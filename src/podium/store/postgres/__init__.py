@@ -11,10 +11,13 @@ in ``windows`` and ``record``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from podium.store.postgres.beats import Beats
 from podium.store.postgres.buckets import Buckets
 from podium.store.postgres.cohorts import Cohorts
 from podium.store.postgres.credentials import Credentials
+from podium.store.postgres.erasure import PlayerData
 from podium.store.postgres.outbox import Outbox
 from podium.store.postgres.players import Players
 from podium.store.postgres.record import Results
@@ -28,6 +31,7 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(
+    PlayerData,
     Credentials,
     Results,
     Outbox,
@@ -41,6 +45,12 @@ class PostgresStore(
     Tournaments,
     Cohorts,
 ):
+    async def banned(self, player_ids: Sequence[str]) -> set[str]:
+        """The banned, and the erased (by the hash kept of their id): whom the updaters,
+        the reconciler and a freeze leave out, by one call (docs/architecture.md §9)."""
+        found = await Players.banned(self, player_ids)
+        return found | await self.erased(player_ids)
+
     @classmethod
     def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
         """Does not connect: the pools open on first use, so a store can be built anywhere."""

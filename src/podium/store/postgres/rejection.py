@@ -13,18 +13,12 @@ from podium.domain.boards import BoardSpec
 from podium.domain.models import Target
 from podium.domain.rejection import Counted, check_reject, counted_in, frozen_keys, plan_reject
 from podium.ports.store import Rejected
-from podium.store.common import Row, moved_tally
+from podium.store.common import counted_of, moved_tally
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database
 
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
-
-
-def _counted(r: Row) -> Counted:
-    return Counted(
-        r["match_id"], r["mode"], r["points"], r["ended_at"], r["recorded_at"], r["metadata"]
-    )
 
 
 class Rejections(Database):
@@ -59,7 +53,7 @@ class Rejections(Database):
             assert row is not None
             if row["rejected_at"] is not None:
                 return Rejected(float(row["rejected_at"]), row["points"])
-            result = _counted(row)
+            result = counted_of(row)
             rows = await c.fetch(
                 "SELECT board, window_id, total, reached_at, version, scored, metadata "
                 "FROM tallies WHERE player_id = $1",
@@ -83,7 +77,7 @@ class Rejections(Database):
                 )
                 frozen = {(r["board"], r["window_id"]) for r in found}
                 others = [
-                    _counted(r)
+                    counted_of(r)
                     for r in await c.fetch(
                         "SELECT match_id, mode, points, ended_at, recorded_at, metadata "
                         "FROM results WHERE player_id = $1 AND match_id <> $2 "

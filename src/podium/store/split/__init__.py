@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from podium.store.split.beats import Beats
 from podium.store.split.cohorts import Cohorts
+from podium.store.split.erasure import PlayerData
 from podium.store.split.move import Moves
 from podium.store.split.outbox import Outbox
 from podium.store.split.players import Credentials, Players
@@ -44,6 +45,7 @@ __all__ = ["SplitStore"]
 
 
 class SplitStore(
+    PlayerData,
     Credentials,
     Results,
     Outbox,

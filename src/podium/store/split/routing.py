@@ -71,6 +71,7 @@ class Router:
         self._moving: set[str] = set()  # databases a bucket is being copied to
         self._loaded = 0.0  # when the map was read (monotonic)
         self._loading = asyncio.Lock()
+        self.erasure_secret = ""  # given to every database's store (store/split/erasure.py)
         for url in (home, *self._shard_urls):
             self.db(url)
 
@@ -87,8 +88,13 @@ class Router:
             found = self._dbs[url] = PostgresStore.from_url(url, pool, reads)
             # A claim here may stand for records on other databases: it waits for its flush.
             found.lazy_claims = False
+            found.erasure_secret = self.erasure_secret
             self._index[url] = len(self._index)
         return found
+
+    def urls_known(self) -> list[str]:
+        """Every database this process has a store of."""
+        return list(self._dbs)
 
     @property
     def home(self) -> PostgresStore:

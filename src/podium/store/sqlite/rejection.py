@@ -9,19 +9,13 @@ from collections.abc import Sequence
 from podium.domain.boards import BoardSpec
 from podium.domain.rejection import Counted, check_reject, counted_in, frozen_keys, plan_reject
 from podium.ports.store import Rejected
-from podium.store.common import moved_tally
+from podium.store.common import counted_of, moved_tally
 from podium.store.sqlite.db import Database
 
 _RESULT = (
     "SELECT match_id, mode, points, ended_at, recorded_at, flag, metadata, accepted_at, "
     "rejected_at FROM results WHERE player_id = ? AND match_id = ?"
 )
-
-
-def _counted(r: sqlite3.Row) -> Counted:
-    return Counted(
-        r["match_id"], r["mode"], r["points"], r["ended_at"], r["recorded_at"], r["metadata"]
-    )
 
 
 class Rejections(Database):
@@ -46,7 +40,7 @@ class Rejections(Database):
             )
             if row["rejected_at"] is not None:
                 return Rejected(float(row["rejected_at"]), row["points"])
-            result = _counted(row)
+            result = counted_of(row)
             tallies = {
                 (r["board"], r["window_id"]): moved_tally(r)
                 for r in c.execute(
@@ -67,7 +61,7 @@ class Rejections(Database):
                             frozen.add(key)
                 start = min(w.start for *_, w in hit)
                 others = [
-                    _counted(r)
+                    counted_of(r)
                     for r in c.execute(
                         "SELECT match_id, mode, points, ended_at, recorded_at, metadata "
                         "FROM results WHERE player_id = ? AND match_id <> ? AND ended_at >= ? "

@@ -33,7 +33,8 @@ export class Problem extends Error {
 export const enc = encodeURIComponent;
 
 // method, path (with its ids already encoded), an optional JSON body, query parameters and,
-// for the sign-in's probes, a key other than the kept one. 204 and 202-without-body answer null.
+// for the sign-in's probes, a key other than the kept one. 204 and 202-without-body answer null;
+// with `blob: true`, a success answers its body as a Blob (a download, never parsed here).
 export async function call(method, path, options = {}) {
   // A read the server shed (503, Retry-After) is asked again a few times: reads change
   // nothing, and a console under a busy game should still show its pages. A write is never
@@ -49,7 +50,7 @@ export async function call(method, path, options = {}) {
   }
 }
 
-async function once(method, path, { body, query, key } = {}) {
+async function once(method, path, { body, query, key, blob } = {}) {
   const headers = { Accept: "application/json" };
   const secret = key ?? session.key;
   if (secret) headers.Authorization = `Bearer ${secret}`;
@@ -67,6 +68,13 @@ async function once(method, path, { body, query, key } = {}) {
     });
   } catch (e) {
     throw new Problem(0, "No answer", `podium did not answer (${e.message}); nothing was changed by this page`);
+  }
+  if (response.ok && blob) {
+    try {
+      return await response.blob();
+    } catch (e) {
+      throw new Problem(0, "Cut short", `podium's answer stopped before its end (${e.message}); nothing was saved`);
+    }
   }
   const text = await response.text();
   let data = null;

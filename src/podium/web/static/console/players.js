@@ -1,6 +1,6 @@
 // Players: found by id or name, one player's file (ranks on every board, tiers and cohorts,
 // tournaments, past windows, latest results with flags and metadata), ban and unban; and
-// the review queue of flagged results.
+// the review queue of flagged results; a player's data exported (a JSON file) and erased.
 
 import { call, enc, Problem } from "./api.js";
 import { fmt } from "../dom.js";
@@ -157,6 +157,7 @@ async function file(root, ctx, playerId) {
       ),
     );
     root.append(banCard(ctx, admin, onBoards));
+    root.append(exportCard(admin.playerId), eraseCard(ctx, root, admin.playerId));
   }
 }
 
@@ -217,6 +218,87 @@ function banCard(ctx, admin, onBoards) {
         const answer = await call("POST", `/v1/admin/players/${enc(id)}/ban`, { body: { reason: reason.value } });
         notice(answer && answer.detail ? answer.detail : `${id} is banned`);
         await ctx.go("players", id);
+      },
+    }),
+  );
+  return box;
+}
+
+// Everything podium holds on the player, as the API's one JSON document, saved as a file
+// named after them: fetched with the key in its header (never in a URL), then handed to the
+// browser as a Blob.
+function exportCard(id) {
+  const go = el("button", { type: "button", id: "export-data", text: "Export data" });
+  go.addEventListener("click", () =>
+    act(go, async () => {
+      const blob = await call("GET", `/v1/admin/players/${enc(id)}/export`, { blob: true });
+      const name = `${id.replace(/[^A-Za-z0-9_.-]/g, "_")}.json`;
+      const url = URL.createObjectURL(blob);
+      const link = el("a", { href: url, download: name, hidden: true });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      notice(`${id}'s data is saved as ${name} (${fmt(blob.size)} bytes)`);
+    }),
+  );
+  return card(
+    "Export data",
+    el("p", {
+      class: "help",
+      text: "One JSON document with everything podium holds on this player: profile, every result with its metadata, archived results, tallies, final standings, tiers and cohorts, tournament entries, friends, ban and flags, and the events and webhook deliveries that name them.",
+    }),
+    go,
+  );
+}
+
+// The erasure: what it does said first, confirmed by typing the player's id; then the
+// receipt, polled every second and a half until it is done. Asked again (the page opened
+// anew while it runs), the API answers the same receipt, and the polling takes it up.
+function eraseCard(ctx, root, id) {
+  const box = card("Erase player");
+  box.append(
+    confirmTyped({
+      what: `Erasing ${id} removes every copy podium holds of them, for good: their results, profile, friends, ban, tiers, tournament entries and the rank index's entries, and the archive files rewritten without them. Where another player's record depends on them (a frozen window's final standings, a finished tournament, a cohort), they stay as a pseudonym (erased-…), so everyone else keeps their rank and points. A later result for ${id} is refused. What left podium before (webhooks delivered, backups) is not reached. This cannot be undone; export their data first if it is asked for.`,
+      expected: id,
+      button: "Erase player",
+      onConfirm: async () => {
+        let receipt = await call("DELETE", `/v1/admin/players/${enc(id)}`);
+        const status = el("div", { id: "erasure", role: "status", "aria-live": "polite" });
+        box.replaceChildren(el("h2", { text: "Erase player" }), status);
+        // The file shown above is theirs no more: only the search and the erasure stay.
+        for (const other of [...root.children].slice(1)) if (other !== box) other.remove();
+        const shown = () =>
+          status.replaceChildren(
+            el("p", { id: "erasure-state", "data-state": receipt.state, text: receipt.state === "done" ? `Done: ${id} is gone from podium.` : `Erasing ${id}: ${receipt.state}, at step ${receipt.step}…` }),
+            kv([
+              ["Receipt", receipt.id],
+              ["State", receipt.state],
+              ["Step", receipt.step],
+              ["Asked", `${when(receipt.requestedAt)} by key ${receipt.requestedBy}`],
+              ["Done", receipt.doneAt ? when(receipt.doneAt) : null],
+            ]),
+            table(
+              "what was touched, by kind, so far (kinds with none left out)",
+              ["Kind", "Count#"],
+              Object.entries(receipt.counts || {})
+                .filter(([, v]) => v)
+                .map(([k, v]) => [k, fmt(v)]),
+              "nothing counted yet",
+            ),
+          );
+        shown();
+        notice(`${id}'s erasure is asked: receipt ${receipt.id}`);
+        while (receipt.state !== "done") {
+          await new Promise((resolve) => setTimeout(resolve, 1500));
+          if (!status.isConnected) return; // the operator went elsewhere: the erasure goes on
+          receipt = await call("GET", `/v1/admin/erasures/${enc(receipt.id)}`);
+          shown();
+        }
+        notice(`${id} is erased (receipt ${receipt.id}): the player is gone; their page now finds nothing`);
+        status.append(
+          el("button", { type: "button", text: "Open their page again", onclick: () => ctx.go("players", id) }),
+        );
       },
     }),
   );

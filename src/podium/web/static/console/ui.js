@@ -53,7 +53,7 @@ export function fail(error) {
   $("notice").textContent = "";
   const p = error instanceof Problem ? error : new Problem(0, "Error", String(error && error.message ? error.message : error));
   const list = p.errors.length ? el("ul", {}, ...p.errors.map((e) => el("li", { text: e }))) : null;
-  $("alert").replaceChildren(el("p", { text: p.words }), list);
+  $("alert").replaceChildren(el("p", { text: p.words }), ...(list ? [list] : [])); // a null would show as "null"
 }
 
 // Runs an API call from a button: the button is busy meanwhile, errors are shown in words.

@@ -1,0 +1,96 @@
+"""A player's data, exported and erased (issue 35): what the store, the rank index and the
+archive each do for it. The eraser (``service/erasure.py``) drives them in the steps of
+``domain.erasure.Step``; every call here is idempotent, so a step killed midway is done
+again from its start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+from podium.domain.erasure import Erasure, Step
+
+ExportRow = dict[str, Any]
+
+
+class PlayerData(Protocol):
+    """The store's side: a player's rows a page at a time, their erasure in one
+    transaction per database, and the durable record of each erasure."""
+
+    erasure_secret: str  # the key of the hashes kept of erased ids ([store] erasure_secret)
+
+    async def export_page(
+        self, player_id: str, section: str, after: str, limit: int
+    ) -> list[tuple[str, ExportRow]]:
+        """Up to ``limit`` rows of one section (``domain.erasure.EXPORT_SECTIONS``), each
+        with its key, in key order after ``after`` ('' from the first)."""
+        ...
+
+    async def erase_rows(self, player_id: str, pseudonym: str) -> dict[str, int]:
+        """Every row of the player deleted, or given ``pseudonym`` where another player's
+        record depends on it; how many rows of each kind. Again: all zero."""
+        ...
+
+    async def erased(self, player_ids: Sequence[str]) -> set[str]:
+        """Which of these players were erased (their keyed hash is kept)."""
+        ...
+
+    async def open_erasure(self, erasure: Erasure) -> Erasure:
+        """Record an erasure and the hash of its id (in one transaction), unless one of
+        that hash is recorded already: then that one, unchanged."""
+        ...
+
+    async def erasure(self, erasure_id: str) -> Erasure | None: ...
+
+    async def erasures_due(self, limit: int) -> list[Erasure]:
+        """Erasures not done yet, oldest first."""
+        ...
+
+    async def advance_erasure(
+        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
+    ) -> None:
+        """Note a step done: the next ``step`` and the counts so far. At ``Step.DONE``, the
+        id and the pseudonym are forgotten and ``done_at`` set. A record done already is left
+        as it is (two erasers on one record: the later one's notes change nothing)."""
+        ...
+
+    async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
+        """(board, window, archive file) of every frozen window whose standings hold the
+        pseudonym: the standings files to write again."""
+        ...
+
+    async def set_archive(self, board: str, window: str, archive: str, checksum: str) -> None: ...
+
+
+class IndexErasure(Protocol):
+    """The rank index's side: every copy of the player it holds, gone."""
+
+    async def erase_player(self, player_id: str) -> int:
+        """Remove the player from every key: boards of every window (cohorts and
+        tournaments included), their versions, metadata and ban sets, the copy of
+        profiles, and any snapshot naming them (the aggregator publishes it again). How
+        many entries it removed; again: 0."""
+        ...
+
+
+class ArchiveErasure(Protocol):
+    """The archive's side: archived results and frozen standings files."""
+
+    def archived_results(self, player_id: str) -> Iterator[dict[str, Any]]:
+        """The player's rows in the day files of pruned results (blocking: run in a thread)."""
+        ...
+
+    def drop_results(self, player_id: str) -> int:
+        """Every day file holding the player written again without their rows, with a new
+        manifest, the old file replaced; how many rows went (blocking)."""
+        ...
+
+    def rename_in_standings(
+        self, name: str, player_id: str, pseudonym: str
+    ) -> tuple[bool, str | None]:
+        """A standings file written again with the pseudonym for the player, positions and
+        points unchanged, with a new manifest: whether it was written (not when it does
+        not name the player: written already), and the sha256 of the file as it is now
+        (None: no such file). Blocking."""
+        ...

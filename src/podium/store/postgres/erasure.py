@@ -1,0 +1,139 @@
+"""A player's data on Postgres (``ports/erasure.py``): the export's pages, the erasure's one
+transaction (under the player's record lock, so that no record of theirs interleaves), the
+erasure records and the hashes of erased ids. The SQL is shared with SQLite
+(``store/erasure.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from podium.domain.erasure import Erasure, Step, erased_digest
+from podium.ports.erasure import ExportRow
+from podium.store.erasure import (
+    ERASE,
+    ERASURE_COLS,
+    RENAMED,
+    erasure_of,
+    export_sql,
+    keyed_rows,
+    postgres,
+)
+from podium.store.postgres import locks
+from podium.store.postgres.pool import Database, rowcount
+
+if TYPE_CHECKING:
+    from podium.store.postgres.pool import Conn
+
+# Each statement with the arguments it takes: the player, and the pseudonym where it names one.
+_ERASE = tuple((kind, postgres(sql, ("p", "q")), ":q" in sql) for kind, sql in ERASE)
+_RENAMED = postgres(RENAMED, ("q",))
+
+
+class PlayerData(Database):
+    erasure_secret = ""
+
+    async def export_page(
+        self, player_id: str, section: str, after: str, limit: int
+    ) -> list[tuple[str, ExportRow]]:
+        sql = postgres(export_sql(section), ("p", "after", "limit"))
+        rows = await self._fetch(sql, player_id, after, limit)
+        return keyed_rows(rows)
+
+    async def erase_rows(self, player_id: str, pseudonym: str) -> dict[str, int]:
+        async def run(c: Conn) -> dict[str, int]:
+            await c.execute(
+                "SELECT pg_advisory_xact_lock($1, $2)",
+                locks.RECORD_NS,
+                locks.player_key(player_id),
+            )
+            counts: dict[str, int] = {}
+            for kind, sql, renames in _ERASE:
+                args = (player_id, pseudonym) if renames else (player_id,)
+                n = rowcount(await c.execute(sql, *args))
+                counts[kind] = counts.get(kind, 0) + n
+            return counts
+
+        return await self._run(run)
+
+    async def erased(self, player_ids: Sequence[str]) -> set[str]:
+        by_digest = {erased_digest(self.erasure_secret, p): p for p in player_ids}
+        if not by_digest:
+            return set()
+        rows = await self._fetch(
+            "SELECT digest FROM erased WHERE digest = ANY($1::text[])", list(by_digest)
+        )
+        return {by_digest[r["digest"]] for r in rows}
+
+    async def note_erased(self, digest: str, now: float) -> None:
+        """The hash of an erased id kept on this database (each database of a split store
+        keeps every one, so that each refuses the player by itself)."""
+        await self._execute(
+            "INSERT INTO erased (digest, erased_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            digest,
+            now,
+        )
+
+    async def open_erasure(self, erasure: Erasure) -> Erasure:
+        async def run(c: Conn) -> Erasure:
+            await c.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", 35, erasure.digest)
+            held = await c.fetchrow(
+                f"SELECT {ERASURE_COLS} FROM erasures WHERE digest = $1 "
+                "ORDER BY requested_at LIMIT 1",
+                erasure.digest,
+            )
+            if held is not None:
+                return erasure_of(held)
+            await c.execute(
+                f"INSERT INTO erasures ({ERASURE_COLS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)",
+                erasure.id,
+                erasure.digest,
+                erasure.player_id,
+                erasure.pseudonym,
+                erasure.step.value,
+                erasure.requested_at,
+                erasure.requested_by,
+                json.dumps(erasure.counts),
+            )
+            await c.execute(
+                "INSERT INTO erased (digest, erased_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                erasure.digest,
+                erasure.requested_at,
+            )
+            return erasure
+
+        return await self._run(run)
+
+    async def erasure(self, erasure_id: str) -> Erasure | None:
+        rows = await self._fetch(f"SELECT {ERASURE_COLS} FROM erasures WHERE id = $1", erasure_id)
+        return erasure_of(rows[0]) if rows else None
+
+    async def erasures_due(self, limit: int) -> list[Erasure]:
+        rows = await self._fetch(
+            f"SELECT {ERASURE_COLS} FROM erasures WHERE done_at IS NULL "
+            "ORDER BY requested_at LIMIT $1",
+            limit,
+        )
+        return [erasure_of(r) for r in rows]
+
+    async def advance_erasure(
+        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
+    ) -> None:
+        done = step is Step.DONE
+        await self._execute(
+            "UPDATE erasures SET step = $1, counts = $2, "
+            "player_id = CASE WHEN $3 THEN NULL ELSE player_id END, "
+            "pseudonym = CASE WHEN $3 THEN '' ELSE pseudonym END, "
+            "done_at = CASE WHEN $3 THEN $4 ELSE done_at END WHERE id = $5 AND done_at IS NULL",
+            step.value,
+            json.dumps(counts),
+            done,
+            now,
+            erasure_id,
+        )
+
+    async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
+        rows = await self._fetch(_RENAMED, pseudonym)
+        return [(r["board"], r["window_id"], r["archive"]) for r in rows]

@@ -1,0 +1,125 @@
+"""A player's data on SQLite (``ports/erasure.py``): the export's pages, the erasure's one
+transaction, the erasure records and the hashes of erased ids. The SQL is shared with
+Postgres (``store/erasure.py``)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from podium.domain.erasure import Erasure, Step, erased_digest
+from podium.ports.erasure import ExportRow
+from podium.store.erasure import (
+    ERASE,
+    ERASURE_COLS,
+    RENAMED,
+    erasure_of,
+    export_sql,
+    keyed_rows,
+)
+from podium.store.sqlite.db import Database
+
+
+class PlayerData(Database):
+    erasure_secret = ""
+
+    async def export_page(
+        self, player_id: str, section: str, after: str, limit: int
+    ) -> list[tuple[str, ExportRow]]:
+        sql = export_sql(section)
+        rows = await self._read(
+            lambda c: c.execute(sql, {"p": player_id, "after": after, "limit": limit}).fetchall()
+        )
+        return keyed_rows(rows)
+
+    async def erase_rows(self, player_id: str, pseudonym: str) -> dict[str, int]:
+        def run(c: sqlite3.Connection) -> dict[str, int]:
+            counts: dict[str, int] = {}
+            for kind, sql in ERASE:
+                n = c.execute(sql, {"p": player_id, "q": pseudonym}).rowcount
+                counts[kind] = counts.get(kind, 0) + max(n, 0)
+            return counts
+
+        return await self._write(run)
+
+    async def erased(self, player_ids: Sequence[str]) -> set[str]:
+        by_digest = {erased_digest(self.erasure_secret, p): p for p in player_ids}
+        if not by_digest:
+            return set()
+        marks = ",".join("?" * len(by_digest))
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT digest FROM erased WHERE digest IN ({marks})", list(by_digest)
+            ).fetchall()
+        )
+        return {by_digest[r["digest"]] for r in rows}
+
+    async def open_erasure(self, erasure: Erasure) -> Erasure:
+        def run(c: sqlite3.Connection) -> Erasure:
+            held = c.execute(
+                f"SELECT {ERASURE_COLS} FROM erasures WHERE digest = ? "
+                "ORDER BY requested_at LIMIT 1",
+                (erasure.digest,),
+            ).fetchone()
+            if held is not None:
+                return erasure_of(held)
+            c.execute(
+                f"INSERT INTO erasures ({ERASURE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    erasure.id,
+                    erasure.digest,
+                    erasure.player_id,
+                    erasure.pseudonym,
+                    erasure.step.value,
+                    erasure.requested_at,
+                    erasure.requested_by,
+                    None,
+                    json.dumps(erasure.counts),
+                ),
+            )
+            c.execute(
+                "INSERT OR IGNORE INTO erased (digest, erased_at) VALUES (?, ?)",
+                (erasure.digest, erasure.requested_at),
+            )
+            return erasure
+
+        return await self._write(run)
+
+    async def erasure(self, erasure_id: str) -> Erasure | None:
+        row = await self._read(
+            lambda c: c.execute(
+                f"SELECT {ERASURE_COLS} FROM erasures WHERE id = ?", (erasure_id,)
+            ).fetchone()
+        )
+        return None if row is None else erasure_of(row)
+
+    async def erasures_due(self, limit: int) -> list[Erasure]:
+        rows = await self._read(
+            lambda c: c.execute(
+                f"SELECT {ERASURE_COLS} FROM erasures WHERE done_at IS NULL "
+                "ORDER BY requested_at LIMIT ?",
+                (limit,),
+            ).fetchall()
+        )
+        return [erasure_of(r) for r in rows]
+
+    async def advance_erasure(
+        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
+    ) -> None:
+        done = step is Step.DONE
+
+        def run(c: sqlite3.Connection) -> None:
+            c.execute(
+                "UPDATE erasures SET step = ?, counts = ?, "
+                "player_id = CASE WHEN ? THEN NULL ELSE player_id END, "
+                "pseudonym = CASE WHEN ? THEN '' ELSE pseudonym END, "
+                "done_at = CASE WHEN ? THEN ? ELSE done_at END WHERE id = ? AND done_at IS NULL",
+                (step.value, json.dumps(counts), done, done, done, now, erasure_id),
+            )
+
+        await self._write(run)
+
+    async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
+        rows = await self._read(lambda c: c.execute(RENAMED, {"q": pseudonym}).fetchall())
+        return [(r["board"], r["window_id"], r["archive"]) for r in rows]
