@@ -163,7 +163,12 @@ async def bench_cycles(
     assert b16.split is not None
     spec, w = season(b16.settings, int(time.time()))
     first: Aggregator | None = None
-    figures: dict[str, list[tuple[float, float, float]]] = {"planning": [], "steady": []}
+    figures: dict[str, list[tuple[float, float, float]]] = {
+        "planning": [],
+        "steady": [],
+        "re-plan": [],
+    }
+    replan_cycles: list[int] = []
     for _ in range(runs):
         agg = Aggregator(b16.settings, b16.split.shards, b16.snapshots, SystemClock())
         if bounds is not None:  # the histogram's budget measured against another's
@@ -181,6 +186,20 @@ async def bench_cycles(
             cpu, rcpu = time.process_time() - cpu0, server.cpu_s() - redis0
             assert kept, "the snapshot was not published"
             figures[kind].append((wall, cpu, rcpu))
+        # A re-plan on an aggregator that has boundaries (once a minute, or on drift): every
+        # cycle until the new boundaries are in use (one, where planning holds the cycle up).
+        board = agg._boards[BoardKey(spec.name, w.id)]
+        board.planned_at = float("-inf")
+        n = 0
+        while n == 0 or getattr(board, "planning", None) is not None:
+            n += 1
+            cpu0, redis0, t0 = time.process_time(), server.cpu_s(), time.perf_counter()
+            assert await agg.cycle(spec, w, fence), "the snapshot was not published"
+            wall = time.perf_counter() - t0
+            figures["re-plan"].append((wall, time.process_time() - cpu0, server.cpu_s() - redis0))
+            if getattr(board, "planning", None) is not None:
+                await asyncio.sleep(aggregator.PERIOD_S / 10)  # as between a fleet's cycles
+        replan_cycles.append(n)
     print(
         f"\naggregator cycle, {spec.name} board, {SHARDS} shards, exact_top {spec.exact_top}, "
         f"at most {agg.max_bounds} boundaries"
@@ -193,6 +212,7 @@ async def bench_cycles(
             f"{statistics.median(cpus) * 1000:7.1f} ms  redis CPU "
             f"{statistics.median(rcpus) * 1000:7.1f} ms"
         )
+    print(f"  cycles until a re-plan's boundaries were in use: {replan_cycles}")
     assert first is not None
     return first
 

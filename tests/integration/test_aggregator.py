@@ -265,22 +265,86 @@ async def test_the_boundaries_are_planned_again_when_the_board_drifts_from_its_p
     key = BoardKey(spec.name, w.id)
     await fill(split, key, 3000)
     assert await agg.step() == 1
-    planned = agg._boards[key].bounds
-    assert planned
+    planned_bounds = agg._boards[key].bounds
+    assert planned_bounds
     # A crowd arrives on one score inside the histogram: its bucket more than doubles.
     crowd = [(f"q_{i:05d}", 500) for i in range(2000)]
     await split.write(key, crowd, descending=True, expire_at=None)
     clock.t += 1
     assert await agg.step() == 1
-    assert agg._boards[key].bounds == planned  # too soon after the plan
+    assert agg._boards[key].bounds == planned_bounds  # too soon after the plan
     clock.t += aggregator.REPLAN_MIN_S
+    assert await agg.step() == 1  # the plan starts, beside the cycles
+    await planned(agg, key)
     assert await agg.step() == 1
-    assert agg._boards[key].bounds != planned  # well before REPLAN_S
+    assert agg._boards[key].bounds != planned_bounds  # well before REPLAN_S
     assert clock.t - NOW < aggregator.REPLAN_S
     again = agg._boards[key].bounds
     clock.t += aggregator.REPLAN_MIN_S
     assert await agg.step() == 1
     assert agg._boards[key].bounds == again  # no drift since: the plan stands
+
+
+async def planned(agg: Aggregator, key: BoardKey) -> None:
+    """Until the plan running beside the cycles (if one does) has ended."""
+    task = agg._boards[key].planning
+    if task is not None:
+        await asyncio.wait([task])
+
+
+class Held:
+    """A shard whose samples for a plan wait until the test lets them go."""
+
+    def __init__(self, inner: MemoryIndex) -> None:
+        self.inner = inner
+        self.go = asyncio.Event()
+        self.held = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def scores_at(self, *args: object, **kw: object) -> object:
+        if self.held:
+            await self.go.wait()
+        return await self.inner.scores_at(*args, **kw)  # type: ignore[arg-type]
+
+
+async def test_a_plan_runs_beside_the_cycles_which_count_at_the_old_boundaries() -> None:
+    """Once a board has boundaries, a re-plan holds no cycle up: while its samples are being
+    read, cycles go on publishing counts at the old boundaries, and the first cycle after it
+    ends counts at the new ones."""
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    held = [Held(p) for p in parts]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(held, snaps, clock)  # type: ignore[arg-type]
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    await fill(split, key, 3000)
+    assert await agg.step() == 1  # the first plan, in the cycle: no boundaries before it
+    old = agg._boards[key].bounds
+    assert old and agg._boards[key].planning is None
+    for h in held:
+        h.held = True
+    crowd = [(f"q_{i:05d}", 500) for i in range(3000)]
+    await split.write(key, crowd, descending=True, expire_at=None)
+    clock.t += aggregator.REPLAN_S
+    for _ in range(3):  # the plan waits on its samples; the cycles do not wait on it
+        assert await agg.step() == 1
+        assert agg._boards[key].planning is not None
+        snap = await snapshot_of(snaps, key)
+        assert snap.histogram is not None and snap.histogram.bounds == old
+        assert snap.total == 6000  # counted this cycle, at the old boundaries
+        clock.t += 1
+    for h in held:
+        h.go.set()
+    await planned(agg, key)
+    assert await agg.step() == 1
+    new = agg._boards[key].bounds
+    assert new != old and agg._boards[key].planning is None
+    snap = await snapshot_of(snaps, key)
+    assert snap.histogram is not None and snap.histogram.bounds == new
+    assert sum(snap.histogram.counts) <= snap.total
 
 
 async def test_a_snapshot_carries_the_tallies_its_counts_hold() -> None:
@@ -298,3 +362,34 @@ async def test_a_snapshot_carries_the_tallies_its_counts_hold() -> None:
     assert snap.histogram is not None and snap.histogram.newest == spec.codec.encode(
         0, int(clock.t) - w.start
     )
+
+
+async def test_each_shard_is_read_as_deep_as_the_top_reaches_and_the_top_stays_exact() -> None:
+    """After the first cycle each shard's top is read only as deep as it reached into the
+    merged top (and a margin); a shard that comes to hold more of the top than that (here a
+    crowd of new leaders on one shard, then on another) is read again, fully, in the same
+    cycle: every snapshot's top is the exact merged top."""
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split, snaps = SplitIndex(parts), MemorySnapshots(clock.now)
+    agg = make(parts, snaps, clock, exact_top=600)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 4000)
+    rng = random.Random(3)
+    for step in range(6):
+        assert await agg.step() == 1
+        snap = await snapshot_of(snaps, key)
+        assert list(snap.top) == in_board_order(board.items(), True)[:600], step
+        depths = agg._boards[key].depths
+        assert depths is not None and all(d < 600 for d in depths), depths
+        # New leaders, all on one shard: more of the top than its depth reaches.
+        shard = step % 4
+        crowd: dict[str, int] = {}
+        while len(crowd) < 300:
+            m = f"n{step}_{rng.randrange(10**6):06d}"
+            if split.shard_of(m) == shard:
+                crowd[m] = 2000 + rng.randrange(1000)
+        await split.write(key, list(crowd.items()), descending=True, expire_at=None)
+        board.update(crowd)
+        clock.t += 1

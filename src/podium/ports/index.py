@@ -367,6 +367,12 @@ class Snapshots(Protocol):
         """The board window's snapshot, or None when there is none (yet, or any more)."""
         ...
 
+    async def stamp(self, key: BoardKey) -> bytes | None:
+        """A few bytes that change with every snapshot of the board window kept, so that a
+        reader holding one can tell, cheaply and often, whether a newer one is there; None
+        when none tells (none kept, or kept by a release before stamps)."""
+        ...
+
 
 class ProfileCopy(Protocol):
     """The index's copy of profiles (names, avatars, countries), so that a read shows names
@@ -531,6 +537,12 @@ class RankSource(Protocol):
     async def spread(self, spec: BoardSpec, key: BoardKey, buckets: int) -> Spread:
         """At most ``buckets`` equal-width point buckets from the lowest total on the board
         to the highest, and how many players hold each."""
+        ...
+
+    async def version(self, key: BoardKey) -> bytes | None:
+        """What the board window's top pages are read from, as a token that changes when
+        it does (a split board's snapshot's stamp), so that a page held by it is read again
+        as soon as a newer one is there; None: pages are held for ``page_cache_s`` alone."""
         ...
 
     def forget(self, changed_at: float | None = None) -> None:

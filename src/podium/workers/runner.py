@@ -45,12 +45,16 @@ class Runner:
         idle_sleep_s: float = 0.01,
         max_backoff_s: float = 5.0,
         full: int = 1,
+        paced: bool = False,
     ) -> None:
         self.role = role
         self._step = step
         self._idle = idle_sleep_s
         self._max_backoff = max_backoff_s
         self._full = full  # a step that did at least this much may have left more behind
+        # paced: steps begin every idle_sleep_s (the sleep is what the step left of it), not
+        # idle_sleep_s after the last one ended
+        self._paced = paced
         self._stop = asyncio.Event()
         self.last_loop: float | None = None  # when its loop last began (workers/heartbeats.py)
 
@@ -67,6 +71,7 @@ class Runner:
         while not self._stop.is_set():
             self.last_loop = time.time()
             metrics.WORKER_HEARTBEAT.labels(self.role).set(self.last_loop)
+            began = time.monotonic()
             try:
                 done = await self._step()
                 backoff = 0.0
@@ -85,7 +90,8 @@ class Runner:
                 await self._sleep(backoff)
                 continue
             if done < self._full:
-                await self._sleep(self._idle)
+                left = self._idle - (time.monotonic() - began) if self._paced else self._idle
+                await self._sleep(max(0.0, left))
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

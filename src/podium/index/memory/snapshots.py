@@ -19,6 +19,8 @@ class MemorySnapshots:
         self._holder: tuple[str, float] | None = None  # (token, lease end)
         self._fence = 0
         self._held: dict[BoardKey, tuple[bytes, float]] = {}
+        self._kept = 0  # snapshots kept: each one's stamp
+        self._stamps: dict[BoardKey, bytes] = {}
 
     async def lead(self, token: str, now: float, lease_s: float) -> int | None:
         if self._holder is not None and self._holder[0] != token and self._holder[1] > now:
@@ -32,6 +34,8 @@ class MemorySnapshots:
         if fence != self._fence:
             return False
         self._held[key] = (data, self._clock() + ttl_s)
+        self._kept += 1
+        self._stamps[key] = b"%d" % self._kept
         return True
 
     async def read(self, key: BoardKey) -> bytes | None:
@@ -42,6 +46,9 @@ class MemorySnapshots:
             del self._held[key]
             return None
         return found[0]
+
+    async def stamp(self, key: BoardKey) -> bytes | None:
+        return self._stamps.get(key) if await self.read(key) is not None else None
 
     async def erase_player(self, player_id: str) -> int:
         """Drop every snapshot that names the player (the next cycle publishes it again)."""

@@ -170,6 +170,10 @@ class Keys:
     def snapshot(self, key: BoardKey) -> str:
         return f"{self.prefix}:{{agg}}:snap:{key.board}:{key.window}"
 
+    def snapshot_stamp(self, key: BoardKey) -> str:
+        """Bumped with every snapshot kept (``Snapshots.stamp``): the same tag, one script."""
+        return f"{self.prefix}:{{agg}}:snapstamp:{key.board}:{key.window}"
+
     # The layout record (``index/redis/layout.py``): the live shard count a reshard wrote, and
     # beside it, while one runs, the count being built. One tag: one slot, one MGET.
     def layout(self) -> str:

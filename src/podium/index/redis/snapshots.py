@@ -36,7 +36,7 @@ class RedisSnapshots:
     async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
         with translated:
             kept = await self._publish(
-                keys=[self._keys.fence(), self._keys.snapshot(key)],
+                keys=[self._keys.fence(), self._keys.snapshot(key), self._keys.snapshot_stamp(key)],
                 args=[fence, data, max(1, int(ttl_s * 1000))],
             )
         return bool(kept)
@@ -44,6 +44,13 @@ class RedisSnapshots:
     async def read(self, key: BoardKey) -> bytes | None:
         with translated:
             data = await self._r.get(self._keys.snapshot(key))
+        if data is None:
+            return None
+        return data.encode() if isinstance(data, str) else bytes(data)
+
+    async def stamp(self, key: BoardKey) -> bytes | None:
+        with translated:
+            data = await self._r.get(self._keys.snapshot_stamp(key))
         if data is None:
             return None
         return data.encode() if isinstance(data, str) else bytes(data)

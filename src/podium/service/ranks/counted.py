@@ -25,6 +25,9 @@ class CountedRanks:
     def forget(self, changed_at: float | None = None) -> None:
         return None  # nothing held: every read asks the index
 
+    async def version(self, key: BoardKey) -> bytes | None:
+        return None  # pages count on the index: held for page_cache_s
+
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
         now = self.clock.now()
         rows = await self.index.page(key, start, stop, descending=spec.order is Order.DESC)

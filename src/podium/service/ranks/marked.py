@@ -144,6 +144,9 @@ class MarkedRanks:
     def forget(self, changed_at: float | None = None) -> None:
         self._inner.forget(changed_at)
 
+    async def version(self, key: BoardKey) -> bytes | None:
+        return await self._inner.version(key)
+
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
         return await self.checked(lambda: self._inner.top(spec, key, start, stop))
 

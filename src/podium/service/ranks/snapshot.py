@@ -5,9 +5,16 @@ rank aggregator publishes about once a second (``workers/aggregator.py``), and a
 the snapshot's exact top may be estimated from its histogram: one read of the player's own
 shard for their score, every shard's tallies of writes since the counts (``domain/changes.py``:
 the interval holds at the moment of the answer, not only as of the counts), the rest from
-memory. Each API process reads a board window's
-snapshot at most once per ``HOLD_S`` (one refill at a time, shared by every request that
-wants it), so a thousand reads a second cost the snapshot store one read a second.
+memory. Each API process asks for a board window's snapshot's
+stamp (a few bytes that change with every publish) at most once per ``STAMP_S``, and reads
+the snapshot itself only when the stamp changed, or ``HOLD_S`` after it last did (one refill
+at a time, shared by every request that wants it): a thousand reads a second cost the
+snapshot store ten stamps and one snapshot a second, and a new snapshot is in use within
+``STAMP_S`` of its publish (issue 34: a new score in the top within a second).
+
+A player in the snapshot's exact top is answered from it only while their own score (one
+read of their shard) is still the one it holds: a player who scored since is counted on the
+shards, so that their own rank shows their new points at once.
 
 Everything that must be exact (a rank inside the top whose neighbors reach past it; every
 rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
@@ -27,6 +34,7 @@ from podium.domain.boards import Below, BoardSpec, Ties
 from podium.domain.changes import Changes, widened
 from podium.domain.histogram import Estimate
 from podium.domain.snapshot import Snapshot
+from podium.errors import IndexUnavailable
 from podium.ports import (
     Around,
     BoardKey,
@@ -47,6 +55,7 @@ from podium.util.caching import Cache
 log = logging.getLogger("podium.reads")
 
 HOLD_S = 1.0  # how long an API process keeps a snapshot before it reads it again
+STAMP_S = 0.1  # how long it trusts a snapshot's stamp before it asks again
 # Board windows whose snapshot one process holds: one per board, open window and group (a
 # board split by country has up to ~250 groups), so 1,000 holds every live board window of
 # a deployment with a few grouped boards; past it the one written longest ago is read again.
@@ -67,7 +76,12 @@ class SnapshotRanks:
         self.snapshots = snapshots
         self.copy = copy
         self.clock = clock
-        self._held: Cache[BoardKey, Snapshot | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
+        # by (board window, stamp): a new stamp is a new snapshot to read
+        self._held: Cache[tuple[BoardKey, bytes | None], Snapshot | None] = Cache(
+            2 * SNAPSHOTS_HELD, HOLD_S, clock.now
+        )
+        self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
+        self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
         # every shard's tallies, one read shared by the readers that asked before it began
         self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
@@ -78,6 +92,8 @@ class SnapshotRanks:
         aggregator counted before the change (a banned player still in its top): until it
         publishes a newer one, this process's reads count on the shards."""
         self._held.clear()
+        self._stamps.clear()
+        self._seen.clear()
         if changed_at is not None:
             self._not_before = max(self._not_before, changed_at)
 
@@ -85,8 +101,29 @@ class SnapshotRanks:
         """The board window's snapshot as this process last read it (at most ``HOLD_S``
         ago), or None when the aggregator has published none that is still live (or none
         since the last change ``forget`` was told of)."""
-        snap = await self._held.get_or_load(key, lambda: self._read(key))
+        stamp = await self.stamp(key)
+        snap = await self._held.get_or_load((key, stamp), lambda: self._read(key))
         return snap if snap is not None and snap.as_of >= self._not_before else None
+
+    async def stamp(self, key: BoardKey) -> bytes | None:
+        """The board window's snapshot's stamp as this process last asked (at most
+        ``STAMP_S`` ago): what a page read from the snapshot is held by (``Reads.page``)."""
+        try:
+            stamp = await self._stamps.get_or_load(key, lambda: self.snapshots.stamp(key))
+        except IndexUnavailable:
+            # The index out: the stamp last seen, so that the snapshot held with it is
+            # served until HOLD_S, as without stamps (then the read of it fails too).
+            if key not in self._seen:
+                raise
+            return self._seen.get(key)
+        self._seen.put(key, stamp)
+        return stamp
+
+    async def version(self, key: BoardKey) -> bytes | None:
+        try:
+            return await self.stamp(key)
+        except IndexUnavailable:
+            return None  # the page's own read says what it can serve (its last one)
 
     async def _read(self, key: BoardKey) -> Snapshot | None:
         data = await self.snapshots.read(key)
@@ -137,9 +174,15 @@ class SnapshotRanks:
         snap = await self.snapshot(key)
         if snap is not None:
             i = snap.position(player_id)
-            if i is not None and (i + neighbors < len(snap.top) or snap.whole):
-                # In the exact top, with neighbors that stay inside it: exact as of the
-                # snapshot, with no shard asked (every shard would be: near()).
+            if (
+                i is not None
+                and (i + neighbors < len(snap.top) or snap.whole)
+                and (await self.split.scores(key, [player_id]))[0] == snap.top[i][1]
+            ):
+                # In the exact top, with neighbors that stay inside it, and the player's
+                # score (read from their shard) still the snapshot's: exact as of the
+                # snapshot, with one shard asked (every shard would be: near()). A player
+                # who scored since is counted below, fresh.
                 first = max(0, i - neighbors)
                 rows = list(snap.top[first : i + neighbors + 1])
                 names = await self.copy.profiles([p for p, _ in rows])

@@ -88,7 +88,7 @@ class Reads:
         # One refill per page at a time: when an entry expires under load, every request
         # that misses it waits for the same refill instead of each making its own (at 64
         # readers the page p99 was 0.2-0.4 s against a p50 of 0.5 ms, BENCHMARKS.md).
-        self._pages: Cache[tuple[str, str, int, int], Page] = Cache(
+        self._pages: Cache[tuple[str, str, int, int, bytes | None], Page] = Cache(
             PAGES_HELD, settings.server.page_cache_s, clock.now
         )
         # Pages resumed from a cursor, by (board, window, cursor, limit): everyone who read
@@ -96,7 +96,7 @@ class Reads:
         self._resumed: Cache[tuple[str, str, str, int], Page] = Cache(
             PAGES_HELD, settings.server.page_cache_s, clock.now
         )
-        # The last live page read from the index, by the same key as ``_pages``: what a page
+        # The last live page read from the index, by (board, window, offset, limit): what a page
         # says while the index is out (``LAST_PAGE_S``).
         self._last: Cache[tuple[str, str, int, int], Page] = Cache(
             LAST_PAGES_HELD, LAST_PAGE_S, clock.now
@@ -132,9 +132,12 @@ class Reads:
                 f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
                 "look a player up by id instead"
             )
-        cache_key = (board, w.id, offset, limit)
+        # Held for page_cache_s, and on a split board only while the aggregator's snapshot
+        # it was read from is the newest (its stamp): a new score is on the page as soon as
+        # a snapshot holds it (issue 34), and each snapshot is sliced once per page.
+        version = await self.ranks.version(BoardKey(board, w.id))
         return await self._pages.get_or_load(
-            cache_key, lambda: self._refill(spec, w, offset, limit)
+            (board, w.id, offset, limit, version), lambda: self._refill(spec, w, offset, limit)
         )
 
     async def _refill(self, spec: BoardSpec, w: Window, offset: int, limit: int) -> Page:

@@ -53,6 +53,9 @@ class Source:
     def forget(self, changed_at: float | None = None) -> None:
         return None
 
+    async def version(self, key: BoardKey) -> bytes | None:
+        return None
+
     async def around(
         self, spec: BoardSpec, key: BoardKey, player_id: str, neighbors: int
     ) -> Around | None:

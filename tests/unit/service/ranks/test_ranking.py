@@ -10,7 +10,8 @@ from podium.config.settings import parse
 from podium.domain.snapshot import Snapshot
 from podium.index.memory.index import MemoryIndex
 from podium.index.memory.snapshots import MemorySnapshots
-from podium.ports import BoardKey, Top
+from podium.ports import Around, BoardKey, Top
+from podium.service.ranks import snapshot as snapshot_ranks
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.snapshot import SnapshotRanks
 
@@ -75,3 +76,70 @@ async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
     assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
     ranking.forget()
     assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
+
+
+async def test_a_new_snapshot_is_read_as_soon_as_its_stamp_is_seen() -> None:
+    """The snapshot is held until its stamp changes (asked at most every STAMP_S), not for
+    HOLD_S: a new score is in this process's top within STAMP_S of its publish."""
+    clock = Clock()
+    ranking, snaps = await _ranks(clock)
+    await _publish(snaps, T, [("a", 1)])
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
+    await _publish(snaps, T + 0.5, [("b", 2)])
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)  # the stamp still held
+    clock.t += snapshot_ranks.STAMP_S
+    assert snapshot_ranks.STAMP_S < snapshot_ranks.HOLD_S
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("b", 2)], T + 0.5)
+    assert await ranking.version(KEY) == await snaps.stamp(KEY)
+
+
+class Unstamped(MemorySnapshots):
+    """Snapshots kept by a release before stamps: none tells."""
+
+    async def stamp(self, key: BoardKey) -> bytes | None:
+        return None
+
+
+async def test_without_a_stamp_the_snapshot_is_held_for_hold_s() -> None:
+    clock = Clock()
+    shards = MemoryIndex(clock.now)
+    snaps = Unstamped(clock.now)
+    ranking = SnapshotRanks(CountedRanks(shards, clock), Split(), snaps, shards.copy, clock)
+    await _publish(snaps, T, [("a", 1)])
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
+    await _publish(snaps, T + 0.5, [("b", 2)])
+    clock.t += snapshot_ranks.STAMP_S
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
+    clock.t += snapshot_ranks.HOLD_S
+    assert await ranking.top(SPEC, KEY, 0, 0) == Top([("b", 2)], T + 0.5)
+
+
+class Shards:
+    """The split index's reads of a player's own shard, from one memory index."""
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self.index = index
+        self.shard_count = 2
+
+    async def scores(self, key: BoardKey, player_ids: Sequence[str]) -> list[int | None]:
+        return await self.index.scores(key, player_ids)
+
+
+async def test_a_player_in_the_top_who_scored_since_the_snapshot_is_counted_fresh() -> None:
+    """In the snapshot's top, a player whose own score (on their shard) is still the
+    snapshot's is answered from it; one who scored since is counted on the shards, so their
+    own rank shows their new points at once."""
+    clock = Clock()
+    shards = MemoryIndex(clock.now)
+    await shards.write(KEY, [("a", 500), ("b", 300)], descending=True, expire_at=None)
+    snaps = MemorySnapshots(clock.now)
+    ranking = SnapshotRanks(CountedRanks(shards, clock), Shards(shards), snaps, shards.copy, clock)
+    await _publish(snaps, T, [("b", 300), ("a", 100)])  # a had 100 when it was counted
+    clock.t = T + 0.3
+    same = await ranking.around(SPEC, KEY, "b", 0)
+    assert isinstance(same, Around)
+    assert (same.rank, same.score, same.as_of) == (0, 300, T)  # as of the snapshot
+    moved = await ranking.around(SPEC, KEY, "a", 0)
+    assert isinstance(moved, Around)
+    assert (moved.rank, moved.score, moved.exact) == (0, 500, True)  # counted now
+    assert moved.as_of is None  # counted at the read, not as of a snapshot
