@@ -69,6 +69,10 @@ class Database:
                     raise
                 time.sleep(0.02)
         conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        # Deleted content is overwritten with zeros, not left in free space for the file to
+        # hold: an erased player's rows (and their outbox rows, relayed and deleted long
+        # before) leave no bytes behind in the database file (issue 35).
+        conn.execute("PRAGMA secure_delete=ON")
         conn.row_factory = sqlite3.Row  # rows are read by column name
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
@@ -186,6 +190,23 @@ class Database:
         await asyncio.get_running_loop().run_in_executor(self._reader, close_r)
         self._writer.shutdown()
         self._reader.shutdown()
+
+    async def truncate_wal(self) -> bool:
+        """Copy the WAL into the database file and cut it to nothing, so that the page
+        images it held before (rows deleted since among them) are gone from disk; False when
+        a reader kept it from finishing within the busy timeout (the next one will)."""
+
+        if self._closed:
+            return False
+
+        def run() -> bool:
+            if self._wconn is None:
+                self._wconn = self._connect()
+            # On the writer thread, between its groups: never inside a write's transaction.
+            busy = self._wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            return int(busy) == 0
+
+        return await self._run(self._writer, run)
 
     async def ping(self) -> None:
         await self._read(lambda c: c.execute("SELECT 1").fetchone())

@@ -119,6 +119,11 @@ class PlayerData(Database):
             )
 
         await self._write(run)
+        if done:
+            # The record has just forgotten the id: the WAL's older page images still hold
+            # it (and the player's deleted rows) until a checkpoint; secure_delete zeroed the
+            # file's own copies (db.py).
+            await self.truncate_wal()
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
         rows = await self._read(lambda c: c.execute(RENAMED, {"q": pseudonym}).fetchall())
