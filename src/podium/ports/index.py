@@ -374,6 +374,11 @@ class Snapshots(Protocol):
         """Drop every snapshot naming the player; the next cycle publishes it again."""
         ...
 
+    async def sweep_erased(self, erased: Callable[[Sequence[str]], set[str]]) -> int:
+        """Drop every snapshot whose top names a player ``erased`` picks out (by the hash
+        of their id, ``ports/erasure.py``); the next cycle publishes it again."""
+        ...
+
     async def read(self, key: BoardKey) -> bytes | None:
         """The board window's snapshot, or None when there is none (yet, or any more)."""
         ...

@@ -24,7 +24,8 @@ After a failover's replay, the index is swept for erased players (``service.eras
 .sweep_erased``): a replica that took over may hold what an erasure deleted on its old node
 (the player's members, ban-set entries, metadata, their copy of the profile), which no
 replay removes, since the erasure keeps only the keyed hash of the id once done; the sweep
-finds them by the hash of each id the index holds.
+finds them by the hash of each id the index holds (and drops an aggregator's snapshot whose
+top names one).
 
 The log is split by player into partitions of its own, which are not the index's shards, so
 a replay from a time reads every partition (``ChangeLog.replay``). Where some shards changed
@@ -186,7 +187,7 @@ def mender(n: Needs) -> Mender | None:
         return await replay(n, since_s, shards)
 
     async def sweep() -> int:
-        return await sweep_erased(n.store, [n.index])
+        return await sweep_erased(n.store, [n.index, n.snapshots])
 
     return Mender(
         n.generations,

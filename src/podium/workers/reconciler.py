@@ -94,6 +94,7 @@ from podium.domain.windows import (
     indexed_window,
 )
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
+from podium.ports.erasure import IndexSweep
 from podium.ports.tournaments import TournamentStore
 from podium.service.erasure import ErasedHashes, sweep_erased
 from podium.workers.runner import Needs, Runner
@@ -158,7 +159,9 @@ class Reconciler:
         clock: Clock,
         *,
         batch: int = BATCH,
+        snapshots: IndexSweep | None = None,
     ) -> None:
+        """``snapshots``: the aggregator's, swept with the index (None: the index alone)."""
         self._settings = settings
         self._boards = {b.name: b for b in settings.boards}
         self._store = store
@@ -168,6 +171,7 @@ class Reconciler:
         self._walks: list[_Walk | _IndexWalk] = []
         self._suspects: dict[tuple[BoardKey, str], _Suspect] = {}
         self._swept_at: float | None = None  # when the last sweep for erased players began
+        self._swept: list[IndexSweep] = [index] if snapshots is None else [index, snapshots]
 
     async def step(self) -> int:
         """Confirm and repair the suspects that are due, then check one more page; returns
@@ -204,7 +208,7 @@ class Reconciler:
     async def sweep(self) -> int:
         """The index swept for erased players (``service.erasure.sweep_erased``) now."""
         self._swept_at = self._clock.now()
-        return await sweep_erased(self._store, [self._index])
+        return await sweep_erased(self._store, self._swept)
 
     async def _walk_one(self) -> int:
         if not self._walks:
@@ -414,7 +418,7 @@ def _meta_kind(s: Standing, held: str | None) -> str | None:
 
 
 def runners(n: Needs) -> list[Runner]:
-    rec = Reconciler(n.settings, n.store, n.index, n.clock)
+    rec = Reconciler(n.settings, n.store, n.index, n.clock, snapshots=n.snapshots)
     # No step counts as a full batch: one a period, whatever it did.
     return [Runner("reconciler", rec.step, idle_sleep_s=PERIOD_S, full=1 << 30)]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from podium.domain.snapshot import Snapshot
 from podium.index.redis.errors import translated
 from podium.ports.erasure import ErasedAmong
 
@@ -97,4 +98,21 @@ async def sweep_members(client: Any, prefix: str, erased: ErasedAmong, match: st
                 found = erased([p for p in page if p])  # '' is a copy's mark, not an id
                 if found:
                     gone += int(await drop(key, *found))
+    return gone
+
+
+async def sweep_snapshots(client: Any, prefix: str, erased: ErasedAmong) -> int:
+    """Every aggregator's snapshot under ``prefix`` whose top names a player ``erased``
+    picks out, dropped (the aggregator publishes it again next cycle); how many went."""
+    gone = 0
+    with translated:
+        async for key in client.scan_iter(
+            match=f"{_escaped(prefix)}:{{agg}}:snap:*", count=SCAN_COUNT
+        ):
+            held = await client.get(key)
+            if held is None:
+                continue
+            data = held.encode() if isinstance(held, str) else bytes(held)
+            if erased(Snapshot.members_of(data)):
+                gone += int(await client.delete(key))
     return gone
