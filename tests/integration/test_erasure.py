@@ -38,6 +38,7 @@ from podium.index.redis.cluster import client_for
 from podium.index.split.index import SplitIndex
 from podium.service.tournaments import TournamentFreezer
 from podium.service.upkeep.gapless import Target
+from podium.workers import mender
 from podium.workers.freezer import Freezer
 from podium.workers.reconciler import Reconciler
 from podium.workers.webhooks import Deliverer
@@ -767,4 +768,35 @@ async def test_the_reconciler_forgets_an_erased_member_without_a_ban(settings: S
         assert await reconciler.sweep() > 0  # the rest (profile copy, cohort) by the sweep
         assert await _index_hits(b, GONE) == []
     finally:
+        await b.close()
+
+
+@pytest.mark.parametrize("config_kind", ["production", "split"])
+async def test_the_mender_sweeps_an_erased_player_out_after_a_failover(settings: Settings) -> None:
+    """The replica that took over seen as the mender sees it (every generation marker
+    naming another node than the one that holds it now): its look replays the log and
+    sweeps the index by hash, and no key or member names the player, before any reconciler
+    pass."""
+    day = _midweek(30)
+    clock = Clock(day + 3600)
+    b = bootstrap.build(settings, clock)
+    await b.start()
+    client = client_for(settings.index.url)
+    try:
+        await _erased_then_put_back(b, day)
+        markers = [k async for k in client.scan_iter(match=f"{settings.index.prefix}:*gen")]
+        assert markers
+        for k in markers:  # written on the old primary: its identity, not this node's
+            token = (await client.get(k)).partition(" ")[0]
+            await client.set(k, f"{token} old-run:old-replid")
+        m = mender.mender(b.needs())
+        assert m is not None
+        await m.step()
+        assert await _index_hits(b, GONE) == []
+        window = b.podium.boards.board("day").rule.window_at(day)
+        assert window is not None
+        page = await b.podium.reads.page("day", window.id, 0, 10)
+        assert [e.player_id for e in page.entries] == ["a", "b"]
+    finally:
+        await client.aclose()
         await b.close()
