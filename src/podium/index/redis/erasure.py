@@ -93,7 +93,7 @@ async def sweep_members(client: Any, prefix: str, erased: ErasedAmong, match: st
             elif kind == "hash":
                 items, pick, drop = client.hscan_iter(key, count=SCAN_COUNT), 0, client.hdel
             else:
-                continue  # strings: markers, pointers, snapshots (dropped by erase_player)
+                continue  # strings: markers, pointers, snapshots (sweep_snapshots)
             async for page in _pages(items, pick):
                 found = erased([p for p in page if p])  # '' is a copy's mark, not an id
                 if found:
