@@ -108,7 +108,7 @@ BATCH = 500  # players per page
 SKEW_S = 1.0
 EXAMPLES = 5  # players named in a repair's warning
 # The sweep for erased players at most this often: a walk of every member of the index, a
-# page at a time (about 11 s a million ids on the loaded test machine, 1 s of it Redis's,
+# page at a time (3.5 to 11 s a million ids on the loaded test machine, 1 s of it Redis's,
 # BENCHMARKS.md), at the start of the reconciler's first round, then of a round at least
 # this long after the last one began.
 SWEEP_S = 3600.0
