@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from podium.domain.erasure import erased_among, erased_digest
+from podium.domain.snapshot import Snapshot
 from podium.index.memory.snapshots import MemorySnapshots
 from podium.index.redis.index import RedisIndex
 from podium.index.redis.keys import Keys
@@ -96,3 +98,20 @@ async def test_an_erasure_drops_the_snapshots_that_name_the_player(snaps: Snapsh
     assert await snaps.read(KEY) is None  # published again, without them, next cycle
     assert await snaps.read(OTHER) == b'{"top":[["a",3]]}'
     assert await snaps.erase_player("zq-gone-7") == 0
+
+
+async def test_a_sweep_drops_the_snapshots_naming_an_erased_player_by_hash(
+    snaps: Snapshots,
+) -> None:
+    secret = "sweep-secret"
+    digests = {erased_digest(secret, "zq-gone-7")}
+    fence = await snaps.lead("me", time.time(), 5)
+    assert fence is not None
+    named = Snapshot(1.0, 2, (("zq-gone-7", 5), ("a", 3)), True).encode()
+    other = Snapshot(1.0, 1, (("a", 3),), True).encode()
+    await snaps.publish(KEY, named, fence, 5)
+    await snaps.publish(OTHER, other, fence, 5)
+    assert await snaps.sweep_erased(lambda ids: erased_among(secret, digests, ids)) == 1
+    assert await snaps.read(KEY) is None  # published again, without them, next cycle
+    assert await snaps.read(OTHER) == other
+    assert await snaps.sweep_erased(lambda ids: erased_among(secret, digests, ids)) == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from podium.domain.erasure import EXPORT_SECTIONS, Erasure, Step, erased_digest
@@ -186,3 +187,79 @@ async def test_events_are_matched_by_their_player_member_only(store: ScoreStore)
     assert counts["webhookEventsPseudonymised"] == 0
     frozen = await store.export_page("p2", "webhookEvents", "", 10)
     assert any(r["type"] == "window.frozen" and '"board":"day"' in r["data"] for _, r in frozen)
+
+
+async def _reopened(kind_and_url: tuple[str, str], secret: str = "") -> ScoreStore:
+    """The store as a process that starts (again) opens it: migrated, ``secret`` given."""
+    s = contract.make(*kind_and_url)
+    s.erasure_secret = secret
+    await s.migrate()
+    return s
+
+
+async def test_with_no_secret_one_is_generated_once_and_kept(
+    kind_and_url: tuple[str, str],
+) -> None:
+    """``[store] erasure_secret`` empty: the first process generates a random key and the
+    store keeps it; every later one (a restart) reads the same, so a hash recorded before
+    still refuses the player; and the empty key is never the one used."""
+    first = await _reopened(kind_and_url)
+    try:
+        key = await first.erasure_key()
+        assert len(key) == 64 and key != "" and await first.erasure_key() == key
+        digest = erased_digest(key, "p1")
+        assert digest != erased_digest("", "p1")
+        e = Erasure("era_" + "0" * 24, digest, "p1", NAME, Step.INDEX, NOW, "admin-key")
+        await first.open_erasure(e)
+        assert await first.erased(["p1", "p2"]) == {"p1"}
+        assert await first.erased_digests() == {digest}
+    finally:
+        await first.close()
+    again = await _reopened(kind_and_url)
+    try:
+        assert await again.erasure_key() == key
+        assert await again.erased(["p1", "p2"]) == {"p1"}
+        assert await again.banned(["p1", "p2"]) == {"p1"}
+    finally:
+        await again.close()
+
+
+async def test_a_configured_secret_wins_over_the_kept_one(kind_and_url: tuple[str, str]) -> None:
+    kept = await _reopened(kind_and_url)
+    try:
+        generated = await kept.erasure_key()
+    finally:
+        await kept.close()
+    configured = await _reopened(kind_and_url, "configured-secret")
+    try:
+        assert await configured.erasure_key() == "configured-secret" != generated
+        digest = erased_digest("configured-secret", "p1")
+        e = Erasure("era_" + "0" * 24, digest, "p1", NAME, Step.INDEX, NOW, "admin-key")
+        await configured.open_erasure(e)
+        assert await configured.erased(["p1"]) == {"p1"}
+    finally:
+        await configured.close()
+
+
+@pytest.mark.parametrize("kind_and_url", ["split2", "split3"], indirect=True)
+async def test_a_split_store_keeps_its_generated_key_on_the_home_alone(
+    kind_and_url: tuple[str, str],
+) -> None:
+    """Every database refuses by the home's key; only the home keeps it."""
+    s = await _reopened(kind_and_url)
+    urls = kind_and_url[1].split(" ")
+    try:
+        key = await s.erasure_key()
+        e = Erasure("era_" + "0" * 24, erased_digest(key, "p1"), "p1", NAME, Step.INDEX, NOW, "k")
+        await s.open_erasure(e)
+        for p in ("p1", "p2", "p3", "p4"):  # players of every database
+            assert await s.erased([p]) == ({p} if p == "p1" else set())
+    finally:
+        await s.close()
+    for url in urls:
+        conn = await asyncpg.connect(url)
+        try:
+            held = await conn.fetch("SELECT secret FROM erasure_key")
+        finally:
+            await conn.close()
+        assert [r["secret"] for r in held] == ([key] if url == urls[0] else [])

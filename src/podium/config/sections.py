@@ -143,10 +143,13 @@ class StoreSettings:
         str, StringConstraints(strict=True, max_length=1024), says(STRING, "at most 1024")
     ] = ""
     """The key of the hashes the store keeps of erased players' ids (HMAC-SHA256), so that
-    a later result for an erased id is refused without the id being kept. Set it (from the
-    environment, PODIUM_STORE_ERASURE_SECRET) to a long random string and never change it:
-    without it, anyone who reads the store can test a guessed id against the hashes, and a
-    new secret forgets every erasure made under the old one."""
+    a later result for an erased id is refused without the id being kept. Empty: the first
+    process generates a random key and keeps it in the store (a split store's home), and
+    every process uses that one from then on; anyone who reads that row as well as the
+    hashes can test guessed ids against them. Set it (from the environment,
+    PODIUM_STORE_ERASURE_SECRET) to a long random string kept apart from the store, and
+    never change it: it wins over the kept one, and a new secret forgets every erasure made
+    under the old one."""
 
 
 @table(frozen=True, config=TABLE)

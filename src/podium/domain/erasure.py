@@ -2,8 +2,11 @@
 place of an erased id, the pseudonym that replaces the id where others' records depend on
 it, and the steps the eraser carries out, each idempotent, in order.
 
-Pure: no I/O. The hash is an HMAC-SHA256 under ``[store] erasure_secret``, so that the
+Pure: no I/O. The hash is an HMAC-SHA256 under ``[store] erasure_secret`` (or, where it is
+left empty, a secret the store generated once and keeps: ``new_secret``), so that the
 store's copy cannot be turned back into the id by hashing guesses without the secret.
+Every keyed hash of an id is computed here: the store's refusals and the index's sweeps
+(``erased_among``) agree by construction.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -19,7 +23,36 @@ PSEUDONYM_PREFIX = "erased-"
 
 def erased_digest(secret: str, player_id: str) -> str:
     """The keyed hash kept of an erased id: hex HMAC-SHA256 of the id's bytes."""
-    return hmac.new(secret.encode(), player_id.encode(), hashlib.sha256).hexdigest()
+    return _digest(_keyed(secret), player_id)
+
+
+def _keyed(secret: str) -> hmac.HMAC:
+    return hmac.new(secret.encode(), digestmod=hashlib.sha256)
+
+
+def _digest(keyed: hmac.HMAC, player_id: str) -> str:
+    """The hash of one id from an HMAC keyed once: a copy of it skips the key's setup,
+    most of the cost of a short id's hash (a sweep hashes every id the index holds)."""
+    h = keyed.copy()
+    h.update(player_id.encode())
+    return h.hexdigest()
+
+
+def erased_among(secret: str, digests: Collection[str], player_ids: Iterable[str]) -> set[str]:
+    """Which of ``player_ids`` are erased, told by their keyed hash being in ``digests``
+    (the store's set): what sweeps the index for copies a failover brought back without
+    keeping any erased id to look them up by."""
+    if not digests:
+        return set()
+    keyed = _keyed(secret)
+    return {p for p in player_ids if _digest(keyed, p) in digests}
+
+
+def new_secret() -> str:
+    """A key for the hashes where ``[store] erasure_secret`` is left empty: 256 random
+    bits, generated once and kept by the store. With an empty key the hash would be a
+    plain SHA-256 that anyone can test a guessed id against."""
+    return secrets.token_hex(32)
 
 
 def pseudonym() -> str:

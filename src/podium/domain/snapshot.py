@@ -88,6 +88,13 @@ class Snapshot:
             body["changes"] = self.changes.encode()
         return json.dumps(body, separators=(",", ":")).encode()
 
+    @staticmethod
+    def members_of(data: bytes) -> list[str]:
+        """The ids a snapshot names (its top), read without decoding the rest: what a sweep
+        for erased players looks at."""
+        members = json.loads(data).get("members")
+        return [m for m in members if isinstance(m, str)] if isinstance(members, list) else []
+
     @classmethod
     def decode(cls, data: bytes) -> Snapshot:
         body = json.loads(data)

@@ -6,7 +6,7 @@ again from its start.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from podium.domain.erasure import Erasure, Step
@@ -18,7 +18,18 @@ class PlayerData(Protocol):
     """The store's side: a player's rows a page at a time, their erasure in one
     transaction per database, and the durable record of each erasure."""
 
-    erasure_secret: str  # the key of the hashes kept of erased ids ([store] erasure_secret)
+    erasure_secret: str  # [store] erasure_secret as configured ('' : the store's own)
+
+    async def erasure_key(self) -> str:
+        """The key of the hashes kept of erased ids: ``erasure_secret`` when set, else one
+        the store generated once and keeps (on a split store, on the home database), the
+        same for every process from then on (docs/architecture.md §9)."""
+        ...
+
+    async def erased_digests(self) -> set[str]:
+        """The keyed hash of every erased id: what a sweep of the index compares the ids it
+        finds with (``domain.erasure.erased_among``), never an id."""
+        ...
 
     async def export_page(
         self, player_id: str, section: str, after: str, limit: int
@@ -71,6 +82,23 @@ class IndexErasure(Protocol):
         tournaments included), their versions, metadata and ban sets, the copy of
         profiles, and any snapshot naming them (the aggregator publishes it again). How
         many entries it removed; again: 0."""
+        ...
+
+
+# Which of a batch of ids are erased (``domain.erasure.erased_among`` under the store's key
+# and hashes): what a sweep of the index asks of each page of ids it reads.
+ErasedAmong = Callable[[Sequence[str]], set[str]]
+
+
+class IndexSweep(Protocol):
+    """The rank index swept for erased players by the hash of each id it holds, since the
+    erasure keeps no id once it is done: what a Redis replica promoted without the
+    erasure's deletes brought back (docs/architecture.md §9)."""
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """Every place that names a player (boards of every window and generation, their
+        versions, metadata and ban sets, the copy of profiles) read a page at a time, and
+        the ids ``erased`` picks out of each page removed; how many entries went."""
         ...
 
 

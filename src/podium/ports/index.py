@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -140,6 +140,17 @@ class RankIndex(Protocol):
 
     async def erase_player(self, player_id: str) -> int:
         """The player out of every key the index holds (``ports/erasure.py``)."""
+        ...
+
+    async def forget(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        """Remove the player from these boards, their versions and metadata (every
+        generation's) and ban sets, refusing nothing after: an erased player, whom the
+        store refuses by the hash of their id, leaves no id in the index."""
+        ...
+
+    async def sweep_erased(self, erased: Callable[[Sequence[str]], set[str]]) -> int:
+        """``IndexSweep.sweep_erased`` (``ports/erasure.py``): every erased player the index
+        holds, found by the hash of their id, removed; how many entries went."""
         ...
 
     async def replace(
@@ -361,6 +372,11 @@ class Snapshots(Protocol):
 
     async def erase_player(self, player_id: str) -> int:
         """Drop every snapshot naming the player; the next cycle publishes it again."""
+        ...
+
+    async def sweep_erased(self, erased: Callable[[Sequence[str]], set[str]]) -> int:
+        """Drop every snapshot whose top names a player ``erased`` picks out (by the hash
+        of their id, ``ports/erasure.py``); the next cycle publishes it again."""
         ...
 
     async def read(self, key: BoardKey) -> bytes | None:

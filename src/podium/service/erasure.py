@@ -12,6 +12,11 @@ in the steps of ``domain.erasure.Step``, each idempotent and noted when done, so
 killed at any moment resumes at the step it was in. The last step forgets the id and the
 pseudonym: the record keeps the hash, when, by which key, and the counts.
 
+Since no id is kept after that, what brings an erased player back into the index later (a
+Redis replica promoted without the erasure's deletes) is found by the hash of each id the
+index holds: ``sweep_erased``, run by the mender after a failover and by the reconciler
+now and then (docs/architecture.md §9).
+
 Knows the ports, never an adapter.
 """
 
@@ -28,6 +33,7 @@ from podium.domain.erasure import (
     EXPORT_SECTIONS,
     Erasure,
     Step,
+    erased_among,
     erased_digest,
     next_step,
     pseudonym,
@@ -37,7 +43,7 @@ from podium.domain.validation import id_problem
 from podium.domain.windows import to_rfc3339
 from podium.errors import InvalidInput
 from podium.ports import Clock
-from podium.ports.erasure import ArchiveErasure, IndexErasure, PlayerData
+from podium.ports.erasure import ArchiveErasure, IndexErasure, IndexSweep, PlayerData
 from podium.ports.store import Windows
 
 log = logging.getLogger("podium.erasure")
@@ -49,6 +55,35 @@ JSON_COLUMNS = {"metadata", "data"}  # columns that hold a JSON document as text
 class ErasureStore(PlayerData, Windows, Protocol):
     """The store's part: the player's rows, the erasure records, the frozen windows'
     archive names (``set_archive``)."""
+
+
+class ErasedHashes(Protocol):
+    """What a sweep reads of the store: the key of the hashes and every hash kept."""
+
+    async def erasure_key(self) -> str: ...
+
+    async def erased_digests(self) -> set[str]: ...
+
+
+async def sweep_erased(store: ErasedHashes, indexes: Sequence[IndexSweep]) -> int:
+    """Every erased player the index holds, found by the keyed hash of each id it holds
+    (``domain.erasure.erased_among``) and removed: the copies a promoted replica brought
+    back after the erasure forgot the id. No erasure ever: one read of the store, and the
+    index is not walked. How many entries went; logged by count, never by id."""
+    digests = await store.erased_digests()
+    if not digests:
+        return 0
+    key = await store.erasure_key()
+
+    def erased(ids: Sequence[str]) -> set[str]:
+        return erased_among(key, digests, ids)
+
+    gone = 0
+    for index in indexes:
+        gone += await index.sweep_erased(erased)
+    if gone:
+        log.warning("swept %d index entries of erased players back out of the index", gone)
+    return gone
 
 
 def _camel(name: str) -> str:
@@ -92,10 +127,6 @@ class Erasures:
         self.log = log  # a stream that keeps the player's messages (JetStream), or None
         # how long after the store's step its rows and the index are swept again
         self.settle_s = settings.workers.erasure_settle_s
-
-    @property
-    def secret(self) -> str:
-        return self.settings.store.erasure_secret
 
     # -- the export ----------------------------------------------------------------------
 
@@ -156,7 +187,7 @@ class Erasures:
         check_player(player_id)
         wanted = Erasure(
             id=receipt_id(),
-            digest=erased_digest(self.secret, player_id),
+            digest=erased_digest(await self.store.erasure_key(), player_id),
             player_id=player_id,
             pseudonym=pseudonym(),
             step=Step.INDEX,  # the gate is this very record and its hash

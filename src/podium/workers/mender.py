@@ -20,6 +20,13 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
   the same change replays as well, which the index's idempotent writes make harmless
   (invariant 3 of docs/architecture.md).
 
+After a failover's replay, the index is swept for erased players (``service.erasure
+.sweep_erased``): a replica that took over may hold what an erasure deleted on its old node
+(the player's members, ban-set entries, metadata, their copy of the profile), which no
+replay removes, since the erasure keeps only the keyed hash of the id once done; the sweep
+finds them by the hash of each id the index holds (and drops an aggregator's snapshot whose
+top names one).
+
 The log is split by player into partitions of its own, which are not the index's shards, so
 a replay from a time reads every partition (``ChangeLog.replay``). Where some shards changed
 and others did not (a Redis Cluster primary of several), only the changes written to the
@@ -41,6 +48,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from podium import metrics
 from podium.ports import Clock
 from podium.ports.generations import Generations, Held
+from podium.service.erasure import sweep_erased
 from podium.workers.replay import replay
 from podium.workers.runner import Needs, Runner
 
@@ -67,16 +75,19 @@ class Mender:
         clock: Clock,
         replay_s: float,
         shards: int | Callable[[], int] = 1,
+        sweep: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         """``replay(since_s, shards)`` applies the log's last ``since_s`` seconds again, of
         the index shards ``shards`` only (None: of every shard); ``shards`` here is how
-        many the index has (asked at each look where a reshard can change it)."""
+        many the index has (asked at each look where a reshard can change it); ``sweep``
+        takes erased players out of the index after a failover (None: nothing swept)."""
         self._gens = generations
         self._rebuild_live = rebuild_live
         self._replay = replay
         self._clock = clock
         self._replay_s = replay_s
         self._shards = shards if callable(shards) else (lambda: shards)
+        self._sweep = sweep
 
     async def step(self) -> int:
         looked = self._clock.now()  # before the look: the marker was there at least then
@@ -147,6 +158,8 @@ class Mender:
                 "" if self._only(shards) is None else " (those of the other shards left out "
                 "where the log can)",
             )  # fmt: skip
+        if self._sweep is not None:
+            await self._sweep()  # before the marks: a sweep that fails is done again next look
         # Each shard keeps its token (reads compare tokens) and now names its new node.
         for h in moved:
             assert h.token is not None
@@ -173,6 +186,9 @@ def mender(n: Needs) -> Mender | None:
     async def again(since_s: float, shards: Collection[int] | None) -> int:
         return await replay(n, since_s, shards)
 
+    async def sweep() -> int:
+        return await sweep_erased(n.store, [n.index, n.snapshots])
+
     return Mender(
         n.generations,
         n.rebuild_live,
@@ -180,6 +196,7 @@ def mender(n: Needs) -> Mender | None:
         n.clock,
         n.settings.index.failover_replay_s,
         lambda: max(1, len(n.shards)),  # the live layout's (index/redis/layout.py)
+        sweep,
     )
 
 

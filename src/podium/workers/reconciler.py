@@ -59,6 +59,15 @@ How it repairs, always with the store's value read after the index:
   (GT/versions keep them). A real ban racing the reset is seen by that read, since the
   service bans in the store before the index.
 
+An erased player (the store refuses them by the keyed hash of their id, ``Players.banned``
+answers them beside the banned) is taken off a board by ``RankIndex.forget``, never by a
+ban: a ban set would keep their id. And since the erasure keeps no id once done, a copy that
+came back later (a Redis replica promoted without the erasure's deletes: a profile copy, a
+cohort's member and metadata, a ban set) is found by the hash of each id the index holds:
+the sweep (``service.erasure.sweep_erased``), at the start of a round, at most every
+``SWEEP_S``. It reads the store's hashes once (none ever erased: no walk at all) and walks the
+index's keys a page at a time.
+
 Several reconcilers may run at once without a lease: every repair writes the store's
 current value through idempotent writes, so two doing it leave the same board; two resets
 of one player at once each end with the store's value or a ban. Each walks on its own, so
@@ -85,7 +94,9 @@ from podium.domain.windows import (
     indexed_window,
 )
 from podium.ports import BoardKey, Clock, Outbox, Players, RankIndex, Results, Windows
+from podium.ports.erasure import IndexSweep
 from podium.ports.tournaments import TournamentStore
+from podium.service.erasure import ErasedHashes, sweep_erased
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.reconciler")
@@ -96,10 +107,17 @@ BATCH = 500  # players per page
 # a row committed just before a store read is not taken for one committed after it.
 SKEW_S = 1.0
 EXAMPLES = 5  # players named in a repair's warning
+# The sweep for erased players at most this often: a walk of every member of the index, a
+# page at a time (3.5 to 11 s a million ids on the loaded test machine, 1 s of it Redis's,
+# BENCHMARKS.md), at the start of the reconciler's first round, then of a round at least
+# this long after the last one began.
+SWEEP_S = 3600.0
 
 
-class ReconcilerStore(Results, Outbox, Players, Windows, TournamentStore, Protocol):
+class ReconcilerStore(Results, Outbox, Players, Windows, TournamentStore, ErasedHashes, Protocol):
     """What the reconciler reads of the store."""
+
+    async def erased(self, player_ids: Sequence[str]) -> set[str]: ...
 
 
 @dataclass
@@ -142,7 +160,9 @@ class Reconciler:
         clock: Clock,
         *,
         batch: int = BATCH,
+        snapshots: IndexSweep | None = None,
     ) -> None:
+        """``snapshots``: the aggregator's, swept with the index (None: the index alone)."""
         self._settings = settings
         self._boards = {b.name: b for b in settings.boards}
         self._store = store
@@ -151,6 +171,8 @@ class Reconciler:
         self._batch = batch
         self._walks: list[_Walk | _IndexWalk] = []
         self._suspects: dict[tuple[BoardKey, str], _Suspect] = {}
+        self._swept_at: float | None = None  # when the last sweep for erased players began
+        self._swept: list[IndexSweep] = [index] if snapshots is None else [index, snapshots]
 
     async def step(self) -> int:
         """Confirm and repair the suspects that are due, then check one more page; returns
@@ -184,8 +206,18 @@ class Reconciler:
                     out += (_Walk(key, spec, w, pages), _IndexWalk(key, spec, w))
         return out
 
+    async def sweep(self) -> int:
+        """The index swept for erased players (``service.erasure.sweep_erased``) now; a
+        sweep that fails (the index or the store down) is tried again at the next round."""
+        began = self._clock.now()
+        gone = await sweep_erased(self._store, self._swept)
+        self._swept_at = began
+        return gone
+
     async def _walk_one(self) -> int:
         if not self._walks:
+            if self._swept_at is None or self._clock.now() - self._swept_at >= SWEEP_S:
+                await self.sweep()
             self._walks = await self._live()
             if not self._walks:
                 return 0
@@ -293,7 +325,7 @@ class Reconciler:
             return None  # it was in flight after all
         metrics.RECONCILER_MISMATCHES.labels(kind).inc()
         if kind == "banned":
-            await self._index.ban([s.key], s.player_id)
+            await self._refuse(s.key, s.player_id)
             return kind
         if kind == "metadata":
             # The score is right and the entry's metadata is not: a write of the same
@@ -317,8 +349,9 @@ class Reconciler:
         metrics.RECONCILER_MISMATCHES.labels("extra").inc()
         if await self._store.banned([s.player_id]):
             # banned in the store, and on the board anyway: the ban re-asserted (removing
-            # the member), never the reset, which would lift it for a moment
-            await self._index.ban([s.key], s.player_id)
+            # the member), never the reset, which would lift it for a moment; an erased
+            # player forgotten instead
+            await self._refuse(s.key, s.player_id)
         else:
             # The per-player reset ends with the store's value read after it: none here, so
             # the member ends absent, unless a result landed meanwhile (then its value) or
@@ -354,9 +387,18 @@ class Reconciler:
         await self._index.unban([key], player_id)
         standing, banned = await self._read(key, player_id)
         if banned:
-            await self._index.ban([key], player_id)
+            await self._refuse(key, player_id)
         elif standing is not None:
             await self._write(spec, w, key, standing)
+
+    async def _refuse(self, key: BoardKey, player_id: str) -> None:
+        """A player the store refuses, off the board: a banned one by a ban of this window
+        (later writes of theirs refused), an erased one forgotten (``RankIndex.forget``),
+        since a ban set would keep their id and the store refuses them by its hash."""
+        if await self._store.erased([player_id]):
+            await self._index.forget([key], player_id)
+        else:
+            await self._index.ban([key], player_id)
 
 
 def _kind(spec: BoardSpec, w: Window, s: Standing, banned: bool, held: int | None) -> str | None:
@@ -380,7 +422,7 @@ def _meta_kind(s: Standing, held: str | None) -> str | None:
 
 
 def runners(n: Needs) -> list[Runner]:
-    rec = Reconciler(n.settings, n.store, n.index, n.clock)
+    rec = Reconciler(n.settings, n.store, n.index, n.clock, snapshots=n.snapshots)
     # No step counts as a full batch: one a period, whatever it did.
     return [Runner("reconciler", rec.step, idle_sleep_s=PERIOD_S, full=1 << 30)]
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from podium.config.settings import parse
-from podium.domain.erasure import EXPORT_SECTIONS
+from podium.domain.erasure import EXPORT_SECTIONS, erased_among, erased_digest, new_secret
 from podium.ports import SystemClock
 from podium.service import erasure
 from podium.service.erasure import Erasures
@@ -51,3 +51,59 @@ async def test_the_export_is_valid_json_read_a_page_at_a_time() -> None:
     # Never more than a page asked at once: 3 pages of results, one of each other section.
     assert max(store.asked) == erasure.PAGE
     assert len(store.asked) == 3 + len(EXPORT_SECTIONS) - 1
+
+
+class Hashes:
+    """The store as a sweep reads it: its key and the hashes of erased ids."""
+
+    def __init__(self, key: str, erased: list[str]) -> None:
+        self.key = key
+        self.digests = {erased_digest(key, p) for p in erased}
+        self.keys_asked = 0
+
+    async def erasure_key(self) -> str:
+        self.keys_asked += 1
+        return self.key
+
+    async def erased_digests(self) -> set[str]:
+        return self.digests
+
+
+class Swept:
+    """An index holding ids, asking ``erased`` a page of them at a time."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+        self.pages = 0
+
+    async def sweep_erased(self, erased: Any) -> int:
+        gone = set()
+        for i in range(0, len(self.ids), 2):
+            self.pages += 1
+            gone |= erased(self.ids[i : i + 2])
+        self.ids = [p for p in self.ids if p not in gone]
+        return len(gone)
+
+
+async def test_a_sweep_removes_the_ids_whose_keyed_hash_is_kept() -> None:
+    store, index = Hashes("k" * 64, ["gone-1", "gone-2"]), Swept(["a", "gone-1", "b", "gone-2"])
+    assert await erasure.sweep_erased(store, [index]) == 2
+    assert index.ids == ["a", "b"]
+    # another key: the same ids are not erased under it
+    other = Swept(["gone-1"])
+    assert await erasure.sweep_erased(Hashes("x" * 64, ["nobody"]), [other]) == 0
+    assert other.ids == ["gone-1"]
+
+
+async def test_with_no_erasure_ever_a_sweep_reads_nothing_of_the_index() -> None:
+    store, index = Hashes("k" * 64, []), Swept(["a", "b"])
+    assert await erasure.sweep_erased(store, [index]) == 0
+    assert index.pages == 0 and store.keys_asked == 0
+
+
+def test_erased_among_is_the_keyed_hash_of_each_id() -> None:
+    digests = {erased_digest("s", "p1")}
+    assert erased_among("s", digests, ["p1", "p2"]) == {"p1"}
+    assert erased_among("t", digests, ["p1"]) == set()  # another key
+    assert erased_among("s", set(), ["p1"]) == set()
+    assert len(new_secret()) == 64 and new_secret() != new_secret()

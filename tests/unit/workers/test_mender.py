@@ -160,6 +160,30 @@ async def test_with_the_replay_off_a_failover_is_marked_and_not_replayed() -> No
     assert marks.marks[None] == ("t0", NEW, 100.0)
 
 
+@pytest.mark.parametrize("replay_s", [REPLAY_S, 0.0])
+async def test_a_failover_sweeps_the_index_for_erased_players_once(replay_s: float) -> None:
+    """After the replay (or with none), the index is swept for erased players, whose
+    copies a replica may have kept; then the marker names the new node, so once."""
+    clock, marks = Clock(100.0), Marks({None: OLD})
+    marks.marks[None] = ("t0", OLD, 90.0)
+    replays = Replays(clock)
+    swept: list[int] = []
+
+    async def sweep() -> int:
+        swept.append(len(replays.asked))  # how many replays had run by then
+        return 3
+
+    m = Mender(marks, _rebuilt, replays, clock, replay_s, sweep=sweep)
+    await m.step()
+    assert swept == []  # no failover, no sweep
+    marks.node[None] = NEW
+    await m.step()
+    assert swept == [1 if replay_s else 0]
+    assert marks.marks[None] == ("t0", NEW, 100.0)
+    await m.step()
+    assert len(swept) == 1
+
+
 def _change(player: str, window: str = "all") -> Change:
     return Change("b", window, player, Tally(5, 0, 1), committed_at=0.0)
 

@@ -22,9 +22,10 @@ too. A board window is a ``Board`` (``board.py``); its rebuild beside the live o
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from podium.domain.models import Profile
@@ -33,9 +34,11 @@ from podium.index.memory.profiles import MemoryProfileCopy
 from podium.index.memory.rebuild import Held, MemoryRebuild
 from podium.index.reads import ComposedReads
 from podium.ports import BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports.erasure import ErasedAmong
 from podium.ports.status import IndexNode
 
 _Board = Board  # the name tests/unit/test_memory_bulk.py imports
+PAGE = 1000  # ids a sweep asks about at a time
 
 
 class MemoryIndex(ComposedReads, MemoryRebuild):
@@ -267,22 +270,49 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             if board is not None:
                 board.banned.discard(player_id)
 
+    async def forget(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        for key in keys:
+            board = self._get(key)
+            if board is None:
+                continue
+            board.banned.discard(player_id)
+            for held in (board, self._building(key)):
+                if held is not None:
+                    held.tally(held.scores.get(player_id), None)
+                    held.remove(player_id)
+                    held.versions.pop(player_id, None)
+                    held.meta.pop(player_id, None)
+
+    def _every_board(self) -> list[Board]:
+        """Every board window of every generation: the live, the retired, those being built."""
+        boards = [*self._boards.values(), *self._retired.values()]
+        return boards + [h.board for h in self._next.values()]
+
     async def erase_player(self, player_id: str) -> int:
         """Out of every board window of every generation, its versions, metadata and ban
         sets, and the copy of profiles."""
         gone = 0
-        boards = [*self._boards.values(), *self._retired.values()]
-        boards += [h.board for h in self._next.values()]
-        for board in boards:
-            if player_id in board.scores:
-                board.tally(board.scores[player_id], None)
-                board.remove(player_id)
-                gone += 1
-            board.versions.pop(player_id, None)
-            board.meta.pop(player_id, None)
-            board.banned.discard(player_id)
+        for board in self._every_board():
+            gone += _take_out(board, player_id)
         forgot: int = self.copy.forget(player_id)
         return gone + forgot
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """Every board's members, versions, metadata and ban set, and the copy of profiles,
+        a page at a time (the event loop is given back between pages: a page's removal is
+        one step, as every method here is); what ``erased`` picks out of a page goes."""
+        gone = 0
+        for board in self._every_board():
+            held = {*board.scores, *board.versions, *board.meta, *board.banned}
+            for page in _paged(held):
+                for p in erased(page):
+                    gone += _take_out(board, p)
+                await asyncio.sleep(0)
+        for page in _paged(self.copy.ids()):
+            for p in erased(page):
+                gone += self.copy.forget(p)
+            await asyncio.sleep(0)
+        return gone
 
     async def replace(
         self,
@@ -299,6 +329,24 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             fresh.banned = set(old.banned)
         fresh.load(entries, versions, metadata)
         self._boards[key] = fresh
+
+
+def _take_out(board: Board, player_id: str) -> int:
+    """The player out of one board, its versions, metadata and ban set; 1 if on the board."""
+    on = player_id in board.scores
+    if on:
+        board.tally(board.scores[player_id], None)
+        board.remove(player_id)
+    board.versions.pop(player_id, None)
+    board.meta.pop(player_id, None)
+    board.banned.discard(player_id)
+    return int(on)
+
+
+def _paged(ids: Iterable[str]) -> Iterator[list[str]]:
+    it = iter(list(ids))  # a copy: the board may change between two pages
+    while page := list(itertools.islice(it, PAGE)):
+        yield page
 
 
 if TYPE_CHECKING:  # mypy holds the adapter to the port it implements

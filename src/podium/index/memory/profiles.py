@@ -28,6 +28,10 @@ class MemoryProfileCopy:
         """The player's profile out of the copy (an erasure); 1 if it was held."""
         return 0 if self._held.pop(player_id, None) is None else 1
 
+    def ids(self) -> list[str]:
+        """Every player whose profile is held (a sweep's walk)."""
+        return list(self._held)
+
     def held(self, player_ids: Sequence[str]) -> dict[str, Profile] | None:
         """The profiles of these players, or None while the copy is not complete."""
         if not self._complete:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from podium.domain.snapshot import Snapshot
 from podium.ports import BoardKey
+from podium.ports.erasure import ErasedAmong
 
 
 class MemorySnapshots:
@@ -54,6 +56,14 @@ class MemorySnapshots:
         """Drop every snapshot that names the player (the next cycle publishes it again)."""
         quoted = f'"{player_id}"'.encode()
         naming = [k for k, (data, _) in self._held.items() if quoted in data]
+        for k in naming:
+            del self._held[k]
+        return len(naming)
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """Drop every snapshot whose top names an erased player, found by the hash of each
+        id (``ports/erasure.py``); the next cycle publishes it again."""
+        naming = [k for k, (data, _) in self._held.items() if erased(Snapshot.members_of(data))]
         for k in naming:
             del self._held[k]
         return len(naming)

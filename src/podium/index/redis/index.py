@@ -33,7 +33,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from podium.errors import ConfigError
 from podium.index.reads import ComposedReads
-from podium.index.redis.erasure import erase_member
+from podium.index.redis.erasure import erase_member, shard_match, sweep_members
 from podium.index.redis.errors import translated
 from podium.index.redis.keys import SINGLE, Keys, shard_tag
 from podium.index.redis.nodes import describe
@@ -41,6 +41,7 @@ from podium.index.redis.profiles import RedisProfileCopy, decode_held
 from podium.index.redis.rebuild import RedisRebuild
 from podium.index.redis.scripts import Script
 from podium.ports import Around, BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports.erasure import ErasedAmong
 from podium.ports.status import IndexNode
 
 CHUNK = 1000  # members per script call or ZADD during rebuilds: bounded server-side work
@@ -347,10 +348,22 @@ class RedisIndex(ComposedReads, RedisRebuild):
             for key in keys:
                 await self._r.srem(self.keys.bans(key), player_id)
 
+    async def forget(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        with translated:
+            for key in keys:
+                await BAN(self._r, self._sidecars(key), [player_id, "forget"])
+
     async def erase_player(self, player_id: str) -> int:
         """Out of every key under the prefix (``index/redis/erasure.py``): every shard's
         and every generation's, so one call on any shard of a Redis does all of them."""
         return await erase_member(self._r, self.keys.prefix, player_id)
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """This index's keys (``index/redis/erasure.py``): a shard's those of its tag in
+        every layout, so that the shards of one Redis share the walk out between them; an
+        unsplit index every key under the prefix."""
+        match = "*" if self.shard is None else shard_match(self.shard)
+        return await sweep_members(self._r, self.keys.prefix, erased, match)
 
     # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from podium.index.redis.erasure import erase_member
+from podium.index.redis.erasure import erase_member, sweep_snapshots
 from podium.index.redis.errors import translated
 from podium.index.redis.keys import Keys
 from podium.index.redis.scripts import lua
 from podium.ports import BoardKey
+from podium.ports.erasure import ErasedAmong
 
 
 class RedisSnapshots:
@@ -58,3 +59,7 @@ class RedisSnapshots:
     async def erase_player(self, player_id: str) -> int:
         """Drop every snapshot that names the player (the next cycle publishes it again)."""
         return await erase_member(self._r, self._keys.prefix, player_id, "{agg}:snap:*")
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """Drop every snapshot whose top names an erased player, by the hash of each id."""
+        return await sweep_snapshots(self._r, self._keys.prefix, erased)

@@ -31,6 +31,7 @@ from podium.domain.sharding import shard_of
 from podium.index.reads import ComposedReads
 from podium.index.split.profiles import SplitProfileCopy
 from podium.ports import BoardKey, MarkedScore, Meta, Near, Placed, ProfileCopy, ShardIndex, Slice
+from podium.ports.erasure import ErasedAmong
 from podium.ports.status import IndexNode
 
 
@@ -268,6 +269,19 @@ class SplitIndex(ComposedReads):
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         groups = self._keys_by_shard(keys, player_id)
         await asyncio.gather(*(self.shards[s].unban(ks, player_id) for s, ks in groups.items()))
+
+    async def forget(self, keys: Sequence[BoardKey], player_id: str) -> None:
+        groups = self._keys_by_shard(keys, player_id)
+        await asyncio.gather(*(self.shards[s].forget(ks, player_id) for s, ks in groups.items()))
+
+    async def sweep_erased(self, erased: ErasedAmong) -> int:
+        """Each shard in turn (one at a time: a sweep is background work, kept gentle on
+        the Redis the shards share); on Redis a shard sweeps the keys of its number in
+        every layout (``index/redis/erasure.py``)."""
+        gone = 0
+        for shard in self.shards:
+            gone += await shard.sweep_erased(erased)
+        return gone
 
     async def erase_player(self, player_id: str) -> int:
         """On every shard: a player's rows live on one, but a reshard's other layout, and a

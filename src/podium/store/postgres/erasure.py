@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from podium.domain.erasure import Erasure, Step, erased_digest
+from podium.domain.erasure import Erasure, Step, erased_digest, new_secret
 from podium.ports.erasure import ExportRow
 from podium.store.erasure import (
     ERASE,
@@ -32,7 +32,36 @@ _RENAMED = postgres(RENAMED, ("q",))
 
 
 class PlayerData(Database):
-    erasure_secret = ""
+    erasure_secret = ""  # as configured; '' : the key kept in the store (erasure_key)
+    # Where that key is kept when not on this database: a split store's home (routing.py)
+    erasure_keeper: PlayerData | None = None
+    _erasure_key: str | None = None
+
+    async def erasure_key(self) -> str:
+        if self.erasure_secret:
+            return self.erasure_secret
+        if self._erasure_key is None:
+            keeper = self.erasure_keeper
+            self._erasure_key = await (
+                keeper.erasure_key() if keeper is not None else self._kept_key()
+            )
+        return self._erasure_key
+
+    async def _kept_key(self) -> str:
+        """The generated key, written by the first process that asks (migration 039)."""
+
+        async def run(c: Conn) -> str:
+            await c.execute(
+                "INSERT INTO erasure_key (id, secret) VALUES (1, $1) ON CONFLICT DO NOTHING",
+                new_secret(),
+            )
+            kept: str = await c.fetchval("SELECT secret FROM erasure_key WHERE id = 1")
+            return kept
+
+        return await self._run(run)
+
+    async def erased_digests(self) -> set[str]:
+        return {r["digest"] for r in await self._fetch("SELECT digest FROM erased")}
 
     async def export_page(
         self, player_id: str, section: str, after: str, limit: int
@@ -58,9 +87,10 @@ class PlayerData(Database):
         return await self._run(run)
 
     async def erased(self, player_ids: Sequence[str]) -> set[str]:
-        by_digest = {erased_digest(self.erasure_secret, p): p for p in player_ids}
-        if not by_digest:
+        if not player_ids:
             return set()
+        key = await self.erasure_key()
+        by_digest = {erased_digest(key, p): p for p in player_ids}
         rows = await self._fetch(
             "SELECT digest FROM erased WHERE digest = ANY($1::text[])", list(by_digest)
         )

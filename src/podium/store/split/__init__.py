@@ -75,6 +75,9 @@ class SplitStore(
 
     async def migrate(self) -> None:
         await self.router.migrate()
+        # The key of erased ids' hashes read from the home now, while it answers: a shard's
+        # refusal of an erased player never waits on the home after the start.
+        await self.erasure_key()
 
     async def ping(self) -> None:
         await self.router.ping()

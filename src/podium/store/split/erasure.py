@@ -5,7 +5,9 @@ or being moved), and the home holds what is global (final standings, tournaments
 league tiers, the erasure records). So an export reads every database and merges each
 section by its key, each key once, and an erasure runs the same transaction on every
 database; the hash of an erased id is kept on each, so that each refuses the player by
-itself, as it does a ban. The erasure records live on the home database.
+itself, as it does a ban. The erasure records live on the home database, and so does the
+key of the hashes the store generated where ``[store] erasure_secret`` is empty: every
+other database's store asks the home for it once, then keeps it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ class PlayerData(Part):
         self.router.erasure_secret = secret
         for url in self.router.urls_known():
             self.router.db(url).erasure_secret = secret
+
+    async def erasure_key(self) -> str:
+        # The home's: every other database's store asks it too (routing.py's ``db``).
+        return await self.router.home.erasure_key()
+
+    async def erased_digests(self) -> set[str]:
+        # The home keeps every hash (open_erasure writes it there first).
+        return await self.router.home.erased_digests()
 
     def _all_dbs(self) -> list[str]:
         return list(dict.fromkeys([self.router.home_url, *self.router.urls()]))

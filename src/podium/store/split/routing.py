@@ -89,6 +89,8 @@ class Router:
             # A claim here may stand for records on other databases: it waits for its flush.
             found.lazy_claims = False
             found.erasure_secret = self.erasure_secret
+            if url != self._home_url:  # the generated key of the hashes is the home's
+                found.erasure_keeper = self._dbs[self._home_url]
             self._index[url] = len(self._index)
         return found
 

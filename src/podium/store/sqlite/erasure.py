@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-from podium.domain.erasure import Erasure, Step, erased_digest
+from podium.domain.erasure import Erasure, Step, erased_digest, new_secret
 from podium.ports.erasure import ExportRow
 from podium.store.erasure import (
     ERASE,
@@ -22,7 +22,27 @@ from podium.store.sqlite.db import Database
 
 
 class PlayerData(Database):
-    erasure_secret = ""
+    erasure_secret = ""  # as configured; '' : the key kept in the store (erasure_key)
+    _erasure_key: str | None = None
+
+    async def erasure_key(self) -> str:
+        if self.erasure_secret:
+            return self.erasure_secret
+        if self._erasure_key is None:
+            fresh = new_secret()
+
+            def run(c: sqlite3.Connection) -> str:
+                # The first one written is kept (migration 039): racing processes agree.
+                c.execute("INSERT OR IGNORE INTO erasure_key (id, secret) VALUES (1, ?)", (fresh,))
+                row = c.execute("SELECT secret FROM erasure_key WHERE id = 1").fetchone()
+                return str(row["secret"])
+
+            self._erasure_key = await self._write(run)
+        return self._erasure_key
+
+    async def erased_digests(self) -> set[str]:
+        rows = await self._read(lambda c: c.execute("SELECT digest FROM erased").fetchall())
+        return {r["digest"] for r in rows}
 
     async def export_page(
         self, player_id: str, section: str, after: str, limit: int
@@ -44,9 +64,10 @@ class PlayerData(Database):
         return await self._write(run)
 
     async def erased(self, player_ids: Sequence[str]) -> set[str]:
-        by_digest = {erased_digest(self.erasure_secret, p): p for p in player_ids}
-        if not by_digest:
+        if not player_ids:
             return set()
+        key = await self.erasure_key()
+        by_digest = {erased_digest(key, p): p for p in player_ids}
         marks = ",".join("?" * len(by_digest))
         rows = await self._read(
             lambda c: c.execute(

@@ -3,8 +3,15 @@
 -- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
 -- fills (write.lua): the ban holds there too; KEYS[6] the board window's tallies of writes
 -- (write.lua): a banned member leaving is one
--- ARGV[1] member
-redis.call('SADD', KEYS[2], ARGV[1])
+-- ARGV[1] member; ARGV[2] 'forget' (an erased player): the same removal, and the member out
+-- of the ban set rather than into it, so that no key keeps their id (the store refuses them
+-- by the hash of it)
+local forget = ARGV[2] == 'forget'
+if forget then
+  redis.call('SREM', KEYS[2], ARGV[1])
+else
+  redis.call('SADD', KEYS[2], ARGV[1])
+end
 local was = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]) or nil)
 if was then
   -- domain/changes.py's octave of the score, as write.lua's band
@@ -29,6 +36,8 @@ for g = 1, #held, 3 do
   redis.call('HDEL', held[g + 2], ARGV[1])
 end
 -- The ban set must outlive the board, never the other way round.
-local t = redis.call('PEXPIRETIME', KEYS[1])
-if t > 0 then redis.call('PEXPIREAT', KEYS[2], t) end
+if not forget then
+  local t = redis.call('PEXPIRETIME', KEYS[1])
+  if t > 0 then redis.call('PEXPIREAT', KEYS[2], t) end
+end
 return 1
