@@ -257,12 +257,7 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             board = self._get(key, create=True)
             assert board is not None
             board.banned.add(player_id)
-            for held in (board, self._building(key)):
-                if held is not None:
-                    held.tally(held.scores.get(player_id), None)
-                    held.remove(player_id)
-                    held.versions.pop(player_id, None)
-                    held.meta.pop(player_id, None)
+            self._drop(key, board, player_id)
 
     async def unban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         for key in keys:
@@ -276,12 +271,17 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             if board is None:
                 continue
             board.banned.discard(player_id)
-            for held in (board, self._building(key)):
-                if held is not None:
-                    held.tally(held.scores.get(player_id), None)
-                    held.remove(player_id)
-                    held.versions.pop(player_id, None)
-                    held.meta.pop(player_id, None)
+            self._drop(key, board, player_id)
+
+    def _drop(self, key: BoardKey, board: Board, player_id: str) -> None:
+        """The player's member, version and metadata gone from the board window and from
+        the generation being built of it, its tallies counting the exit."""
+        for held in (board, self._building(key)):
+            if held is not None:
+                held.tally(held.scores.get(player_id), None)
+                held.remove(player_id)
+                held.versions.pop(player_id, None)
+                held.meta.pop(player_id, None)
 
     def _every_board(self) -> list[Board]:
         """Every board window of every generation: the live, the retired, those being built."""
