@@ -460,7 +460,7 @@ async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
     if end - now < 15:
         end += 60  # time for the fleet's clocks to be seen across the end
     window = time.strftime("%Y%m%dT%H%M", time.gmtime(end - 60))
-    store = PostgresStore.from_url(fleet.pg.url)
+    store = PostgresStore.from_url(fleet.pg.url, timeout_s=partitions.LOOK_TIMEOUT_S)
     try:
 
         async def late() -> None:
