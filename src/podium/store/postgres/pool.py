@@ -76,8 +76,11 @@ async def transaction(c: Conn, locks: str) -> AsyncIterator[None]:
         yield
         await c.execute("COMMIT")
     except BaseException:
-        if not c.is_closed():
-            with contextlib.suppress(Exception):
+        # A connection the kernel dropped (a hung link, ``_link``) was closed and released
+        # back to the pool by asyncpg already: even asking it ``is_closed`` raises, and that
+        # error must not stand in for the first one.
+        with contextlib.suppress(Exception):
+            if not c.is_closed():
                 await c.execute("ROLLBACK")
         raise
 
