@@ -114,8 +114,9 @@ def topology(settings: Settings) -> Topology:
 def _split_store(settings: Settings) -> SplitStore:
     from podium.store.split import SplitStore
 
-    pools = settings.store
-    return SplitStore.from_urls(pools.url, pools.shards, pools.pool_size, pools.read_pool_size)
+    p = settings.store
+    limits = {"timeout_s": p.timeout_s, "command_timeout_s": p.command_timeout_s}
+    return SplitStore.from_urls(p.url, p.shards, p.pool_size, p.read_pool_size, **limits)
 
 
 def _store(settings: Settings, topo: Topology | None = None) -> ScoreStore:
@@ -129,9 +130,8 @@ def _store(settings: Settings, topo: Topology | None = None) -> ScoreStore:
         return SqliteStore.from_url(url)
     from podium.store.postgres import PostgresStore
 
-    return PostgresStore.from_url(
-        url, pool_size=pools.pool_size, read_pool_size=pools.read_pool_size
-    )
+    limits = {"timeout_s": pools.timeout_s, "command_timeout_s": pools.command_timeout_s}
+    return PostgresStore.from_url(url, pools.pool_size, pools.read_pool_size, **limits)
 
 
 @dataclass(frozen=True)

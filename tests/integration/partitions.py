@@ -47,9 +47,12 @@ from podium.client.retry import RetryPolicy, retryable
 from podium.config import settings as config
 from podium.domain.models import Target
 from podium.index.redis.keys import shard_tag
+from podium.service.ranks.snapshot import HOLD_S
 from podium.service.reads.reads import LAST_PAGE_S
 from podium.store.postgres import PostgresStore
+from podium.workers.aggregator import SNAPSHOT_TTL_S
 from tests.integration.fleet import Fleet
+from tests.integration.rankcheck import Commit, FalseRank, Ledger, RankRead, Row, false_ranks
 from tests.netns import Host, Net
 from tests.pg_cluster import PgCluster
 from tests.proxy import Proxy
@@ -65,6 +68,12 @@ PLAYERS = 200
 PAGE_SLACK_S = 1.0
 # A read in flight at the heal may still fail on its dead connection: Redis's socket timeout.
 IN_FLIGHT_S = 5.0
+# The test's own looks at the store, after the faults: patient on a busy machine (the
+# fleet's processes keep ``[store] timeout_s``).
+LOOK_TIMEOUT_S = 30.0
+# How far behind the store the board may be when the fleet is whole: the README's "within a
+# second of the match ending" (relay, log, updater), and as much again for a busy machine.
+BOARD_FRESH_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -118,6 +127,7 @@ class History:
     sent: int = 0  # matches
     pages: list[Read] = field(default_factory=list)
     matches: dict[str, Match] = field(default_factory=dict)
+    ranks: list[RankRead] = field(default_factory=list)  # answered 200
 
     def outcomes(self, since: float = 0.0, until: float = float("inf")) -> Counter[str]:
         return Counter(t.outcome for t in self.tries if since <= t.sent < until)
@@ -140,9 +150,13 @@ class Recorded(httpx.AsyncBaseTransport):
                 Try(self.api, request.url.path, sent, time.monotonic(), type(e).__name__)
             )
             raise
-        self.history.tries.append(
-            Try(self.api, request.url.path, sent, time.monotonic(), str(got.status_code))
-        )
+        outcome = str(got.status_code)
+        if got.status_code == 503 and not (
+            "retry-after" in got.headers
+            and got.headers.get("content-type", "").startswith("application/problem+json")
+        ):
+            outcome = "503 without Retry-After or problem+json"  # a 5xx other than 503
+        self.history.tries.append(Try(self.api, request.url.path, sent, time.monotonic(), outcome))
         return got
 
     async def aclose(self) -> None:
@@ -264,14 +278,8 @@ class Game:
         longer than the server's own wait on an index that went quiet, so that its answer
         (a 503, say) is seen rather than the client giving up first."""
         timeout = httpx.Timeout(12.0, connect=1.0)
-        c = AsyncClient(
-            self.apis[api],
-            self.key,
-            timeout=timeout,
-            retry=RetryPolicy(attempts=1),
-            transport=Recorded(api, self.history),
-        )
-        # Pages read bare, for the headers: ``Age`` marks a page served stale on purpose.
+        # Read bare, for the headers and the labels: ``Age`` marks a page served stale on
+        # purpose; a rank says whether it is exact, and as of when where it is not now.
         raw = httpx.AsyncClient(
             base_url=self.apis[api], timeout=timeout, transport=Recorded(api, self.history)
         )
@@ -288,11 +296,41 @@ class Game:
                                 Read(api, sent, wall, as_of, None if age is None else int(age))
                             )
                     else:
-                        await c.rank(BOARD, self.rng.choice(self.players))
+                        await self._rank(raw, api)
                 await asyncio.sleep(0.2)
         finally:
-            await c.aclose()
             await raw.aclose()
+
+    async def _rank(self, raw: httpx.AsyncClient, api: str) -> None:
+        """A player's own rank with the rows around it, read bare (what the API answered,
+        labels included), into the history if answered 200, with its send and answer times
+        for the rank check."""
+        player = self.rng.choice(self.players)
+        sent, wall = time.monotonic(), time.time()
+        got = await raw.get(f"/v1/boards/{BOARD}/players/{player}", params={"neighbors": 2})
+        answered = time.monotonic()
+        if got.status_code != 200:
+            return
+        body = got.json()
+        as_of = body.get("asOf")
+        self.history.ranks.append(
+            RankRead(
+                api,
+                player,
+                sent,
+                answered,
+                wall,
+                bool(body["exact"]),
+                int(body["rank"]),
+                int(body["points"]),
+                None if as_of is None else datetime.fromisoformat(as_of).timestamp(),
+                tuple(
+                    Row(e["playerId"], int(e["rank"]), int(e["points"]))
+                    for e in body.get("neighbors", ())
+                    if e["playerId"] != player
+                ),
+            )
+        )
 
     async def acknowledged(self, n: int, api: str | None = None) -> None:
         """Until ``n`` more matches are acknowledged (by ``api`` only, if named)."""
@@ -505,24 +543,54 @@ class Verdict:
     errors: Counter[str]  # 5xx answers other than 503
     stale: list[tuple[str, float]]  # pages older than the documented bound: api, how old
     board_caught_up_s: float  # from the call to the board equal to the store
+    # exact ranks false at every moment their answer may speak for (``rankcheck.py``)
+    false_ranks: list[FalseRank] = field(default_factory=list)
+    ranks_checked: int = 0  # exact rank answers checked (each with its neighbor rows)
+    # how far behind the store the board was, at least, for each answer that needed it:
+    # (read while a fault held the board back, seconds)
+    behind_s: list[tuple[bool, float]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.doubled or self.board_differs or self.errors or self.stale)
+        return not (
+            self.lost
+            or self.doubled
+            or self.board_differs
+            or self.errors
+            or self.stale
+            or self.false_ranks
+        )
+
+    def ranks(self) -> str:
+        """The rank check in a line, for a scenario's report."""
+        whole = [s for held, s in self.behind_s if not held]
+        held = [s for faulty, s in self.behind_s if faulty]
+        return (
+            f"{self.ranks_checked} exact ranks checked, {len(self.false_ranks)} false; "
+            f"read from a board behind the store: {len(whole)} (at most "
+            f"{max(whole, default=0.0):.2f} s behind), and {len(held)} while a fault held it "
+            f"back (at most {max(held, default=0.0):.2f} s)"
+        )
 
 
 async def check(
-    nf: NetFleet, game: Game, index_out: dict[str, tuple[float, float]] | None = None
+    nf: NetFleet,
+    game: Game,
+    index_out: dict[str, tuple[float, float]] | None = None,
+    board_behind: tuple[float, float] | None = None,
 ) -> Verdict:
     """Every acknowledged result in the store exactly once, the board equal to the store,
-    no 5xx but 503, and no page older than documented, from the history and the final
-    state (every fault healed). ``index_out``: when (monotonic, from and to) an API process
-    could not reach the index."""
+    no 5xx but 503, no page older than documented, and no exact rank false at every moment
+    its answer may speak for, from the history and the final state (every fault healed).
+    ``index_out``: when (monotonic, from and to) an API process could not reach the index;
+    ``board_behind``: when (from and to) a fault held the board back from the store (a
+    worker cut off, a replica promoted before the mender replayed), so that a rank read
+    then may show the board as of the fault's start."""
     h = game.history
     expected: Counter[str] = Counter()
     for results in h.acked.values():
         expected.update(results)
-    store = PostgresStore.from_url(nf.pg.url)
+    store = PostgresStore.from_url(nf.pg.url, timeout_s=LOOK_TIMEOUT_S)
     try:
         target = [Target(BOARD, "all", 0)]
         stored = {p: (await store.totals(p, target)).get(BOARD, 0) for p in game.players}
@@ -551,7 +619,14 @@ async def check(
     #   reads in flight at the heal have ended;
     # - a process that sheds reads answers a top page from the last copy it served, at most
     #   ``STALE_S`` old, with an ``Age`` header (README, "Results before reads").
-    held = config.load(nf.fleet.cfg).server.page_cache_s + PAGE_SLACK_S
+    # On a board split across shards a page is a slice of the aggregator's snapshot, with
+    # the snapshot's asOf: one a process holds ``HOLD_S``, read again until it is
+    # ``SNAPSHOT_TTL_S`` old while no newer one is published (README, "On a split board":
+    # a standby takes over within about 5 s).
+    cfg = config.load(nf.fleet.cfg)
+    held = cfg.server.page_cache_s + PAGE_SLACK_S
+    if cfg.index.shards > 1:
+        held += SNAPSHOT_TTL_S + HOLD_S
     out = index_out or {}
 
     def bound(r: Read) -> float:
@@ -561,7 +636,37 @@ async def check(
         return STALE_S + held if r.age is not None else held
 
     stale = [(r.api, r.wall - r.as_of - 1) for r in h.pages if r.wall - r.as_of - 1 > bound(r)]
-    return Verdict(lost, doubled, differs, errors, stale, time.monotonic() - started)
+    caught_up = time.monotonic() - started
+    ledger = Ledger(
+        Commit(m.began, m.began + m.took, h.acked[name]) for name, m in h.matches.items()
+    )
+
+    def held_back(r: RankRead) -> bool:
+        return board_behind is not None and board_behind[0] <= r.sent <= board_behind[1]
+
+    def lag(r: RankRead) -> float:
+        if board_behind is not None and held_back(r):
+            return r.sent - board_behind[0] + BOARD_FRESH_S
+        return BOARD_FRESH_S
+
+    exact = [r for r in h.ranks if r.exact]
+    wrong = false_ranks(ledger, game.players, exact, lag)
+    # How far behind the store each answer's board was, at least: the freshness it needed.
+    needs: dict[int, tuple[bool, float]] = {}
+    for f in false_ranks(ledger, game.players, exact, lambda _: 0.0):
+        got = needs.get(id(f.read), (held_back(f.read), 0.0))
+        needs[id(f.read)] = (got[0], max(got[1], f.needs_lag_s or float("inf")))
+    return Verdict(
+        lost,
+        doubled,
+        differs,
+        errors,
+        stale,
+        caught_up,
+        wrong,
+        len(exact),
+        list(needs.values()),
+    )
 
 
 async def _board(nf: NetFleet) -> dict[str, int]:

@@ -131,6 +131,21 @@ class StoreSettings:
     """Postgres connections for transactions and writes, per process."""
     read_pool_size: Count = 10
     """And for reads, apart, so that writes never hold them up."""
+    timeout_s: Annotated[
+        float, Strict(), Ge(0.1), as_float, says(NUMBER, "expected 0.1 or more")
+    ] = 2.0
+    """How long a request waits on a Postgres it cannot reach: a connection is opened, or one
+    taken from a full pool, within it; a connection whose link leaves what was sent
+    unacknowledged this long (TCP_USER_TIMEOUT), or answers no keepalive probe (sent after
+    half of it idle), is dropped, by podium's end and by Postgres's (its tcp_user_timeout and
+    tcp_keepalives_*, set for the session), so a cut link frees its connection slots too. A
+    request that cannot reach the store answers 503 with Retry-After within about twice
+    this (docs/faults.md). Too short drops connections on a lossy link that would recover."""
+    command_timeout_s: Annotated[
+        float, Strict(), Ge(0.1), as_float, says(NUMBER, "expected 0.1 or more")
+    ] = 10.0
+    """The longest any one statement may run on a link that answers (a freeze of a big
+    window, a rebuild's read); past it the statement is cancelled and the call is a 503."""
     keep_results_days: Count = 90
     """Results stay in the store this many days (by ``endedAt``), then the pruner moves
     them to a gzip CSV per day under ``[archive] dir``; older ones are refused (422). Tallies,

@@ -52,6 +52,21 @@ class PostgresStore(
         return found | await self.erased(player_ids)
 
     @classmethod
-    def from_url(cls, url: str, pool_size: int = 10, read_pool_size: int = 10) -> PostgresStore:
-        """Does not connect: the pools open on first use, so a store can be built anywhere."""
-        return cls(url, pool_size=pool_size, read_pool_size=read_pool_size)
+    def from_url(
+        cls,
+        url: str,
+        pool_size: int = 10,
+        read_pool_size: int = 10,
+        *,
+        timeout_s: float = 2.0,
+        command_timeout_s: float = 10.0,
+    ) -> PostgresStore:
+        """Does not connect: the pools open on first use, so a store can be built anywhere.
+        ``timeout_s`` and ``command_timeout_s``: ``[store]``'s (``pool.Database``)."""
+        return cls(
+            url,
+            pool_size=pool_size,
+            read_pool_size=read_pool_size,
+            timeout_s=timeout_s,
+            command_timeout_s=command_timeout_s,
+        )

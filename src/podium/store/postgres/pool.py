@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import asyncpg
@@ -74,8 +76,11 @@ async def transaction(c: Conn, locks: str) -> AsyncIterator[None]:
         yield
         await c.execute("COMMIT")
     except BaseException:
-        if not c.is_closed():
-            with contextlib.suppress(Exception):
+        # A connection the kernel dropped (a hung link, ``_link``) was closed and released
+        # back to the pool by asyncpg already: even asking it ``is_closed`` raises, and that
+        # error must not stand in for the first one.
+        with contextlib.suppress(Exception):
+            if not c.is_closed():
                 await c.execute("ROLLBACK")
         raise
 
@@ -89,6 +94,55 @@ async def _keep_session(conn: asyncpg.Connection[asyncpg.Record]) -> None:
     The pool still rolls back a transaction left open before it calls this."""
 
 
+def keepalive(timeout_s: float) -> tuple[int, int, int]:
+    """TCP keepalive for a link that must be found dead within about ``timeout_s``: idle
+    seconds before the first probe, seconds between probes, probes unanswered (whole
+    seconds, at least 1, as the kernel and Postgres take them)."""
+    idle = max(1, int(timeout_s / 2))
+    interval = max(1, int(timeout_s / 4))
+    count = max(1, int((timeout_s - idle) / interval))
+    return idle, interval, count
+
+
+def server_link(timeout_s: float) -> dict[str, str]:
+    """The same bounds for Postgres's end of each connection (its ``tcp_user_timeout`` and
+    ``tcp_keepalives_*``, set for the session at connect): a backend whose client is cut off
+    is ended, its transaction rolled back and its connection slot freed, within about
+    ``timeout_s``, instead of after the kernel's two hours of silence. Without it, a client
+    that drops hung connections and opens new ones fills ``max_connections`` ("too many
+    clients")."""
+    idle, interval, count = keepalive(timeout_s)
+    return {
+        "tcp_user_timeout": str(int(timeout_s * 1000)),
+        "tcp_keepalives_idle": str(idle),
+        "tcp_keepalives_interval": str(interval),
+        "tcp_keepalives_count": str(count),
+    }
+
+
+async def _link(conn: asyncpg.Connection[asyncpg.Record], *, timeout_s: float) -> None:
+    """A new connection's socket made to fail within about ``timeout_s`` when its link
+    hangs: ``TCP_USER_TIMEOUT`` (bytes sent and not acknowledged that long: a link cut
+    either way, or one whose answers are lost) and keepalive probes (a statement sent,
+    acknowledged, and its answer never coming). The kernel then closes it, the statement
+    in flight fails with the connection lost (503: ``errors.py``) and the pool replaces it.
+    A Unix socket has neither, and needs neither."""
+    transport = getattr(conn, "_transport", None)
+    sock = None if transport is None else transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    idle, interval, count = keepalive(timeout_s)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (
+        ("TCP_KEEPIDLE", idle),
+        ("TCP_KEEPINTVL", interval),
+        ("TCP_KEEPCNT", count),
+        ("TCP_USER_TIMEOUT", int(timeout_s * 1000)),
+    ):
+        if hasattr(socket, option):  # Linux has them all; elsewhere, what there is
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+
+
 class Database:
     """The connection pools and the one way every port runs a statement or a transaction
     (``_run``), with its retries and its error table (``errors.py``)."""
@@ -99,9 +153,8 @@ class Database:
         *,
         pool_size: int = 10,
         read_pool_size: int = 10,
-        connect_timeout: float = 5.0,
-        command_timeout: float = 10.0,
-        acquire_timeout: float = 5.0,
+        timeout_s: float = 2.0,
+        command_timeout_s: float = 10.0,
         vacuum_outbox_every: int = 10_000,
     ) -> None:
         self.url = url
@@ -109,9 +162,15 @@ class Database:
         self.read_pool_size = read_pool_size
         self._vacuum_every = vacuum_outbox_every
         self._acked = 0  # outbox rows acked since this store last vacuumed the outbox
-        self._connect_timeout = connect_timeout
-        self._command_timeout = command_timeout
-        self._acquire_timeout = acquire_timeout
+        # ``[store] timeout_s``: a connection opened, or one taken from a full pool, within
+        # it; a link that leaves what was sent unacknowledged this long, or that answers no
+        # keepalive, dropped by either end (``_link``). A request that cannot reach the
+        # store is a 503 within about twice it (the take, then a statement on a connection
+        # found dead), where the command timeout alone held it 10 s.
+        self._timeout_s = timeout_s
+        # ``[store] command_timeout_s``: the longest any one statement may run (a freeze of
+        # a big window, a rebuild's read), on a link that answers.
+        self._command_timeout = command_timeout_s
         # Two pools: a match's statements (its read, its writes) and the other writes in
         # one, the single-statement reads of the board and admin endpoints in the other.
         # Write transactions hold their connection through lock waits and commit flushes;
@@ -132,9 +191,11 @@ class Database:
                     self.url,
                     min_size=1,
                     max_size=self.read_pool_size if reads else self.pool_size,
-                    timeout=self._connect_timeout,
+                    timeout=self._timeout_s,
                     command_timeout=self._command_timeout,
                     reset=_keep_session,
+                    init=partial(_link, timeout_s=self._timeout_s),
+                    server_settings=server_link(self._timeout_s),
                 )
             return self._pools[reads]
 
@@ -158,7 +219,7 @@ class Database:
             attempt += 1
             try:
                 pool = await self._get_pool(reads)
-                async with pool.acquire(timeout=self._acquire_timeout) as conn:
+                async with pool.acquire(timeout=self._timeout_s) as conn:
                     if not tx:
                         return await fn(conn)
                     async with conn.transaction():

@@ -62,16 +62,46 @@ class SplitStore(
     bucket map), which the parts share and nothing else of theirs."""
 
     def __init__(
-        self, home: str, shards: Sequence[str], *, pool_size: int = 10, read_pool_size: int = 10
+        self,
+        home: str,
+        shards: Sequence[str],
+        *,
+        pool_size: int = 10,
+        read_pool_size: int = 10,
+        timeout_s: float = 2.0,
+        command_timeout_s: float = 10.0,
     ) -> None:
-        super().__init__(Router(home, shards, pool_size=pool_size, read_pool_size=read_pool_size))
+        super().__init__(
+            Router(
+                home,
+                shards,
+                pool_size=pool_size,
+                read_pool_size=read_pool_size,
+                timeout_s=timeout_s,
+                command_timeout_s=command_timeout_s,
+            )
+        )
 
     @classmethod
     def from_urls(
-        cls, home: str, shards: Sequence[str], pool_size: int = 10, read_pool_size: int = 10
+        cls,
+        home: str,
+        shards: Sequence[str],
+        pool_size: int = 10,
+        read_pool_size: int = 10,
+        *,
+        timeout_s: float = 2.0,
+        command_timeout_s: float = 10.0,
     ) -> SplitStore:
         """Does not connect: each database's pools open on first use."""
-        return cls(home, shards, pool_size=pool_size, read_pool_size=read_pool_size)
+        return cls(
+            home,
+            shards,
+            pool_size=pool_size,
+            read_pool_size=read_pool_size,
+            timeout_s=timeout_s,
+            command_timeout_s=command_timeout_s,
+        )
 
     async def migrate(self) -> None:
         await self.router.migrate()

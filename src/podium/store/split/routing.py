@@ -55,7 +55,14 @@ class Router:
     """The databases, the bucket map, and routing by player or match id."""
 
     def __init__(
-        self, home: str, shards: Sequence[str], *, pool_size: int = 10, read_pool_size: int = 10
+        self,
+        home: str,
+        shards: Sequence[str],
+        *,
+        pool_size: int = 10,
+        read_pool_size: int = 10,
+        timeout_s: float = 2.0,
+        command_timeout_s: float = 10.0,
     ) -> None:
         if not shards:
             raise ConfigError("store.shards: a split store needs at least one database")
@@ -63,6 +70,7 @@ class Router:
             if not url.startswith(("postgresql://", "postgres://")):
                 raise ConfigError(f"store.shards: {redact_url(url)!r} is not a postgresql:// URL")
         self._pool_sizes = (pool_size, read_pool_size)
+        self._timeouts = (timeout_s, command_timeout_s)
         self._home_url = home
         self._shard_urls = list(dict.fromkeys(shards))
         self._dbs: dict[str, PostgresStore] = {}
@@ -85,7 +93,10 @@ class Router:
             if len(self._index) >= 1 << (63 - HANDLE_BITS):
                 raise ConfigError("store.shards: too many databases")
             pool, reads = self._pool_sizes
-            found = self._dbs[url] = PostgresStore.from_url(url, pool, reads)
+            timeout_s, command_s = self._timeouts
+            found = self._dbs[url] = PostgresStore.from_url(
+                url, pool, reads, timeout_s=timeout_s, command_timeout_s=command_s
+            )
             # A claim here may stand for records on other databases: it waits for its flush.
             found.lazy_claims = False
             found.erasure_secret = self.erasure_secret
