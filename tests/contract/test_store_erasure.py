@@ -4,6 +4,7 @@ players, or not)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -128,15 +129,16 @@ async def test_an_erasure_record_keeps_the_hash_and_forgets_the_id(store: ScoreS
     assert await store.open_erasure(again) == e
     assert await store.erased(["p1", "p2"]) == {"p1"}
     assert await store.banned(["p1", "p2"]) == {"p1"}  # the updaters skip them
-    assert [x.id for x in await store.erasures_due(10)] == [e.id]
-    await store.advance_erasure(e.id, Step.STORE, {"indexEntries": 3}, NOW + 2)
+    assert [x.id for x in await store.claim_erasures("e1", NOW + 1, LEASE, 10)] == [e.id]
+    assert await store.advance_erasure(e.id, "e1", Step.STORE, {"indexEntries": 3}, NOW + 2, LEASE)
     held = await store.erasure(e.id)
     assert held is not None and held.step is Step.STORE and held.counts == {"indexEntries": 3}
-    await store.advance_erasure(e.id, Step.DONE, {"indexEntries": 3, "results": 2}, NOW + 3)
+    counts = {"indexEntries": 3, "results": 2}
+    assert await store.advance_erasure(e.id, "e1", Step.DONE, counts, NOW + 3, LEASE)
     done = await store.erasure(e.id)
     assert done is not None and done.player_id is None and done.pseudonym == ""
     assert done.done_at == NOW + 3 and done.digest == digest and done.requested_by == "admin-key"
-    assert await store.erasures_due(10) == []
+    assert await store.claim_erasures("e2", NOW + 1000, LEASE, 10) == []
     assert await store.erased(["p1"]) == {"p1"}
     assert await store.erasure("era_" + "f" * 24) is None
 
@@ -165,16 +167,75 @@ async def test_a_player_on_two_databases_is_exported_once_and_erased_on_both(
 
 
 async def test_a_done_erasure_is_left_as_it_is(store: ScoreStore) -> None:
-    """Two erasers on one record: the one that notes a step after the other finished
-    changes nothing."""
-    e = Erasure(
-        "era_" + "2" * 24, erased_digest("test-secret", "p9"), "p9", NAME, Step.INDEX, NOW, "k"
-    )
+    """An eraser that notes a step after the record was done changes nothing."""
+    e = _erasure(store, "2", "p9")
     await store.open_erasure(e)
-    await store.advance_erasure(e.id, Step.DONE, {"results": 1}, NOW + 1)
-    await store.advance_erasure(e.id, Step.ARCHIVE, {"results": 2}, NOW + 2)
+    assert await store.claim_erasures("e1", NOW, LEASE, 10) == [e]
+    assert await store.advance_erasure(e.id, "e1", Step.DONE, {"results": 1}, NOW + 1, LEASE)
+    assert not await store.advance_erasure(e.id, "e1", Step.ARCHIVE, {"results": 2}, NOW + 2, LEASE)
+    assert not await store.renew_erasure(e.id, "e1", NOW + 2, LEASE)
     done = await store.erasure(e.id)
     assert done is not None and done.step is Step.DONE and done.counts == {"results": 1}
+
+
+LEASE = 60.0
+
+
+def _erasure(store: ScoreStore, n: str, player: str, at: float = NOW) -> Erasure:
+    return Erasure(
+        "era_" + n * 24, erased_digest("test-secret", player), player, NAME, Step.INDEX, at, "k"
+    )
+
+
+async def test_erasers_claiming_at_once_never_get_one_record_both(store: ScoreStore) -> None:
+    """Four erasers claim 3 each at once from 8 records: each record goes to exactly one;
+    and none is claimed again by another while its lease runs."""
+    opened = [_erasure(store, f"{i:x}", f"p{i}", NOW + i) for i in range(8)]
+    for e in opened:
+        await store.open_erasure(e)
+    owners = ["e1", "e2", "e3", "e4"]
+    got = await asyncio.gather(*(store.claim_erasures(o, NOW + 10, LEASE, 3) for o in owners))
+    ids = [c.id for claimed in got for c in claimed]
+    assert sorted(ids) == sorted(e.id for e in opened)  # each once: none twice, none left
+    for o, claimed in zip(owners, got, strict=True):
+        for c in claimed:  # the record names its holder: only it may note a step
+            assert await store.renew_erasure(c.id, o, NOW + 11, LEASE)
+            assert not await store.renew_erasure(c.id, "e5", NOW + 11, LEASE)
+    assert await store.claim_erasures("e5", NOW + 10 + LEASE, LEASE, 10) == []
+
+
+async def test_a_lease_run_out_is_taken_over_and_the_old_owner_changes_nothing(
+    store: ScoreStore,
+) -> None:
+    """An eraser that died (or stalled) holds its record until the lease runs out; then
+    another claims it at the step last noted, and the first one's notes change nothing."""
+    e = _erasure(store, "3", "p8")
+    await store.open_erasure(e)
+    [mine] = await store.claim_erasures("e1", NOW, LEASE, 10)
+    assert mine.step is Step.INDEX
+    assert await store.advance_erasure(e.id, "e1", Step.STORE, {"indexEntries": 2}, NOW + 1, LEASE)
+    # Held: not to another, not even by ``only``; to its owner again (a step that failed).
+    assert await store.claim_erasures("e2", NOW + LEASE, LEASE, 10) == []
+    assert await store.claim_erasures("e2", NOW + LEASE, LEASE, 10, only=e.id) == []
+    assert [x.id for x in await store.claim_erasures("e1", NOW + 2, LEASE, 10)] == [e.id]
+    # Renewed at NOW + 2 until NOW + 2 + LEASE; run out after that.
+    assert await store.renew_erasure(e.id, "e1", NOW + 2, LEASE)
+    assert await store.claim_erasures("e2", NOW + 1 + LEASE, LEASE, 10) == []
+    [theirs] = await store.claim_erasures("e2", NOW + 2 + LEASE, LEASE, 10, only=e.id)
+    assert theirs.step is Step.STORE and theirs.counts == {"indexEntries": 2}
+    # The old owner's note and renewal: refused, nothing written.
+    later = NOW + 3 + LEASE
+    assert not await store.advance_erasure(e.id, "e1", Step.ARCHIVE, {"x": 9}, later, LEASE)
+    assert not await store.renew_erasure(e.id, "e1", later, LEASE)
+    held = await store.erasure(e.id)
+    assert held is not None and held.step is Step.STORE and held.counts == {"indexEntries": 2}
+    # The new owner's notes: written.
+    assert await store.advance_erasure(e.id, "e2", Step.ARCHIVE, {"x": 1}, later, LEASE)
+    held = await store.erasure(e.id)
+    assert held is not None and held.step is Step.ARCHIVE and held.counts == {"x": 1}
+    # A lease given back (renewed for 0 s: a shutdown) is anyone's at once.
+    assert await store.renew_erasure(e.id, "e2", later, 0.0)
+    assert [x.id for x in await store.claim_erasures("e3", later, LEASE, 10)] == [e.id]
 
 
 async def test_events_are_matched_by_their_player_member_only(store: ScoreStore) -> None:

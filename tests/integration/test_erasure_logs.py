@@ -40,6 +40,8 @@ def _config(tmp: Path, dbs: list[str], prefix: str, nats_url: str, stream: str) 
         "[server]\nread_rate_per_s = 0\npage_cache_s = 0\n"
         # long enough that the eraser is killed before the erasure's end, most runs
         "[workers]\nlease_s = 2.0\nerasure_settle_s = 2.0\n"
+        # the killed eraser's lease on the record: what the restarted one waits out first
+        "erasure_lease_s = 2.0\n"
         '[[boards]]\nname = "day"\nwindow = "day"\n'
         '[[boards]]\nname = "week"\nwindow = "week"\n'
     )

@@ -236,6 +236,12 @@ class WorkerSettings:
     more: a record or an updater's write that began before the erasure and ended after its
     first sweep is gone by then. At least the longest a request or an updater batch takes
     (an updater's batch is held ``lease_s`` at most)."""
+    erasure_lease_s: Amount = 60.0
+    """How long an eraser holds an erasure it claimed without renewing it: it renews every
+    third of it while a step runs, however long the step (an index sweep, the archive's
+    rewrite on a big player), so this is how long a dead eraser's erasure waits before
+    another takes it over, and how long a stalled one may miss its renewals before it loses
+    the erasure."""
 
 
 @table(frozen=True, config=TABLE)

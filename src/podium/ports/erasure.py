@@ -54,16 +54,34 @@ class PlayerData(Protocol):
 
     async def erasure(self, erasure_id: str) -> Erasure | None: ...
 
-    async def erasures_due(self, limit: int) -> list[Erasure]:
-        """Erasures not done yet, oldest first."""
+    async def claim_erasures(
+        self, owner: str, now: float, lease_s: float, limit: int, only: str = ""
+    ) -> list[Erasure]:
+        """Up to ``limit`` erasures not done, oldest first, that no other eraser holds (free,
+        or their lease ended by ``now``: the eraser that held it died), taken for ``owner``
+        until ``now + lease_s``, atomically: two erasers claiming at once never get one
+        record both. ``only``: that erasure alone. One ``owner`` holds already: its again."""
+        ...
+
+    async def renew_erasure(self, erasure_id: str, owner: str, now: float, lease_s: float) -> bool:
+        """The lease held until ``now + lease_s`` while ``owner`` holds it (during a long
+        step); False when it does not (any more): it stops carrying the erasure."""
         ...
 
     async def advance_erasure(
-        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
-    ) -> None:
-        """Note a step done: the next ``step`` and the counts so far. At ``Step.DONE``, the
-        id and the pseudonym are forgotten and ``done_at`` set. A record done already is left
-        as it is (two erasers on one record: the later one's notes change nothing)."""
+        self,
+        erasure_id: str,
+        owner: str,
+        step: Step,
+        counts: dict[str, int],
+        now: float,
+        lease_s: float,
+    ) -> bool:
+        """Note a step done while ``owner`` holds the record: the next ``step`` and the counts
+        so far, the lease renewed until ``now + lease_s``. At ``Step.DONE``, the id and the
+        pseudonym are forgotten, ``done_at`` set and the lease cleared. False, and nothing
+        written, when ``owner`` no longer holds it (its lease ended and another eraser took
+        it, which goes on from the last step noted) or it is done."""
         ...
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:

@@ -9,8 +9,11 @@ An erasure is answered at once with a receipt: the store records it and the keye
 the id in one transaction (from then on the player's new results are refused and the
 updaters skip the log's changes of them, as they skip a ban). The eraser role carries it out
 in the steps of ``domain.erasure.Step``, each idempotent and noted when done, so a process
-killed at any moment resumes at the step it was in. The last step forgets the id and the
-pseudonym: the record keeps the hash, when, by which key, and the counts.
+killed at any moment resumes at the step it was in. One eraser at a time carries out a
+record: it claims it under a lease (``claim_erasures``), renews the lease while a step runs,
+and notes each step only while it still holds it, so the counts are those of one run of each
+step; a dead eraser's record is taken over once its lease runs out. The last step forgets
+the id and the pseudonym: the record keeps the hash, when, by which key, and the counts.
 
 Since no id is kept after that, what brings an erased player back into the index later (a
 Redis replica promoted without the erasure's deletes) is found by the hash of each id the
@@ -23,9 +26,13 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import Any, Protocol
 
 from podium.config.settings import Settings
@@ -49,6 +56,8 @@ from podium.ports.store import Windows
 log = logging.getLogger("podium.erasure")
 
 PAGE = 1000  # rows of a section read at a time
+BATCH = 10  # erasures an eraser's step carries out at most before it returns to its loop
+CLAIM_POLL_S = 1.0  # how often ``carry_out`` looks again at an erasure another eraser holds
 JSON_COLUMNS = {"metadata", "data"}  # columns that hold a JSON document as text
 
 
@@ -104,6 +113,13 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def eraser_name() -> str:
+    """Who holds an erasure's lease: the host and process, for an operator looking at the
+    record, and random bits, so that a process that restarts under the same pid on the same
+    host does not take its dead predecessor's leases for its own."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
 def check_player(player_id: str) -> None:
     if why := id_problem("playerId", player_id):
         raise InvalidInput(why)
@@ -127,6 +143,10 @@ class Erasures:
         self.log = log  # a stream that keeps the player's messages (JetStream), or None
         # how long after the store's step its rows and the index are swept again
         self.settle_s = settings.workers.erasure_settle_s
+        # The lease on a record it carries out (workers/eraser.py): renewed during a step,
+        # so its length bounds only how long a dead eraser's record waits to be taken over.
+        self.lease_s = settings.workers.erasure_lease_s
+        self.owner = eraser_name()
 
     # -- the export ----------------------------------------------------------------------
 
@@ -200,21 +220,88 @@ class Erasures:
         return await self.store.erasure(erasure_id)
 
     async def erase_due(self) -> int:
-        """The eraser role's step: every erasure not done carried out to its end; how many."""
-        due = await self.store.erasures_due(10)
-        for e in due:
-            await self.carry_out(e)
-        return len(due)
+        """The eraser role's step: erasures not done, claimed one at a time (a record
+        claimed waits for nothing but its own eraser) and carried out to their end; how
+        many were taken."""
+        taken = 0
+        while taken < BATCH:
+            claimed = await self.store.claim_erasures(self.owner, self.clock.now(), self.lease_s, 1)
+            if not claimed:
+                break
+            taken += 1
+            await self._carry(claimed[0])
+        return taken
 
     async def carry_out(self, e: Erasure) -> None:
+        """This erasure carried out here, to its end (``podium player erase --wait``): once
+        no other eraser holds it (its lease over, if that eraser died), or once another
+        finished it."""
+        while True:
+            claimed = await self.store.claim_erasures(
+                self.owner, self.clock.now(), self.lease_s, 1, only=e.id
+            )
+            if claimed:
+                await self._carry(claimed[0])
+            found = await self.store.erasure(e.id)
+            if found is None or found.done_at is not None:
+                return
+            if not claimed:
+                await asyncio.sleep(CLAIM_POLL_S)
+
+    async def _carry(self, e: Erasure) -> None:
+        """A claimed erasure's steps from the one it is at, each noted under the lease; the
+        lease renewed while a step runs. Lost (the eraser stalled a whole lease): the step
+        is given up and the erasure left to its new holder, which goes on from the last
+        step noted, so that no step's counts are added twice."""
+        try:
+            await self._steps(e)
+        except asyncio.CancelledError:
+            # Stopped (a worker's shutdown): the lease given back, so that the next eraser
+            # need not wait it out. Best effort: a kill leaves it to run out.
+            with contextlib.suppress(Exception):
+                await self.store.renew_erasure(e.id, self.owner, self.clock.now(), 0.0)
+            raise
+
+    async def _steps(self, e: Erasure) -> None:
         step, counts = e.step, dict(e.counts)
         while step is not Step.DONE:
             if e.player_id is None:  # only DONE clears it
                 break
-            counts = _added(counts, await self._do(step, e.player_id, e.pseudonym))
+            done = await self._held(e.id, self._do(step, e.player_id, e.pseudonym))
+            if done is None:
+                log.warning("erasure %s: lease lost during step %s, left to its holder", e.id, step)
+                return
+            counts = _added(counts, done)
             step = next_step(step)
-            await self.store.advance_erasure(e.id, step, counts, self.clock.now())
+            if not await self.store.advance_erasure(
+                e.id, self.owner, step, counts, self.clock.now(), self.lease_s
+            ):
+                log.warning("erasure %s: lease lost at step %s, left to its holder", e.id, step)
+                return
         log.info("erasure %s done: %s", e.id, counts)  # the receipt, never the id
+
+    async def _held(
+        self, erasure_id: str, work: Coroutine[Any, Any, dict[str, int]]
+    ) -> dict[str, int] | None:
+        """``work``'s counts, its lease renewed every third of it while it runs, however
+        long (a sweep of a big index, the settle step's sleep); None, the work cancelled,
+        if a renewal finds the lease gone."""
+        task = asyncio.ensure_future(work)
+        try:
+            while not task.done():
+                await asyncio.wait({task}, timeout=self.lease_s / 3)
+                if task.done():
+                    break
+                if not await self.store.renew_erasure(
+                    erasure_id, self.owner, self.clock.now(), self.lease_s
+                ):
+                    return None
+            return task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _do(self, step: Step, player_id: str, name: str) -> dict[str, int]:
         if step is Step.GATE:

@@ -155,7 +155,8 @@ def postgres(sql: str, params: tuple[str, ...]) -> str:
     """The statement with asyncpg's ``$n`` for the named parameters, numbered in the order
     of ``params``, and Postgres's ``strpos`` for ``instr``."""
     numbers = {name: f"${i}" for i, name in enumerate(params, start=1)}
-    out = re.sub(r":(p|q|after|limit)\b", lambda m: numbers[m.group(1)], sql)
+    names = "|".join(params)
+    out = re.sub(rf"(?<!:):({names})\b", lambda m: numbers[m.group(1)], sql)
     return out.replace("instr(", "strpos(")
 
 
@@ -173,6 +174,15 @@ RENAMED = (
 
 # The erasure record, as both stores keep it.
 ERASURE_COLS = "id, digest, player_id, pseudonym, step, requested_at, requested_by, done_at, counts"
+
+
+# An erasure an eraser may claim (``claim_erasures``): not done, and held by no one, by a
+# lease that has ended (its eraser died or stalled), or by the claimant itself; ``:only``
+# one erasure ('' : any). Named parameters: ``postgres()`` numbers them.
+FREE = (
+    "done_at IS NULL AND (held_by IS NULL OR held_until <= :now OR held_by = :owner) "
+    "AND (:only = '' OR id = :only)"
+)
 
 
 def erasure_of(row: Any) -> Erasure:

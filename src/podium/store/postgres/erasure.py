@@ -14,6 +14,7 @@ from podium.ports.erasure import ExportRow
 from podium.store.erasure import (
     ERASE,
     ERASURE_COLS,
+    FREE,
     RENAMED,
     erasure_of,
     export_sql,
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 # Each statement with the arguments it takes: the player, and the pseudonym where it names one.
 _ERASE = tuple((kind, postgres(sql, ("p", "q")), ":q" in sql) for kind, sql in ERASE)
 _RENAMED = postgres(RENAMED, ("q",))
+_CLAIM = postgres(
+    f"UPDATE erasures SET held_by = :owner, held_until = :until WHERE id IN "
+    f"(SELECT id FROM erasures WHERE {FREE} ORDER BY requested_at LIMIT :limit "
+    f"FOR UPDATE SKIP LOCKED) RETURNING {ERASURE_COLS}",
+    ("owner", "now", "until", "limit", "only"),
+)
 
 
 class PlayerData(Database):
@@ -140,29 +147,52 @@ class PlayerData(Database):
         rows = await self._fetch(f"SELECT {ERASURE_COLS} FROM erasures WHERE id = $1", erasure_id)
         return erasure_of(rows[0]) if rows else None
 
-    async def erasures_due(self, limit: int) -> list[Erasure]:
-        rows = await self._fetch(
-            f"SELECT {ERASURE_COLS} FROM erasures WHERE done_at IS NULL "
-            "ORDER BY requested_at LIMIT $1",
-            limit,
+    async def claim_erasures(
+        self, owner: str, now: float, lease_s: float, limit: int, only: str = ""
+    ) -> list[Erasure]:
+        # SKIP LOCKED: a record another eraser is claiming this instant is left to it; one it
+        # claimed and committed since this statement began is read again as it is now, and
+        # no longer free (READ COMMITTED rechecks a locked row's new version).
+        rows = await self._fetch(_CLAIM, owner, now, now + lease_s, limit, only)
+        return sorted((erasure_of(r) for r in rows), key=lambda e: e.requested_at)
+
+    async def renew_erasure(self, erasure_id: str, owner: str, now: float, lease_s: float) -> bool:
+        status = await self._execute(
+            "UPDATE erasures SET held_until = $1 "
+            "WHERE id = $2 AND held_by = $3 AND done_at IS NULL",
+            now + lease_s,
+            erasure_id,
+            owner,
         )
-        return [erasure_of(r) for r in rows]
+        return rowcount(status) == 1
 
     async def advance_erasure(
-        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
-    ) -> None:
+        self,
+        erasure_id: str,
+        owner: str,
+        step: Step,
+        counts: dict[str, int],
+        now: float,
+        lease_s: float,
+    ) -> bool:
         done = step is Step.DONE
-        await self._execute(
+        status = await self._execute(
             "UPDATE erasures SET step = $1, counts = $2, "
             "player_id = CASE WHEN $3 THEN NULL ELSE player_id END, "
             "pseudonym = CASE WHEN $3 THEN '' ELSE pseudonym END, "
-            "done_at = CASE WHEN $3 THEN $4 ELSE done_at END WHERE id = $5 AND done_at IS NULL",
+            "done_at = CASE WHEN $3 THEN $4 ELSE done_at END, "
+            "held_by = CASE WHEN $3 THEN NULL ELSE held_by END, "
+            "held_until = CASE WHEN $3 THEN NULL ELSE $4 + $7 END "
+            "WHERE id = $5 AND held_by = $6 AND done_at IS NULL",
             step.value,
             json.dumps(counts),
             done,
             now,
             erasure_id,
+            owner,
+            lease_s,
         )
+        return rowcount(status) == 1
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
         rows = await self._fetch(_RENAMED, pseudonym)

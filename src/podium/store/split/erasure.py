@@ -84,13 +84,26 @@ class PlayerData(Part):
     async def erasure(self, erasure_id: str) -> Erasure | None:
         return await self.router.home.erasure(erasure_id)
 
-    async def erasures_due(self, limit: int) -> list[Erasure]:
-        return await self.router.home.erasures_due(limit)
+    # The records and their leases live on the home database: one claim there, atomic as
+    # on a single database.
+    async def claim_erasures(
+        self, owner: str, now: float, lease_s: float, limit: int, only: str = ""
+    ) -> list[Erasure]:
+        return await self.router.home.claim_erasures(owner, now, lease_s, limit, only)
+
+    async def renew_erasure(self, erasure_id: str, owner: str, now: float, lease_s: float) -> bool:
+        return await self.router.home.renew_erasure(erasure_id, owner, now, lease_s)
 
     async def advance_erasure(
-        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
-    ) -> None:
-        await self.router.home.advance_erasure(erasure_id, step, counts, now)
+        self,
+        erasure_id: str,
+        owner: str,
+        step: Step,
+        counts: dict[str, int],
+        now: float,
+        lease_s: float,
+    ) -> bool:
+        return await self.router.home.advance_erasure(erasure_id, owner, step, counts, now, lease_s)
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
         await self.router.ready()

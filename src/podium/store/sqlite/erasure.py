@@ -13,6 +13,7 @@ from podium.ports.erasure import ExportRow
 from podium.store.erasure import (
     ERASE,
     ERASURE_COLS,
+    FREE,
     RENAMED,
     erasure_of,
     export_sql,
@@ -115,36 +116,77 @@ class PlayerData(Database):
         )
         return None if row is None else erasure_of(row)
 
-    async def erasures_due(self, limit: int) -> list[Erasure]:
-        rows = await self._read(
-            lambda c: c.execute(
-                f"SELECT {ERASURE_COLS} FROM erasures WHERE done_at IS NULL "
-                "ORDER BY requested_at LIMIT ?",
-                (limit,),
+    async def claim_erasures(
+        self, owner: str, now: float, lease_s: float, limit: int, only: str = ""
+    ) -> list[Erasure]:
+        def run(c: sqlite3.Connection) -> list[Erasure]:
+            # One write transaction: SQLite's one writer makes the read and the take atomic.
+            rows = c.execute(
+                f"UPDATE erasures SET held_by = :owner, held_until = :until WHERE id IN "
+                f"(SELECT id FROM erasures WHERE {FREE} ORDER BY requested_at LIMIT :limit) "
+                f"RETURNING {ERASURE_COLS}",
+                {"owner": owner, "now": now, "until": now + lease_s, "limit": limit, "only": only},
             ).fetchall()
-        )
-        return [erasure_of(r) for r in rows]
+            return sorted((erasure_of(r) for r in rows), key=lambda e: e.requested_at)
+
+        return await self._write(run)
+
+    async def renew_erasure(self, erasure_id: str, owner: str, now: float, lease_s: float) -> bool:
+        def run(c: sqlite3.Connection) -> bool:
+            return (
+                c.execute(
+                    "UPDATE erasures SET held_until = ? "
+                    "WHERE id = ? AND held_by = ? AND done_at IS NULL",
+                    (now + lease_s, erasure_id, owner),
+                ).rowcount
+                == 1
+            )
+
+        return await self._write(run)
 
     async def advance_erasure(
-        self, erasure_id: str, step: Step, counts: dict[str, int], now: float
-    ) -> None:
+        self,
+        erasure_id: str,
+        owner: str,
+        step: Step,
+        counts: dict[str, int],
+        now: float,
+        lease_s: float,
+    ) -> bool:
         done = step is Step.DONE
 
-        def run(c: sqlite3.Connection) -> None:
-            c.execute(
+        def run(c: sqlite3.Connection) -> bool:
+            n = c.execute(
                 "UPDATE erasures SET step = ?, counts = ?, "
                 "player_id = CASE WHEN ? THEN NULL ELSE player_id END, "
                 "pseudonym = CASE WHEN ? THEN '' ELSE pseudonym END, "
-                "done_at = CASE WHEN ? THEN ? ELSE done_at END WHERE id = ? AND done_at IS NULL",
-                (step.value, json.dumps(counts), done, done, done, now, erasure_id),
-            )
+                "done_at = CASE WHEN ? THEN ? ELSE done_at END, "
+                "held_by = CASE WHEN ? THEN NULL ELSE held_by END, "
+                "held_until = CASE WHEN ? THEN NULL ELSE ? END "
+                "WHERE id = ? AND held_by = ? AND done_at IS NULL",
+                (
+                    step.value,
+                    json.dumps(counts),
+                    done,
+                    done,
+                    done,
+                    now,
+                    done,
+                    done,
+                    now + lease_s,
+                    erasure_id,
+                    owner,
+                ),
+            ).rowcount
+            return n == 1
 
-        await self._write(run)
-        if done:
+        held = await self._write(run)
+        if done and held:
             # The record has just forgotten the id: the WAL's older page images still hold
             # it (and the player's deleted rows) until a checkpoint; secure_delete zeroed the
             # file's own copies (db.py).
             await self.truncate_wal()
+        return held
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
         rows = await self._read(lambda c: c.execute(RENAMED, {"q": pseudonym}).fetchall())
