@@ -43,15 +43,14 @@ class RedisSnapshots:
         return bool(kept)
 
     async def read(self, key: BoardKey) -> bytes | None:
-        with translated:
-            data = await self._r.get(self._keys.snapshot(key))
-        if data is None:
-            return None
-        return data.encode() if isinstance(data, str) else bytes(data)
+        return await self._bytes(self._keys.snapshot(key))
 
     async def stamp(self, key: BoardKey) -> bytes | None:
+        return await self._bytes(self._keys.snapshot_stamp(key))
+
+    async def _bytes(self, name: str) -> bytes | None:
         with translated:
-            data = await self._r.get(self._keys.snapshot_stamp(key))
+            data = await self._r.get(name)
         if data is None:
             return None
         return data.encode() if isinstance(data, str) else bytes(data)
