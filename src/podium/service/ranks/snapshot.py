@@ -17,17 +17,12 @@ read of their shard) is still the one it holds: a player who scored since is cou
 shards, so that their own rank shows their new points at once.
 
 The first ``FRESH_ROWS`` of the top, the pages everyone looks at, are counted on the shards
-too (each shard's first rows, merged: ``index/split/index.py``) and held ``FRESH_PAGE_S``
-rather than until the next snapshot: a page sliced from a snapshot waits for the next cycle
-to begin and end (the freshness benchmark's top page: p99 2.4 s on a quiet machine), a page
-counted waits only for the board write. Deeper pages would cost every shard their whole
-depth, so they stay slices of the snapshot. A shard that does not answer puts the page back
-on the snapshot, as before.
-
-Everything that must be exact (a rank inside the top whose neighbors reach past it; every
-rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
-snapshot cannot answer (none published yet, or none since the last change) is counted on the
-shards themselves (``counted.py`` over the split index, ``index/split/index.py``), as on one shard.
+too (each shard's first rows, merged: ``index/split/index.py``), read once per board window
+and ``FRESH_PAGE_S`` slot and sliced into pages, rather than held until the next snapshot: a
+page sliced from a snapshot waits for the next cycle to begin and end (the freshness
+benchmark's top page: p99 0.4-2.4 s), a page counted waits only for the board write. Deeper
+pages would cost every shard their whole depth, so they stay slices of the snapshot. A shard
+that does not answer puts the first rows back on the snapshot, as before.
 """
 
 from __future__ import annotations
@@ -69,12 +64,14 @@ STAMP_S = 0.1  # how long it trusts a snapshot's stamp before it asks again
 # a deployment with a few grouped boards; past it the one written longest ago is read again.
 SNAPSHOTS_HELD = 1_000
 # The rows of the top counted on the shards rather than sliced from the snapshot: the first
-# two pages of the largest limit (100). A page's refill reads every shard's first ``stop + 1``
-# rows, so 16 shards x 201 rows at most, every FRESH_PAGE_S per page and process.
+# two pages of the largest limit (100). Read as one head per board window, every shard's
+# first FRESH_ROWS rows (16 x 200 rows: about 3 ms of this process's CPU and 1 ms of Redis,
+# BENCHMARKS.md), whichever pages of it are asked for: a client asking for every offset and
+# limit costs no more than one asking for the first page.
 FRESH_ROWS = 200
-# How long a process holds a page counted on the shards: the page's share of "a new score in
-# the top within a second" (the board write takes the rest), while a thousand reads a second
-# of the page still cost the shards five refills.
+# How long a head is used: the page's share of "a new score in the top within a second" (the
+# board write takes the rest), while a thousand page reads a second still cost the shards
+# five heads a board window and process. Slots of it, alike in every request of the process.
 FRESH_PAGE_S = 0.2
 
 
@@ -99,6 +96,10 @@ class SnapshotRanks:
         self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
         self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
+        # The first FRESH_ROWS counted on the shards, by (board window, FRESH_PAGE_S slot).
+        self._heads: Cache[tuple[BoardKey, int], Top] = Cache(
+            SNAPSHOTS_HELD, FRESH_PAGE_S, clock.now
+        )
         # every shard's tallies, one read shared by the readers that asked before it began
         self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
 
@@ -110,6 +111,7 @@ class SnapshotRanks:
         self._held.clear()
         self._stamps.clear()
         self._seen.clear()
+        self._heads.clear()
         if changed_at is not None:
             self._not_before = max(self._not_before, changed_at)
 
@@ -137,9 +139,9 @@ class SnapshotRanks:
 
     async def version(self, key: BoardKey, stop: int) -> bytes | None:
         if stop < FRESH_ROWS:
-            # Counted on the shards (top()): held FRESH_PAGE_S, by the same slot in every
-            # request of the process, whatever the snapshot does meanwhile.
-            return b"counted:%d" % int(self.clock.now() / FRESH_PAGE_S)
+            # Sliced from the head counted on the shards (top()): held by its slot, whatever
+            # the snapshot does meanwhile.
+            return b"head:%d" % self._slot()
         try:
             return await self.stamp(key)
         except IndexUnavailable:
@@ -166,13 +168,19 @@ class SnapshotRanks:
         shard out, a slice of the aggregator's merged top, as of its ``asOf``."""
         if stop < FRESH_ROWS:
             try:
-                return await self.counted.top(spec, key, start, stop)
+                head = await self._heads.get_or_load(
+                    (key, self._slot()), lambda: self.counted.top(spec, key, 0, FRESH_ROWS - 1)
+                )
+                return Top(head.rows[start : stop + 1], head.as_of)
             except IndexUnavailable:
                 pass  # a shard out: the snapshot's slice (the aggregator's stand-in for it)
         snap = await self.snapshot(key)
         if snap is None:
             return await self.counted.top(spec, key, start, stop)
         return Top(list(snap.top[start : stop + 1]), snap.as_of)
+
+    def _slot(self) -> int:
+        return int(self.clock.now() / FRESH_PAGE_S)
 
     async def page_from(
         self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool

@@ -159,12 +159,22 @@ async def test_a_player_in_the_top_who_scored_since_the_snapshot_is_counted_fres
     assert moved.as_of is None  # counted at the read, not as of a snapshot
 
 
+class Counting(MemoryIndex):
+    pages = 0
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        self.pages += 1
+        return await super().page(key, start, stop, descending=descending)
+
+
 async def test_the_first_rows_are_counted_on_the_shards_and_held_a_fraction_of_a_second() -> None:
     """The first FRESH_ROWS of the top are counted on the shards, as of the read, whatever
-    the snapshot holds; deeper rows are its slice. A page of them is held FRESH_PAGE_S
-    (its version a time slot), one deeper as long as the snapshot's stamp."""
+    the snapshot holds, once per FRESH_PAGE_S for every page of them; deeper rows are the
+    snapshot's slice. A page of them is held by its slot, one deeper by the snapshot's stamp."""
     clock = Clock()
-    shards = MemoryIndex(clock.now)
+    shards = Counting(clock.now)
     deep = snapshot_ranks.FRESH_ROWS
     counted = [(f"p{i:04d}", 10_000 - i) for i in range(deep + 2)]
     await shards.write(KEY, counted, descending=True, expire_at=None)
@@ -175,12 +185,17 @@ async def test_the_first_rows_are_counted_on_the_shards_and_held_a_fraction_of_a
     clock.t = T
 
     assert await ranking.top(SPEC, KEY, 0, 1) == Top(counted[:2], T)
+    assert await ranking.top(SPEC, KEY, 5, deep - 1) == Top(counted[5:deep], T)
+    assert shards.pages == 1  # both pages sliced from one head
     assert await ranking.top(SPEC, KEY, deep, deep + 1) == Top(stale[deep:], T - 1.0)
 
     first = await ranking.version(KEY, deep - 1)
     assert first != await ranking.version(KEY, deep) == await snaps.stamp(KEY)
     clock.t += snapshot_ranks.FRESH_PAGE_S
     assert await ranking.version(KEY, deep - 1) != first  # read again after FRESH_PAGE_S
+    await shards.write(KEY, [("p0001", 20_000)], descending=True, expire_at=None)
+    assert (await ranking.top(SPEC, KEY, 0, 0)).rows == [("p0001", 20_000)]
+    assert shards.pages == 2
     assert snapshot_ranks.FRESH_PAGE_S < 1.0  # within "a new score on the page in a second"
 
 
