@@ -23,6 +23,11 @@ page sliced from a snapshot waits for the next cycle to begin and end (the fresh
 benchmark's top page: p99 0.4-2.4 s), a page counted waits only for the board write. Deeper
 pages would cost every shard their whole depth, so they stay slices of the snapshot. A shard
 that does not answer puts the first rows back on the snapshot, as before.
+
+Everything that must be exact (a rank inside the top whose neighbors reach past it; every
+rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
+snapshot cannot answer (none published yet, or none since the last change) is counted on the
+shards themselves (``counted.py`` over the split index, ``index/split/index.py``), as on one shard.
 """
 
 from __future__ import annotations
