@@ -172,9 +172,10 @@ class SnapshotRanks:
         """The first ``FRESH_ROWS`` counted on the shards, as of now; deeper, or with a
         shard out, a slice of the aggregator's merged top, as of its ``asOf``."""
         if stop < FRESH_ROWS:
+            depth = min(FRESH_ROWS, spec.exact_top)  # pages end at the exact top
             try:
                 head = await self._heads.get_or_load(
-                    (key, self._slot()), lambda: self.counted.top(spec, key, 0, FRESH_ROWS - 1)
+                    (key, self._slot()), lambda: self.counted.top(spec, key, 0, depth - 1)
                 )
                 return Top(head.rows[start : stop + 1], head.as_of)
             except IndexUnavailable:
