@@ -14,7 +14,10 @@ script starts (never the machine's Redis: millions of members).
 - reads: ``--readers`` concurrent ``Reads.player_rank`` (built by ``bootstrap.build`` on an
   embedded SQLite store and the private Redis, 16 shards and 1) for random players below
   the exact top and inside it, alternating, beside raw ZREVRANK and ZMSCORE through
-  redis-py; reads/s, p50/p99, CPU per read.
+  redis-py; reads/s, p50/p99, CPU per read. With ``--pages``, a top page's rows too, as a
+  page's refill reads them (``RankSource.top``, no page cache): the first 101 and 101 from
+  rank 5,001; and the head of the first rows counted on the shards (read once per 0.2 s
+  and board window by each process), beside every shard's first rows read raw.
 
 The 16-shard board lives on one private server and the one-shard board on another, so that
 both stay loaded for the reads (about 1.2 GB each at ten million members).
@@ -52,6 +55,8 @@ from podium.errors import Unavailable
 from podium.index.redis.keys import Keys
 from podium.ports import BoardKey, SystemClock
 from podium.serve import gcpolicy
+from podium.service.ranks import snapshot as snapshot_ranks
+from podium.service.ranks.counted import CountedRanks
 from podium.workers import aggregator
 from podium.workers.aggregator import Aggregator
 
@@ -304,6 +309,39 @@ async def bench_reads(
             (f"player_rank in top, 1 shard, {few} rdrs", s1, rank(b1, "top1"), top, few),
             (f"player_rank in top, 16 shards, {few} rdrs", s16, rank(b16, "top16"), top, few),
         ]
+        if args.pages:
+            # A top page's rows. The first ones: since issue 34's fresh pages, one head of the
+            # first 200 counted on the 16 shards per 0.2 s (its cost: CountedRanks' read of
+            # it, every call a refill), before sliced from the snapshot; beside it the raw
+            # reads of the head, every shard's first 200 rows, pipelined. Deeper ones: the
+            # snapshot's slice in both. Through the rank source as a page's refill reads
+            # them (no page cache).
+            ranks = b16.podium.reads.ranks
+            counted = CountedRanks(b16.index, b16.clock)
+            shard_keys = [Keys(PREFIX, shard_tag(i)).board(key) for i in range(SHARDS)]
+            head = getattr(snapshot_ranks, "FRESH_ROWS", 200)  # (a tree before them: 200)
+
+            async def raw_head(_: str) -> object:
+                async with raw16.pipeline(transaction=False) as pipe:
+                    for k in shard_keys:
+                        pipe.zrevrange(k, 0, head - 1, withscores=True)
+                    return await pipe.execute()
+
+            def sliced(first: int) -> Callable[[str], Awaitable[object]]:
+                return lambda _: ranks.top(spec, key, first, first + 100)
+
+            cases += [
+                (f"reference: 16 x ZREVRANGE 0 {head - 1}, piped", s16, raw_head, top, r_),
+                (
+                    f"a head: rows 1-{head} counted, 16 shards",
+                    s16,
+                    lambda _: counted.top(spec, key, 0, head - 1),
+                    top,
+                    r_,
+                ),
+                ("rank source: rows 1-101, 16 shards", s16, sliced(0), top, r_),
+                ("rank source: rows 5001-5101, 16 shards", s16, sliced(5_000), top, r_),
+            ]
         # Warm up: connections, scripts loaded, the snapshot held.
         await fresh_snapshot()
         for _, _, call, players, readers in cases:
@@ -434,6 +472,9 @@ def main() -> None:
         help="cycles first with these budgets of boundaries (1000 was MAX_BOUNDS before)",
     )
     ap.add_argument("--readers", type=int, default=32)
+    ap.add_argument(
+        "--pages", action="store_true", help="reads: top pages' rows too, without the page cache"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument(
         "--gc",

@@ -555,9 +555,10 @@ class RankSource(Protocol):
         to the highest, and how many players hold each."""
         ...
 
-    async def version(self, key: BoardKey) -> bytes | None:
-        """What the board window's top pages are read from, as a token that changes when
-        it does (a split board's snapshot's stamp), so that a page held by it is read again
+    async def version(self, key: BoardKey, stop: int) -> bytes | None:
+        """What the board window's top page ending at 0-based row ``stop`` is read from, as
+        a token that changes when it does (a split board's snapshot's stamp, or a time slot
+        for its first rows, counted on the shards), so that a page held by it is read again
         as soon as a newer one is there; None: pages are held for ``page_cache_s`` alone."""
         ...
 

@@ -25,7 +25,7 @@ class CountedRanks:
     def forget(self, changed_at: float | None = None) -> None:
         return None  # nothing held: every read asks the index
 
-    async def version(self, key: BoardKey) -> bytes | None:
+    async def version(self, key: BoardKey, stop: int) -> bytes | None:
         return None  # pages count on the index: held for page_cache_s
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:

@@ -144,8 +144,8 @@ class MarkedRanks:
     def forget(self, changed_at: float | None = None) -> None:
         self._inner.forget(changed_at)
 
-    async def version(self, key: BoardKey) -> bytes | None:
-        return await self._inner.version(key)
+    async def version(self, key: BoardKey, stop: int) -> bytes | None:
+        return await self._inner.version(key, stop)
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
         return await self.checked(lambda: self._inner.top(spec, key, start, stop))

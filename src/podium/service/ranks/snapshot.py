@@ -1,11 +1,11 @@
 """The reads' ranks on a board split across index shards: the aggregator's snapshot, held.
 
-On a split board (``index.shards > 1``) the top pages are slices of the snapshot that the
-rank aggregator publishes about once a second (``workers/aggregator.py``), and a rank below
-the snapshot's exact top may be estimated from its histogram: one read of the player's own
-shard for their score, every shard's tallies of writes since the counts (``domain/changes.py``:
-the interval holds at the moment of the answer, not only as of the counts), the rest from
-memory. Each API process asks for a board window's snapshot's
+On a split board (``index.shards > 1``) the top pages past the first rows are slices of the
+snapshot that the rank aggregator publishes every cycle (``workers/aggregator.py``), and a
+rank below the snapshot's exact top may be estimated from its histogram: one read of the
+player's own shard for their score, every shard's tallies of writes since the counts
+(``domain/changes.py``: the interval holds at the moment of the answer, not only as of the
+counts), the rest from memory. Each API process asks for a board window's snapshot's
 stamp (a few bytes that change with every publish) at most once per ``STAMP_S``, and reads
 the snapshot itself only when the stamp changed, or ``HOLD_S`` after it last did (one refill
 at a time, shared by every request that wants it): a thousand reads a second cost the
@@ -15,6 +15,14 @@ snapshot store ten stamps and one snapshot a second, and a new snapshot is in us
 A player in the snapshot's exact top is answered from it only while their own score (one
 read of their shard) is still the one it holds: a player who scored since is counted on the
 shards, so that their own rank shows their new points at once.
+
+The first ``FRESH_ROWS`` of the top, the pages everyone looks at, are counted on the shards
+too (each shard's first rows, merged: ``index/split/index.py``), read once per board window
+and ``FRESH_PAGE_S`` slot and sliced into pages, rather than held until the next snapshot: a
+page sliced from a snapshot waits for the next cycle to begin and end (the freshness
+benchmark's top page: p99 0.4-2.4 s), a page counted waits only for the board write. Deeper
+pages would cost every shard their whole depth, so they stay slices of the snapshot. A shard
+that does not answer puts the first rows back on the snapshot, as before.
 
 Everything that must be exact (a rank inside the top whose neighbors reach past it; every
 rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
@@ -60,6 +68,16 @@ STAMP_S = 0.1  # how long it trusts a snapshot's stamp before it asks again
 # board split by country has up to ~250 groups), so 1,000 holds every live board window of
 # a deployment with a few grouped boards; past it the one written longest ago is read again.
 SNAPSHOTS_HELD = 1_000
+# The rows of the top counted on the shards rather than sliced from the snapshot: the first
+# two pages of the largest limit (100). Read as one head per board window, every shard's
+# first FRESH_ROWS rows (16 x 200 rows: about 3 ms of this process's CPU and 1 ms of Redis,
+# BENCHMARKS.md), whichever pages of it are asked for: a client asking for every offset and
+# limit costs no more than one asking for the first page.
+FRESH_ROWS = 200
+# How long a head is used: the page's share of "a new score in the top within a second" (the
+# board write takes the rest), while a thousand page reads a second still cost the shards
+# five heads a board window and process. Slots of it, alike in every request of the process.
+FRESH_PAGE_S = 0.2
 
 
 class SnapshotRanks:
@@ -83,6 +101,10 @@ class SnapshotRanks:
         self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
         self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
+        # The first FRESH_ROWS counted on the shards, by (board window, FRESH_PAGE_S slot).
+        self._heads: Cache[tuple[BoardKey, int], Top] = Cache(
+            SNAPSHOTS_HELD, FRESH_PAGE_S, clock.now
+        )
         # every shard's tallies, one read shared by the readers that asked before it began
         self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
 
@@ -94,6 +116,7 @@ class SnapshotRanks:
         self._held.clear()
         self._stamps.clear()
         self._seen.clear()
+        self._heads.clear()
         if changed_at is not None:
             self._not_before = max(self._not_before, changed_at)
 
@@ -119,7 +142,11 @@ class SnapshotRanks:
         self._seen.put(key, stamp)
         return stamp
 
-    async def version(self, key: BoardKey) -> bytes | None:
+    async def version(self, key: BoardKey, stop: int) -> bytes | None:
+        if stop < FRESH_ROWS:
+            # Sliced from the head counted on the shards (top()): held by its slot, whatever
+            # the snapshot does meanwhile.
+            return b"head:%d" % self._slot()
         try:
             return await self.stamp(key)
         except IndexUnavailable:
@@ -142,11 +169,24 @@ class SnapshotRanks:
         return snap
 
     async def top(self, spec: BoardSpec, key: BoardKey, start: int, stop: int) -> Top:
-        """A slice of the aggregator's merged top, as of its ``asOf``."""
+        """The first ``FRESH_ROWS`` counted on the shards, as of now; deeper, or with a
+        shard out, a slice of the aggregator's merged top, as of its ``asOf``."""
+        if stop < FRESH_ROWS:
+            depth = min(FRESH_ROWS, spec.exact_top)  # pages end at the exact top
+            try:
+                head = await self._heads.get_or_load(
+                    (key, self._slot()), lambda: self.counted.top(spec, key, 0, depth - 1)
+                )
+                return Top(head.rows[start : stop + 1], head.as_of)
+            except IndexUnavailable:
+                pass  # a shard out: the snapshot's slice (the aggregator's stand-in for it)
         snap = await self.snapshot(key)
         if snap is None:
             return await self.counted.top(spec, key, start, stop)
         return Top(list(snap.top[start : stop + 1]), snap.as_of)
+
+    def _slot(self) -> int:
+        return int(self.clock.now() / FRESH_PAGE_S)
 
     async def page_from(
         self, spec: BoardSpec, key: BoardKey, at: tuple[str, int], n: int, before: bool

@@ -132,17 +132,19 @@ class Reads:
                 f"offset {offset} is past the exact top ({spec.exact_top}) of board {board}; "
                 "look a player up by id instead"
             )
-        # Held for page_cache_s, and on a split board only while the aggregator's snapshot
-        # it was read from is the newest (its stamp): a new score is on the page as soon as
-        # a snapshot holds it (issue 34), and each snapshot is sliced once per page.
-        version = await self.ranks.version(BoardKey(board, w.id))
-        return await self._pages.get_or_load(
-            (board, w.id, offset, limit, version), lambda: self._refill(spec, w, offset, limit)
-        )
-
-    async def _refill(self, spec: BoardSpec, w: Window, offset: int, limit: int) -> Page:
         # One row more than asked, in the same read, says whether there is a next page.
         stop = min(offset + limit + 1, spec.exact_top) - 1
+        # Held for page_cache_s, and on a split board only while what it was read from is
+        # the newest: the aggregator's snapshot (its stamp), or for the first rows, counted
+        # on the shards, a fraction of a second (issue 34: a new score on the page within a
+        # second); each snapshot is sliced once per page.
+        version = await self.ranks.version(BoardKey(board, w.id), stop)
+        return await self._pages.get_or_load(
+            (board, w.id, offset, limit, version),
+            lambda: self._refill(spec, w, offset, limit, stop),
+        )
+
+    async def _refill(self, spec: BoardSpec, w: Window, offset: int, limit: int, stop: int) -> Page:
         if await self.lifecycle.is_frozen(spec.name, w.id):
             return _paged(
                 spec, await self.lifecycle.final_page(spec, w, offset, stop), offset, limit

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from podium.config.settings import parse
 from podium.domain.snapshot import Snapshot
+from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.index.memory.snapshots import MemorySnapshots
 from podium.ports import Around, BoardKey, Top
@@ -35,6 +38,13 @@ class Split:
         return [None for _ in player_ids]
 
 
+@pytest.fixture
+def sliced(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row of the top sliced from the snapshot: these tests are about the snapshot's
+    hold, which the first FRESH_ROWS (counted on the shards, tested below) do not use."""
+    monkeypatch.setattr(snapshot_ranks, "FRESH_ROWS", 0)
+
+
 async def _publish(snaps: MemorySnapshots, as_of: float, top: list[tuple[str, int]]) -> None:
     fence = await snaps.lead("agg", as_of, 5.0)
     assert fence is not None
@@ -51,6 +61,7 @@ async def _ranks(clock: Clock) -> tuple[SnapshotRanks, MemorySnapshots]:
     return SnapshotRanks(counted, Split(), snaps, shards.copy, clock), snaps
 
 
+@pytest.mark.usefixtures("sliced")
 async def test_a_change_passes_over_the_snapshots_made_before_it() -> None:
     clock = Clock()
     ranking, snaps = await _ranks(clock)
@@ -69,6 +80,7 @@ async def test_a_change_passes_over_the_snapshots_made_before_it() -> None:
     assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 0.6)
 
 
+@pytest.mark.usefixtures("sliced")
 async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
     clock = Clock()
     ranking, snaps = await _ranks(clock)
@@ -78,6 +90,7 @@ async def test_a_plain_forget_reads_the_same_snapshot_again() -> None:
     assert await ranking.top(SPEC, KEY, 0, 0) == Top([("a", 1)], T)
 
 
+@pytest.mark.usefixtures("sliced")
 async def test_a_new_snapshot_is_read_as_soon_as_its_stamp_is_seen() -> None:
     """The snapshot is held until its stamp changes (asked at most every STAMP_S), not for
     HOLD_S: a new score is in this process's top within STAMP_S of its publish."""
@@ -90,7 +103,7 @@ async def test_a_new_snapshot_is_read_as_soon_as_its_stamp_is_seen() -> None:
     clock.t += snapshot_ranks.STAMP_S
     assert snapshot_ranks.STAMP_S < snapshot_ranks.HOLD_S
     assert await ranking.top(SPEC, KEY, 0, 0) == Top([("b", 2)], T + 0.5)
-    assert await ranking.version(KEY) == await snaps.stamp(KEY)
+    assert await ranking.version(KEY, 0) == await snaps.stamp(KEY)
 
 
 class Unstamped(MemorySnapshots):
@@ -100,6 +113,7 @@ class Unstamped(MemorySnapshots):
         return None
 
 
+@pytest.mark.usefixtures("sliced")
 async def test_without_a_stamp_the_snapshot_is_held_for_hold_s() -> None:
     clock = Clock()
     shards = MemoryIndex(clock.now)
@@ -143,3 +157,60 @@ async def test_a_player_in_the_top_who_scored_since_the_snapshot_is_counted_fres
     assert isinstance(moved, Around)
     assert (moved.rank, moved.score, moved.exact) == (0, 500, True)  # counted now
     assert moved.as_of is None  # counted at the read, not as of a snapshot
+
+
+class Counting(MemoryIndex):
+    pages = 0
+
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        self.pages += 1
+        return await super().page(key, start, stop, descending=descending)
+
+
+async def test_the_first_rows_are_counted_on_the_shards_and_held_a_fraction_of_a_second() -> None:
+    """The first FRESH_ROWS of the top are counted on the shards, as of the read, whatever
+    the snapshot holds, once per FRESH_PAGE_S for every page of them; deeper rows are the
+    snapshot's slice. A page of them is held by its slot, one deeper by the snapshot's stamp."""
+    clock = Clock()
+    shards = Counting(clock.now)
+    deep = snapshot_ranks.FRESH_ROWS
+    counted = [(f"p{i:04d}", 10_000 - i) for i in range(deep + 2)]
+    await shards.write(KEY, counted, descending=True, expire_at=None)
+    snaps = MemorySnapshots(clock.now)
+    ranking = SnapshotRanks(CountedRanks(shards, clock), Shards(shards), snaps, shards.copy, clock)
+    stale = [(f"p{i:04d}", 9_000 - i) for i in range(deep + 2)]  # as they were counted
+    await _publish(snaps, T - 1.0, stale)
+    clock.t = T
+
+    assert await ranking.top(SPEC, KEY, 0, 1) == Top(counted[:2], T)
+    assert await ranking.top(SPEC, KEY, 5, deep - 1) == Top(counted[5:deep], T)
+    assert shards.pages == 1  # both pages sliced from one head
+    assert await ranking.top(SPEC, KEY, deep, deep + 1) == Top(stale[deep:], T - 1.0)
+
+    first = await ranking.version(KEY, deep - 1)
+    assert first != await ranking.version(KEY, deep) == await snaps.stamp(KEY)
+    clock.t += snapshot_ranks.FRESH_PAGE_S
+    assert await ranking.version(KEY, deep - 1) != first  # read again after FRESH_PAGE_S
+    await shards.write(KEY, [("p0001", 20_000)], descending=True, expire_at=None)
+    assert (await ranking.top(SPEC, KEY, 0, 0)).rows == [("p0001", 20_000)]
+    assert shards.pages == 2
+    assert snapshot_ranks.FRESH_PAGE_S < 1.0  # within "a new score on the page in a second"
+
+
+class ShardOut(MemoryIndex):
+    async def page(
+        self, key: BoardKey, start: int, stop: int, *, descending: bool
+    ) -> list[tuple[str, int]]:
+        raise IndexUnavailable("shard 3 does not answer")
+
+
+async def test_with_a_shard_out_the_first_rows_are_the_snapshots_slice() -> None:
+    clock = Clock()
+    shards = ShardOut(clock.now)
+    snaps = MemorySnapshots(clock.now)
+    ranking = SnapshotRanks(CountedRanks(shards, clock), Shards(shards), snaps, shards.copy, clock)
+    await _publish(snaps, T, [("a", 5), ("b", 3)])
+    clock.t = T + 0.4
+    assert await ranking.top(SPEC, KEY, 0, 1) == Top([("a", 5), ("b", 3)], T)
