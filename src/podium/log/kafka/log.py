@@ -230,7 +230,10 @@ class KafkaLog:
                         "enable.auto.commit": False,
                         "enable.auto.offset.store": False,
                         "auto.offset.reset": "earliest",
-                        "fetch.wait.max.ms": 100,
+                        # A fetch at the end of a partition waits this long at the broker,
+                        # and every request behind it on the connection (the watermarks a
+                        # fetch asks for) waits too: at 100 ms each batch waited twice.
+                        "fetch.wait.max.ms": 10,
                         "enable.partition.eof": False,
                     }
                 )
@@ -468,23 +471,29 @@ class KafkaLog:
         out: dict[int, bytes | None] = {}
         with translated(f"read {self._topic}[{p}] from offset {start}"):
             consumer.assign([TopicPartition(self._topic, p, start)])
-            deadline = time.monotonic() + READ_TIMEOUT_S
-            at = start
-            while at < end:
-                if time.monotonic() > deadline:
-                    raise LogUnavailable(
-                        f"Kafka: {self._topic}[{p}]: offsets {at} to {end - 1} not read "
-                        f"in {READ_TIMEOUT_S:.0f} s"
-                    )
-                for m in consumer.consume(min(end - at, 10_000), timeout=0.2):
-                    err = m.error()
-                    if err is not None:
-                        raise KafkaException(err)
-                    o = m.offset()
-                    if m.partition() != p or o is None or o < at:
-                        continue
-                    out[o] = m.value()
-                    at = o + 1
+            try:
+                deadline = time.monotonic() + READ_TIMEOUT_S
+                at = start
+                while at < end:
+                    if time.monotonic() > deadline:
+                        raise LogUnavailable(
+                            f"Kafka: {self._topic}[{p}]: offsets {at} to {end - 1} not read "
+                            f"in {READ_TIMEOUT_S:.0f} s"
+                        )
+                    for m in consumer.consume(min(end - at, 10_000), timeout=0.2):
+                        err = m.error()
+                        if err is not None:
+                            raise KafkaException(err)
+                        o = m.offset()
+                        if m.partition() != p or o is None or o < at:
+                            continue
+                        out[o] = m.value()
+                        at = o + 1
+            finally:
+                # Left assigned, the client goes on fetching at the partition's end, and
+                # the next fetch's watermarks and offsets wait behind those fetches: the
+                # updater through Kafka took 2,200 board writes/s that way (BENCHMARKS.md).
+                consumer.unassign()
         return out
 
     async def ack(self, messages: Sequence[Message]) -> None:
