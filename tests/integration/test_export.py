@@ -6,6 +6,8 @@ row of every section with the columns and types the schema names."""
 from __future__ import annotations
 
 import json
+import sqlite3
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 
 from podium import bootstrap
 from podium.archive import results as day_files
+from podium.config.settings import parse
 from podium.domain.boards import Aggregate, Order, Ties
 from podium.domain.models import ApiKey, PlayerResult, Profile
 from podium.domain.retention import StoredResult
@@ -130,3 +133,43 @@ async def _fill(b: bootstrap.Backends, clock: Clock, day: int, tmp: Path, hook_u
         StoredResult(P, "old2", "gs", "default", day - 40 * DAY + 9, 60, 4, 2.5, "jump", '{"a":1}'),
     ])  # fmt: skip
     writer.finish()
+
+
+async def test_an_export_of_many_results_holds_a_page_not_the_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Streamed (docs/export.md): 5,000 results and their matches, read 50 rows at a time,
+    take a fraction of the document's size in Python memory at the peak (tracemalloc counts
+    bytes allocated, not time, so a busy machine does not change it).
+    benchmarks/export_memory.py measures 100,000."""
+    n, url = 5_000, f"sqlite:///{tmp_path}/many.db"
+    b = bootstrap.build(parse({"store": {"url": url}, "archive": {"dir": str(tmp_path)}}))
+    await b.start()
+    try:
+        conn = sqlite3.connect(tmp_path / "many.db")
+        with conn:
+            conn.executemany(
+                "INSERT INTO results (player_id, match_id, key_id, mode, ended_at, duration_s, "
+                "points, recorded_at, metadata) VALUES (?, ?, 'gs', 'default', ?, 60, ?, ?, ?)",
+                ((P, f"m{i:05d}", 1_790_000_000 + i, i, 1_790_000_001.5 + i, '{"lap":1}')
+                 for i in range(n)),
+            )  # fmt: skip
+            conn.execute(
+                "INSERT INTO matches (match_id, key_id, recorded_at) "
+                "SELECT match_id, key_id, recorded_at FROM results"
+            )
+        conn.close()
+        monkeypatch.setattr(erasure, "PAGE", 50)
+        size, rows = 0, 0
+        tracemalloc.start()
+        try:
+            async for chunk in await b.podium.erasures.export(P):
+                size += len(chunk)
+                rows += chunk.count(b'"matchId"')
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    finally:
+        await b.close()
+    assert rows == 2 * n  # every result and every match
+    assert size > 1_000_000 and peak < size / 4, (peak, size)
