@@ -1,7 +1,9 @@
 """The admin's routes about a player's data (issue 35): everything podium holds on them as
 one JSON document (``GET /v1/admin/players/{playerId}/export``, streamed), their erasure
 (``DELETE /v1/admin/players/{playerId}``, answered 202 with a receipt at once) and the
-receipt polled (``GET /v1/admin/erasures/{id}``). docs/export.md is the document's schema."""
+receipt polled (``GET /v1/admin/erasures/{id}``). The document's schema is
+``schemas/player-export.v1.json`` (docs/export.md); ``EXPORT_SCHEMA`` names its keys, and a
+unit test keeps the two the same."""
 
 from __future__ import annotations
 
@@ -39,7 +41,9 @@ EXPORT_SCHEMA: dict[str, Any] = {
         "archivedResults": _ROWS,
     },
     "description": "every section is an array of rows, columns in camelCase, times in epoch "
-    "seconds; each section's columns are listed in docs/export.md",
+    "seconds; each section's columns and their types: the JSON Schema "
+    "schemas/player-export.v1.json (urn:podium:schema:player-export:v1), described in "
+    "docs/export.md",
 }  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 
 The export is streamed: a generator over the store's pages, section by section, then the
 archived results read from the day files, so that a player with 100,000 results is never
-held in memory at once. Its schema is docs/export.md.
+held in memory at once. Its schema is schemas/player-export.v1.json (docs/export.md).
 
 An erasure is answered at once with a receipt: the store records it and the keyed hash of
 the id in one transaction (from then on the player's new results are refused and the

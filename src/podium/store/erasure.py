@@ -84,7 +84,10 @@ EXPORT: dict[str, tuple[str, str, str]] = {
     "friendOf": ("player_id", "player_id", "friends WHERE friend_id = :p"),
     "ban": ("player_id", "reason, banned_at", "bans WHERE player_id = :p"),
     "outbox": (
-        "board || '/' || window_id || '/' || committed_at",
+        # The row's id last: rows of one window committed at the same time (two records
+        # within the clock's resolution) have keys of their own, so no page boundary and no
+        # merge of a split store's pages drops one of them.
+        "board || '/' || window_id || '/' || committed_at || '/' || id",
         "board, window_id, total, reached_at, version, committed_at, metadata",
         "outbox WHERE player_id = :p",
     ),
