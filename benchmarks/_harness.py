@@ -290,6 +290,20 @@ async def delete_stream(name: str) -> None:
         await nc.close()
 
 
+async def migrate_store(url: str) -> None:
+    """The store at ``url`` migrated to this tree's schema, by podium's own migrations (its
+    imports here, so that a script's parent process that only seeds and measures does not
+    load podium)."""
+    from podium import bootstrap
+    from podium.config.settings import parse
+
+    b = bootstrap.build(parse({"store": {"url": url}}))
+    try:
+        await b.store.migrate()
+    finally:
+        await b.close()
+
+
 def drop_database(db: str) -> None:
     asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'))
     print(f"[cleanup] dropped database {db}", file=sys.stderr)

@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import PG_ADMIN_URL, _pg_admin, drop_database, summary
+from _harness import PG_ADMIN_URL, _pg_admin, drop_database, migrate_store, summary
 
 DAY = 86_400
 
@@ -215,7 +215,7 @@ def main() -> None:
         archive = Path(tmp) / "archive"
         if args.config == "embedded":
             url = f"sqlite:///{tmp}/podium.db"
-            asyncio.run(_migrate(url))
+            asyncio.run(migrate_store(url))
             preload_sqlite(f"{tmp}/podium.db", args.old, args.old_days, base)
             asyncio.run(bench(args, url, archive))
         else:
@@ -223,22 +223,11 @@ def main() -> None:
             asyncio.run(_pg_admin(f'CREATE DATABASE "{db}"'))
             try:
                 url = urlparse(PG_ADMIN_URL)._replace(path=f"/{db}").geturl()
-                asyncio.run(_migrate(url))
+                asyncio.run(migrate_store(url))
                 asyncio.run(preload_postgres(url, args.old, args.old_days, base))
                 asyncio.run(bench(args, url, archive))
             finally:
                 drop_database(db)
-
-
-async def _migrate(url: str) -> None:
-    from podium import bootstrap
-    from podium.config.settings import parse
-
-    b = bootstrap.build(parse({"store": {"url": url}}))
-    try:
-        await b.store.migrate()
-    finally:
-        await b.close()
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import PG_ADMIN_URL, _pg_admin, drop_database
+from _harness import PG_ADMIN_URL, _pg_admin, drop_database, migrate_store
 
 PLAYER = "p_export_bench"
 KEY_ID = "a1b2c3d4e5f6"
@@ -173,17 +173,6 @@ async def measure(url: str, archive: Path, n: int, archived: int) -> dict[str, A
     return {"bytes": size, "seconds": seconds, "peak": peak, "rss": rss, "parsed": parsed}
 
 
-async def _migrate(url: str) -> None:
-    from podium import bootstrap
-    from podium.config.settings import parse
-
-    b = bootstrap.build(parse({"store": {"url": url}}))
-    try:
-        await b.store.migrate()
-    finally:
-        await b.close()
-
-
 def one(config: str, n: int, archived: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="podium-bench-export-") as tmp:
         archive = Path(tmp) / "archive"
@@ -191,7 +180,7 @@ def one(config: str, n: int, archived: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         if config == "embedded":
             url = f"sqlite:///{tmp}/podium.db"
-            asyncio.run(_migrate(url))
+            asyncio.run(migrate_store(url))
             seed_sqlite(f"{tmp}/podium.db", n)
             seeded = time.perf_counter() - t0
             return {"seeded": seeded, **asyncio.run(measure(url, archive, n, archived))}
@@ -199,7 +188,7 @@ def one(config: str, n: int, archived: int) -> dict[str, Any]:
         asyncio.run(_pg_admin(f'CREATE DATABASE "{db}"'))
         try:
             url = urlparse(PG_ADMIN_URL)._replace(path=f"/{db}").geturl()
-            asyncio.run(_migrate(url))
+            asyncio.run(migrate_store(url))
             asyncio.run(seed_postgres(url, n))
             seeded = time.perf_counter() - t0
             return {"seeded": seeded, **asyncio.run(measure(url, archive, n, archived))}
