@@ -100,8 +100,22 @@ EXPORT: dict[str, tuple[str, str, str]] = {
 }
 
 
-def export_sql(section: str) -> str:
+def export_sql(section: str, collate: str = "") -> str:
+    """The statement of one page of ``section``: its rows past the key ``:after``, by key.
+
+    Keys are compared and sorted in byte order (code point order: Python's ``str``
+    comparison, SQLite's BINARY collation), the order the split store merges its databases'
+    pages in and the one docs/export.md names. SQLite compares text so already; Postgres
+    compares it by the database's collation (ICU's ``en-US``, glibc's ``en_US.UTF-8``: case
+    and punctuation weighed apart from the letters), so its adapter passes ``collate="C"``
+    and the key is given that collation in the SELECT, the ``>`` and the ORDER BY. Every key
+    is text (a COLLATE on anything else is an error on Postgres). A key with a collation of
+    its own no longer matches an index on the column; a player's rows of one section are few
+    enough (a page is a single player's) that the sort costs nothing measurable.
+    """
     key, cols, source = EXPORT[section]
+    if collate:
+        key = f'({key}) COLLATE "{collate}"'
     return (
         f"SELECT {key} AS export_key, {cols} FROM {source} AND {key} > :after "
         f"ORDER BY export_key LIMIT :limit"

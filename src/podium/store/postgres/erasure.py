@@ -14,6 +14,7 @@ from podium.ports.erasure import ExportRow
 from podium.store.erasure import (
     ERASE,
     ERASURE_COLS,
+    EXPORT,
     FREE,
     RENAMED,
     erasure_of,
@@ -30,6 +31,12 @@ if TYPE_CHECKING:
 # Each statement with the arguments it takes: the player, and the pseudonym where it names one.
 _ERASE = tuple((kind, postgres(sql, ("p", "q")), ":q" in sql) for kind, sql in ERASE)
 _RENAMED = postgres(RENAMED, ("q",))
+# Each section's page, its key in byte order whatever the database's collation: the order
+# SQLite's pages and the split store's merge of several databases' pages are in.
+_EXPORT = {
+    section: postgres(export_sql(section, collate="C"), ("p", "after", "limit"))
+    for section in EXPORT
+}
 _CLAIM = postgres(
     f"UPDATE erasures SET held_by = :owner, held_until = :until WHERE id IN "
     f"(SELECT id FROM erasures WHERE {FREE} ORDER BY requested_at LIMIT :limit "
@@ -73,7 +80,7 @@ class PlayerData(Database):
     async def export_page(
         self, player_id: str, section: str, after: str, limit: int
     ) -> list[tuple[str, ExportRow]]:
-        sql = postgres(export_sql(section), ("p", "after", "limit"))
+        sql = _EXPORT[section]
         rows = await self._fetch(sql, player_id, after, limit)
         return keyed_rows(rows)
 
