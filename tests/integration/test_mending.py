@@ -540,19 +540,22 @@ def sentinels() -> Iterator[Sentinels]:
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
-    "replay_s",
-    [REPLAY_S, 0, LATE_REPLAY_S],
-    ids=["replayed", "not-replayed", "noticed-late"],
+    ("replay_s", "change_log"),
+    [(REPLAY_S, "outbox"), (0, "outbox"), (LATE_REPLAY_S, "outbox"), (REPLAY_S, "kafka")],
+    ids=["replayed", "not-replayed", "noticed-late", "replayed-kafka"],
+    indirect=["change_log"],
 )
 async def test_a_sentinel_failover_that_lost_the_last_writes_is_mended_by_a_replay(
-    served: Any, sentinels: Sentinels, replay_s: int
+    served: Any, sentinels: Sentinels, replay_s: int, change_log: tuple[str, str] | None
 ) -> None:
     """Both processes reach the index through Sentinel (``redis+sentinel://``) and follow its
     promotion with no restart. With the replay off, the lost writes stay lost: the check
     that the replay is what mends them. Noticed late (the worker paused until the lost
     writes are older than ``failover_replay_s``), they are mended all the same: the replay
-    starts before the time the promoted replica's marker was last confirmed."""
-    s = await served(sentinels.url(), replay_s=replay_s)
+    starts before the time the promoted replica's marker was last confirmed. On Kafka the
+    replay seeks every partition by time (``offsets_for_times``) rather than reading the
+    outbox's kept changes."""
+    s = await served(sentinels.url(), replay_s=replay_s, log=change_log)
     stop = asyncio.Event()
     streaming = asyncio.create_task(s.game.stream(stop))
     await s.game.flowing()
