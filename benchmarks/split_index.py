@@ -14,7 +14,8 @@ script starts (never the machine's Redis: millions of members).
 - reads: ``--readers`` concurrent ``Reads.player_rank`` (built by ``bootstrap.build`` on an
   embedded SQLite store and the private Redis, 16 shards and 1) for random players below
   the exact top and inside it, alternating, beside raw ZREVRANK and ZMSCORE through
-  redis-py; reads/s, p50/p99, CPU per read. With ``--pages``, a top page's rows too, as a
+  redis-py, and every shard's tallies read alone (what an estimated read adds at most);
+  reads/s, p50/p99, CPU per read. With ``--pages``, a top page's rows too, as a
   page's refill reads them (``RankSource.top``, no page cache): the first 101 and 101 from
   rank 5,001; and the head of the first rows counted on the shards (read once per 0.2 s
   and board window by each process), beside every shard's first rows read raw.
@@ -309,6 +310,14 @@ async def bench_reads(
             (f"player_rank in top, 1 shard, {few} rdrs", s1, rank(b1, "top1"), top, few),
             (f"player_rank in top, 16 shards, {few} rdrs", s16, rank(b16, "top16"), top, few),
         ]
+        assert b16.split is not None
+        split16 = b16.split
+        # The tallies an estimated read adds (issue 34): every shard's tallies of the board
+        # window, one call to each of the 16 shards, read alone (a reader shares one such read
+        # with the readers that asked before it began, so this is its cost at most).
+        cases.append(
+            ("every shard's tallies, 16 shards", s16, lambda _: split16.changes(key), below, r_)
+        )
         if args.pages:
             # A top page's rows. The first ones: since issue 34's fresh pages, one head of the
             # first 200 counted on the 16 shards per 0.2 s (its cost: CountedRanks' read of
