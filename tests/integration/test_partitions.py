@@ -56,8 +56,10 @@ LEASE_WAIT_S = 15.0  # the aggregator's lease is 5 s: a standby leads well withi
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 # A process cut from the store answers 503 within about twice ``[store] timeout_s`` (a
 # connection taken, then a statement on one found dead); checked against this many times
-# it, so that a busy machine does not fail it.
-STORE_WAITS = 3
+# it, so that a busy machine does not fail it (at 3 times, one try answered after 6.2 s with
+# the whole suite running beside it), while a hang until ``[store] command_timeout_s`` (10
+# s), what this guards against, still fails.
+STORE_WAITS = 4
 
 
 @pytest.fixture
@@ -515,7 +517,9 @@ async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 @pytest.mark.parametrize("fleet", logs("+slow", short="nats"), indirect=True)
-async def test_every_link_slow_and_lossy_holds_the_load(fleet: NetFleet) -> None:
+async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal(
+    fleet: NetFleet,
+) -> None:
     """Every link (game servers and players to the API processes, every process to
     Postgres, Redis and the log) gets ``DELAY_S`` each way, and every host drops
     ``LOSS_PERCENT`` of what it sends, for ``SLOW_S`` (a minute with PODIUM_FAULTS=full),
