@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,7 +56,7 @@ from tests.integration.fleet import Fleet
 from tests.integration.rankcheck import Commit, FalseRank, Ledger, RankRead, Row, false_ranks
 from tests.netns import Host, Net
 from tests.pg_cluster import PgCluster
-from tests.proxy import Proxy
+from tests.proxy import Loop, Proxy
 from tests.redis_sentinel import Sentinels, start_sentinels
 from tests.redis_server import RedisServer, start_server
 
@@ -74,6 +75,8 @@ LOOK_TIMEOUT_S = 30.0
 # How far behind the store the board may be when the fleet is whole: the README's "within a
 # second of the match ending" (relay, log, updater), and as much again for a busy machine.
 BOARD_FRESH_S = 2.0
+# The longest a game server waits between two rounds of tries of a match nobody took.
+ROUND_MAX_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -133,18 +136,59 @@ class History:
         return Counter(t.outcome for t in self.tries if since <= t.sent < until)
 
 
-class Recorded(httpx.AsyncBaseTransport):
-    """httpx's own transport, each request written into the history as it ends."""
+# A client's connections to one API process: httpx's default pool, kept open between tries.
+POOL = 100
 
-    def __init__(self, api: str, history: History) -> None:
+
+class _Released(httpx.AsyncByteStream):
+    """A response's body that gives its place in the pool back when it is closed."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, release: Callable[[], None]) -> None:
+        self.inner = inner
+        self.release: Callable[[], None] | None = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            if self.release is not None:
+                self.release, release = None, self.release
+                release()
+
+
+class Recorded(httpx.AsyncBaseTransport):
+    """httpx's own transport, each request written into the history as it ends.
+
+    At most ``pool`` requests are in httpx's pool at once (``pool`` connections, all kept
+    open between tries); the others wait their turn here, in order, at most the request's
+    pool timeout, and then fail as httpx's own ``PoolTimeout`` would. httpcore's pool looks
+    over every connection for each request queued in it, each time a request starts or
+    ends: a thousand tries queued there (an open-loop workload while the API answers
+    slowly) took the test's whole process, and with it the proxies of every link the fleet
+    runs on (docs/faults.md, the slow and lossy network)."""
+
+    def __init__(
+        self,
+        api: str,
+        history: History,
+        pool: int = POOL,
+        inner: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.api = api
         self.history = history
-        self.inner = httpx.AsyncHTTPTransport()
+        self.inner = inner or httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
+        )
+        self._turns = asyncio.Semaphore(pool)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         sent = time.monotonic()
         try:
-            got = await self.inner.handle_async_request(request)
+            got = await self._in_turn(request)
         except Exception as e:
             self.history.tries.append(
                 Try(self.api, request.url.path, sent, time.monotonic(), type(e).__name__)
@@ -158,6 +202,28 @@ class Recorded(httpx.AsyncBaseTransport):
             outcome = "503 without Retry-After or problem+json"  # a 5xx other than 503
         self.history.tries.append(Try(self.api, request.url.path, sent, time.monotonic(), outcome))
         return got
+
+    async def _in_turn(self, request: httpx.Request) -> httpx.Response:
+        """The request sent once it has a place in the pool, which its response's body
+        gives back when closed."""
+        wait = request.extensions.get("timeout", {}).get("pool")
+        try:
+            async with asyncio.timeout(wait):
+                await self._turns.acquire()
+        except TimeoutError:
+            raise httpx.PoolTimeout("no place in the pool in time", request=request) from None
+        try:
+            got = await self.inner.handle_async_request(request)
+        except BaseException:
+            self._turns.release()
+            raise
+        assert isinstance(got.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            got.status_code,
+            headers=got.headers,
+            stream=_Released(got.stream, self._turns.release),
+            extensions=got.extensions,
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -183,6 +249,7 @@ class Game:
         self.history = History()
         self.stop = asyncio.Event()
         self.timeout_s = timeout_s  # a game server's for one try
+        self._jitter = random.Random(seed + 1)
 
     def _clients(self) -> list[AsyncClient]:
         """A game server's clients, one per API process: the client's own retry rules
@@ -210,6 +277,7 @@ class Game:
         ended = int(time.time()) if ended_at is None else ended_at
         self.history.sent += 1
         first, began = time.time(), time.monotonic()
+        rounds = 0
         while True:
             c = clients[turn % len(clients)]
             try:
@@ -219,12 +287,23 @@ class Game:
                 if not retryable(e):
                     raise
                 turn += 1  # the other API process
-                await asyncio.sleep(0.1)
+                # At once the first time (the other process may well answer), then longer
+                # each round, as a game server whose match nobody takes backs off instead
+                # of sending it in a tight loop.
+                await asyncio.sleep(self._backoff(rounds))
+                rounds += 1
         self.history.acked[match] = dict(results)
         self.history.matches[match] = Match(
             ended, first, frozenset(got.totals(pair[0])), began, time.monotonic() - began
         )
         return turn
+
+    def _backoff(self, rounds: int) -> float:
+        """The wait before a match's next round of tries, after ``rounds`` rounds failed:
+        0.1 s the first time, doubling to ``ROUND_MAX_S``, with up to half of it again at
+        random (a jitter of its own, not the workload's seeded draws)."""
+        wait = min(ROUND_MAX_S, 0.1 * 2**rounds)
+        return wait if rounds == 0 else wait * (1 + self._jitter.random() / 2)
 
     async def sender(self, n: int, senders: int) -> None:
         clients = self._clients()
@@ -242,18 +321,27 @@ class Game:
     async def open_loop(self, rate: float, until: asyncio.Event) -> None:
         """Matches at ``rate`` a second whatever the answers take (each sent by a task of
         its own, as many game servers each with one match would), until ``until``; then
-        until every one of them is acknowledged."""
+        until every one of them is acknowledged. Each match is due at its own time (the
+        last one's plus a random gap): a loop that wakes late sends every match due by then,
+        so that the rate offered is the rate asked for, however busy the test's loop."""
         clients = self._clients()
         sending: set[asyncio.Task[int]] = set()
+        due = time.monotonic()
         try:
             while not until.is_set():
-                turn = self.rng.randrange(len(clients))
-                task = asyncio.create_task(self.send(clients, turn))
-                sending.add(task)
-                task.add_done_callback(sending.discard)
-                await asyncio.sleep(self.rng.expovariate(rate))
+                while due <= time.monotonic():
+                    turn = self.rng.randrange(len(clients))
+                    task = asyncio.create_task(self.send(clients, turn))
+                    sending.add(task)
+                    task.add_done_callback(sending.discard)
+                    due += self.rng.expovariate(rate)
+                await asyncio.sleep(due - time.monotonic())
             await asyncio.gather(*sending)
         finally:
+            left = list(sending)
+            for task in left:  # cancelled (the test gave up): none outlives it
+                task.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
             for c in clients:
                 await c.aclose()
 
@@ -365,6 +453,7 @@ class NetFleet:
     # Every link through a proxy in the test's process, by what it leads to (``db``,
     # ``redis``, ``log``, ``api1``, ``api2``), that a test can slow (``Proxy.delay_s``).
     proxies: dict[str, Proxy] = field(default_factory=dict)
+    proxy_loop: Loop | None = None  # the proxies' own event loop, on a thread of its own
 
     def primary(self) -> RedisServer:
         """The Redis the index is on now: under Sentinel, the node the Sentinels name."""
@@ -384,6 +473,8 @@ class NetFleet:
     async def close(self) -> None:
         for p in self.proxies.values():
             await p.cut()
+        if self.proxy_loop is not None:
+            await self.proxy_loop.close()
         self.stop()
 
     def stop(self) -> None:
@@ -441,6 +532,7 @@ async def start(
     nats: subprocess.Popen[bytes] | None = None
     fleet: Fleet | None = None
     proxies: dict[str, Proxy] = {}
+    proxy_loop: Loop | None = None
     try:
         names = ["worker"] + [f"worker{i}" for i in range(2, workers + 1)]
         hosts = {n: net.host(n) for n in ("db", "redis", *names, "api1", "api2")}
@@ -482,8 +574,11 @@ async def start(
             if log_url is not None:
                 ends["log"] = (hosts["log"].address, 4222)
             ends |= {n: (hosts[n].address, API_PORT) for n in ("api1", "api2")}
+            # On a loop of their own: the workload's clients, on the test's loop, must not
+            # slow the links they are measuring (tests/proxy.py).
+            proxy_loop = Loop()
             for n, (host, port) in ends.items():
-                proxies[n] = Proxy(host, port, host=net.root_address)
+                proxies[n] = Proxy(host, port, host=net.root_address, home=proxy_loop)
                 await proxies[n].start()
             via = {n: f"{net.root_address}:{p.port}" for n, p in proxies.items()}
             store_url = f"postgresql://postgres@{via['db']}/postgres"
@@ -516,10 +611,12 @@ async def start(
             await fleet.api_ready(name)
         for name in names:
             await fleet.worker_ready(name)
-        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch, proxies)
+        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch, proxies, proxy_loop)
     except BaseException:
         for p in proxies.values():
             await p.cut()
+        if proxy_loop is not None:
+            await proxy_loop.close()
         if fleet is not None:
             fleet.stop_all()
             fleet.dump()

@@ -56,8 +56,10 @@ LEASE_WAIT_S = 15.0  # the aggregator's lease is 5 s: a standby leads well withi
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 # A process cut from the store answers 503 within about twice ``[store] timeout_s`` (a
 # connection taken, then a statement on one found dead); checked against this many times
-# it, so that a busy machine does not fail it.
-STORE_WAITS = 3
+# it, so that a busy machine does not fail it (at 3 times, one try answered after 6.2 s with
+# the whole suite running beside it), while a hang until ``[store] command_timeout_s`` (10
+# s), what this guards against, still fails.
+STORE_WAITS = 4
 
 
 @pytest.fixture
@@ -515,14 +517,19 @@ async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 @pytest.mark.parametrize("fleet", logs("+slow", short="nats"), indirect=True)
-async def test_every_link_slow_and_lossy_holds_the_load(fleet: NetFleet) -> None:
+async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal(
+    fleet: NetFleet,
+) -> None:
     """Every link (game servers and players to the API processes, every process to
     Postgres, Redis and the log) gets ``DELAY_S`` each way, and every host drops
     ``LOSS_PERCENT`` of what it sends, for ``SLOW_S`` (a minute with PODIUM_FAULTS=full),
-    while matches arrive at ``RATE`` a second whatever the answers take. The load holds
-    (every match acknowledged, the board equal to the store after), and how long a match
-    took to be acknowledged is reported, before and during. The game servers wait the
-    client's default 5 s for each try: a slow link is no outage."""
+    while matches arrive at ``RATE`` a second whatever the answers take. Every match is
+    acknowledged (those sent before the heal within ``DEADLINE_S`` of it), nothing is lost
+    or doubled, the board equals the store after; reported: how many were acknowledged
+    during the slow time against how many were sent, how long a match took to be
+    acknowledged, before and during, and how long after the heal the last match sent
+    before it was. The game servers wait the client's default 5 s for each try: a slow link
+    is no outage."""
     game = Game(fleet.apis, fleet.key, RATE, timeout_s=5.0)
     done = asyncio.Event()
     tasks = [asyncio.create_task(game.open_loop(RATE, done))]
@@ -544,18 +551,33 @@ async def test_every_link_slow_and_lossy_holds_the_load(fleet: NetFleet) -> None
     finally:
         done.set()
         game.stop.set()
-        await asyncio.gather(*tasks)
+        try:
+            # Every match sent is sent until acknowledged: bounded here, so that a fleet (or
+            # a workload) that stopped fails the test with its figures, not its timeout.
+            async with asyncio.timeout(partitions.DEADLINE_S):
+                await asyncio.gather(*tasks)
+        except TimeoutError:
+            pytest.fail(
+                f"{game.history.sent - len(game.history.acked)} of {game.history.sent} "
+                f"matches not acknowledged {partitions.DEADLINE_S:.0f} s after the load stopped"
+            )
     verdict = await partitions.check(fleet, game)
     matches = game.history.matches.values()
     slow = [m.took for m in matches if slowed <= m.began < healed]
     fast = [m.took for m in matches if m.began < slowed]
+    # Acknowledged while every link was slow (whenever sent), and when the last match sent
+    # before the heal was.
+    held = sum(1 for m in matches if slowed <= m.began + m.took < healed)
+    drained = max(m.began + m.took for m in matches if m.began < healed) - healed
     during = [t for t in game.history.tries if slowed <= t.sent < healed]
     tries = Counter(t.outcome for t in during if partitions.is_submit(t))
     reads = Counter(t.outcome for t in during if not partitions.is_submit(t))
     print(
         f"{game.history.sent} matches; {len(slow)} sent during {SLOW_S:.0f} s of "
         f"{DELAY_S * 1000:.0f} ms each way and {LOSS_PERCENT}% loss ({len(slow) / SLOW_S:.1f}/s "
-        f"against {RATE:.0f}/s offered): acknowledged after p50 {_q(slow, 0.5):.2f} s, p99 "
+        f"against {RATE:.0f}/s offered), {held} acknowledged during it "
+        f"({held / SLOW_S:.1f}/s); the last sent before the heal acknowledged {drained:.1f} s "
+        f"after it; those sent during it acknowledged after p50 {_q(slow, 0.5):.2f} s, p99 "
         f"{_q(slow, 0.99):.2f} s (before: p50 {_q(fast, 0.5):.2f} s, p99 {_q(fast, 0.99):.2f} "
         f"s); their tries {dict(tries)}, reads {dict(reads)}; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; {verdict.ranks()}"
