@@ -57,7 +57,7 @@ from podium.ports.upkeep import UpkeepRecords
 from podium.service.ingest import Ingest
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
-from podium.service.ranks.snapshot import SnapshotRanks
+from podium.service.ranks.snapshot import FRESH_PAGE_S, SnapshotRanks
 from podium.service.upkeep.gapless import GaplessRebuild
 from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
@@ -517,7 +517,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     parts = _index(settings, topo, clock)
     changes = _log(settings, topo, store, split_store, clock)
     archive = FileArchive(settings.archive.dir)
-    ranking = _rank_source(topo, parts, clock)
+    ranking = _rank_source(settings, topo, parts, clock)
     marked = None
     if parts.generations is not None:  # reads refuse a board that lost its data
         ranking = marked = MarkedRanks(ranking, parts.generations, clock)
@@ -584,14 +584,16 @@ def _feeds(settings: Settings) -> list[tuple[IngestTable, MatchFeed]]:
     ]
 
 
-def _rank_source(topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
+def _rank_source(settings: Settings, topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
     """How the reads rank: counted on the index, or, on boards split across more than one
     shard, from the aggregator's snapshot with estimates below its exact top."""
     counted = CountedRanks(parts.index, clock)
     if not topo.aggregated:
         return counted
     assert parts.split is not None  # more than one shard: always a split index
-    return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock)
+    # The top's first rows are held no longer than any page (page_cache_s 0: read each time).
+    head_s = min(FRESH_PAGE_S, settings.server.page_cache_s)
+    return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock, head_s)
 
 
 def result_files(directory: str) -> ResultFiles:

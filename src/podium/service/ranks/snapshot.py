@@ -18,7 +18,8 @@ shards, so that their own rank shows their new points at once.
 
 The first ``FRESH_ROWS`` of the top, the pages everyone looks at, are counted on the shards
 too (each shard's first rows, merged: ``index/split/index.py``), read once per board window
-and ``FRESH_PAGE_S`` slot and sliced into pages, rather than held until the next snapshot: a
+and ``FRESH_PAGE_S`` slot (and again when the snapshot changes) and sliced into pages,
+rather than held until the next snapshot: a
 page sliced from a snapshot waits for the next cycle to begin and end (the freshness
 benchmark's top page: p99 0.4-2.4 s), a page counted waits only for the board write. Deeper
 pages would cost every shard their whole depth, so they stay slices of the snapshot. A shard
@@ -88,6 +89,7 @@ class SnapshotRanks:
         snapshots: Snapshots,
         copy: ProfileCopy,
         clock: Clock,
+        head_s: float = FRESH_PAGE_S,
     ) -> None:
         self.counted = counted
         self.split = split
@@ -101,9 +103,13 @@ class SnapshotRanks:
         self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
         self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
-        # The first FRESH_ROWS counted on the shards, by (board window, FRESH_PAGE_S slot).
-        self._heads: Cache[tuple[BoardKey, int], Top] = Cache(
-            SNAPSHOTS_HELD, FRESH_PAGE_S, clock.now
+        # The first FRESH_ROWS counted on the shards, by (board window, FRESH_PAGE_S slot,
+        # the snapshot's stamp): read again when the slot ends, and at once when the
+        # snapshot changes (a new publish, or one dropped: an erasure drops the snapshots
+        # that name the player, and the pages that did must go with them).
+        # Held head_s (FRESH_PAGE_S, or less where pages are held less).
+        self._heads: Cache[tuple[BoardKey, int, bytes | None], Top] = Cache(
+            SNAPSHOTS_HELD, head_s, clock.now
         )
         # every shard's tallies, one read shared by the readers that asked before it began
         self._tallies: dict[BoardKey, After[list[dict[str, int]]]] = {}
@@ -143,10 +149,14 @@ class SnapshotRanks:
         return stamp
 
     async def version(self, key: BoardKey, stop: int) -> bytes | None:
+        stamp = await self._stamp_or_none(key)
         if stop < FRESH_ROWS:
-            # Sliced from the head counted on the shards (top()): held by its slot, whatever
-            # the snapshot does meanwhile.
-            return b"head:%d" % self._slot()
+            # Sliced from the head counted on the shards (top()): held by the head's slot
+            # and the snapshot's stamp, as the head is.
+            return b"head:%d:%s" % (self._slot(), stamp or b"")
+        return stamp
+
+    async def _stamp_or_none(self, key: BoardKey) -> bytes | None:
         try:
             return await self.stamp(key)
         except IndexUnavailable:
@@ -174,8 +184,9 @@ class SnapshotRanks:
         if stop < FRESH_ROWS:
             depth = min(FRESH_ROWS, spec.exact_top)  # pages end at the exact top
             try:
+                held = (key, self._slot(), await self._stamp_or_none(key))
                 head = await self._heads.get_or_load(
-                    (key, self._slot()), lambda: self.counted.top(spec, key, 0, depth - 1)
+                    held, lambda: self.counted.top(spec, key, 0, depth - 1)
                 )
                 return Top(head.rows[start : stop + 1], head.as_of)
             except IndexUnavailable:

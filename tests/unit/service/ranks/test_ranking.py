@@ -199,6 +199,25 @@ async def test_the_first_rows_are_counted_on_the_shards_and_held_a_fraction_of_a
     assert snapshot_ranks.FRESH_PAGE_S < 1.0  # within "a new score on the page in a second"
 
 
+async def test_the_first_rows_are_read_again_when_the_snapshot_changes() -> None:
+    """Within a slot, a head is read again as soon as the snapshot's stamp changes: an
+    erasure drops the snapshots naming the player, and the page must not keep them."""
+    clock = Clock()
+    shards = Counting(clock.now)
+    await shards.write(KEY, [("gone", 9), ("a", 5)], descending=True, expire_at=None)
+    snaps = MemorySnapshots(clock.now)
+    ranking = SnapshotRanks(CountedRanks(shards, clock), Shards(shards), snaps, shards.copy, clock)
+    await _publish(snaps, T, [("gone", 9), ("a", 5)])
+    before = await ranking.version(KEY, 0)
+    assert (await ranking.top(SPEC, KEY, 0, 1)).rows == [("gone", 9), ("a", 5)]
+    assert await shards.erase_player("gone") >= 1  # erased from the shards
+    assert await snaps.erase_player("gone") == 1  # and the snapshot naming them dropped
+    clock.t += snapshot_ranks.STAMP_S  # the stamp asked again; the slot need not end
+    assert await ranking.version(KEY, 0) != before
+    assert (await ranking.top(SPEC, KEY, 0, 1)).rows == [("a", 5)]
+    assert shards.pages == 2
+
+
 class ShardOut(MemoryIndex):
     async def page(
         self, key: BoardKey, start: int, stop: int, *, descending: bool
