@@ -585,14 +585,12 @@ def _feeds(settings: Settings) -> list[tuple[IngestTable, MatchFeed]]:
 
 
 def _rank_source(settings: Settings, topo: Topology, parts: IndexParts, clock: Clock) -> RankSource:
-    """How the reads rank: counted on the index, or, on boards split across more than one
-    shard, from the aggregator's snapshot with estimates below its exact top."""
+    """How the reads rank: counted on the index, or a split board's aggregator snapshot."""
     counted = CountedRanks(parts.index, clock)
     if not topo.aggregated:
         return counted
     assert parts.split is not None  # more than one shard: always a split index
-    # The top's first rows are held no longer than any page (page_cache_s 0: read each time).
-    head_s = min(FRESH_PAGE_S, settings.server.page_cache_s)
+    head_s = min(FRESH_PAGE_S, settings.server.page_cache_s)  # no longer than any page
     return SnapshotRanks(counted, parts.split, parts.snapshots, parts.copy, clock, head_s)
 
 
