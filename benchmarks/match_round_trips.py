@@ -29,7 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-import asyncpg
 import httpx
 
 import _harness as h
@@ -40,21 +39,16 @@ from tests.proxy import Proxy
 
 from podium.config.settings import parse
 from podium.serve.app import create_app
-from podium.store.postgres import PostgresStore
 
 
 async def main(args: argparse.Namespace) -> None:
     db = f"podium_rt_{secrets.token_hex(4)}"
     prefix = f"rt{secrets.token_hex(3)}"
-    admin = await asyncpg.connect(h.PG_ADMIN_URL)
-    await admin.execute(f'CREATE DATABASE "{db}"')
-    await admin.close()
+    await h._pg_admin(f'CREATE DATABASE "{db}"')
     base = h.PG_ADMIN_URL.rsplit("/", 1)[0]
     url = f"{base}/{db}"
     try:
-        store = PostgresStore.from_url(url)
-        await store.migrate()
-        await store.close()
+        await h.migrate_store(url)
         host, port = url.split("@", 1)[1].split("/", 1)[0].rsplit(":", 1)
         proxy = Proxy(host, int(port))
         await proxy.start()
@@ -99,9 +93,7 @@ async def main(args: argparse.Namespace) -> None:
             f"most {ceiling:.1f} matches/s"
         )
     finally:
-        admin = await asyncpg.connect(h.PG_ADMIN_URL)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        await admin.close()
+        await h._pg_admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
         h.delete_redis_keys(prefix)
 
 
