@@ -19,11 +19,11 @@ shards, so that their own rank shows their new points at once.
 The first ``FRESH_ROWS`` of the top, the pages everyone looks at, are counted on the shards
 too (each shard's first rows, merged: ``index/split/index.py``), read once per board window
 and ``FRESH_PAGE_S`` slot (and again when the snapshot changes) and sliced into pages,
-rather than held until the next snapshot: a
-page sliced from a snapshot waits for the next cycle to begin and end (the freshness
-benchmark's top page: p99 0.4-2.4 s), a page counted waits only for the board write. Deeper
-pages would cost every shard their whole depth, so they stay slices of the snapshot. A shard
-that does not answer puts the first rows back on the snapshot, as before.
+rather than held until the next snapshot: a page sliced from a snapshot waits for the next
+cycle to begin and end (the freshness benchmark's top page: p99 0.4-2.4 s), a page counted
+waits only for the board write. Deeper pages would cost every shard their whole depth, so
+they stay slices of the snapshot. A shard that does not answer puts the first rows back on
+the snapshot, as before.
 
 Everything that must be exact (a rank inside the top whose neighbors reach past it; every
 rank of a board that chose ``ranks_below_top = "exact"``; shared ranks) and everything the
