@@ -291,7 +291,9 @@ class Reconciler:
             del self._suspects[(s.key, s.player_id)]
             kind = await self._confirm(s)
             if kind is not None:
-                repaired.append(f"{s.key.board}/{s.key.window}/{s.player_id} ({kind})")
+                # The board window and why, never the player: podium logs no player's id
+                # (an erased player's would outlive the erasure in the operator's logs).
+                repaired.append(f"{s.key.board}/{s.key.window} ({kind})")
         if repaired:
             log.warning(
                 "repaired %d index entries that differed from the store, e.g. %s",
