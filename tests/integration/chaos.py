@@ -82,6 +82,7 @@ class Figures:
     replica_lacked: int = 0  # members the promoted replica lacked
     mender_lines: int = 0  # "the Redis node behind shard ... changed": a replay began
     exited: list[str] = field(default_factory=list)  # podium processes not running at the end
+    exit_tails: dict[str, str] = field(default_factory=dict)  # their logs' last lines: why
     seconds: float = 0.0
 
     @property
@@ -102,6 +103,7 @@ class Figures:
             f"the log for it: {self.mender_lines}",
             f"podium processes that exited: {', '.join(self.exited) or 'none'}",
             f"run {self.seconds:.0f} s; breaks: " + ("; ".join(self.breaks) or "none"),
+            *(f"{name} ended with:\n{tail}" for name, tail in self.exit_tails.items()),
         ]
 
 
@@ -400,6 +402,10 @@ async def _scenario(
             f.breaks.append(f"{len(load.waiting)} acknowledged totals never seen on the board")
         await _count(load, backends)
         f.exited = [n for n, p in fleet.procs.items() if p.popen.poll() is not None]
+        f.exit_tails = {
+            n: "\n".join(fleet.procs[n].log.read_text(errors="replace").splitlines()[-25:])
+            for n in f.exited
+        }
         f.mender_lines = sum(
             log.read_text(errors="replace").count("the Redis node behind shard")
             for log in fleet.tmp.glob("*.log")

@@ -1,12 +1,16 @@
 """Outages of real backends (through a proxy we can cut): the store down is a 503 with
 Retry-After and nothing recorded; the index down still accepts results, and the boards
-catch up when it returns."""
+catch up when it returns; ``podium serve`` and ``podium worker`` started while the store
+is down wait for it, where a one-shot command says the outage at once."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -18,6 +22,8 @@ from podium.domain.models import Target
 from podium.serve.app import create_app
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Api
+from tests.integration.fleet import Fleet
+from tests.ports import free_port
 from tests.proxy import Proxy
 
 
@@ -107,3 +113,52 @@ def _week_target(api: Any) -> Target:
     spec = api.podium.boards.board("week")
     w = spec.rule.window_at(int(time.time()))
     return Target("week", w.id, w.start)
+
+
+WAITING = b"the store does not answer at start"
+
+
+@pytest.mark.timeout(180)
+async def test_processes_started_while_the_store_is_down_wait_for_it(
+    tmp_path: Path, postgres_url: str, redis_prefix: str
+) -> None:
+    """A fleet's processes start in any order, and one restarted during a database's restart
+    or failover must not die of it: each waits (``bootstrap.START_WAIT_S``), saying why,
+    and runs once the store answers."""
+    pg = urlparse(postgres_url)
+    proxy = Proxy(pg.hostname or "", pg.port or 5432)
+    await proxy.start()
+    await proxy.cut()  # its port kept, nothing answering there
+    cfg = tmp_path / "podium.toml"
+    cfg.write_text(
+        f'[store]\nurl = "{pg._replace(netloc=f"postgres@127.0.0.1:{proxy.port}").geturl()}"\n'
+        f'[index]\nurl = "{REDIS_URL}"\nprefix = "{redis_prefix}"\n'
+    )
+    # A one-shot command is not patient: its operator is there to read why.
+    once = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "podium", "migrate", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert once.returncode == 1 and "unreachable" in once.stderr, once.stderr
+    fleet = Fleet(cfg, tmp_path)
+    try:
+        fleet.start("worker", "worker", "--roles", "updater,relay")
+        fleet.start("api", "serve", "--no-workers", port=free_port())
+        deadline = time.monotonic() + 60
+        while not all(WAITING in p.log.read_bytes() for p in fleet.procs.values()):
+            assert time.monotonic() < deadline, "both should say they wait for the store"
+            assert all(p.popen.poll() is None for p in fleet.procs.values()), "one gave up"
+            await asyncio.sleep(0.1)
+        await proxy.restore()
+        await fleet.worker_ready("worker")
+        await fleet.api_ready("api")
+    except BaseException:
+        fleet.stop_all()
+        fleet.dump()
+        raise
+    finally:
+        await proxy.cut()
+    fleet.stop_all()

@@ -43,11 +43,14 @@ def topology_of(settings: Settings) -> Topology:
         raise typer.Exit(2) from None
 
 
-def run(settings: Settings, fn: Callable[[Backends], Awaitable[T]]) -> T:
+def run(settings: Settings, fn: Callable[[Backends], Awaitable[T]], *, wait_s: float = 0.0) -> T:
+    """``wait_s``: how long an unavailable store is waited for at start (a long-running
+    process's ``bootstrap.START_WAIT_S``; a one-shot command says the outage at once)."""
+
     async def main() -> T:
         backends = bootstrap.build(settings)
         try:
-            await backends.store.migrate()
+            await backends.migrate(wait_s)
             await backends.follow_layout()  # the shard count a reshard left live, if any
             return await fn(backends)
         finally:

@@ -219,7 +219,7 @@ def worker(
         logging.getLogger("podium").info("worker running roles %s", ",".join(names))
         await stop.wait()
 
-    common.run(settings, main)
+    common.run(settings, main, wait_s=bootstrap.START_WAIT_S)
 
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
