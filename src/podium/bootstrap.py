@@ -63,7 +63,7 @@ from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
 from podium.service.wiring import Service
 from podium.workers import mender, replay, roles
-from podium.workers.runner import Needs, Runner
+from podium.workers.runner import START_WAIT_S, Needs, Runner, migrated
 
 if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers it uses
     from podium.store.split import SplitStore
@@ -71,10 +71,6 @@ if TYPE_CHECKING:  # imported where built: a deployment loads only the drivers i
 log = logging.getLogger("podium")
 
 ROLES = roles.NAMES  # every background role, in the order `podium serve` starts them
-# How long a long-running process (serve, worker) started while its store does not answer
-# (a database restarting, a failover, a fleet started in any order) waits for it before it
-# gives up; a one-shot command fails at once instead.
-START_WAIT_S = 120.0
 
 
 def topology(settings: Settings) -> Topology:
@@ -368,32 +364,13 @@ class Backends:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     async def start(self) -> None:
-        await self.migrate(wait_s=START_WAIT_S)
+        await migrated(self.store, START_WAIT_S)
         await self.follow_layout()
         if self.topology.in_process_index:
             n = await self.rebuild_live()
             p = await self.podium.rebuilds.copy_profiles()
             log.info("in-process index rebuilt from the store: %d entries, %s profiles", n, p)
         await self._marked()
-
-    async def migrate(self, wait_s: float = 0.0) -> None:
-        """The store's schema brought up to date; a store that is unavailable is tried again
-        with capped backoff for ``wait_s``, then its error raised (as at once with 0)."""
-        deadline = asyncio.get_running_loop().time() + wait_s
-        backoff = 0.25
-        while True:
-            try:
-                await self.store.migrate()
-                return
-            except Unavailable as e:
-                left = deadline - asyncio.get_running_loop().time()
-                if left <= 0:
-                    raise
-                backoff = min(backoff * 2, 5.0, left)
-                log.warning(
-                    "the store does not answer at start (%s); trying again in %.1fs", e, backoff
-                )
-                await asyncio.sleep(backoff)
 
     async def follow_layout(self) -> None:
         """A split Redis index: the layout its record names followed now, before any read,

@@ -123,8 +123,8 @@ async def test_processes_started_while_the_store_is_down_wait_for_it(
     tmp_path: Path, postgres_url: str, redis_prefix: str
 ) -> None:
     """A fleet's processes start in any order, and one restarted during a database's restart
-    or failover must not die of it: each waits (``bootstrap.START_WAIT_S``), saying why,
-    and runs once the store answers."""
+    or failover must not die of it: each waits (``START_WAIT_S``, ``workers/runner.py``),
+    saying why, and runs once the store answers."""
     pg = urlparse(postgres_url)
     proxy = Proxy(pg.hostname or "", pg.port or 5432)
     await proxy.start()

@@ -20,6 +20,7 @@ from podium.config import settings as config
 from podium.config.settings import Settings
 from podium.config.topology import Topology
 from podium.errors import ConfigError, PodiumError
+from podium.workers.runner import migrated
 
 T = TypeVar("T")
 ConfigOpt = Annotated[
@@ -45,12 +46,12 @@ def topology_of(settings: Settings) -> Topology:
 
 def run(settings: Settings, fn: Callable[[Backends], Awaitable[T]], *, wait_s: float = 0.0) -> T:
     """``wait_s``: how long an unavailable store is waited for at start (a long-running
-    process's ``bootstrap.START_WAIT_S``; a one-shot command says the outage at once)."""
+    process's ``START_WAIT_S``; a one-shot command says the outage at once)."""
 
     async def main() -> T:
         backends = bootstrap.build(settings)
         try:
-            await backends.migrate(wait_s)
+            await migrated(backends.store, wait_s)
             await backends.follow_layout()  # the shard count a reshard left live, if any
             return await fn(backends)
         finally:

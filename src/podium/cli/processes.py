@@ -20,6 +20,7 @@ from podium.domain.models import Scope
 from podium.errors import ConfigError
 from podium.serve import gcpolicy
 from podium.workers import roles as registry
+from podium.workers.runner import START_WAIT_S
 
 DEMO_STORE_URL = "sqlite:///podium-demo.db"
 
@@ -219,7 +220,7 @@ def worker(
         logging.getLogger("podium").info("worker running roles %s", ",".join(names))
         await stop.wait()
 
-    common.run(settings, main, wait_s=bootstrap.START_WAIT_S)
+    common.run(settings, main, wait_s=START_WAIT_S)
 
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}

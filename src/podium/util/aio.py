@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
+import logging
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
+from podium.errors import Unavailable
+
 T = TypeVar("T")
+
+log = logging.getLogger("podium")
 
 
 async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
@@ -20,3 +25,22 @@ async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
             raise d
         out.append(d)
     return out
+
+
+async def waited_for(call: Callable[[], Awaitable[T]], wait_s: float, what: str) -> T:
+    """``call``'s result, tried again with capped backoff while it raises ``Unavailable``
+    (each try logged as ``what``), for ``wait_s`` at most: then its error raised, at once
+    with 0."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    backoff = 0.25
+    while True:
+        try:
+            return await call()
+        except Unavailable as e:
+            left = deadline - loop.time()
+            if left <= 0:
+                raise
+            backoff = min(backoff * 2, 5.0, left)
+            log.warning("%s (%s); trying again in %.1fs", what, e, backoff)
+            await asyncio.sleep(backoff)

@@ -32,8 +32,14 @@ from podium.service.erasure import Erasures
 from podium.service.ingest import Ingest
 from podium.service.leagues import Leagues
 from podium.service.lifecycle import Lifecycle
+from podium.util.aio import waited_for
 
 log = logging.getLogger("podium.workers")
+
+# How long a long-running process (serve, worker) started while its store does not answer
+# (a database restarting, a failover, a fleet started in any order) waits for it, as its
+# roles wait out an outage; a one-shot command says it at once.
+START_WAIT_S = 120.0
 
 
 class Runner:
@@ -123,3 +129,9 @@ class Needs:
     feeds: Sequence[tuple[IngestTable, MatchFeed]] = ()
     ingest: Ingest | None = None
     erasures: Erasures | None = None  # players' erasures, carried out (eraser.py)
+
+
+async def migrated(store: ScoreStore, wait_s: float) -> None:
+    """The store's schema brought up to date, a store that does not answer waited for
+    ``wait_s`` (``START_WAIT_S`` in a long-running process), each try said in the log."""
+    await waited_for(store.migrate, wait_s, "the store does not answer at start")

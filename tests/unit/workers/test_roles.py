@@ -71,7 +71,8 @@ def _worker(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]) ->
             made.append(roles.runners(names, needs))
             raise _Started
 
-    def run(settings: Settings, fn: Callable[[Any], Awaitable[None]]) -> None:
+    def run(settings: Settings, fn: Callable[[Any], Awaitable[None]], *, wait_s: float) -> None:
+        assert wait_s > 0  # a worker waits for a store that does not answer at start
         with pytest.raises(_Started):
             asyncio.run(fn(Backends()))
 
