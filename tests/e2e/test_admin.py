@@ -23,6 +23,7 @@ import redis
 from tests.conftest import REDIS_URL, _in_a_thread, need
 from tests.e2e.conftest import Server, start_server, stop_server
 from tests.e2e.test_board import expect
+from tests.moments import earlier_today
 from tests.ports import free_port
 
 # Planted where a careless page would run them: as HTML, inside a script, in an attribute.
@@ -428,9 +429,8 @@ def test_an_export_or_erasure_the_api_refuses_is_shown_in_words(
 
 def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_path: Path) -> None:
     # Steady results, then a jump far above them: flagged (counted, not refused).
-    t = time.time() - 3600
-    for i in range(5):  # the history the jump rule needs
-        submit(server, f"rv-{i}", [{"playerId": "rv_1", "points": 10}], ended=t + i * 60)
+    for i, at in enumerate(earlier_today(5)):  # the history the jump rule needs
+        submit(server, f"rv-{i}", [{"playerId": "rv_1", "points": 10}], ended=at)
     submit(server, "rv-jump", [{"playerId": "rv_1", "points": 900_000}])
     flagged = ok(server.admin("GET", "/v1/admin/review?board=week"))["flagged"]
     assert [f["matchId"] for f in flagged if f["playerId"] == "rv_1"] == ["rv-jump"]
@@ -466,9 +466,8 @@ def test_the_review_queue_lists_a_flagged_result(server: Server, page: Any, tmp_
 def test_a_rejected_flag_is_explained_confirmed_and_its_points_leave_every_board(
     server: Server, page: Any, tmp_path: Path
 ) -> None:
-    t = time.time() - 3600
-    for i in range(5):  # the history the jump rule needs, then a jump far above it
-        submit(server, f"rj-{i}", [{"playerId": "rj_1", "points": 10}], ended=t + i * 60)
+    for i, at in enumerate(earlier_today(5)):  # the history the jump rule needs, then a jump
+        submit(server, f"rj-{i}", [{"playerId": "rj_1", "points": 10}], ended=at)
     jump, ended = {"playerId": "rj_1", "points": 900_000}, time.time()
     submit(server, "rj-jump", [jump], ended=ended)
     submit(server, "rj-rival", [{"playerId": "rj_2", "points": 800_000}])

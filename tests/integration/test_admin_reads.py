@@ -12,6 +12,7 @@ import pytest
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
 from tests.integration.test_api import problem
 from tests.integration.test_webhooks import all_deliveries, hook, wait_for
+from tests.moments import earlier_today
 from tests.ports import free_port
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -83,9 +84,8 @@ async def test_a_players_file_has_the_ban_and_flagged_results_with_metadata(api:
 
 
 async def test_an_accepted_flag_leaves_the_review_queue_and_keeps_counting(api: Api) -> None:
-    t = time.time() - 3600
-    for i in range(5):  # the history the jump rule needs, then a jump
-        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)
+    for i, at in enumerate(earlier_today(5)):  # the history the jump rule needs, then a jump
+        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=at)
         assert r.status_code == 200, r.text
     r = await api.submit("jump", [("p1", 900_000)])
     assert r.status_code == 200, r.text
@@ -114,13 +114,13 @@ async def test_an_accepted_flag_leaves_the_review_queue_and_keeps_counting(api: 
 
 
 async def test_a_rejected_flag_takes_its_points_off_every_board_once(api: Api) -> None:
-    t = time.time() - 3600
-    for i in range(5):  # the history the jump rule needs, then a jump
-        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)
+    *history, jumped, rival = earlier_today(7)
+    for i, at in enumerate(history):  # the history the jump rule needs, then a jump
+        r = await api.submit(f"h{i}", [("p1", 10)], ended_at=at)
         assert r.status_code == 200, r.text
-    r = await api.submit("jump", [("p1", 900_000)], ended_at=t + 600)
+    r = await api.submit("jump", [("p1", 900_000)], ended_at=jumped)
     assert r.status_code == 200, r.text
-    r = await api.submit("rival", [("p2", 1000)], ended_at=t + 700)
+    r = await api.submit("rival", [("p2", 1000)], ended_at=rival)
     assert r.status_code == 200, r.text
     await api.settle()
     boards = [b["name"] for b in (await api.client.get("/v1/boards")).json()["boards"]]
@@ -183,9 +183,8 @@ async def test_a_rejected_flag_takes_its_points_off_every_board_once(api: Api) -
 
 
 async def test_an_accepted_flag_cannot_be_rejected(api: Api) -> None:
-    t = time.time() - 3600
-    for i in range(5):
-        assert (await api.submit(f"h{i}", [("p1", 10)], ended_at=t + i * 60)).status_code == 200
+    for i, at in enumerate(earlier_today(5)):
+        assert (await api.submit(f"h{i}", [("p1", 10)], ended_at=at)).status_code == 200
     assert (await api.submit("jump", [("p1", 900_000)])).status_code == 200
     admin = api.auth(api.admin_key)
     r = await api.client.post("/v1/admin/players/p1/results/jump/accept", headers=admin)

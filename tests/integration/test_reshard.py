@@ -46,6 +46,7 @@ from tests.integration.test_rebuild_gap import (
     read_ranks,
     record,
 )
+from tests.moments import skip_in_a_weeks_first
 
 PLAYERS = [f"p{i:03d}" for i in range(120)]
 WATCH_S = 0.2
@@ -301,6 +302,7 @@ async def test_the_command_reshards_boards_cohorts_and_tournament_runs(
         f'[archive]\ndir = "{tmp_path}/standings"\n' + LEAGUE_BOARDS
     )
     now = int(time.time())
+    skip_in_a_weeks_first(660, now)
     b = bootstrap.build(config.load(str(conf)), Clock(now - 600))
     await b.start()
     try:
