@@ -285,6 +285,10 @@ class Kit:
 
 
 ATTEMPTS = 3
+# The longest one run of a body may take (they take 20 s at most, on a loaded machine): past
+# it the body is stopped where it waits, and the failure's traceback shows that await. One
+# body once hung until pytest-timeout's 300 s, whose dump shows threads, not coroutines.
+BODY_S = 120.0
 
 
 def timed(body: Callable[[Kit], Awaitable[None]]) -> Callable[[Kit], Awaitable[None]]:
@@ -295,7 +299,8 @@ def timed(body: Callable[[Kit], Awaitable[None]]) -> Callable[[Kit], Awaitable[N
     async def run(kit: Kit) -> None:
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                await body(kit)
+                async with asyncio.timeout(BODY_S):
+                    await body(kit)
                 return
             except Exception:
                 why = await kit.untimed()
