@@ -10,7 +10,11 @@ script starts (never the machine's Redis: millions of members).
   key; one configuration loaded at a time (FLUSHALL between them).
 - cycle: ``Aggregator.cycle`` on the largest board, 16 shards: wall time, podium process CPU
   (``time.process_time``) and Redis CPU (``INFO cpu``), for a planning cycle (a fresh
-  aggregator) and steady cycles; medians.
+  aggregator) and steady cycles; medians. With ``--churn R``, a writer beside the cycles
+  applies R results a second to the board (random players, 1-200 points more each, through
+  write.lua as the updater does), and the steady cycles are paced a period apart, as the
+  aggregator runs them: a cycle counts again only the buckets those writes touched and a
+  rotating slice (``domain/recount.py``), so without writes it would count next to nothing.
 - reads: ``--readers`` concurrent ``Reads.player_rank`` (built by ``bootstrap.build`` on an
   embedded SQLite store and the private Redis, 16 shards and 1) for random players below
   the exact top and inside it, alternating, beside raw ZREVRANK and ZMSCORE through
@@ -159,15 +163,44 @@ def measure_memory(
 # -- aggregator cycles ------------------------------------------------------------------
 
 
+async def churn(
+    b16: Backends, spec: BoardSpec, w: Window, scores: Any, rate: float, written: list[int]
+) -> None:
+    """``rate`` results a second onto the board until cancelled: a random player's total up
+    by 1-200 points, in batches of a tenth of a second, as the updater writes them."""
+    codec, rng = spec.codec, random.Random(SEED + 1)
+    key, n = BoardKey(spec.name, w.id), len(scores)
+    batch = max(1, round(rate / 10))
+    next_at = time.perf_counter()
+    while True:
+        entries = []
+        for _ in range(batch):
+            i = rng.randrange(n)
+            points = codec.points(scores[i]) + rng.randint(1, 200)
+            scores[i] = codec.encode(points, max(0, int(time.time()) - w.start))
+            entries.append((sb.player(i), scores[i]))
+        written[0] += await b16.index.write(key, entries, descending=True, expire_at=None)
+        next_at += batch / rate
+        await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+
+
 async def bench_cycles(
     b16: Backends,
     server: sb.PrivateRedis,
     runs: int,
     bounds: int | None = None,
     token: str | None = None,
+    scores: Any = None,
+    rate: float = 0.0,
 ) -> Aggregator:
     assert b16.split is not None
     spec, w = season(b16.settings, int(time.time()))
+    written = [0]
+    writer = (
+        asyncio.create_task(churn(b16, spec, w, scores, rate, written))
+        if rate and scores is not None
+        else None
+    )
     first: Aggregator | None = None
     figures: dict[str, list[tuple[float, float, float]]] = {
         "planning": [],
@@ -186,6 +219,8 @@ async def bench_cycles(
         fence = await b16.snapshots.lead(agg.token, time.time(), aggregator.LEASE_S)
         assert fence is not None, "the lease is held by someone else"
         for kind in ("planning", *("steady",) * 3):
+            if writer is not None and kind == "steady":  # a period's writes between cycles
+                await asyncio.sleep(aggregator.PERIOD_S)
             cpu0, redis0, t0 = time.process_time(), server.cpu_s(), time.perf_counter()
             kept = await agg.cycle(spec, w, fence)
             wall = time.perf_counter() - t0
@@ -206,10 +241,20 @@ async def bench_cycles(
             if getattr(board, "planning", None) is not None:
                 await asyncio.sleep(aggregator.PERIOD_S / 10)  # as between a fleet's cycles
         replan_cycles.append(n)
+    if writer is not None:
+        writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer
     print(
         f"\naggregator cycle, {spec.name} board, {SHARDS} shards, exact_top {spec.exact_top}, "
         f"at most {agg.max_bounds} boundaries"
+        + (f", {rate:g} results/s beside it ({written[0]:,} scores written)" if writer else "")
     )
+    if writer is not None:
+        print(
+            "  (Redis CPU includes the writes; podium CPU the writer's: both are upper bounds "
+            "of the cycle's own)"
+        )
     for kind, rows in figures.items():
         walls, cpus, rcpus = zip(*rows, strict=True)
         print(
@@ -448,6 +493,7 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
             server.flushall()
             added, _ = sb.load(server, keys, n, scores, at, f"load {n:,}")
             assert added == n
+    held = scores if args.churn else None  # what --churn's writer raises; else freed
     del scores
     if not phases & {"cycle", "reads"}:
         return
@@ -460,8 +506,10 @@ async def main_async(args: argparse.Namespace, stack: contextlib.ExitStack) -> N
             gcpolicy.settle()  # what the app's start-up does in a serving process
         token = None
         for budget in [int(b) for b in args.bounds.split(",") if b]:
-            token = (await bench_cycles(b16, s16, args.cycles, budget, token)).token
-        agg = await bench_cycles(b16, s16, args.cycles, token=token)
+            token = (
+                await bench_cycles(b16, s16, args.cycles, budget, token, held, args.churn)
+            ).token
+        agg = await bench_cycles(b16, s16, args.cycles, None, token, held, args.churn)
         if "reads" in phases:
             await bench_reads(b1, b16, s1, s16, agg, n, args)
     finally:
@@ -479,6 +527,12 @@ def main() -> None:
         "--bounds",
         default="",
         help="cycles first with these budgets of boundaries (1000 was MAX_BOUNDS before)",
+    )
+    ap.add_argument(
+        "--churn",
+        type=float,
+        default=0.0,
+        help="cycle: results a second written to the board beside the cycles (0: none)",
     )
     ap.add_argument("--readers", type=int, default=32)
     ap.add_argument(

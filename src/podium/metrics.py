@@ -151,6 +151,13 @@ AGGREGATOR_SKIPPED = Counter(
     ["board"],
     registry=REGISTRY,
 )
+AGGREGATOR_BUCKETS_COUNTED = Counter(
+    "podium_aggregator_buckets_counted",
+    "Histogram buckets the aggregator counted on a shard (one ZCOUNT each): those a write "
+    "touched since the shard's last counts and a rotating slice; the others keep their counts",
+    ["board"],
+    registry=REGISTRY,
+)
 SNAPSHOT_AGE_SECONDS = Gauge(
     "podium_aggregator_snapshot_age_seconds",
     "How old the aggregator's snapshot that this process's readers see is (its asOf)",

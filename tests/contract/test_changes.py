@@ -16,6 +16,7 @@ import pytest
 from podium.config.settings import parse
 from podium.domain.boards import BoardSpec, in_board_order
 from podium.domain.changes import Changes, tallies
+from podium.domain.recount import MOVES_KEPT
 from podium.domain.snapshot import Snapshot
 from podium.index.memory.snapshots import MemorySnapshots
 from podium.ports import BoardKey, Estimated, ShardIndex
@@ -79,6 +80,59 @@ async def test_versioned_falls_removals_and_bans_are_tallied(shard: ShardIndex) 
     await shard.ban([WEEK], "p3")
     moves = [(None, hi), (None, hi), (hi, lo), (hi, None), (None, lo), (lo, None)]
     assert await shard.changes(WEEK) == expected(moves)
+
+
+async def test_a_board_replaced_whole_is_tallied_as_a_new_generation(shard: ShardIndex) -> None:
+    """A rebuild's swap (``replace``) and switch move members no band tallies: ``g`` says so,
+    and the aggregator counts every bucket again (``domain/recount.py``)."""
+    a = (5 << T) + 9
+    await shard.write(WEEK, [("p1", a)], descending=True, expire_at=None)
+    held = expected([(None, a)])
+    await shard.replace(WEEK, [("p1", a), ("p2", a)], expire_at=None)
+    assert await shard.changes(WEEK) == {**held, "n": held["n"] + 1, "g": 1}
+    assert await shard.begin_build(WEEK, "tok", 60.0)
+    await shard.fill_build(WEEK, "tok", [("p3", a)], descending=True)
+    assert await shard.switch_build(WEEK, "tok", expire_at=None, grace_s=1.0)
+    await shard.drop_build(WEEK, "tok")
+    assert await shard.changes(WEEK) == {**held, "n": held["n"] + 2, "g": 2}
+    assert await shard.count(WEEK) == 1  # the switched-in generation, tallied as the live one
+
+
+async def test_a_recount_holds_the_moves_since_a_tally_and_counts_runs_at_one_instant(
+    shard: ShardIndex,
+) -> None:
+    """``recount``: the tally ``n``, every move since an earlier one (old score, new), and
+    runs of buckets counted as ``count_between`` counts them (domain/recount.py)."""
+    scores = [(i << T) + 1 for i in range(0, 100, 3)]
+    await shard.write(
+        WEEK, [(f"p{i}", s) for i, s in enumerate(scores)], descending=True, expire_at=None
+    )
+    runs = [[0, 10 << T, 20 << T], [51 << T, 52 << T], [60 << T], [70 << T, 90 << T, 1 << 40]]
+    got = await shard.recount(WEEK, None, runs)
+    assert got.n == len(scores) and got.moves is None
+    assert got.counts == [await shard.count_between(WEEK, r) for r in runs]
+    assert got.counts == [[4, 3], [1], [], [6, 4]]
+    up = (95 << T) + 1
+    await shard.write(WEEK, [("p0", up), ("p1", 0)], descending=True, expire_at=None)  # 0: refused
+    await shard.ban([WEEK], "p2")
+    again = await shard.recount(WEEK, got.n, [])
+    assert again.n == got.n + 2 and again.counts == []
+    assert again.moves == [(scores[0], up), (scores[2], None)]
+    assert (await shard.recount(WEEK, again.n, [])).moves == []
+    assert (await shard.recount(WEEK, again.n + 1, [])).moves is None  # the tally went back
+    await shard.replace(WEEK, [("p9", up)], expire_at=None)
+    assert (await shard.recount(WEEK, again.n, [])).moves is None  # replaced whole
+    assert await shard.recount(BoardKey("week", "2026-W01"), 0, [[0, 5, 9]]) == (0, [], [[0, 0]])
+
+
+async def test_the_moves_kept_are_the_last_ones(shard: ShardIndex) -> None:
+    n = 2 * MOVES_KEPT + 5
+    for i in range(0, n, 500):
+        batch = [(f"p{j}", (j << 8) + 1) for j in range(i, min(n, i + 500))]
+        await shard.write(WEEK, batch, descending=True, expire_at=None)
+    got = await shard.recount(WEEK, n - MOVES_KEPT, [])
+    assert got.moves == [(None, (j << 8) + 1) for j in range(n - MOVES_KEPT, n)]
+    assert (await shard.recount(WEEK, 0, [])).moves is None  # more than the list keeps
 
 
 # -- a labelled rank on a split board that moves ----------------------------------------------

@@ -670,10 +670,11 @@ async def test_redis_replace_sets_the_expiry(redis_pair: tuple[RedisIndex, Any])
     assert await raw.pexpiretime(board) == (at + 60) * 1000
     await index.replace(WEEK, [("c", 3)], expire_at=None)
     assert await raw.ttl(board) == -1
-    # no staging set is left behind; beside the board, only the tallies of its writes (the
-    # first write's), which a replace does not bump
+    # no staging set is left behind; beside the board, only the tallies of its writes and
+    # their moves, which each replace marks (a board replaced whole, domain/recount.py)
     keys = [k async for k in raw.scan_iter(match=f"{index.keys.prefix}:*")]
-    assert sorted(keys) == sorted([board, index.keys.changes(WEEK)])
+    assert sorted(keys) == sorted([board, index.keys.changes(WEEK), index.keys.moves(WEEK)])
+    assert await raw.ttl(index.keys.moves(WEEK)) == -1  # as the board's, after the last
 
 
 async def test_redis_replace_gives_the_ban_set_the_new_expiry(

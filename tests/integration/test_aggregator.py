@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,7 @@ from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.index.memory.snapshots import MemorySnapshots
 from podium.index.split.index import SplitIndex
-from podium.ports import BoardKey, ShardIndex
+from podium.ports import BoardKey, Recounted, ShardIndex
 from podium.workers import aggregator
 from podium.workers.aggregator import Aggregator
 
@@ -393,3 +394,78 @@ async def test_each_shard_is_read_as_deep_as_the_top_reaches_and_the_top_stays_e
         await split.write(key, list(crowd.items()), descending=True, expire_at=None)
         board.update(crowd)
         clock.t += 1
+
+
+class Counting:
+    """A shard whose bucket counts are tallied: how many buckets the aggregator asked of it."""
+
+    def __init__(self, inner: MemoryIndex) -> None:
+        self.inner = inner
+        self.buckets = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def recount(
+        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+    ) -> Recounted:
+        self.buckets += sum(max(0, len(r) - 1) for r in runs)
+        return await self.inner.recount(key, since, runs)
+
+
+async def test_the_histogram_follows_the_moves_and_stays_whole_counting_a_slice() -> None:
+    """Cycle after cycle of a few writes (rises, entries, bans, a rebuild's swap of one shard),
+    the snapshot's histogram equals a full count at its bounds, though each cycle counts only
+    a rotating slice of the buckets and follows the moves for the rest (domain/recount.py)."""
+    clock = Clock()
+    inner = [MemoryIndex(clock.now) for _ in range(4)]
+    parts = [Counting(p) for p in inner]
+    shards: list[Any] = parts
+    split, snaps = SplitIndex(inner), MemorySnapshots(clock.now)
+    agg = make(shards, snaps, clock)
+    (spec, w) = agg.live(clock.now())[0]
+    key = BoardKey(spec.name, w.id)
+    board = await fill(split, key, 3000)
+    assert await agg.step() == 1
+    rng = random.Random(11)
+    fewer = 0
+    for turn in range(40):
+        for p in parts:
+            p.buckets = 0
+        for _ in range(rng.randrange(0, 6)):
+            member = rng.choice(sorted(board))
+            board[member] += rng.randrange(1, 50)
+            await split.write(key, [(member, board[member])], descending=True, expire_at=None)
+        if turn % 7 == 3:
+            new = f"q_{turn:03d}"
+            board[new] = rng.randrange(0, 1000)
+            await split.write(key, [(new, board[new])], descending=True, expire_at=None)
+        if turn % 11 == 5:
+            gone = rng.choice(sorted(board))
+            del board[gone]
+            await split.ban([key], gone)
+        if turn == 20:  # a rebuild swaps one shard's board whole: no band tells what moved
+            shard = inner[0]
+            rows = await shard.page(key, 0, await shard.count(key) - 1, descending=True)
+            kept = rows[: len(rows) // 2]
+            for m, _ in rows[len(kept) :]:
+                del board[m]
+            await shard.replace(key, kept, expire_at=None)
+        clock.t += aggregator.PERIOD_S
+        assert await agg.step() == 1
+        snap = await snapshot_of(snaps, key)
+        h = snap.histogram
+        assert h is not None
+        whole = await split.count_between(key, list(h.bounds))
+        assert list(h.counts) == whole, f"turn {turn}"
+        assert (
+            snap.total
+            == len(board)
+            == sum(whole) + sum(1 for s in board.values() if not h.bounds[0] <= s < h.bounds[-1])
+        )
+        buckets = len(h.bounds) - 1
+        if turn == 20:
+            assert parts[0].buckets >= buckets  # the swapped shard: every bucket counted
+        if all(p.buckets < buckets for p in parts):
+            fewer += 1
+    assert fewer >= 30, f"only {fewer} of 40 cycles counted less than every bucket"

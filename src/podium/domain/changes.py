@@ -20,7 +20,9 @@ The tallies of one board window on one shard, by field:
 - ``e<o>``: members that entered with a score of octave ``o`` (``band // SUB``);
 - ``x<o>``: members that left (a versioned removal, a ban) from a score of octave ``o``;
 - ``n``: every write that changed a score, so that a reset tally (a Redis that lost its
-  data) is seen, and the estimate is counted afresh instead.
+  data) is seen, and the estimate is counted afresh instead;
+- ``g``: each time a rebuild replaced the board window's sorted set whole (swap.lua,
+  switch.lua), which moves members no band tallies: the estimate is counted afresh too.
 
 Bands are monotone in the score: ``SUB`` of them per doubling, on the score as a whole
 (points and time together), so the same function runs in Lua and here without the board's
@@ -37,6 +39,7 @@ from podium.domain.histogram import Estimate
 
 SUB = 8  # bands per doubling of the score (write.lua's SUB)
 WRITES = "n"
+GENERATION = "g"
 
 
 def band(score: int) -> int:
@@ -85,11 +88,14 @@ class Changes:
 
     def since(self, earlier: Changes) -> Changes | None:
         """What changed between ``earlier`` and these tallies; None when that cannot be told
-        (another number of shards, or a shard's tally went back: its data was lost)."""
+        (another number of shards, a shard's tally went back: its data was lost, or a
+        rebuild replaced a shard's board)."""
         if len(self.writes) != len(earlier.writes):
             return None
         if any(a < b for a, b in zip(self.writes, earlier.writes, strict=True)):
             return None
+        if self.fields.get(GENERATION, 0) != earlier.fields.get(GENERATION, 0):
+            return None  # a rebuild replaced a shard's board: no band tells what moved
         diff = {}
         for k, v in self.fields.items():
             d = v - earlier.fields.get(k, 0)

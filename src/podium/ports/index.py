@@ -9,6 +9,7 @@ from typing import NamedTuple, Protocol
 from podium.domain.boards import BoardSpec
 from podium.domain.histogram import Estimate
 from podium.domain.models import Profile
+from podium.domain.recount import Move
 from podium.ports.status import IndexNode
 
 # A board entry's metadata as the index is given it: the version of the tally it came
@@ -280,6 +281,14 @@ class Near(NamedTuple):
     below: list[tuple[str, int]]
 
 
+class Recounted(NamedTuple):
+    """``ShardIndex.recount``'s answer."""
+
+    n: int  # the shard's tally of writes that changed a score (domain/changes.py)
+    moves: list[Move] | None  # (old, new) score of each since the tally asked about
+    counts: list[list[int]]  # each run's counts
+
+
 class ShardIndex(RankIndex, Rebuilding, Protocol):
     """One shard's part of every board, when boards are split by player (``index.shards``).
 
@@ -320,6 +329,14 @@ class ShardIndex(RankIndex, Rebuilding, Protocol):
     async def marked_score(self, key: BoardKey, member: str) -> MarkedScore:
         """One member's score and this shard's generation marker, in one atomic step: what
         an estimated rank reads, so that its check needs no second round trip."""
+        ...
+
+    async def recount(
+        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+    ) -> Recounted:
+        """In one atomic step: the shard's tally of writes ``n``, the moves since the tally
+        ``since`` (None: not asked, or not all held), and ``count_between`` of each run of
+        bounds. What the aggregator counts a histogram with (``domain/recount.py``)."""
         ...
 
     async def changes(self, key: BoardKey) -> dict[str, int]:

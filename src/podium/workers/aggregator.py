@@ -1,8 +1,9 @@
-"""The rank aggregator: once a second, the exact merged top and the histogram of each live
+"""The rank aggregator: every half second, the exact merged top and the histogram of each live
 board window split across shards, published as one snapshot every API process reads.
 
 Each cycle asks every shard at once for its first ``exact_top`` rows, its member count and
-its counts between the histogram's boundaries, merges the rows in the one board order
+its counts between the histogram's boundaries (its last counts and the moves since, and a
+rotating slice counted: ``domain/recount.py``), merges the rows in the one board order
 (``domain.boards.merge_in_board_order``) and publishes the first ``exact_top`` of them with
 the summed histogram. About once a minute it also samples each shard's scores at the ranks
 the histogram aims its boundaries at (``domain.histogram``), and moves the boundaries back
@@ -40,6 +41,7 @@ from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, board_key, merge_in_board_order
 from podium.domain.changes import Changes
 from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
+from podium.domain.recount import applied, rotating, runs
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
@@ -79,6 +81,7 @@ class _Part:
     last: int | None  # the score of the shard's last row
     changes: dict[str, int]  # the shard's tallies of writes, read before its counts
     depth: int = 0  # how many rows of its top were asked for
+    n: int = 0  # the shard's tally of writes ``n`` at the instant of its counts
 
 
 @dataclass
@@ -95,6 +98,7 @@ class _Board:
     depths: list[int] | None = None  # how deep to read each shard's top next cycle
     planning: asyncio.Task[tuple[tuple[int, ...], int]] | None = None  # a plan running
     planning_at: float = 0.0  # when it began
+    turn: int = 0  # cycles counted: which slice of the buckets is counted whatever moved
 
 
 class Aggregator:
@@ -163,10 +167,11 @@ class Aggregator:
         await self._replan(spec, key, board, shards, now)
         desc = spec.order == "desc"
         depths = board.depths or [spec.exact_top] * len(shards)
+        board.turn += 1
         answers = await asyncio.gather(
             *(
-                self._read(s, key, d, board.bounds, desc)
-                for s, d in zip(shards, depths, strict=True)
+                self._read(s, key, d, board, held, desc, now)
+                for s, d, held in zip(shards, depths, board.parts, strict=True)
             ),
             return_exceptions=True,
         )
@@ -186,8 +191,7 @@ class Aggregator:
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            rows, count, counts, last, tally = answer
-            board.parts[i] = _Part(now, rows, count, board.bounds, counts, last, tally, depths[i])
+            board.parts[i] = answer
         try:
             top = await self._merged(spec, key, board, shards, desc)
         except Unavailable as e:
@@ -263,18 +267,44 @@ class Aggregator:
         return top
 
     async def _read(
-        self, shard: ShardIndex, key: BoardKey, depth: int, bounds: tuple[int, ...], desc: bool
-    ) -> tuple[list[tuple[str, int]], int, list[int], int | None, dict[str, int]]:
+        self,
+        shard: ShardIndex,
+        key: BoardKey,
+        depth: int,
+        board: _Board,
+        held: _Part | None,
+        desc: bool,
+        now: float,
+    ) -> _Part:
         # The tallies first, the counts after them: every write the tallies leave out is
         # one a reader's later tallies count, so its widening never misses one.
+        bounds, buckets = board.bounds, max(0, len(board.bounds) - 1)
         tally = await shard.changes(key)
-        rows, count, counts, end = await asyncio.gather(
+        # The counts of the last cycle and the moves since, where this shard was counted at
+        # these bounds; one bucket in ROTATE counted anyway (domain/recount.py).
+        since = held.n if held is not None and held.bounds == bounds else None
+        fresh = range(buckets) if since is None else rotating(buckets, board.turn)
+        stretches = runs(fresh)
+        rows, count, got, end = await asyncio.gather(
             shard.page(key, 0, depth - 1, descending=desc),
             shard.count(key),
-            shard.count_between(key, bounds),
+            shard.recount(key, since, [bounds[a : b + 1] for a, b in stretches]),
             shard.page(key, 0, 0, descending=not desc),  # the shard's last row
         )
-        return rows, count, counts, end[0][1] if end else None, tally
+        counts: list[int] | None = None
+        if since is not None and got.moves is not None:
+            assert held is not None
+            counts = applied(held.counts, bounds, got.moves)
+        if counts is None:
+            if since is not None:  # the moves cannot tell: every bucket, at one instant
+                stretches = [(0, buckets)]
+                got = await shard.recount(key, None, [bounds])
+            counts = [0] * buckets
+        for (a, b), part in zip(stretches, got.counts, strict=True):
+            counts[a:b] = part
+        metrics.AGGREGATOR_BUCKETS_COUNTED.labels(key.board).inc(sum(b - a for a, b in stretches))
+        last = end[0][1] if end else None
+        return _Part(now, rows, count, bounds, counts, last, tally, depth, got.n)
 
     def _due(self, spec: BoardSpec, board: _Board, now: float) -> bool:
         """Time to place the boundaries again: every ``REPLAN_S``, and at once when the

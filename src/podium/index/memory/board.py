@@ -8,12 +8,14 @@ entry metadata beside it, and the members banned on it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
 
-from podium.domain.changes import tallies
+from podium.domain.changes import GENERATION, WRITES, tallies
+from podium.domain.recount import MOVES_KEPT, Move
 from podium.ports import Meta
 
 
@@ -30,10 +32,25 @@ class Board:
     meta: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     # write.lua's ``:chg`` hash: the writes that changed a score, by band (domain/changes.py)
     changes: dict[str, int] = field(default_factory=dict)
+    # write.lua's ``:mv`` list: a move for each write ``changes["n"]`` counts, the last
+    # ones (domain/recount.py); None marks a board replaced whole
+    moves: deque[Move | None] = field(default_factory=lambda: deque(maxlen=2 * MOVES_KEPT))
 
     def tally(self, old: int | None, new: int | None) -> None:
-        for f in tallies(old, new):
+        fields = tallies(old, new)
+        for f in fields:
             self.changes[f] = self.changes.get(f, 0) + 1
+        if fields:
+            self.moves.append((old, new))
+
+    def replaced(self, old: Board | None) -> None:
+        """This board put in place of ``old`` by a rebuild (swap.lua, switch.lua): the
+        tallies and moves go on from the old one's, marked."""
+        if old is not None:
+            self.changes, self.moves = old.changes, old.moves
+        for f in (WRITES, GENERATION):
+            self.changes[f] = self.changes.get(f, 0) + 1
+        self.moves.append(None)
 
     def set_meta(self, member: str, version: int, text: str | None) -> None:
         """The member's score was just written with this entry's: its metadata is the

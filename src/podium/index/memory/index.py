@@ -28,12 +28,23 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from podium.domain.changes import WRITES
 from podium.domain.models import Profile
+from podium.domain.recount import Move
 from podium.index.memory.board import Board, held_meta, remove, write
 from podium.index.memory.profiles import MemoryProfileCopy
 from podium.index.memory.rebuild import Held, MemoryRebuild
 from podium.index.reads import ComposedReads
-from podium.ports import BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports import (
+    BoardKey,
+    MarkedScore,
+    Meta,
+    Near,
+    Placed,
+    Recounted,
+    ShardIndex,
+    Slice,
+)
 from podium.ports.erasure import ErasedAmong
 from podium.ports.status import IndexNode
 
@@ -197,6 +208,28 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
 
     # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
 
+    async def recount(
+        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+    ) -> Recounted:
+        board = self._get(key)
+        n = 0 if board is None else board.changes.get(WRITES, 0)
+        moves: list[Move] | None = None
+        if since is not None:
+            k, held = n - since, () if board is None else board.moves
+            if k == 0:
+                moves = []
+            elif 0 < k <= len(held):
+                last = list(held)[-k:]
+                moves = None if None in last else [m for m in last if m is not None]
+        out = []
+        for run in runs:
+            if board is None:
+                out.append([0] * max(0, len(run) - 1))
+                continue
+            edges = [board.entries.bisect_left((b, "")) for b in run]  # as count_between
+            out.append([hi - lo for lo, hi in itertools.pairwise(edges)])
+        return Recounted(n, moves, out)
+
     async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
         board = self._get(key)
         if board is None:
@@ -327,6 +360,7 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         old = self._get(key)
         if old is not None:
             fresh.banned = set(old.banned)
+        fresh.replaced(old)
         fresh.load(entries, versions, metadata)
         self._boards[key] = fresh
 

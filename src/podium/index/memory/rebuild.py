@@ -106,6 +106,7 @@ class MemoryRebuild:
                 fresh.versions.pop(member, None)
                 fresh.meta.pop(member, None)
             self._retired[(key, token)] = old
+        fresh.replaced(old)
         fresh.expire_at = expire_at
         self._boards[key] = fresh
         return True

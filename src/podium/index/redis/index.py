@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
+from podium.domain.recount import Move
 from podium.errors import ConfigError
 from podium.index.reads import ComposedReads
 from podium.index.redis.erasure import erase_member, shard_match, sweep_members
@@ -40,7 +41,17 @@ from podium.index.redis.nodes import describe
 from podium.index.redis.profiles import RedisProfileCopy, decode_held
 from podium.index.redis.rebuild import RedisRebuild
 from podium.index.redis.scripts import Script
-from podium.ports import Around, BoardKey, MarkedScore, Meta, Near, Placed, ShardIndex, Slice
+from podium.ports import (
+    Around,
+    BoardKey,
+    MarkedScore,
+    Meta,
+    Near,
+    Placed,
+    Recounted,
+    ShardIndex,
+    Slice,
+)
 from podium.ports.erasure import ErasedAmong
 from podium.ports.status import IndexNode
 
@@ -57,6 +68,7 @@ SWAP = Script("swap")
 AROUND = Script("around", readonly=True)
 RANKS = Script("ranks", readonly=True)
 COUNTS = Script("counts", readonly=True)
+RECOUNT = Script("recount", readonly=True)
 AHEAD = Script("ahead", readonly=True)
 NEAR = Script("near", readonly=True)
 SCORES_AT = Script("scores_at", readonly=True)
@@ -117,6 +129,13 @@ def _token(marker: str | None) -> str | None:
     """The token of a generation marker as a script read it (None where it is gone). The
     marker is "<token> <node>" (generations.py); a read compares tokens only."""
     return (marker.partition(" ")[0] or None) if marker else None
+
+
+def _move(held: bytes | str) -> Move:
+    """One entry of the list of moves (write.lua): ``'<old> <new>'``, '' for none."""
+    text = held.decode() if isinstance(held, bytes) else held
+    old, new = text.split(" ")
+    return (int(old) if old else None, int(new) if new else None)
 
 
 def _score(held: Any) -> int | None:
@@ -233,6 +252,7 @@ class RedisIndex(ComposedReads, RedisRebuild):
             k.meta(key),
             k.next_generation(key),
             k.changes(key),
+            k.moves(key),
         ]
 
     async def remove(
@@ -337,6 +357,30 @@ class RedisIndex(ComposedReads, RedisRebuild):
         with translated:
             counts: list[int] = await COUNTS(self._r, [self.keys.board(key)], bounds)
         return counts
+
+    async def recount(
+        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+    ) -> Recounted:
+        args: list[int | str] = ["" if since is None else since]
+        for i, run in enumerate(runs):
+            if i:
+                args.append("")  # recount.lua: a run ends here
+            args.extend(run)
+        k = self.keys
+        with translated:
+            reply = await RECOUNT(self._r, [k.board(key), k.changes(key), k.moves(key)], args)
+        n, held, at = int(reply[0]), int(reply[1]), 2
+        moves: list[Move] | None = None
+        if held:
+            count = int(reply[2])
+            moves = [_move(m) for m in reply[3 : 3 + count]]
+            at = 3 + count
+        out = []
+        for run in runs:
+            size = max(0, len(run) - 1)
+            out.append([int(c) for c in reply[at : at + size]])
+            at += size
+        return Recounted(n, moves, out)
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:
@@ -473,6 +517,8 @@ class RedisIndex(ComposedReads, RedisRebuild):
                     self.keys.versions(key),
                     stage_meta,
                     self.keys.meta(key),
+                    self.keys.changes(key),
+                    self.keys.moves(key),
                 ]
                 await SWAP(self._r, keys, [exp])
             finally:

@@ -119,6 +119,11 @@ class Keys:
         every generation, since readers compare them across a cycle, not a rebuild."""
         return f"{self._window(key)}:chg"
 
+    def moves(self, key: BoardKey) -> str:
+        """The board window's list of moves, one for each write its tallies' ``n`` counts
+        (write.lua; ``domain/recount.py``): what the aggregator's counts follow."""
+        return f"{self._window(key)}:mv"
+
     def next_generation(self, key: BoardKey) -> str:
         """The pointer to the generation a rebuild is filling beside the live one
         (``service/upkeep/gapless.py``): it holds that generation's sorted set, versions and

@@ -160,6 +160,8 @@ class RedisRebuild:
             old.board(key),
             old.versions(key),
             old.meta(key),
+            self.keys.changes(key),
+            self.keys.moves(key),
         ]
         args = [
             self._pointer(key, token),

@@ -2,7 +2,8 @@
 -- KEYS[1] board sorted set, KEYS[2] the board's ban set, KEYS[3] the board's version hash,
 -- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
 -- fills (write.lua): the ban holds there too; KEYS[6] the board window's tallies of writes
--- (write.lua): a banned member leaving is one
+-- (write.lua): a banned member leaving is one; KEYS[7] the board window's list of moves
+-- (write.lua), where it is one too
 -- ARGV[1] member; ARGV[2] 'forget' (an erased player): the same removal, and the member out
 -- of the ban set rather than into it, so that no key keeps their id (the store refuses them
 -- by the hash of it)
@@ -22,6 +23,13 @@ if was then
   end
   redis.call('HINCRBY', KEYS[6], 'n', 1)
   redis.call('HINCRBY', KEYS[6], 'x' .. octave, 1)
+  redis.call('RPUSH', KEYS[7], string.format('%d', was) .. ' ')
+  -- they live as long as the board, as write.lua keeps them (it trims the moves)
+  local t = redis.call('PEXPIRETIME', KEYS[1])
+  if t > 0 then
+    redis.call('PEXPIREAT', KEYS[6], t)
+    redis.call('PEXPIREAT', KEYS[7], t)
+  end
 end
 local held = {KEYS[1], KEYS[3], KEYS[4]}
 local pointer = redis.call('GET', KEYS[5])

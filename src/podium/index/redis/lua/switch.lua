@@ -2,7 +2,11 @@
 -- it, in one atomic step: readers see the old generation or the new one, never neither.
 -- KEYS[1] the pointer to the next generation (keys.py: Keys.next_generation), KEYS[2] the
 -- window's ban set, KEYS[3..5] the live sorted set, versions and metadata, KEYS[6..8] the
--- next generation's, KEYS[9..11] the names the live ones retire to until they are dropped
+-- next generation's, KEYS[9..11] the names the live ones retire to until they are dropped,
+-- KEYS[12] the board window's tallies of writes (write.lua), whose 'g' counts the boards
+-- replaced whole: no band tells what moved, so the aggregator counts every bucket again
+-- and readers count afresh (domain/changes.py), KEYS[13] the board window's list of moves
+-- (write.lua), where a 'g' marks the same
 -- ARGV[1] the pointer's value as this rebuild set it, ARGV[2] expire-at epoch seconds or '',
 -- ARGV[3] how long the retired keys may live at most, in ms (the rebuild unlinks them after
 -- its grace period; this bounds what a rebuild that died then leaves)
@@ -34,7 +38,12 @@ for i = 1, #banned, 500 do
   redis.call('HDEL', KEYS[4], unpack(part))
   redis.call('HDEL', KEYS[5], unpack(part))
 end
-if ARGV[2] ~= '' and redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('EXPIREAT', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[12], 'n', 1)
+redis.call('HINCRBY', KEYS[12], 'g', 1)
+redis.call('RPUSH', KEYS[13], 'g')
+for _, k in ipairs({KEYS[2], KEYS[12], KEYS[13]}) do
+  if ARGV[2] ~= '' and redis.call('EXISTS', k) == 1 then
+    redis.call('EXPIREAT', k, ARGV[2])
+  end
 end
 return 1

@@ -3,7 +3,10 @@
 -- KEYS[4] the board's entry metadata hash, KEYS[5] the pointer to the generation a rebuild
 -- fills beside the live one (keys.py: Keys.next_generation), KEYS[6] the board window's
 -- tallies of writes by band (domain/changes.py), bumped here in the same atomic step as the
--- write they count, so that a reader widening an estimate by them misses no write
+-- write they count, so that a reader widening an estimate by them misses no write; KEYS[7]
+-- the board window's list of moves ('<old> <new>', '' for none), one for each write its
+-- tally 'n' counts, of which the aggregator reads those since its last counts
+-- (domain/recount.py)
 -- ARGV[1] 'GT' (descending boards), 'LT' (ascending), 'V' (versioned) or 'R' (versioned
 -- removal: the member leaves, and the version stays as a tombstone); 'GTM', 'LTM', 'VM':
 -- the same, each entry with its tally's version and entry metadata ('' for none) after it;
@@ -65,10 +68,16 @@ local function band(x)
 end
 
 -- A member went from score `old` to `new` (false: not on the board) on the live generation.
+-- The list of moves keeps at least the last MOVES_KEPT (domain/recount.py): trimmed to it
+-- once it holds twice as many, so the trim's cost is shared by that many writes.
+local MOVES_KEPT = 2048
 local function tally(old, new)
   if old == new then return end
   local C = KEYS[6]
   redis.call('HINCRBY', C, 'n', 1)
+  local held = redis.call('RPUSH', KEYS[7],
+    (old and string.format('%d', old) or '') .. ' ' .. (new and string.format('%d', new) or ''))
+  if held > 2 * MOVES_KEPT then redis.call('LTRIM', KEYS[7], -MOVES_KEPT, -1) end
   if not old then
     redis.call('HINCRBY', C, 'e' .. math.floor(band(new) / SUB), 1)
   elseif not new then
@@ -173,7 +182,7 @@ if ARGV[2] ~= '' then
   -- The ban set, the versions and the metadata live exactly as long as their board: never
   -- shorter (a replay after they expired would re-add a banned player or an old total), and
   -- not for ever when the ban came first.
-  for k = 1, 6 do
+  for k = 1, 7 do
     if k ~= 5 and redis.call('EXISTS', KEYS[k]) == 1 then
       redis.call('EXPIREAT', KEYS[k], ARGV[2])
     end
