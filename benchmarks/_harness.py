@@ -316,13 +316,15 @@ def delete_redis_keys(prefix: str) -> None:
     n = 0
     try:
         batch: list[bytes] = []
+        # UNLINK, not DEL: a board of millions of members freed by DEL holds the server (and
+        # this call) past the client's timeout; UNLINK frees it in the background.
         for key in client.scan_iter(match=f"{prefix}:*", count=1000):
             batch.append(key)
             if len(batch) >= 500:
-                n += int(client.delete(*batch))
+                n += int(client.unlink(*batch))
                 batch = []
         if batch:
-            n += int(client.delete(*batch))
+            n += int(client.unlink(*batch))
     finally:
         client.close()
     print(f"[cleanup] deleted {n} redis keys under {prefix}:", file=sys.stderr)
