@@ -199,12 +199,7 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         return 0 if board is None else len(board.entries)
 
     async def count_between(self, key: BoardKey, bounds: Sequence[int]) -> list[int]:
-        board = self._get(key)
-        if board is None:
-            return [0] * max(0, len(bounds) - 1)
-        # (score, "") sorts before every member with that score: a half-open bound.
-        edges = [board.entries.bisect_left((b, "")) for b in bounds]
-        return [hi - lo for lo, hi in itertools.pairwise(edges)]
+        return _between(self._get(key), bounds)
 
     # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
 
@@ -221,14 +216,7 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
             elif 0 < k <= len(held):
                 last = list(held)[-k:]
                 moves = None if None in last else [m for m in last if m is not None]
-        out = []
-        for run in runs:
-            if board is None:
-                out.append([0] * max(0, len(run) - 1))
-                continue
-            edges = [board.entries.bisect_left((b, "")) for b in run]  # as count_between
-            out.append([hi - lo for lo, hi in itertools.pairwise(edges)])
-        return Recounted(n, moves, out)
+        return Recounted(n, moves, [_between(board, run) for run in runs])
 
     async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
         board = self._get(key)
@@ -363,6 +351,15 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         fresh.replaced(old)
         fresh.load(entries, versions, metadata)
         self._boards[key] = fresh
+
+
+def _between(board: Board | None, bounds: Sequence[int]) -> list[int]:
+    """``count_between`` on one board (none: every bucket empty)."""
+    if board is None:
+        return [0] * max(0, len(bounds) - 1)
+    # (score, "") sorts before every member with that score: a half-open bound.
+    edges = [board.entries.bisect_left((b, "")) for b in bounds]
+    return [hi - lo for lo, hi in itertools.pairwise(edges)]
 
 
 def _take_out(board: Board, player_id: str) -> int:
