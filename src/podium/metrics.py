@@ -153,8 +153,9 @@ AGGREGATOR_SKIPPED = Counter(
 )
 AGGREGATOR_BUCKETS_COUNTED = Counter(
     "podium_aggregator_buckets_counted",
-    "Histogram buckets the aggregator counted on a shard (one ZCOUNT each): those a write "
-    "touched since the shard's last counts and a rotating slice; the others keep their counts",
+    "Histogram buckets the aggregator counted on a shard (one ZCOUNT each): a rotating "
+    "sixteenth every cycle, every bucket where the moves since its last counts cannot tell; "
+    "the others follow the moves",
     ["board"],
     registry=REGISTRY,
 )
