@@ -13,8 +13,8 @@ script starts (never the machine's Redis: millions of members).
   aggregator) and steady cycles; medians. With ``--churn R``, a writer beside the cycles
   applies R results a second to the board (random players, 1-200 points more each, through
   write.lua as the updater does), and the steady cycles are paced a period apart, as the
-  aggregator runs them: a cycle counts again only the buckets those writes touched and a
-  rotating slice (``domain/recount.py``), so without writes it would count next to nothing.
+  aggregator runs them: a cycle adds the moves since its last counts and counts a rotating
+  slice (``domain/recount.py``), so without writes it would follow no moves at all.
 - reads: ``--readers`` concurrent ``Reads.player_rank`` (built by ``bootstrap.build`` on an
   embedded SQLite store and the private Redis, 16 shards and 1) for random players below
   the exact top and inside it, alternating, beside raw ZREVRANK and ZMSCORE through

@@ -38,15 +38,16 @@ def applied(
     out = list(counts)
     if len(bounds) < 2:  # no buckets
         return out
-    lo, hi, last = bounds[0], bounds[-1], len(out) - 1
+    lo, hi = bounds[0], bounds[-1]
     for old, new in moves:
+        # lo <= s < hi: bucket bisect_right - 1, from 0 to len(counts) - 1
         if old is not None and lo <= old < hi:
-            i = min(last, bisect_right(bounds, old) - 1)
+            i = bisect_right(bounds, old) - 1
             out[i] -= 1
             if out[i] < 0:
                 return None
         if new is not None and lo <= new < hi:
-            out[min(last, bisect_right(bounds, new) - 1)] += 1
+            out[bisect_right(bounds, new) - 1] += 1
     return out
 
 

@@ -4,8 +4,8 @@
 -- the tally of writes 'n', the moves since an earlier 'n', and the counts of runs of buckets.
 -- KEYS[1] board sorted set, KEYS[2] the board window's tallies (write.lua), KEYS[3] its list
 -- of moves (write.lua: one for each write 'n' counts)
--- ARGV[1] the earlier 'n', or '' for no moves; ARGV[2..] the runs of bounds, as counts.lua
--- takes them
+-- ARGV[1] the earlier 'n', or '' for no moves; ARGV[2..] runs of ascending bucket bounds,
+-- an empty argument between two runs: 1, 5, 9, '', 20, 30 counts [1, 5), [5, 9), [20, 30)
 -- Returns n, then 1 and the count of moves and the moves, or 0 where they are not all held
 -- (more than the list keeps, 'n' went back, or a 'g': the board was replaced whole), then
 -- the counts.
