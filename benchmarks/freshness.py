@@ -7,8 +7,12 @@ the machine's Postgres, the index in ``--shards`` shards of the machine's Redis 
 prefix of its own (the outbox as the log). The ``season`` board holds ``--players`` players
 written straight into the index's keys (``_split_board.py``: lognormal points; they take no
 results, so the store need not hold them), and takes a background load of two-player
-matches of 2,000 other players at ``--rate`` matches/s through the API. Beside it, probes
-at ``--probes`` a second, each a one-player match through the API:
+matches of 2,000 other players at ``--rate`` matches/s through the API (``--size`` players a
+match, and 20 times as many players as a second's results when that is more, so that a
+player is seldom in two matches at once), and with ``--direct R``, R results a second written
+straight onto the board's shards beside them (``direct``: the board and the aggregator
+loaded at rates the API processes of a small machine could not accept beside the probes).
+Beside it, probes at ``--probes`` a second, each a one-player match through the API:
 
 - ``top, new``: a player's first match of 500,000-1,000,000 points (into the first pages
   of the exact top);
@@ -29,7 +33,7 @@ its rank said.
 ``--rounds`` times: before and after in the same minutes.
 
     python benchmarks/freshness.py [--players 100000] [--shards 16] [--rate 50]
-        [--probes 4] [--seconds 40] [--rounds 1] [--src SRC[,SRC]]
+        [--size 2] [--direct 0] [--probes 4] [--seconds 40] [--rounds 1] [--src SRC[,SRC]]
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from _harness import (
     quantile,
     rfc3339_now,
 )
+from podium.bootstrap import build
 from podium.config.settings import load
 from podium.domain.sharding import shard_of, shard_tag
 from podium.index.redis.keys import Keys
@@ -98,6 +103,9 @@ class Run:
     probes: list[Probe] = field(default_factory=list)
     load_acked: int = 0
     load_failed: int = 0
+    load_results: int = 0
+    direct: int = 0  # results written straight onto the board (--direct)
+    seconds: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)  # each process's CPU s a second
     reads: dict[str, list[float]] = field(default_factory=lambda: {"rank": [], "page": []})
 
@@ -109,7 +117,7 @@ def _config(env: Any, shards: int) -> None:
     env.config_path.write_text(text)
 
 
-def _seed(cfg: Path, prefix: str, shards: int, n: int) -> tuple[BoardKey, Any]:
+def _seed(cfg: Path, prefix: str, shards: int, n: int) -> tuple[BoardKey, Any, Any, Any]:
     settings = load(cfg)
     spec = settings.board(BOARD)
     assert spec is not None
@@ -123,7 +131,37 @@ def _seed(cfg: Path, prefix: str, shards: int, n: int) -> tuple[BoardKey, Any]:
     server = sb.PrivateRedis("machine", port, Path("."))
     added, took = sb.load(server, sb.board_keys(prefix, key, shards), n, scores, where, "seed")
     print(f"seeded {added:,} players in {took:.1f} s", flush=True)
-    return key, spec
+    return key, spec, w, scores
+
+
+async def direct(cfg: Path, spec: Any, w: Any, scores: Any, rate: float, until: float) -> int:
+    """``rate`` results a second written straight onto the board's shards until ``until``,
+    as the updater writes them (podium's own index write, in batches of a tenth of a
+    second): a seeded player's total up by 1-200 points. The board and the aggregator take
+    them as they take the log's; the store and the log never see them, so a machine of two
+    cores can load the board at rates its API processes could not accept beside the probes.
+    How many were written."""
+    backends = build(load(cfg))
+    codec, rng = spec.codec, random.Random(SEED + 1)
+    key, n = BoardKey(spec.name, w.id), len(scores)
+    batch = max(1, round(rate / 10))
+    written = 0
+    next_at = time.monotonic()
+    try:
+        while next_at < until:
+            entries = []
+            for _ in range(batch):
+                i = rng.randrange(n)
+                points = codec.points(scores[i]) + rng.randint(1, 200)
+                scores[i] = codec.encode(points, max(0, int(time.time()) - w.start))
+                entries.append((sb.player(i), scores[i]))
+            await backends.index.write(key, entries, descending=True, expire_at=None)
+            written += batch
+            next_at += batch / rate
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    finally:
+        await backends.close()
+    return written
 
 
 def _match(results: list[tuple[str, int]]) -> dict[str, Any]:
@@ -151,6 +189,7 @@ class Bench:
         self.n = 0
         self.rng = random.Random(SEED)
         self.headers: dict[str, str] = {}
+        self.size = 2
 
     def shard_key(self, player: str) -> str:
         return Keys(self.prefix, shard_tag(shard_of(player, self.shards))).board(self.key)
@@ -179,13 +218,14 @@ class Bench:
             pipe.zcount(k, f"({score}", "+inf")
         return sum(int(x) for x in await pipe.execute())
 
-    async def load(self, rate: float, until: float) -> None:
-        players = [f"L{i:05d}" for i in range(LOAD_PLAYERS)]
+    async def load(self, rate: float, size: int, until: float) -> None:
+        self.size = size
+        many = max(LOAD_PLAYERS, int(rate * size * 20))
+        players = [f"L{i:07d}" for i in range(many)]
         tasks: set[asyncio.Task[bool]] = set()
         t = time.monotonic()
         while t < until:
-            a, b = self.rng.sample(players, 2)
-            body = [(a, self.rng.randint(1, 1000)), (b, self.rng.randint(1, 1000))]
+            body = [(p, self.rng.randint(1, 1000)) for p in self.rng.sample(players, size)]
             task = asyncio.create_task(self.post(body))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
@@ -198,6 +238,7 @@ class Bench:
     def _count(self, task: asyncio.Task[bool]) -> None:
         if task.result():
             self.run.load_acked += 1
+            self.run.load_results += self.size
         else:
             self.run.load_failed += 1
 
@@ -311,7 +352,7 @@ def _fleet_run(label: str, src: str, args: argparse.Namespace) -> Run:
         env = make_env(stack, "production")
         _config(env, args.shards)
         assert env.prefix is not None
-        key, spec = _seed(env.config_path, env.prefix, args.shards, args.players)
+        key, spec, w, scores = _seed(env.config_path, env.prefix, args.shards, args.players)
         fleet = Fleet(env.config_path, env.tmp)
         stack.callback(fleet.stop_all)
         fleet.podium("migrate")
@@ -336,8 +377,17 @@ def _fleet_run(label: str, src: str, args: argparse.Namespace) -> Run:
                 cpu0 = {n: proc_cpu(p.popen.pid) for n, p in fleet.procs.items()}
                 t0 = time.monotonic()
                 until = t0 + args.seconds
-                await asyncio.gather(bench.load(args.rate, until), bench.probes(args.probes, until))
+                load = [bench.load(args.rate, args.size, until), bench.probes(args.probes, until)]
+                if args.direct:
+                    d = asyncio.create_task(
+                        direct(env.config_path, spec, w, scores, args.direct, until)
+                    )
+                    await asyncio.gather(*load)
+                    run.direct = await d
+                else:
+                    await asyncio.gather(*load)
                 took = time.monotonic() - t0
+                run.seconds = took
                 for n, p in fleet.procs.items():
                     run.cpu[n] = (proc_cpu(p.popen.pid) - cpu0[n]) / took
             finally:
@@ -363,7 +413,12 @@ def _fig(values: list[float | None]) -> str:
 
 
 def report(run: Run) -> dict[str, Any]:
-    print(f"\n== {run.label}: load {run.load_acked} matches acknowledged, {run.load_failed} failed")
+    rate = run.load_results / run.seconds if run.seconds else 0.0
+    print(
+        f"\n== {run.label}: load {run.load_acked} matches acknowledged ({rate:.0f} results/s), "
+        f"{run.load_failed} failed; {run.direct / run.seconds if run.seconds else 0:.0f} "
+        "results/s written straight onto the board"
+    )
     print("kind | commit-to-board | points shown | commit-to-rank | top page (p50 / p99 / max)")
     out: dict[str, Any] = {}
     for kind in ("top, new", "top, again", "below", "all"):
@@ -396,7 +451,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--players", type=int, default=100_000)
     ap.add_argument("--shards", type=int, default=16)
-    ap.add_argument("--rate", type=float, default=50.0, help="background matches/s (2 players)")
+    ap.add_argument("--rate", type=float, default=50.0, help="background matches/s")
+    ap.add_argument("--size", type=int, default=2, help="players in a background match")
+    ap.add_argument(
+        "--direct", type=float, default=0.0, help="results/s written straight onto the board"
+    )
     ap.add_argument("--probes", type=float, default=4.0, help="probe matches a second")
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--apis", type=int, default=2)
