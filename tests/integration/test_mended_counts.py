@@ -158,8 +158,9 @@ async def test_after_a_failover_that_lost_writes_the_next_histogram_equals_a_fre
         )
         await _answered(mender.step)
         assert replayed == [None]  # every shard's node changed: every change replayed
-        # Writes of the new node after the replay; its tally is past the counted one now, so
-        # the moves since that tally are all there, and none is a lost write.
+        # Writes of the new node after the replay: its tally is past the counted one now, so
+        # the moves since that tally are all held, and counts that followed them would count
+        # the lost writes twice (as counted, and as replayed).
         await write({m: codec.encode(codec.points(board[m]) + 600, 400) for m in others[8:40]})
         assert all(n > h for n, h in zip(await tallies(), held, strict=True))
 
