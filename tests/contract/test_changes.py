@@ -122,7 +122,82 @@ async def test_a_recount_holds_the_moves_since_a_tally_and_counts_runs_at_one_in
     assert (await shard.recount(WEEK, again.n + 1, [])).moves is None  # the tally went back
     await shard.replace(WEEK, [("p9", up)], expire_at=None)
     assert (await shard.recount(WEEK, again.n, [])).moves is None  # replaced whole
-    assert await shard.recount(BoardKey("week", "2026-W01"), 0, [[0, 5, 9]]) == (0, [], [[0, 0]])
+    assert await shard.recount(BoardKey("week", "2026-W01"), 0, [[0, 5, 9]]) == (
+        0,
+        [],
+        [[0, 0]],
+        0,
+    )
+
+
+async def test_an_erasure_takes_the_player_off_as_a_move(shard: ShardIndex) -> None:
+    """An erased player leaves the board window as a removal does (``x<octave>`` and ``n``
+    bumped, ``'<old> '`` among the moves, in the removal's own step), so that counts that
+    follow the moves stop counting them; once, however many generations held them (a
+    rebuild's new one being filled, the retired one kept for its grace period)."""
+    a, b = (5 << T) + 9, (300 << T) + 2
+    await shard.write(WEEK, [("p1", a), ("p2", b)], descending=True, expire_at=None)
+    # a rebuild switched in, the old generation kept aside (its grace), a next one filling
+    assert await shard.begin_build(WEEK, "tok", 60.0)
+    await shard.fill_build(WEEK, "tok", [("p1", a), ("p2", b)], descending=True)
+    assert await shard.switch_build(WEEK, "tok", expire_at=None, grace_s=60.0)
+    assert await shard.begin_build(WEEK, "tok2", 60.0)
+    await shard.fill_build(WEEK, "tok2", [("p1", a), ("p2", b)], descending=True)
+    got = await shard.recount(WEEK, None, [])
+    before = await shard.changes(WEEK)
+    assert await shard.erase_player("p2") >= 1
+    after = await shard.recount(WEEK, got.n, [], generation=got.generation)
+    assert after.moves == [(b, None)]
+    assert after.n == got.n + 1 and after.generation == got.generation
+    step = expected([(b, None)])
+    assert await shard.changes(WEEK) == {
+        k: before.get(k, 0) + step.get(k, 0) for k in before | step
+    }
+    assert await shard.count(WEEK) == 1
+    await shard.abort_build(WEEK, "tok2")
+    await shard.drop_build(WEEK, "tok")
+
+
+async def test_a_sweep_of_erased_players_takes_them_off_as_moves(shard: ShardIndex) -> None:
+    scores = {f"p{i}": (i << T) + 1 for i in range(1, 30)}
+    await shard.write(WEEK, list(scores.items()), descending=True, expire_at=None)
+    got = await shard.recount(WEEK, None, [])
+    gone = {"p3", "p17", "p28"}
+    assert await shard.sweep_erased(lambda ids: {p for p in ids if p in gone}) >= 3
+    after = await shard.recount(WEEK, got.n, [], generation=got.generation)
+    assert after.moves is not None
+    assert sorted(after.moves, key=str) == sorted(((scores[p], None) for p in gone), key=str)
+
+
+async def test_a_window_marked_anew_is_counted_afresh(shard: ShardIndex) -> None:
+    """``renew_counts``, what the mender does to a shard whose node took over: the moves
+    since any earlier tally are not told (``recount``), however many writes followed the
+    mark, and neither is what changed since (``Changes.since``); counts taken after the mark
+    follow the moves again."""
+    a = (5 << T) + 9
+    await shard.write(WEEK, [(f"p{i}", a + i) for i in range(8)], descending=True, expire_at=None)
+    got = await shard.recount(WEEK, None, [])
+    before = Changes.summed([await shard.changes(WEEK)])
+    await shard.renew_counts([(WEEK, None)])
+    marked = await shard.recount(WEEK, got.n, [], generation=got.generation)
+    assert marked.moves is None and marked.n == got.n + 1
+    assert marked.generation != got.generation
+    # The node that took over held fewer writes than were counted (here two), so the mark
+    # lies before the tally held, and writes since climb past it: the moves since that
+    # tally are all writes of the new node, no mark among them. The generation still tells.
+    await shard.write(WEEK, [(f"q{i}", a) for i in range(5)], descending=True, expire_at=None)
+    again = await shard.recount(WEEK, got.n + 2, [], generation=got.generation)
+    assert again.moves is None
+    assert (await shard.recount(WEEK, got.n + 2, [])).moves == [(None, a)] * 4  # not told
+    assert Changes.summed([await shard.changes(WEEK)]).since(before) is None
+    # From counts of the new generation, the moves again.
+    follow = await shard.recount(WEEK, marked.n, [], generation=marked.generation)
+    assert follow.moves == [(None, a)] * 5
+    # A window with no tallies on the shard gets them (and the expiry given).
+    empty = BoardKey("week", "2026-W01")
+    await shard.renew_counts([(empty, int(time.time()) + 3600)])
+    fresh = await shard.changes(empty)
+    assert fresh["n"] == 1 and fresh["g"] > 0
 
 
 async def test_the_moves_kept_are_the_last_ones(shard: ShardIndex) -> None:
@@ -343,5 +418,39 @@ async def test_cycles_that_follow_the_moves_keep_every_interval_and_the_counts_w
         assert hist is not None
         assert list(hist.counts) == await split.count_between(key, list(hist.bounds))
         assert len(done) > len(board)  # the writes ran: new players entered
+    finally:
+        await split.close()
+
+
+async def test_an_erasure_on_a_split_board_is_out_of_the_next_histogram(
+    split_backend: Backend,
+) -> None:
+    """Erased players leave the aggregator's counts at its next cycle: each removal is a move
+    its shard keeps, which the cycle follows, so the histogram equals every bucket counted
+    afresh at once, not once the rotating count reaches the players' buckets
+    (``domain/recount.py``); and the tallies since the snapshot show the exits."""
+    split: Any = split_backend.index()
+    try:
+        rng = random.Random(13)
+        _, snaps, _, key, board, agg = await _counted_board(split, split_backend, rng)
+        data = await snaps.read(key)
+        assert data is not None
+        snap = Snapshot.decode(data)
+        assert snap.histogram is not None and snap.changes is not None
+        # Below the exact top, spread over the board: in far more buckets than the sixteenth
+        # a cycle counts whatever the moves say.
+        order = in_board_order(board.items(), True)
+        erased = [m for m, _ in order[100::120]]
+        for p in erased:
+            assert await split.erase_player(p) >= 1
+        assert await agg.step() == 1
+        data = await snaps.read(key)
+        assert data is not None
+        hist = Snapshot.decode(data).histogram
+        assert hist is not None and hist.bounds == snap.histogram.bounds
+        assert list(hist.counts) == await split.count_between(key, list(hist.bounds))
+        since = Changes.summed(await split.changes(key)).since(snap.changes)
+        assert since is not None and sum(since.writes) == len(erased)
+        assert sum(v for k, v in since.fields.items() if k.startswith("x")) == len(erased)
     finally:
         await split.close()

@@ -407,16 +407,22 @@ class Counting:
         return getattr(self.inner, name)
 
     async def recount(
-        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+        self,
+        key: BoardKey,
+        since: int | None,
+        runs: Sequence[Sequence[int]],
+        *,
+        generation: int | None = None,
     ) -> Recounted:
         self.buckets += sum(max(0, len(r) - 1) for r in runs)
-        return await self.inner.recount(key, since, runs)
+        return await self.inner.recount(key, since, runs, generation=generation)
 
 
 async def test_the_histogram_follows_the_moves_and_stays_whole_counting_a_slice() -> None:
-    """Cycle after cycle of a few writes (rises, entries, bans, a rebuild's swap of one shard),
-    the snapshot's histogram equals a full count at its bounds, though each cycle counts only
-    a rotating slice of the buckets and follows the moves for the rest (domain/recount.py)."""
+    """Cycle after cycle of a few writes (rises, entries, bans, an erasure, a rebuild's swap
+    of one shard, a shard's counts marked anew), the snapshot's histogram equals a full count
+    at its bounds, though each cycle counts only a rotating slice of the buckets and follows
+    the moves for the rest (domain/recount.py)."""
     clock = Clock()
     inner = [MemoryIndex(clock.now) for _ in range(4)]
     parts = [Counting(p) for p in inner]
@@ -451,6 +457,12 @@ async def test_the_histogram_follows_the_moves_and_stays_whole_counting_a_slice(
             for m, _ in rows[len(kept) :]:
                 del board[m]
             await shard.replace(key, kept, expire_at=None)
+        if turn == 25:  # an erasure: a move like a ban's
+            gone = rng.choice(sorted(board))
+            del board[gone]
+            await split.erase_player(gone)
+        if turn == 30:  # the mender marks a shard's counts anew (a failover): counted afresh
+            await inner[1].renew_counts([(key, None)])
         clock.t += aggregator.PERIOD_S
         assert await agg.step() == 1
         snap = await snapshot_of(snaps, key)
@@ -466,6 +478,8 @@ async def test_the_histogram_follows_the_moves_and_stays_whole_counting_a_slice(
         buckets = len(h.bounds) - 1
         if turn == 20:
             assert parts[0].buckets >= buckets  # the swapped shard: every bucket counted
+        if turn == 30:
+            assert parts[1].buckets >= buckets  # the shard marked anew: every bucket counted
         if all(p.buckets < buckets for p in parts):
             fewer += 1
     assert fewer >= 30, f"only {fewer} of 40 cycles counted less than every bucket"

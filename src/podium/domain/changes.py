@@ -21,8 +21,11 @@ The tallies of one board window on one shard, by field:
 - ``x<o>``: members that left (a versioned removal, a ban) from a score of octave ``o``;
 - ``n``: every write that changed a score, so that a reset tally (a Redis that lost its
   data) is seen, and the estimate is counted afresh instead;
-- ``g``: each time a rebuild replaced the board window's sorted set whole (swap.lua,
-  switch.lua), which moves members no band tallies: the estimate is counted afresh too.
+- ``g``: the generation of the counts: moved by one each time a rebuild replaced the board
+  window's sorted set whole (swap.lua, switch.lua), which moves members no band tallies, and
+  by a bump drawn below ``RENEWAL`` where the mender marks a shard's windows anew (a node
+  that took over after a failover, or lost its data: it may lack writes no tally of its
+  own describes, renew.lua); either way the estimate is counted afresh too.
 
 Bands are monotone in the score: ``SUB`` of them per doubling, on the score as a whole
 (points and time together), so the same function runs in Lua and here without the board's
@@ -40,6 +43,11 @@ from podium.domain.histogram import Estimate
 SUB = 8  # bands per doubling of the score (write.lua's SUB)
 WRITES = "n"
 GENERATION = "g"
+# A shard's windows marked anew (``ShardIndex.renew_counts``) move ``g`` by a bump drawn from
+# 1 to this, not by one: the node that took over may lack an earlier move of ``g`` (a swap,
+# or a mark, among its last lost writes), and one more would bring back the very ``g`` the
+# aggregator and readers hold, which says nothing changed.
+RENEWAL = 1 << 30
 
 
 def band(score: int) -> int:
@@ -89,13 +97,13 @@ class Changes:
     def since(self, earlier: Changes) -> Changes | None:
         """What changed between ``earlier`` and these tallies; None when that cannot be told
         (another number of shards, a shard's tally went back: its data was lost, or a
-        rebuild replaced a shard's board)."""
+        rebuild replaced a shard's board, or the mender marked a shard's counts anew)."""
         if len(self.writes) != len(earlier.writes):
             return None
         if any(a < b for a, b in zip(self.writes, earlier.writes, strict=True)):
             return None
         if self.fields.get(GENERATION, 0) != earlier.fields.get(GENERATION, 0):
-            return None  # a rebuild replaced a shard's board: no band tells what moved
+            return None  # a board replaced, or a shard marked anew: no band tells what moved
         diff = {}
         for k, v in self.fields.items():
             d = v - earlier.fields.get(k, 0)

@@ -10,18 +10,26 @@ least the last ``MOVES_KEPT``. The aggregator reads, in one atomic step, ``n``, 
 since the ``n`` of its last counts, and the counts of a few buckets; the held counts plus
 those moves are then the counts at this ``n``, exactly, and need no ``ZCOUNT``.
 
-Where the moves cannot tell (more than the list keeps, ``n`` went back: the shard lost its
-data, or a rebuild replaced the board whole, which appends a ``GENERATION`` mark), every
-bucket is counted. And one bucket in ``ROTATE`` is counted every cycle whatever the moves
-say, so a change no move recorded (an erasure's removal, a promoted replica that lacked
-the last writes until the mender replays them) leaves no count wrong for more than
-``ROTATE`` cycles.
+Where the moves cannot tell, every bucket is counted: more than the list keeps; ``n`` went
+back (the shard lost its data); or the shard's ``GENERATION`` is another than at the last
+counts, which a rebuild that replaced the board whole moves (and appends a mark of), and so
+does the mender where a shard's node took over after a failover or lost its data
+(``ShardIndex.renew_counts``, before the log is applied again): that node may lack the last
+writes of the old one, which none of its moves describes, and its ``n`` may have climbed
+past the held one meanwhile. An erasure's removal is a move like any other
+(``index/redis/lua/forget.lua``). And one bucket in ``ROTATE`` is counted every cycle
+whatever the moves say, so a count some change left wrong unrecorded (a failover's lost
+writes before the mender noticed it, within ``[index] watch_s``) is mended within
+``ROTATE`` cycles even so.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
+
+from podium.domain.boards import BoardSpec
+from podium.domain.windows import Window
 
 MOVES_KEPT = 2048  # each shard keeps at least this many of its last moves (write.lua)
 ROTATE = 16  # every bucket is counted at least once in this many cycles
@@ -65,4 +73,21 @@ def runs(buckets: Sequence[int]) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], i + 1)
         else:
             out.append((i, i + 1))
+    return out
+
+
+def counted(boards: Sequence[BoardSpec], now: float) -> list[tuple[BoardSpec, Window]]:
+    """The board windows whose counts an aggregator holds from cycle to cycle (and readers
+    widen from its snapshots): each board's latest window to begin (on a schedule between
+    two windows, the one that closed) and the one before it, each until it freezes (late
+    results still land there). Boards split into groups are left out: their windows are not
+    known ahead, and their reads count on the shards."""
+    out: list[tuple[BoardSpec, Window]] = []
+    for spec in boards:
+        if spec.group_by is not None:
+            continue
+        latest = spec.rule.latest(int(now))
+        for w in (latest, spec.rule.before(latest) if latest is not None else None):
+            if w is not None and (w.end is None or now < w.end + spec.freeze_after_s):
+                out.append((spec, w))
     return out

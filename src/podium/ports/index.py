@@ -287,6 +287,7 @@ class Recounted(NamedTuple):
     n: int  # the shard's tally of writes that changed a score (domain/changes.py)
     moves: list[Move] | None  # (old, new) score of each since the tally asked about
     counts: list[list[int]]  # each run's counts
+    generation: int = 0  # the tally's ``g`` (domain/changes.py), read with ``n``
 
 
 class ShardIndex(RankIndex, Rebuilding, Protocol):
@@ -332,11 +333,25 @@ class ShardIndex(RankIndex, Rebuilding, Protocol):
         ...
 
     async def recount(
-        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+        self,
+        key: BoardKey,
+        since: int | None,
+        runs: Sequence[Sequence[int]],
+        *,
+        generation: int | None = None,
     ) -> Recounted:
-        """In one atomic step: the shard's tally of writes ``n``, the moves since the tally
-        ``since`` (None: not asked, or not all held), and ``count_between`` of each run of
+        """In one atomic step: the shard's tally of writes ``n`` and generation ``g``, the
+        moves since the tally ``since`` (None: not asked, not all held, or ``g`` is not
+        ``generation``, the one read with ``since``), and ``count_between`` of each run of
         bounds. What the aggregator counts a histogram with (``domain/recount.py``)."""
+        ...
+
+    async def renew_counts(self, windows: Sequence[tuple[BoardKey, int | None]]) -> None:
+        """Mark each board window's counts here as a new generation, in one step each (``g``
+        moved by a bump drawn below ``domain.changes.RENEWAL``, a mark among the moves), so
+        that ``recount`` and ``changes`` tell holders of counts to count afresh; a window
+        with no tallies gets them, expiring at ``expire_at`` (None: the held expiry stays).
+        The mender's, for a shard whose node took over or lost its data (``mender.py``)."""
         ...
 
     async def changes(self, key: BoardKey) -> dict[str, int]:

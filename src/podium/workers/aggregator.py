@@ -41,7 +41,7 @@ from podium.config.settings import Settings
 from podium.domain.boards import Below, BoardSpec, board_key, merge_in_board_order
 from podium.domain.changes import Changes
 from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
-from podium.domain.recount import applied, rotating, runs
+from podium.domain.recount import applied, counted, rotating, runs
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
@@ -82,6 +82,7 @@ class _Part:
     changes: dict[str, int]  # the shard's tallies of writes, read before its counts
     depth: int = 0  # how many rows of its top were asked for
     n: int = 0  # the shard's tally of writes ``n`` at the instant of its counts
+    g: int = 0  # and its generation ``g`` (domain/changes.py), read with ``n``
 
 
 @dataclass
@@ -124,20 +125,9 @@ class Aggregator:
         self._boards.clear()
 
     def live(self, now: float) -> list[tuple[BoardSpec, Window]]:
-        """The board windows to aggregate: each board's current window, and the one before
-        it until it freezes (late results still land there). Boards split into groups are
-        left out: their windows are not known ahead, and their reads count on the shards."""
-        out: list[tuple[BoardSpec, Window]] = []
-        for spec in self.settings.boards:
-            if spec.group_by is not None:
-                continue
-            # The latest window to begin (on a schedule between two windows, the one that
-            # closed), and the one before it, each until it freezes.
-            latest = spec.rule.latest(int(now))
-            for w in (latest, spec.rule.before(latest) if latest is not None else None):
-                if w is not None and (w.end is None or now < w.end + spec.freeze_after_s):
-                    out.append((spec, w))
-        return out
+        """The board windows to aggregate (``domain.recount.counted``): each board's current
+        window, and the one before it until it freezes; none of a board split into groups."""
+        return counted(self.settings.boards, now)
 
     async def step(self) -> int:
         """One cycle of every live board window, if this aggregator holds the lease;
@@ -281,14 +271,17 @@ class Aggregator:
         bounds, buckets = board.bounds, max(0, len(board.bounds) - 1)
         tally = await shard.changes(key)
         # The counts of the last cycle and the moves since, where this shard was counted at
-        # these bounds; one bucket in ROTATE counted anyway (domain/recount.py).
+        # these bounds and is of the same generation of counts (a shard marked anew after a
+        # failover or a rebuild's swap is counted afresh); one bucket in ROTATE counted
+        # anyway (domain/recount.py).
         since = held.n if held is not None and held.bounds == bounds else None
+        gen = held.g if held is not None else None
         fresh = range(buckets) if since is None else rotating(buckets, board.turn)
         stretches = runs(fresh)
         rows, count, got, end = await asyncio.gather(
             shard.page(key, 0, depth - 1, descending=desc),
             shard.count(key),
-            shard.recount(key, since, [bounds[a : b + 1] for a, b in stretches]),
+            shard.recount(key, since, [bounds[a : b + 1] for a, b in stretches], generation=gen),
             shard.page(key, 0, 0, descending=not desc),  # the shard's last row
         )
         counts: list[int] | None = None
@@ -304,7 +297,7 @@ class Aggregator:
             counts[a:b] = part
         metrics.AGGREGATOR_BUCKETS_COUNTED.labels(key.board).inc(sum(b - a for a, b in stretches))
         last = end[0][1] if end else None
-        return _Part(now, rows, count, bounds, counts, last, tally, depth, got.n)
+        return _Part(now, rows, count, bounds, counts, last, tally, depth, got.n, got.generation)
 
     def _due(self, spec: BoardSpec, board: _Board, now: float) -> bool:
         """Time to place the boundaries again: every ``REPLAN_S``, and at once when the

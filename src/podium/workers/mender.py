@@ -20,6 +20,16 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
   the same change replays as well, which the index's idempotent writes make harmless
   (invariant 3 of docs/architecture.md).
 
+Before either mend (the rebuild, or the replay), the shard's board windows whose counts an
+aggregator holds are marked as a new generation of counts (``ShardIndex.renew_counts``):
+the node that holds the shard now may lack writes none of its moves describes, and its
+tally of writes may climb past the one the aggregator counted at before it looks again, so
+the aggregator and readers count that shard afresh rather than follow its moves
+(``domain/recount.py``). Once, before: the replay's writes and the rebuild's swap are moves
+of their own on the node that holds the shard now (write.lua tallies each in its own step,
+swap.lua marks its own generation), which counts taken after the mark follow exactly; a
+mark after them would only cost another fresh count.
+
 After a failover's replay, the index is swept for erased players (``service.erasure
 .sweep_erased``): a replica that took over may hold what an erasure deleted on its old node
 (the player's members, ban-set entries, metadata, their copy of the profile), which no
@@ -44,9 +54,12 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from functools import partial
 
 from podium import metrics
-from podium.ports import Clock
+from podium.domain.recount import counted
+from podium.domain.windows import index_expiry
+from podium.ports import BoardKey, Clock
 from podium.ports.generations import Generations, Held
 from podium.service.erasure import sweep_erased
 from podium.workers.replay import replay
@@ -76,11 +89,13 @@ class Mender:
         replay_s: float,
         shards: int | Callable[[], int] = 1,
         sweep: Callable[[], Awaitable[int]] | None = None,
+        renew: Callable[[Sequence[int | None]], Awaitable[None]] | None = None,
     ) -> None:
         """``replay(since_s, shards)`` applies the log's last ``since_s`` seconds again, of
         the index shards ``shards`` only (None: of every shard); ``shards`` here is how
         many the index has (asked at each look where a reshard can change it); ``sweep``
-        takes erased players out of the index after a failover (None: nothing swept)."""
+        takes erased players out of the index after a failover (None: nothing swept);
+        ``renew(shards)`` marks those shards' counts as a new generation (None: none kept)."""
         self._gens = generations
         self._rebuild_live = rebuild_live
         self._replay = replay
@@ -88,6 +103,7 @@ class Mender:
         self._replay_s = replay_s
         self._shards = shards if callable(shards) else (lambda: shards)
         self._sweep = sweep
+        self._renew = renew
 
     async def step(self) -> int:
         looked = self._clock.now()  # before the look: the marker was there at least then
@@ -113,6 +129,8 @@ class Mender:
         try:
             for s in shards:
                 metrics.INDEX_FAILOVERS.labels(_label(s)).inc()
+            if self._renew is not None:  # before the refill: see the module's docstring
+                await self._renew(shards)
             began = self._clock.now()
             n = await self._rebuild_live()
             since_s = self._clock.now() - began + RACE_S
@@ -137,6 +155,10 @@ class Mender:
             metrics.INDEX_FAILOVERS.labels(_label(h.shard)).inc()
         shards = [h.shard for h in moved]
         why = "; ".join(f"{_names([h.shard])}: {h.marked_on} -> {h.node}" for h in moved)
+        if self._renew is not None:
+            # Before the replay, whether or not one runs: the lost writes leave the counts
+            # wrong either way. Not after it: its writes are honest moves on this node.
+            await self._renew(shards)
         now = self._clock.now()
         if self._replay_s <= 0:
             log.warning(
@@ -197,7 +219,23 @@ def mender(n: Needs) -> Mender | None:
         n.settings.index.failover_replay_s,
         lambda: max(1, len(n.shards)),  # the live layout's (index/redis/layout.py)
         sweep,
+        partial(renew_counts, n),
     )
+
+
+async def renew_counts(n: Needs, shards: Sequence[int | None]) -> None:
+    """The board windows whose counts an aggregator holds (``domain.recount.counted``: none
+    but those carry counts from one cycle to the next), marked as a new generation of
+    counts on each of ``shards`` of the live layout, with the expiry a write gives them.
+    The unsplit index (None) has no aggregator: one shard is the whole board."""
+    live = list(n.shards)  # the live layout's (index/redis/layout.py), as ``shards`` are
+    windows = [
+        (BoardKey(spec.name, w.id), index_expiry(w))
+        for spec, w in counted(n.settings.boards, n.clock.now())
+    ]
+    marked = {s for s in shards if s is not None and s < len(live)}
+    if windows and marked:
+        await asyncio.gather(*(live[s].renew_counts(windows) for s in sorted(marked)))
 
 
 def runners(n: Needs) -> list[Runner]:

@@ -5,16 +5,21 @@ changes a replay of some shards keeps (``replay.on_shards``)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from podium import metrics
+from podium.config.settings import parse
 from podium.domain.boards import Tally
 from podium.domain.cohorts import cohort_shard
 from podium.domain.models import Change, ProfileChange
 from podium.domain.sharding import shard_of
+from podium.domain.windows import index_expiry
+from podium.ports import BoardKey
 from podium.ports.generations import Held
-from podium.workers.mender import Mender
+from podium.workers.mender import Mender, renew_counts
 from podium.workers.replay import on_shards
 
 REPLAY_S = 60.0
@@ -182,6 +187,82 @@ async def test_a_failover_sweeps_the_index_for_erased_players_once(replay_s: flo
     assert marks.marks[None] == ("t0", NEW, 100.0)
     await m.step()
     assert len(swept) == 1
+
+
+@pytest.mark.parametrize("replay_s", [REPLAY_S, 0.0])
+async def test_a_failover_marks_the_moved_shards_counts_anew_before_the_replay(
+    replay_s: float,
+) -> None:
+    """The shards whose node changed, and only they, are marked as a new generation of
+    counts, before the replay (whose writes are moves of the new node) and whether or not
+    one runs; once: the marker names the new node after."""
+    clock = Clock(100.0)
+    marks = Marks({0: NEW, 1: OLD, 2: NEW})
+    marks.marks = {s: ("t0", OLD, 90.0) for s in marks.node}
+    replays = Replays(clock)
+    renewed: list[tuple[list[int | None], int]] = []  # (shards, replays run by then)
+
+    async def renew(shards: Sequence[int | None]) -> None:
+        renewed.append((list(shards), len(replays.asked)))
+
+    m = Mender(marks, _rebuilt, replays, clock, replay_s, 3, renew=renew)
+    await m.step()
+    assert renewed == [([0, 2], 0)]
+    assert len(replays.asked) == (1 if replay_s else 0)
+    await m.step()
+    assert len(renewed) == 1
+
+
+async def test_a_shard_that_lost_its_data_is_marked_anew_before_its_rebuild() -> None:
+    clock, marks = Clock(100.0), Marks({0: OLD, 1: OLD})
+    marks.marks = {1: ("t0", OLD, 90.0)}  # shard 0's marker is gone
+    order: list[str] = []
+
+    async def renew(shards: Sequence[int | None]) -> None:
+        order.append(f"renew {list(shards)}")
+
+    async def rebuilt() -> int:
+        order.append("rebuild")
+        return 0
+
+    await Mender(marks, rebuilt, Replays(clock), clock, REPLAY_S, 2, renew=renew).step()
+    assert order == ["renew [0]", "rebuild"]
+
+
+class Shard:
+    def __init__(self) -> None:
+        self.renewed: list[tuple[BoardKey, int | None]] = []
+
+    async def renew_counts(self, windows: Sequence[tuple[BoardKey, int | None]]) -> None:
+        self.renewed += windows
+
+
+async def test_the_windows_marked_anew_are_those_an_aggregator_counts() -> None:
+    """Each board's latest window and the one before until it freezes, with the expiry a
+    write gives them, on the shards named only; none on the unsplit index (no aggregator)."""
+    settings = parse(
+        {
+            "index": {"shards": 3},
+            "boards": [
+                {"name": "week", "window": "week"},
+                {"name": "ever", "window": "all"},
+                {"name": "land", "window": "week", "group_by": "country"},
+            ],
+        }
+    )
+    now = 1_790_172_800.0  # a Wednesday: last week's window is frozen
+    shards = [Shard(), Shard(), Shard()]
+    needs: Any = SimpleNamespace(settings=settings, clock=Clock(now), shards=shards)
+    await renew_counts(needs, [2, None])
+    week = settings.boards[0].rule.latest(int(now))
+    assert week is not None
+    assert shards[2].renewed == [
+        (BoardKey("week", week.id), index_expiry(week)),
+        (BoardKey("ever", "all"), None),
+    ]
+    assert shards[0].renewed == shards[1].renewed == []
+    await renew_counts(needs, [None])
+    assert len(shards[2].renewed) == 2 and shards[0].renewed == []
 
 
 def _change(player: str, window: str = "all") -> Change:

@@ -48,8 +48,13 @@ class Board:
         tallies and moves go on from the old one's, marked."""
         if old is not None:
             self.changes, self.moves = old.changes, old.moves
-        for f in (WRITES, GENERATION):
-            self.changes[f] = self.changes.get(f, 0) + 1
+        self.renewed(1)
+
+    def renewed(self, bump: int) -> None:
+        """A new generation of counts (swap.lua, renew.lua): ``g`` moved by ``bump``, one
+        more write, and a mark among the moves."""
+        self.changes[WRITES] = self.changes.get(WRITES, 0) + 1
+        self.changes[GENERATION] = self.changes.get(GENERATION, 0) + bump
         self.moves.append(None)
 
     def set_meta(self, member: str, version: int, text: str | None) -> None:

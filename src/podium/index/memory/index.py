@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from podium.domain.changes import WRITES
+from podium.domain.changes import GENERATION, RENEWAL, WRITES
 from podium.domain.models import Profile
 from podium.domain.recount import Move
 from podium.index.memory.board import Board, held_meta, remove, write
@@ -204,19 +205,33 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
     # -- the reads a merge of shards needs (ShardIndex) ------------------------------------
 
     async def recount(
-        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+        self,
+        key: BoardKey,
+        since: int | None,
+        runs: Sequence[Sequence[int]],
+        *,
+        generation: int | None = None,
     ) -> Recounted:
         board = self._get(key)
         n = 0 if board is None else board.changes.get(WRITES, 0)
+        g = 0 if board is None else board.changes.get(GENERATION, 0)
         moves: list[Move] | None = None
-        if since is not None:
+        if since is not None and (generation is None or generation == g):
             k, held = n - since, () if board is None else board.moves
             if k == 0:
                 moves = []
             elif 0 < k <= len(held):
                 last = list(held)[-k:]
                 moves = None if None in last else [m for m in last if m is not None]
-        return Recounted(n, moves, [_between(board, run) for run in runs])
+        return Recounted(n, moves, [_between(board, run) for run in runs], g)
+
+    async def renew_counts(self, windows: Sequence[tuple[BoardKey, int | None]]) -> None:
+        for key, expire_at in windows:
+            board = self._get(key, create=True)
+            assert board is not None
+            board.renewed(1 + secrets.randbelow(RENEWAL))
+            if expire_at is not None:  # as on Redis: no expiry given leaves the one there
+                board.expire_at = expire_at
 
     async def scores(self, key: BoardKey, members: Sequence[str]) -> list[int | None]:
         board = self._get(key)
@@ -304,17 +319,22 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
                 held.versions.pop(player_id, None)
                 held.meta.pop(player_id, None)
 
-    def _every_board(self) -> list[Board]:
-        """Every board window of every generation: the live, the retired, those being built."""
-        boards = [*self._boards.values(), *self._retired.values()]
-        return boards + [h.board for h in self._next.values()]
+    def _every_board(self) -> list[tuple[Board, bool]]:
+        """Every board window of every generation: the live, the retired, those being built;
+        each with whether it is the live one, whose removals are tallied as moves (a
+        retired one shares the live one's tallies since the switch, ``Board.replaced``, and
+        one being built has its own until then: neither takes a move of its own)."""
+        boards = [(b, True) for b in self._boards.values()]
+        boards += [(b, False) for b in self._retired.values()]
+        return boards + [(h.board, False) for h in self._next.values()]
 
     async def erase_player(self, player_id: str) -> int:
         """Out of every board window of every generation, its versions, metadata and ban
-        sets, and the copy of profiles."""
+        sets, and the copy of profiles; out of a live one as a move, as write.lua's removal
+        (forget.lua on Redis), which the aggregator's counts follow."""
         gone = 0
-        for board in self._every_board():
-            gone += _take_out(board, player_id)
+        for board, live in self._every_board():
+            gone += _take_out(board, player_id, live)
         forgot: int = self.copy.forget(player_id)
         return gone + forgot
 
@@ -323,11 +343,11 @@ class MemoryIndex(ComposedReads, MemoryRebuild):
         a page at a time (the event loop is given back between pages: a page's removal is
         one step, as every method here is); what ``erased`` picks out of a page goes."""
         gone = 0
-        for board in self._every_board():
+        for board, live in self._every_board():
             held = {*board.scores, *board.versions, *board.meta, *board.banned}
             for page in _paged(held):
                 for p in erased(page):
-                    gone += _take_out(board, p)
+                    gone += _take_out(board, p, live)
                 await asyncio.sleep(0)
         for page in _paged(self.copy.ids()):
             for p in erased(page):
@@ -362,11 +382,13 @@ def _between(board: Board | None, bounds: Sequence[int]) -> list[int]:
     return [hi - lo for lo, hi in itertools.pairwise(edges)]
 
 
-def _take_out(board: Board, player_id: str) -> int:
-    """The player out of one board, its versions, metadata and ban set; 1 if on the board."""
+def _take_out(board: Board, player_id: str, live: bool) -> int:
+    """The player out of one board, its versions, metadata and ban set; 1 if on the board.
+    On the ``live`` generation the removal is tallied, a move."""
     on = player_id in board.scores
     if on:
-        board.tally(board.scores[player_id], None)
+        if live:
+            board.tally(board.scores[player_id], None)
         board.remove(player_id)
     board.versions.pop(player_id, None)
     board.meta.pop(player_id, None)

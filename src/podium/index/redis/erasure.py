@@ -8,6 +8,10 @@ A walk rather than a list of keys, so that nothing the store no longer knows of 
 board, a tournament run, a generation a rebuild left behind) keeps a copy. Keys are per
 board window and shard, never per player, so the walk is short; and an erasure is rare.
 
+A board window's sorted set loses the player by forget.lua, which records the removal as a
+move beside the window's tallies (``domain/recount.py``), as every write of the board does:
+the aggregator's counts follow the moves, and would count the player on otherwise.
+
 The sweep (``sweep_members``) walks the same keys without an id to look for: every member
 of a sorted set or a set and every field of a hash is read a page at a time (ZSCAN, SSCAN,
 HSCAN with a count, never the whole of a 10-million-member board at once), and the ids the
@@ -18,13 +22,17 @@ back the copies a promoted replica kept of players erased since (docs/architectu
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 from podium.domain.snapshot import Snapshot
 from podium.index.redis.errors import translated
+from podium.index.redis.keys import beside_board
+from podium.index.redis.scripts import Script
 from podium.ports.erasure import ErasedAmong
 
 SCAN_COUNT = 1000
+FORGET = Script("forget")
 
 
 def _escaped(prefix: str) -> str:
@@ -42,7 +50,7 @@ async def erase_member(client: Any, prefix: str, player_id: str, match: str = "*
             kind = await client.type(key)
             kind = kind.decode() if isinstance(kind, bytes) else kind
             if kind == "zset":
-                gone += int(await client.zrem(key, player_id))
+                gone += await _off_set(client, key, player_id)
             elif kind == "hash":
                 gone += int(await client.hdel(key, player_id))
             elif kind == "set":
@@ -53,6 +61,16 @@ async def erase_member(client: Any, prefix: str, player_id: str, match: str = "*
                 if text is not None and quoted in text:
                     gone += int(await client.delete(key))
     return gone
+
+
+async def _off_set(client: Any, key: Any, *members: str) -> int:
+    """``members`` out of the sorted set ``key``, each removal from a board window a move
+    beside its tallies (forget.lua); how many were on it."""
+    name = _text(key)
+    beside = beside_board(name)
+    if beside is None:
+        return int(await client.zrem(key, *members))
+    return int(await FORGET(client, [name, *beside], members))
 
 
 def shard_match(shard: int) -> str:
@@ -87,7 +105,8 @@ async def sweep_members(client: Any, prefix: str, erased: ErasedAmong, match: st
         async for key in client.scan_iter(match=f"{_escaped(prefix)}:{match}", count=SCAN_COUNT):
             kind = _text(await client.type(key))
             if kind == "zset":
-                items, pick, drop = client.zscan_iter(key, count=SCAN_COUNT), 0, client.zrem
+                items, pick = client.zscan_iter(key, count=SCAN_COUNT), 0
+                drop = partial(_off_set, client)
             elif kind == "set":
                 items, pick, drop = client.sscan_iter(key, count=SCAN_COUNT), None, client.srem
             elif kind == "hash":

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
 
+from podium.domain.changes import RENEWAL
 from podium.domain.recount import Move
 from podium.errors import ConfigError
 from podium.index.reads import ComposedReads
@@ -65,6 +66,7 @@ POOL_CONNECTIONS = 256  # per process, shared by every shard index of one Redis
 WRITE = Script("write")
 BAN = Script("ban")
 SWAP = Script("swap")
+RENEW = Script("renew")
 AROUND = Script("around", readonly=True)
 RANKS = Script("ranks", readonly=True)
 COUNTS = Script("counts", readonly=True)
@@ -359,9 +361,15 @@ class RedisIndex(ComposedReads, RedisRebuild):
         return counts
 
     async def recount(
-        self, key: BoardKey, since: int | None, runs: Sequence[Sequence[int]]
+        self,
+        key: BoardKey,
+        since: int | None,
+        runs: Sequence[Sequence[int]],
+        *,
+        generation: int | None = None,
     ) -> Recounted:
         args: list[int | str] = ["" if since is None else since]
+        args.append("" if generation is None else generation)
         for i, run in enumerate(runs):
             if i:
                 args.append("")  # recount.lua: a run ends here
@@ -369,18 +377,26 @@ class RedisIndex(ComposedReads, RedisRebuild):
         k = self.keys
         with translated:
             reply = await RECOUNT(self._r, [k.board(key), k.changes(key), k.moves(key)], args)
-        n, held, at = int(reply[0]), int(reply[1]), 2
+        n, g, held, at = int(reply[0]), int(reply[1]), int(reply[2]), 3
         moves: list[Move] | None = None
         if held:
-            count = int(reply[2])
-            moves = [_move(m) for m in reply[3 : 3 + count]]
-            at = 3 + count
+            count = int(reply[3])
+            moves = [_move(m) for m in reply[4 : 4 + count]]
+            at = 4 + count
         out = []
         for run in runs:
             size = max(0, len(run) - 1)
             out.append([int(c) for c in reply[at : at + size]])
             at += size
-        return Recounted(n, moves, out)
+        return Recounted(n, moves, out, g)
+
+    async def renew_counts(self, windows: Sequence[tuple[BoardKey, int | None]]) -> None:
+        k = self.keys
+        with translated:
+            for key, expire_at in windows:
+                bump = 1 + secrets.randbelow(RENEWAL)
+                exp = "" if expire_at is None else str(expire_at)
+                await RENEW(self._r, [k.changes(key), k.moves(key)], [bump, exp])
 
     async def ban(self, keys: Sequence[BoardKey], player_id: str) -> None:
         with translated:

@@ -58,6 +58,18 @@ def layout_pattern(prefix: str, count: int, tagged: bool) -> str:
     return f"{prefix}:{tags}:*"
 
 
+def beside_board(board: str) -> tuple[str, str] | None:
+    """The tallies and the list of moves (``Keys.changes``, ``Keys.moves``) of the board window
+    whose sorted set a walk of the keys found as ``board`` (``Keys.board``), in its slot; None
+    for a sorted set that is no board (a staging set). For a generation built beside the live
+    one, or retired (``<window>:g:<token>:z``), they name keys that never exist: only the live
+    generation's writes are tallied, which the scripts given them check (forget.lua)."""
+    if not board.endswith(":z"):
+        return None
+    window = board[: -len(":z")]
+    return f"{window}:chg", f"{window}:mv"
+
+
 class Keys:
     """Key names under ``prefix``; with a shard's ``tag`` (``{s03}``), the names of that
     shard's part of every board window, else (``None``) the names a single index has
