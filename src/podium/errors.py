@@ -17,7 +17,8 @@
     │   ├── IndexUnavailable
     │   │   └── Rebuilding          the index came back empty; refilled from the store now
     │   ├── LogUnavailable          the change log (NATS JetStream) unreachable or electing
-    │   └── Overloaded              too many matches in flight in this process
+    │   └── Overloaded              too many matches in flight in this process: turned
+    │                               away before any store work (full, late, gone)
     └── InternalError       500     a bug: a backend refused what podium sent (an undefined
                                     column, a malformed statement or script); logged with
                                     its traceback, never answered as an outage

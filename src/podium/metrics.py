@@ -71,8 +71,21 @@ RESULTS_REJECTED = Counter(
     registry=REGISTRY,
 )
 ACCEPT_SECONDS = Histogram(
-    "podium_accept_seconds", "Server time to accept a match", buckets=_LATENCY, registry=REGISTRY
+    "podium_accept_seconds",
+    "Server time to accept a match, from its arrival: its wait for a turn included",
+    buckets=_LATENCY,
+    registry=REGISTRY,
 )
+MATCHES_TURNED_AWAY = Counter(
+    "podium_matches_turned_away",
+    "Matches answered 503 before any store work, by reason: full (server.max_pending_matches "
+    "in flight, waiting ones included), late (its turn would come, or came, past "
+    "server.match_wait_ms), gone (its client left while it waited)",
+    ["reason"],
+    registry=REGISTRY,
+)
+for _reason in ("full", "late", "gone"):  # each shown from the start, at 0
+    MATCHES_TURNED_AWAY.labels(_reason)
 READ_SECONDS = Histogram(
     "podium_read_seconds",
     "Server time of board reads",

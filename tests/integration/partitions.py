@@ -40,6 +40,7 @@ from pathlib import Path
 
 import httpx
 import redis.asyncio as aioredis
+from prometheus_client.parser import text_string_to_metric_families
 
 from podium.api.shedding import STALE_S
 from podium.client import AsyncClient
@@ -630,6 +631,57 @@ async def start(
             pg.destroy()
         net.close()
         raise
+
+
+async def ops_key(nf: NetFleet) -> str:
+    """A key that may read the API processes' ``/metrics``."""
+    out = await asyncio.to_thread(nf.fleet.podium, "keys", "create", "--name", "ops", "--ops")
+    return out.strip().splitlines()[-1]
+
+
+async def api_metrics(nf: NetFleet, key: str) -> Counter[str]:
+    """Every sample of both API processes' ``/metrics``, summed over the two, by name and
+    labels (``name{label="value"}``); asked of each host directly, past the test's proxies,
+    so that a slowed link does not slow the look."""
+    out: Counter[str] = Counter()
+    async with httpx.AsyncClient(timeout=LOOK_TIMEOUT_S) as client:
+        for name in ("api1", "api2"):
+            r = await client.get(
+                f"http://{nf.hosts[name].address}:{API_PORT}/metrics",
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            r.raise_for_status()
+            for family in text_string_to_metric_families(r.text):
+                for sample in family.samples:
+                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+                    out[f"{sample.name}{{{labels}}}" if labels else sample.name] += sample.value
+    return out
+
+
+def turns_between(before: Counter[str], after: Counter[str]) -> str:
+    """What the API processes' metrics say of the matches between two looks: the turns at
+    the store (``podium_accept_seconds``: from arrival, the wait included), their median
+    and mean, and the matches turned away by reason."""
+    turns = after["podium_accept_seconds_count"] - before["podium_accept_seconds_count"]
+    took = after["podium_accept_seconds_sum"] - before["podium_accept_seconds_sum"]
+    buckets = sorted(
+        (float(k.split('"')[1]), after[k] - before[k])
+        for k in after
+        if k.startswith("podium_accept_seconds_bucket{")
+    )
+    p50 = next((le for le, n in buckets if n >= turns / 2), float("inf")) if turns else 0.0
+    away = {
+        reason: int(
+            after[f'podium_matches_turned_away_total{{reason="{reason}"}}']
+            - before[f'podium_matches_turned_away_total{{reason="{reason}"}}']
+        )
+        for reason in ("full", "late", "gone")
+    }
+    mean = took / turns if turns else 0.0
+    return (
+        f"{turns:.0f} turns at the store, from arrival p50 <= {p50:g} s, mean {mean:.2f} s; "
+        f"turned away {away}"
+    )
 
 
 @dataclass

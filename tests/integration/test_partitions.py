@@ -528,14 +528,18 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
     or doubled, the board equals the store after; reported: how many were acknowledged
     during the slow time against how many were sent, how long a match took to be
     acknowledged, before and during, and how long after the heal the last match sent
-    before it was. The game servers wait the client's default 5 s for each try: a slow link
-    is no outage."""
+    before it was; and from the API processes' ``/metrics``, their turns at the store during
+    the slow time, how long from arrival, and the matches turned away by reason (full, late,
+    gone). The game servers wait the client's default 5 s for each try: a slow link is no
+    outage."""
+    ops = await partitions.ops_key(fleet)
     game = Game(fleet.apis, fleet.key, RATE, timeout_s=5.0)
     done = asyncio.Event()
     tasks = [asyncio.create_task(game.open_loop(RATE, done))]
     tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
     try:
         await game.acknowledged(40)
+        looked = await partitions.api_metrics(fleet, ops)
         for p in fleet.proxies.values():
             p.delay_s = DELAY_S
         for h in fleet.hosts.values():
@@ -547,6 +551,8 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
         for h in fleet.hosts.values():
             fleet.net.lossy(h, 0)
         healed = time.monotonic()
+        # The API processes' own count of the slow time (from just before it to just after).
+        turns = partitions.turns_between(looked, await partitions.api_metrics(fleet, ops))
         await game.acknowledged(20)
     finally:
         done.set()
@@ -579,7 +585,8 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
         f"({held / SLOW_S:.1f}/s); the last sent before the heal acknowledged {drained:.1f} s "
         f"after it; those sent during it acknowledged after p50 {_q(slow, 0.5):.2f} s, p99 "
         f"{_q(slow, 0.99):.2f} s (before: p50 {_q(fast, 0.5):.2f} s, p99 {_q(fast, 0.99):.2f} "
-        f"s); their tries {dict(tries)}, reads {dict(reads)}; the board equal to the store "
+        f"s); their tries {dict(tries)}, reads {dict(reads)}; the API processes during it: "
+        f"{turns}; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; {verdict.ranks()}"
     )
     assert slow and fast

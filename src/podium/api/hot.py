@@ -189,7 +189,11 @@ class HotResults:
         gate = self.gate
         gate.busy += 1  # as ShedReads counts every request it passes
         try:
-            request = Request(scope, replay([whole], receive))
+            # The server's own receive, the body already read from it: the route reads no
+            # body from the request, and a match that waits for its turn looks whether its
+            # client left (``PendingMatches``). With the body replayed ahead, that look
+            # would take the body for the answer and never see a disconnect.
+            request = Request(scope, receive)
             try:
                 key = await game_server(request)  # the route's dependency, first as there
                 out = await record_match(request, key, match_id, body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from typing import Annotated, Any
 
@@ -134,16 +135,22 @@ async def post_results(
 
 async def record_match(request: Request, key: ApiKey, match_id: str, body: s.MatchIn) -> s.MatchOut:
     """What ``POST /v1/matches/{id}/results`` does once its request is read: this route's,
-    and the plain form's ahead of the stack (api/hot.py)."""
-    with request.app.state.pending_matches.admit(), metrics.ACCEPT_SECONDS.time():
-        totals = await _podium(request).matches.record_all(
-            key,
-            match_id,
-            body.mode,
-            to_epoch(body.endedAt),
-            body.durationSeconds,
-            [PlayerResult(r.playerId, r.points, r.metadata) for r in body.results],
-        )
+    and the plain form's ahead of the stack (api/hot.py). The match waits its turn first
+    (``PendingMatches``), or is turned away; its accept time runs from its arrival, so that
+    the wait counts (a match turned away is not timed: it is a 503, counted by reason)."""
+    arrived = time.perf_counter()
+    async with request.app.state.pending_matches.admit(request.is_disconnected):
+        try:
+            totals = await _podium(request).matches.record_all(
+                key,
+                match_id,
+                body.mode,
+                to_epoch(body.endedAt),
+                body.durationSeconds,
+                [PlayerResult(r.playerId, r.points, r.metadata) for r in body.results],
+            )
+        finally:
+            metrics.ACCEPT_SECONDS.observe(time.perf_counter() - arrived)
     metrics.MATCHES_ACCEPTED.inc()
     return s.MatchOut(
         matchId=match_id,

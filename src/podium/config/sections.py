@@ -66,8 +66,20 @@ class ServerSettings:
     """How long a verified credential is trusted without a lookup: a revoked key is refused
     by every API process within this long (at once by the one that revoked it)."""
     max_pending_matches: AtLeastOne = 64
-    """Matches being recorded at once by one process; one more gets 503 with Retry-After, so
-    that overload shows as a prompt "back off" rather than every answer taking seconds."""
+    """Matches in flight at once in one process, those waiting for their turn included; one
+    more gets 503 with Retry-After, so that overload shows as a prompt "back off" rather than
+    every answer taking seconds. The store work of at most [store] pool_size +
+    read_pool_size of them runs at once; the others wait their turn, in the order they came
+    (match_wait_ms)."""
+    match_wait_ms: Annotated[
+        float, Strict(), Gt(0), as_float, says(NUMBER, "expected more than 0")
+    ] = 1000.0
+    """The longest a match waits for its turn at the store: one that has waited this long,
+    or whose turn would come past it by the recent matches' store time, gets 503 with
+    Retry-After before any store work, as does one whose client left while it waited (each
+    counted in podium_matches_turned_away_total by reason). A game server that stopped
+    waiting is never answered by work the store did for nothing: on a slow link, taking
+    every match at once had the store finish them after their game servers gave up."""
     max_streams_per_client: AtLeastOne = 16
     """Live board streams (``/v1/boards/{board}/stream``) one client may hold open in one
     process; one more gets 429. Clients are told apart by address, as for the read rate: behind

@@ -76,7 +76,13 @@ def create_app(
     app.state.read_limiter = bootstrap.process_limiter(settings)
     app.state.client_address = ClientAddress(settings.server.trusted_proxies)
     app.state.encoded_pages = EncodedPages()
-    app.state.pending_matches = PendingMatches(settings.server.max_pending_matches)
+    # A match's statements run one after another, so it holds about one store connection
+    # at a time: as many turns as the process has connections (domain/intake.py).
+    app.state.pending_matches = PendingMatches(
+        settings.server.max_pending_matches,
+        turns=settings.store.pool_size + settings.store.read_pool_size,
+        wait_ms=settings.server.match_wait_ms,
+    )
     app.state.route_table = protocol.RouteTable(app)
     app.state.shed_gate = shedding.LoadGate(  # results before reads (api/shedding.py)
         Limits.of(

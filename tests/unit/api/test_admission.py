@@ -76,21 +76,21 @@ def test_a_match_in_flight_past_its_threshold_sheds_every_read() -> None:
     assert target(0.0, pending=1, busy=64, limits=LIMITS, oldest_s=1e9) == 0
 
 
-def test_the_oldest_match_in_flight_is_timed_from_its_admission() -> None:
+async def test_the_oldest_match_in_flight_is_timed_from_its_admission() -> None:
     clock = Clock()
     pending = PendingMatches(8, clock=clock)
     assert pending.oldest_s() == 0.0
-    with pending.admit():
+    async with pending.admit():
         clock.t = 1.0
-        with pending.admit():
+        async with pending.admit():
             clock.t = 1.5
             assert pending.oldest_s() == 1.5  # the first admitted
         assert pending.oldest_s() == 1.5
-        with pending.admit():
+        async with pending.admit():
             clock.t = 2.0
             assert pending.oldest_s() == 2.0
     assert pending.oldest_s() == 0.0 and pending.now == 0
-    with pending.admit():  # a later one, alone
+    async with pending.admit():  # a later one, alone
         clock.t = 2.25
         assert pending.oldest_s() == 0.25
 
