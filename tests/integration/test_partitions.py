@@ -19,6 +19,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 
 import pytest
 import redis.asyncio as aioredis
@@ -226,7 +227,11 @@ async def _members(server: RedisServer) -> dict[str, float]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize("fleet", ["outbox+sentinel", "nats+sentinel"], indirect=True)
+@pytest.mark.parametrize(
+    "fleet",
+    ["outbox+sentinel", "nats+sentinel", *logs("+sentinel+2workers", short="outbox")],
+    indirect=True,
+)
 async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_to_it(
     fleet: NetFleet,
 ) -> None:
@@ -236,24 +241,43 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     connections it holds (Jepsen's split brain). On the heal the Sentinels make the old
     primary a replica of the new one, which drops every write it took after the cut, by
     Redis's design. The mender must notice and apply those changes again from the log:
-    every acknowledged result is on the board exactly once, equal to the store."""
+    every acknowledged result is on the board exactly once, equal to the store.
+
+    With two workers, the second and API process 2 are cut from the old primary too (on
+    the Sentinels' side of the cut): the second worker's client follows the Sentinels to the
+    promoted replica, and its mender replays and marks the new node there, while the first
+    worker still writes to the old primary, after that replay, until the heal. The first
+    worker's mender must replay again once it finds the new node, though it is already
+    marked (before the fix it did not, and the board kept lacking those writes)."""
     assert fleet.sentinels is not None
+    two = "worker2" in fleet.fleet.procs
     game = Game(fleet.apis, fleet.key, RATE)
     senders = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
     senders += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
     old = fleet.primary()  # before the cut: the one the fleet started on
+    a = fleet.hosts["redis"]
+    others = [fleet.hosts[n] for n in ("sentinel", "replica")]
+    if two:
+        others += [fleet.hosts["worker2"], fleet.hosts["api2"]]
+
+    def logged(name: str) -> str:
+        return fleet.fleet.procs[name].log.read_text(errors="replace")
+
     try:
         await game.acknowledged(20)
-        a, sentinel, replica = (fleet.hosts[n] for n in ("redis", "sentinel", "replica"))
-        fleet.net.cut(a, sentinel)
-        fleet.net.cut(a, replica)
+        for h in others:
+            fleet.net.cut(a, h)
         cut = time.monotonic()
         new = await asyncio.to_thread(fleet.sentinels.wait_promoted, old.port, 120.0)
         promoted = time.monotonic()
+        if two:
+            # The second worker's mender replayed and marked the promoted node (once its
+            # client gave the old primary up); the first one writes on to the old primary.
+            await _until("worker 2 replayed", lambda: "were applied again" in logged("worker2"))
         await game.acknowledged(30)  # boards written meanwhile, some to the old primary
         split = await _members(old), await _members(new)
-        fleet.net.heal(a, sentinel)
-        fleet.net.heal(a, replica)
+        for h in others:
+            fleet.net.heal(a, h)
         healed = time.monotonic()
 
         def demoted() -> bool:
@@ -276,7 +300,9 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     verdict = await partitions.check(fleet, game, board_behind=(cut, time.monotonic()))
     replays = [
         line
-        for line in fleet.fleet.procs["worker"].log.read_text(errors="replace").splitlines()
+        for w in ("worker", "worker2")
+        if w in fleet.fleet.procs
+        for line in logged(w).splitlines()
         if "were applied again" in line
     ]
     print(
@@ -702,6 +728,12 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     assert verdict.ok, verdict
 
 
+def _logged_at(line: str) -> float:
+    """When a process logged ``line`` (its first 23 characters, ``logging``'s asctime, in
+    the machine's time zone, which the test shares), in epoch seconds."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
 async def _until_asked(
     what: str, check: Callable[[], bool], deadline_s: float = partitions.DEADLINE_S
 ) -> None:
@@ -900,6 +932,11 @@ async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writ
         for line in fleet.fleet.procs[w].log.read_text(errors="replace").splitlines()
         if "were applied again" in line
     ]
+    # The first replay came after the old primary's last write, so that it covered them all
+    # (the mender that replays marks the shards with their new node: another one, whose
+    # client still wrote to the old primary, would not replay again); reported, since Redis
+    # orders them (the old primary refuses before its replica is voted in), not podium.
+    first = min((_logged_at(line) for line in replays), default=float("nan"))
     print(
         f"{game.history.sent} matches; cut the primary of shards {sorted(on[old])} "
         f"({len(on[old])} of {AGG_SHARDS}); its replica promoted {promoted - cut:.1f} s after "
@@ -908,7 +945,8 @@ async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writ
         f"cut, {len(taken)} players' newer totals its replica lacked); a replica again "
         f"{demoted - healed:.1f} s after the heal; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; answers "
-        f"{dict(game.history.outcomes())}; the mender: {replays}; {verdict.ranks()}"
+        f"{dict(game.history.outcomes())}; the first replay {first - cut_wall:.1f} s after the "
+        f"cut; the mender: {replays}; {verdict.ranks()}"
     )
     assert taken, "the old primary took no write its replica lacked: no split brain"
     assert replays, "no mender replayed the log after the promotion"
