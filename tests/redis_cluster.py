@@ -1,6 +1,8 @@
 """A private Redis Cluster for tests: six ``redis-server`` processes (three primaries, one
 replica each) on free loopback ports, in a temporary directory, started the way a user
-starts one (``redis-cli --cluster create``) and stopped and removed afterwards.
+starts one (``redis-cli --cluster create``) and stopped and removed afterwards. A cluster
+may also run on hosts of a test's own net (``tests/netns.py``), a node on each, so that the
+links between its nodes can be cut (``start_cluster(places=...)``).
 
 Destructive tests (killing a primary) run here, never on the machine's shared Redis. The
 node timeout is short (1 s) so that a replica takes over within a few seconds of its
@@ -16,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tests.ports import free_ports
@@ -24,6 +27,7 @@ REDIS_SERVER = shutil.which("redis-server")
 REDIS_CLI = shutil.which("redis-cli")
 NODE_TIMEOUT_MS = 1000
 START_TIMEOUT_S = 20.0
+Place = tuple[Sequence[str], str]  # what a node runs under, and the address it binds
 
 
 def cli(port: int, *args: str, timeout: float = 5.0, host: str = "127.0.0.1") -> str:
@@ -47,11 +51,22 @@ class RedisCluster:
     root: str
     procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)  # more redis-server options
+    # Where each node runs, by port: what it runs under (``ip netns exec NS``) and the
+    # address it binds and announces; loopback where not named.
+    places: dict[int, Place] = field(default_factory=dict)
+
+    def host(self, port: int) -> str:
+        """The address of the node on ``port``."""
+        return self.places[port][1] if port in self.places else "127.0.0.1"
+
+    def cli(self, port: int, *args: str, timeout: float = 5.0) -> str:
+        """One ``redis-cli`` command against the node on ``port``; its output."""
+        return cli(port, *args, timeout=timeout, host=self.host(port))
 
     @property
     def url(self) -> str:
         """``redis+cluster://`` with every node, as a deployment would list them."""
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        return "redis+cluster://" + ",".join(f"{self.host(p)}:{p}" for p in self.ports)
 
     def alive(self) -> list[int]:
         return [p for p, proc in self.procs.items() if proc.poll() is None]
@@ -61,9 +76,10 @@ class RedisCluster:
         d = os.path.join(self.root, str(port))
         os.makedirs(d, exist_ok=True)
         log = open(os.path.join(d, "redis.log"), "wb")  # noqa: SIM115 - the child keeps it
+        wrap, address = self.places.get(port, ((), "127.0.0.1"))
         options = {
             "port": str(port),
-            "bind": "127.0.0.1",
+            "bind": address,
             "dir": d,
             "cluster-enabled": "yes",
             "cluster-config-file": "nodes.conf",
@@ -79,7 +95,7 @@ class RedisCluster:
         }
         args = [a for k, v in options.items() for a in (f"--{k}", v)]
         self.procs[port] = subprocess.Popen(
-            [REDIS_SERVER, *args], stdout=log, stderr=subprocess.STDOUT
+            [*wrap, REDIS_SERVER, *args], stdout=log, stderr=subprocess.STDOUT
         )
         log.close()
 
@@ -87,9 +103,9 @@ class RedisCluster:
         for port in self.ports:
             self._spawn(port)
         for port in self.ports:
-            _wait(lambda p=port: cli(p, "ping").strip() == "PONG", f"node {port} up")
+            _wait(lambda p=port: self.cli(p, "ping").strip() == "PONG", f"node {port} up")
         assert REDIS_CLI is not None
-        nodes = [f"127.0.0.1:{p}" for p in self.ports]
+        nodes = [f"{self.host(p)}:{p}" for p in self.ports]
         subprocess.run(
             [REDIS_CLI, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
             capture_output=True,
@@ -104,15 +120,15 @@ class RedisCluster:
 
         def ok() -> bool:
             for port in self.alive():
-                info = cli(port, "cluster", "info")
+                info = self.cli(port, "cluster", "info")
                 if "cluster_state:ok" not in info or "cluster_slots_assigned:16384" not in info:
                     return False
-                replication = cli(port, "info", "replication")
+                replication = self.cli(port, "info", "replication")
                 if "role:slave" in replication and "master_link_status:up" not in replication:
                     return False
                 # every slot range with its replica, as a client learns them (CLUSTER SLOTS
                 # leaves out a replica until its primary knows it synced)
-                slots = [line for line in cli(port, "cluster", "slots").splitlines() if line]
+                slots = [line for line in self.cli(port, "cluster", "slots").splitlines() if line]
                 if replicas and len(slots) < 3 * (2 + 3 * 2):
                     return False
             return True
@@ -121,7 +137,7 @@ class RedisCluster:
 
     def primaries(self) -> list[int]:
         """The ports of the live primaries, as a live node sees them."""
-        out = cli(self.alive()[0], "cluster", "nodes")
+        out = self.cli(self.alive()[0], "cluster", "nodes")
         found = []
         for line in out.splitlines():
             parts = line.split()
@@ -140,7 +156,7 @@ class RedisCluster:
         """Bring a killed node back (it rejoins from its nodes.conf, as a replica if its
         replica took over)."""
         self._spawn(port)
-        _wait(lambda: cli(port, "ping").strip() == "PONG", f"node {port} up")
+        _wait(lambda: self.cli(port, "ping").strip() == "PONG", f"node {port} up")
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -167,14 +183,19 @@ def _wait(check: object, what: str, timeout: float = START_TIMEOUT_S) -> None:
         time.sleep(0.05)
 
 
-def start_cluster(**options: str) -> RedisCluster:
-    """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``). ``options``:
-    more redis-server options, as ``cluster_require_full_coverage="no"``."""
+def start_cluster(places: Sequence[Place] = (), **options: str) -> RedisCluster:
+    """Start a cluster of six nodes; the caller stops it (``RedisCluster.stop``). ``places``:
+    where each of the six runs (on hosts of a test's own net), loopback by default;
+    ``options``: more redis-server options, as ``cluster_require_full_coverage="no"``."""
     if REDIS_SERVER is None or REDIS_CLI is None:
         raise FileNotFoundError("redis-server and redis-cli are needed for a Redis Cluster")
     more = {k.replace("_", "-"): v for k, v in options.items()}
+    ports = free_ports(6, also=10000)
     cluster = RedisCluster(
-        free_ports(6, also=10000), tempfile.mkdtemp(prefix="podium-cluster-"), options=more
+        ports,
+        tempfile.mkdtemp(prefix="podium-cluster-"),
+        options=more,
+        places=dict(zip(ports, places, strict=False)),
     )
     try:
         cluster.start()
@@ -184,9 +205,9 @@ def start_cluster(**options: str) -> RedisCluster:
     return cluster
 
 
-def replica_of(primary: int) -> int:
-    """The port of the replica of the primary on ``primary``."""
-    nodes = cli(primary, "cluster", "nodes").splitlines()
+def replica_of(primary: int, host: str = "127.0.0.1") -> int:
+    """The port of the replica of the primary on ``primary`` (at ``host``)."""
+    nodes = cli(primary, "cluster", "nodes", host=host).splitlines()
     me = next(line.split()[0] for line in nodes if "myself" in line)
     return next(
         int(line.split()[1].split("@")[0].rsplit(":", 1)[1])
@@ -201,7 +222,7 @@ def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
 
     alive = cluster.alive()[0]
     ranges: list[tuple[int, int]] = []
-    for line in cli(alive, "cluster", "nodes").splitlines():
+    for line in cluster.cli(alive, "cluster", "nodes").splitlines():
         parts = line.split()
         if int(parts[1].split("@")[0].rsplit(":", 1)[1]) != port or "master" not in parts[2]:
             continue
@@ -211,7 +232,7 @@ def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
                 ranges.append((int(lo), int(hi or lo)))
     out = set()
     for n in range(shards):
-        slot = int(cli(alive, "cluster", "keyslot", shard_tag(n)).strip())
+        slot = int(cluster.cli(alive, "cluster", "keyslot", shard_tag(n)).strip())
         if any(lo <= slot <= hi for lo, hi in ranges):
             out.add(n)
     return out

@@ -5,9 +5,11 @@ network's faults lost and doubled nothing.
 The fleet: a private Postgres (host ``db``), a private Redis (``redis``), two API processes
 (``api1``, ``api2``) and one worker with the relay and the updater (``worker``), each on a
 host of its own, so that a link between any two can be cut; the change log is the store's
-outbox or a private NATS JetStream server (``log``). The test's own process is a host of the
-net too (``"client"``): the game servers and the players it plays reach the API processes
-over the net, as from outside.
+outbox or a private NATS JetStream server (``log``). Instead of the one Redis, the index may
+be on a primary with a replica and Sentinels (``sentinel``), or on a Redis Cluster of three
+primaries and three replicas, a node on each of the hosts ``rc1`` ... ``rc6``. The test's
+own process is a host of the net too (``"client"``): the game servers and the players it
+plays reach the API processes over the net, as from outside.
 
 The workload: game servers sending matches with ``podium.client``'s own retry rules; when a
 client's tries run out, the game server sends the same match to the other API process, until
@@ -20,7 +22,10 @@ The checker, once every fault is healed:
   sum of their acknowledged results (a total above it counted one twice, below it lost one);
 - the board equals the store (the time it took after the heal is measured);
 - no try was answered 500: a part cut off is a 503 or a transport failure, never an error
-  the client cannot tell from a bug.
+  the client cannot tell from a bug;
+- no page older than documented, no exact rank false at every moment its answer may speak
+  for, and no estimated rank whose interval misses the true rank at the moment of its
+  answer (``rankcheck.py``).
 """
 
 from __future__ import annotations
@@ -48,16 +53,26 @@ from podium.client.errors import PodiumClientError
 from podium.client.retry import RetryPolicy, retryable
 from podium.config import settings as config
 from podium.domain.models import Target
+from podium.index.redis.cluster import cluster_client
 from podium.index.redis.keys import shard_tag
 from podium.service.ranks.snapshot import HOLD_S
 from podium.service.reads.reads import LAST_PAGE_S
 from podium.store.postgres import PostgresStore
 from podium.workers.aggregator import SNAPSHOT_TTL_S
 from tests.integration.fleet import Fleet
-from tests.integration.rankcheck import Commit, FalseRank, Ledger, RankRead, Row, false_ranks
+from tests.integration.rankcheck import (
+    Commit,
+    FalseRank,
+    Ledger,
+    RankRead,
+    Row,
+    false_ranks,
+    outside_intervals,
+)
 from tests.netns import Host, Net
 from tests.pg_cluster import PgCluster
 from tests.proxy import Loop, Proxy
+from tests.redis_cluster import NODE_TIMEOUT_MS, RedisCluster, start_cluster
 from tests.redis_sentinel import Sentinels, start_sentinels
 from tests.redis_server import RedisServer, start_server
 
@@ -418,6 +433,8 @@ class Game:
                     for e in body.get("neighbors", ())
                     if e["playerId"] != player
                 ),
+                _int_or_none(body.get("rankLow")),
+                _int_or_none(body.get("rankHigh")),
             )
         )
 
@@ -438,6 +455,10 @@ class Game:
             await asyncio.sleep(0.1)
 
 
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
 @dataclass
 class NetFleet:
     """The fleet on its hosts, and the private servers it runs on."""
@@ -446,7 +467,7 @@ class NetFleet:
     net: Net
     hosts: dict[str, Host]
     pg: PgCluster
-    redis: RedisServer  # the primary the fleet started on
+    redis: RedisServer | None  # the primary the fleet started on (None: a cluster)
     fleet: Fleet
     key: str
     nats: subprocess.Popen[bytes] | None = None
@@ -455,10 +476,12 @@ class NetFleet:
     # ``redis``, ``log``, ``api1``, ``api2``), that a test can slow (``Proxy.delay_s``).
     proxies: dict[str, Proxy] = field(default_factory=dict)
     proxy_loop: Loop | None = None  # the proxies' own event loop, on a thread of its own
+    cluster: RedisCluster | None = None  # the index on a Redis Cluster, a node on each host
 
     def primary(self) -> RedisServer:
         """The Redis the index is on now: under Sentinel, the node the Sentinels name."""
         if self.sentinels is None:
+            assert self.redis is not None, "the index is on a cluster"
             return self.redis
         port = self.sentinels.master_port(self.sentinels.ports[0])
         return next(n for n in self.sentinels.nodes if n.port == port)
@@ -485,14 +508,22 @@ class NetFleet:
             self.nats.wait(10)
         if self.sentinels is not None:
             self.sentinels.stop()  # its nodes too
-        else:
+        elif self.redis is not None:
             self.redis.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
         self.pg.destroy()
         self.net.close()
 
 
 def _config(
-    root: Path, store: str, index: str, log: str | None, boards: str = "", shards: int = 1
+    root: Path,
+    store: str,
+    index: str,
+    log: str | None,
+    boards: str = "",
+    shards: int = 1,
+    exact_top: int | None = None,
 ) -> Path:
     path = root / "podium.toml"
     path.write_text(
@@ -502,6 +533,7 @@ def _config(
         + "[server]\nread_rate_per_s = 0\n"
         + "[workers]\nlease_s = 2.0\n"
         + '[[boards]]\nname = "all"\nwindow = "all"\n'
+        + ("" if exact_top is None else f"exact_top = {exact_top}\n")
         + boards
     )
     return path
@@ -517,6 +549,9 @@ async def start(
     boards: str = "",
     proxied: bool = False,
     shards: int = 1,
+    cluster: bool = False,
+    cluster_node_timeout_ms: int = NODE_TIMEOUT_MS,
+    exact_top: int | None = None,
 ) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
     the index on a Redis primary (host ``redis``) with a replica (``replica``) and three
@@ -524,22 +559,35 @@ async def start(
     worker processes (``worker``, ``worker2``, ...), each with ``roles``, and the wall clock
     of each named in ``skews`` that far off (seconds); ``boards``: more ``[[boards]]``;
     ``proxied``: every link through a proxy of the test's (``NetFleet.proxies``);
-    ``shards``: the index split in that many (with an aggregator among ``roles``)."""
+    ``shards``: the index split in that many (with an aggregator among ``roles``);
+    ``cluster``: the index on a Redis Cluster of six nodes (three primaries, a replica
+    each), one on each of the hosts ``rc1`` ... ``rc6``, instead of one Redis (its node
+    timeout ``cluster_node_timeout_ms``); ``exact_top``: the board's (below it a split
+    board estimates ranks)."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
     redis: RedisServer | None = None
     watch: Sentinels | None = None
+    nodes: RedisCluster | None = None
     nats: subprocess.Popen[bytes] | None = None
     fleet: Fleet | None = None
     proxies: dict[str, Proxy] = {}
     proxy_loop: Loop | None = None
     try:
         names = ["worker"] + [f"worker{i}" for i in range(2, workers + 1)]
-        hosts = {n: net.host(n) for n in ("db", "redis", *names, "api1", "api2")}
+        redis_hosts = [f"rc{i}" for i in range(1, 7)] if cluster else ["redis"]
+        hosts = {n: net.host(n) for n in ("db", *redis_hosts, *names, "api1", "api2")}
         pg = PgCluster(wrap=hosts["db"].argv([]), address=hosts["db"].address)
         await asyncio.to_thread(pg.start)
-        if sentinel:
+        if cluster:
+            nodes = await asyncio.to_thread(
+                start_cluster,
+                [(hosts[n].argv([]), hosts[n].address) for n in redis_hosts],
+                cluster_node_timeout=str(cluster_node_timeout_ms),
+            )
+            index_url = nodes.url
+        elif sentinel:
             for n in ("replica", "sentinel"):
                 hosts[n] = net.host(n)
             places = [(hosts[n].argv([]), hosts[n].address) for n in ("redis", "replica")]
@@ -571,6 +619,7 @@ async def start(
             log_url = f"nats://{hosts['log'].address}:4222"
         store_url = pg.url
         if proxied:
+            assert redis is not None, "proxied links lead to one Redis"
             ends = {"db": (pg.address, pg.port), "redis": (redis.host, redis.port)}
             if log_url is not None:
                 ends["log"] = (hosts["log"].address, 4222)
@@ -586,7 +635,7 @@ async def start(
             index_url = f"redis://{via['redis']}/0"
             if log_url is not None:
                 log_url = f"nats://{via['log']}"
-        cfg = _config(root, store_url, index_url, log_url, boards, shards)
+        cfg = _config(root, store_url, index_url, log_url, boards, shards, exact_top)
         fleet = Fleet(cfg, root)
         await asyncio.to_thread(fleet.podium, "migrate")
         out = await asyncio.to_thread(
@@ -612,7 +661,9 @@ async def start(
             await fleet.api_ready(name)
         for name in names:
             await fleet.worker_ready(name)
-        return NetFleet(root, net, hosts, pg, redis, fleet, key, nats, watch, proxies, proxy_loop)
+        return NetFleet(
+            root, net, hosts, pg, redis, fleet, key, nats, watch, proxies, proxy_loop, nodes
+        )
     except BaseException:
         for p in proxies.values():
             await p.cut()
@@ -627,6 +678,8 @@ async def start(
             watch.stop()
         elif redis is not None:
             redis.stop()
+        if nodes is not None:
+            nodes.stop()
         if pg is not None:
             pg.destroy()
         net.close()
@@ -698,6 +751,10 @@ class Verdict:
     # how far behind the store the board was, at least, for each answer that needed it:
     # (read while a fault held the board back, seconds)
     behind_s: list[tuple[bool, float]] = field(default_factory=list)
+    # estimated ranks (``exact: false``) whose interval is missing, or holds no true rank
+    # at any moment their answer may speak for (``rankcheck.outside_intervals``)
+    outside: list[FalseRank] = field(default_factory=list)
+    estimates_checked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -708,6 +765,7 @@ class Verdict:
             or self.errors
             or self.stale
             or self.false_ranks
+            or self.outside
         )
 
     def ranks(self) -> str:
@@ -716,7 +774,8 @@ class Verdict:
         held = [s for faulty, s in self.behind_s if faulty]
         return (
             f"{self.ranks_checked} exact ranks checked, {len(self.false_ranks)} false; "
-            f"read from a board behind the store: {len(whole)} (at most "
+            f"{self.estimates_checked} estimated ranks checked, {len(self.outside)} outside "
+            f"their interval; read from a board behind the store: {len(whole)} (at most "
             f"{max(whole, default=0.0):.2f} s behind), and {len(held)} while a fault held it "
             f"back (at most {max(held, default=0.0):.2f} s)"
         )
@@ -729,8 +788,9 @@ async def check(
     board_behind: tuple[float, float] | None = None,
 ) -> Verdict:
     """Every acknowledged result in the store exactly once, the board equal to the store,
-    no 5xx but 503, no page older than documented, and no exact rank false at every moment
-    its answer may speak for, from the history and the final state (every fault healed).
+    no 5xx but 503, no page older than documented, no exact rank false at every moment
+    its answer may speak for, and no estimated rank whose interval holds no true rank at
+    the moment of its answer, from the history and the final state (every fault healed).
     ``index_out``: when (monotonic, from and to) an API process could not reach the index;
     ``board_behind``: when (from and to) a fault held the board back from the store (a
     worker cut off, a replica promoted before the mender replayed), so that a rank read
@@ -800,6 +860,8 @@ async def check(
 
     exact = [r for r in h.ranks if r.exact]
     wrong = false_ranks(ledger, game.players, exact, lag)
+    estimated = [r for r in h.ranks if not r.exact]
+    outside = outside_intervals(ledger, game.players, estimated, lag)
     # How far behind the store each answer's board was, at least: the freshness it needed.
     needs: dict[int, tuple[bool, float]] = {}
     for f in false_ranks(ledger, game.players, exact, lambda _: 0.0):
@@ -815,12 +877,15 @@ async def check(
         wrong,
         len(exact),
         list(needs.values()),
+        outside,
+        len(estimated),
     )
 
 
 async def _board(nf: NetFleet) -> dict[str, int]:
     """Every player's total as the index holds it (read from Redis itself, so that no
-    API process's cache hides when the board got there)."""
+    API process's cache hides when the board got there; on a cluster, from each shard's
+    primary now)."""
     settings = config.load(nf.fleet.cfg)
     spec = settings.board(BOARD)
     assert spec is not None
@@ -830,7 +895,12 @@ async def _board(nf: NetFleet) -> dict[str, int]:
         if shards == 1
         else [f"nf:{shard_tag(n)}:{BOARD}:all:z" for n in range(shards)]
     )
-    r = aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
+    # On a cluster, each shard from the primary of its slot now, as a client finds it.
+    r = (
+        cluster_client(nf.cluster.url)
+        if nf.cluster is not None
+        else aioredis.Redis.from_url(nf.primary().url, decode_responses=True)
+    )
     try:
         rows = [row for name in names for row in await r.zrange(name, 0, -1, withscores=True)]
     finally:

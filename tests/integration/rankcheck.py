@@ -30,7 +30,16 @@ their own, which is what a copy written per player can show. Within that window:
   board).
 
 The same holds for every neighbor row an exact answer carries: each is an exact rank too.
-An estimated rank (``exact: false``) is checked for nothing here.
+
+An estimated rank (``exact: false``, below the exact top of a split board) is held to what
+the README promises of it: it carries ``rankLow`` and ``rankHigh``, its rank lies between
+them, and "the true rank is guaranteed to lie in [rankLow, rankHigh] at the moment of the
+answer, while the board moves" (the counts of its ``asOf``, widened by every score written
+since). So its window is the request's, ``[sent, answered]``, not reaching back to its
+``asOf``, widened only by how far the board may be behind the store (``lag_s``, as above);
+its points must be a total the player could hold within it, and the ranks they could have
+with them there (the best and the worst, as above) must meet the interval
+(``outside_intervals``).
 """
 
 from __future__ import annotations
@@ -73,6 +82,9 @@ class RankRead:
     points: int
     as_of: float | None  # wall clock, whole seconds, where the answer says it
     neighbors: tuple[Row, ...] = field(default=())
+    # an estimate's interval, ``rankLow`` and ``rankHigh`` (None where the answer has none)
+    low: int | None = None
+    high: int | None = None
 
     def earliest(self, lag_s: float) -> float:
         """The earliest moment (monotonic) the answer may speak for: its send, or its
@@ -199,6 +211,48 @@ def false_ranks(
             if why is not None:
                 out.append(FalseRank(r, row, why, _needs(ledger, everyone, r, row, hi)))
     return out
+
+
+def outside_intervals(
+    ledger: Ledger,
+    players: Iterable[str],
+    reads: Iterable[RankRead],
+    lag_s: Callable[[RankRead], float],
+) -> list[FalseRank]:
+    """Every estimated answer (``exact: false``) without its interval, with its rank outside
+    it, or whose interval no moment of its window makes hold the player's true rank;
+    ``lag_s``: how far behind the store the board may be for that read. An estimate speaks
+    for the moment of its answer (the module's docstring), so its window starts at its
+    send, less ``lag_s``, not at its ``asOf``."""
+    everyone = sorted(set(players) | set(ledger.by_player))
+    out: list[FalseRank] = []
+    for r in reads:
+        if r.exact:
+            continue
+        row = Row(r.player, r.rank, r.points)
+        why = _outside(ledger, everyone, r, r.sent - lag_s(r), r.answered)
+        if why is not None:
+            out.append(FalseRank(r, row, why, None))
+    return out
+
+
+def _outside(ledger: Ledger, players: list[str], r: RankRead, lo: float, hi: float) -> str | None:
+    if r.low is None or r.high is None:
+        return f"{r.player}'s estimated rank {r.rank} carries no interval"
+    if not r.low <= r.rank <= r.high:
+        return f"{r.player}'s estimated rank {r.rank} is outside its own [{r.low}, {r.high}]"
+    if not ledger.could_hold(r.player, r.points, lo, hi):
+        return (
+            f"{r.player} never held {r.points} points: between "
+            f"{ledger.certain(r.player, lo)} and {ledger.possible(r.player, hi)}"
+        )
+    best, worst = rank_bounds(ledger, players, Row(r.player, r.rank, r.points), lo, hi)
+    if worst < r.low or best > r.high:
+        return (
+            f"{r.player} with {r.points} points ranked only {best}..{worst}, outside the "
+            f"estimate's [{r.low}, {r.high}]"
+        )
+    return None
 
 
 def _needs(ledger: Ledger, players: list[str], r: RankRead, row: Row, hi: float) -> float | None:

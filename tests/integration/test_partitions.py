@@ -19,15 +19,18 @@ import os
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from datetime import datetime
 
 import pytest
 import redis.asyncio as aioredis
 
 from podium.config import settings as config
+from podium.index.redis.keys import shard_tag
 from podium.store.postgres import PostgresStore
 from tests.integration import partitions
 from tests.integration.partitions import Game, NetFleet
 from tests.netns import need, paused
+from tests.redis_cluster import RedisCluster, replica_of, shards_on
 from tests.redis_server import RedisServer
 
 RATE = 20.0  # matches a second, all game servers together
@@ -52,6 +55,13 @@ CUT_LEASES = 5  # how long a worker is cut off, in leases
 GRACE_S = 10  # how long the one-minute window of the clock test takes late results
 SKEW_S = 5.0
 AGG_SHARDS = 4
+# The exact top of the split fleets' board (the aggregator's and the cluster's): most of the
+# 200 players are below it, so that most rank reads are estimates, each checked against its
+# interval (``rankcheck.outside_intervals``).
+EXACT_TOP = 16
+# The cluster's ``cluster-node-timeout``: a primary cut from the majority is voted out, and
+# stops taking writes itself, a second or two after it.
+NODE_TIMEOUT_MS = 2000
 LEASE_WAIT_S = 15.0  # the aggregator's lease is 5 s: a standby leads well within this
 BURST = 8  # matches sent to the API process at once just before its cut: some mid-commit
 # A process cut from the store answers 503 within about twice ``[store] timeout_s`` (a
@@ -76,7 +86,21 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
         )
     elif "split" in more:
         nf = await partitions.start(
-            log, workers=2, roles="relay,updater,aggregator", shards=AGG_SHARDS
+            log,
+            workers=2,
+            roles="relay,updater,aggregator",
+            shards=AGG_SHARDS,
+            exact_top=EXACT_TOP,
+        )
+    elif "cluster" in more:
+        nf = await partitions.start(
+            log,
+            workers=2,
+            roles="relay,updater,aggregator",
+            shards=AGG_SHARDS,
+            cluster=True,
+            cluster_node_timeout_ms=NODE_TIMEOUT_MS,
+            exact_top=EXACT_TOP,
         )
     elif "slow" in more:
         nf = await partitions.start(log, proxied=True)
@@ -203,7 +227,11 @@ async def _members(server: RedisServer) -> dict[str, float]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize("fleet", ["outbox+sentinel", "nats+sentinel"], indirect=True)
+@pytest.mark.parametrize(
+    "fleet",
+    ["outbox+sentinel", "nats+sentinel", *logs("+sentinel+2workers", short="outbox")],
+    indirect=True,
+)
 async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_to_it(
     fleet: NetFleet,
 ) -> None:
@@ -213,24 +241,43 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     connections it holds (Jepsen's split brain). On the heal the Sentinels make the old
     primary a replica of the new one, which drops every write it took after the cut, by
     Redis's design. The mender must notice and apply those changes again from the log:
-    every acknowledged result is on the board exactly once, equal to the store."""
+    every acknowledged result is on the board exactly once, equal to the store.
+
+    With two workers, the second and API process 2 are cut from the old primary too (on
+    the Sentinels' side of the cut): the second worker's client follows the Sentinels to the
+    promoted replica, and its mender replays and marks the new node there, while the first
+    worker still writes to the old primary, after that replay, until the heal. The first
+    worker's mender must replay again once it finds the new node, though it is already
+    marked (before the fix it did not, and the board kept lacking those writes)."""
     assert fleet.sentinels is not None
+    two = "worker2" in fleet.fleet.procs
     game = Game(fleet.apis, fleet.key, RATE)
     senders = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
     senders += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
-    old = fleet.redis
+    old = fleet.primary()  # before the cut: the one the fleet started on
+    a = fleet.hosts["redis"]
+    others = [fleet.hosts[n] for n in ("sentinel", "replica")]
+    if two:
+        others += [fleet.hosts["worker2"], fleet.hosts["api2"]]
+
+    def logged(name: str) -> str:
+        return fleet.fleet.procs[name].log.read_text(errors="replace")
+
     try:
         await game.acknowledged(20)
-        a, sentinel, replica = (fleet.hosts[n] for n in ("redis", "sentinel", "replica"))
-        fleet.net.cut(a, sentinel)
-        fleet.net.cut(a, replica)
+        for h in others:
+            fleet.net.cut(a, h)
         cut = time.monotonic()
         new = await asyncio.to_thread(fleet.sentinels.wait_promoted, old.port, 120.0)
         promoted = time.monotonic()
+        if two:
+            # The second worker's mender replayed and marked the promoted node (once its
+            # client gave the old primary up); the first one writes on to the old primary.
+            await _until("worker 2 replayed", lambda: "were applied again" in logged("worker2"))
         await game.acknowledged(30)  # boards written meanwhile, some to the old primary
         split = await _members(old), await _members(new)
-        fleet.net.heal(a, sentinel)
-        fleet.net.heal(a, replica)
+        for h in others:
+            fleet.net.heal(a, h)
         healed = time.monotonic()
 
         def demoted() -> bool:
@@ -249,11 +296,16 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
     # From the cut until the mender replayed, the board read (on either primary) may lack
     # what the store took since the cut: exact ranks then may be as of the cut (README,
     # "Following a promotion"); the replay's end is not seen from outside, so until the
-    # load stopped.
-    verdict = await partitions.check(fleet, game, board_behind=(cut, time.monotonic()))
+    # load stopped. With two workers, API process 2 cannot reach the index from the cut
+    # until its client gives the old primary up for the one the Sentinels name (not seen
+    # from outside: until the heal), and may answer the last page it read meanwhile.
+    out = {"api2": (cut, healed)} if two else None
+    verdict = await partitions.check(fleet, game, out, board_behind=(cut, time.monotonic()))
     replays = [
         line
-        for line in fleet.fleet.procs["worker"].log.read_text(errors="replace").splitlines()
+        for w in ("worker", "worker2")
+        if w in fleet.fleet.procs
+        for line in logged(w).splitlines()
         if "were applied again" in line
     ]
     print(
@@ -411,9 +463,9 @@ async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_write
         for h in others:
             fleet.net.cut(worker, h)
         cut = time.monotonic()
-        at_cut = await _members(fleet.redis)
+        at_cut = await _members(fleet.primary())
         await asyncio.sleep(CUT_LEASES * lease_s)
-        at_heal = await _members(fleet.redis)
+        at_heal = await _members(fleet.primary())
         for h in others:
             fleet.net.heal(worker, h)
         healed = time.monotonic()
@@ -633,7 +685,7 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     async def watch() -> None:
         while not watching.is_set():
             with contextlib.suppress(Exception):
-                seen.append((time.monotonic(), *await _snapshot(fleet.redis)))
+                seen.append((time.monotonic(), *await _snapshot(fleet.primary())))
             await asyncio.sleep(0.1)
 
     tasks.append(asyncio.create_task(watch()))
@@ -683,4 +735,234 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     )
     assert len(fences) >= 2
     assert not back, back
+    assert verdict.ok, verdict
+
+
+def _logged_at(line: str) -> float:
+    """When a process logged ``line`` (its first 23 characters, ``logging``'s asctime, in
+    the machine's time zone, which the test shares), in epoch seconds."""
+    return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+async def _until_asked(
+    what: str, check: Callable[[], bool], deadline_s: float = partitions.DEADLINE_S
+) -> None:
+    """``_until`` for a check that asks a node (``redis-cli``): in a thread, so that the
+    game servers and the players go on meanwhile."""
+    deadline = time.monotonic() + deadline_s
+    while not await asyncio.to_thread(check):
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.1)
+
+
+async def _first_seen(
+    checks: dict[str, Callable[[], bool]], deadline_s: float = partitions.DEADLINE_S
+) -> dict[str, float]:
+    """When (monotonic) each check was first seen true, each asked in a thread every 0.1 s
+    until all were."""
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + deadline_s
+    while len(seen) < len(checks):
+        for what, check in checks.items():
+            if what not in seen and await asyncio.to_thread(check):
+                seen[what] = time.monotonic()
+        assert time.monotonic() < deadline, f"never: {sorted(set(checks) - set(seen))}"
+        await asyncio.sleep(0.1)
+    return seen
+
+
+def _cluster_nodes(cluster: RedisCluster, port: int) -> dict[int, list[str]]:
+    """The cluster as the node on ``port`` sees it (``CLUSTER NODES``): each node's line,
+    split, by its port (fields: id, address, flags, primary's id, ..., slot ranges)."""
+    lines = cluster.cli(port, "cluster", "nodes").splitlines()
+    return {int(p[1].split("@")[0].rsplit(":", 1)[1]): p for p in map(str.split, lines) if p}
+
+
+def _promoted(cluster: RedisCluster, seen_from: int, old: int, new: int) -> bool:
+    """Whether ``seen_from`` sees ``new`` as a primary serving slots and ``old`` failed."""
+    with contextlib.suppress(Exception):
+        nodes = _cluster_nodes(cluster, seen_from)
+        return (
+            "master" in nodes[new][2].split(",")
+            and len(nodes[new]) > 8
+            and "fail" in nodes[old][2].split(",")
+        )
+    return False
+
+
+def _refuses(cluster: RedisCluster, port: int) -> bool:
+    """Whether the node on ``port`` says its cluster is down (it refuses every key)."""
+    with contextlib.suppress(Exception):
+        return "cluster_state:fail" in cluster.cli(port, "cluster", "info")
+    return False
+
+
+def _replica_again(cluster: RedisCluster, old: int, new: int) -> bool:
+    """Whether the node on ``old`` is a replica of ``new`` again, its link up."""
+    with contextlib.suppress(Exception):
+        info = cluster.cli(old, "info", "replication")
+        return (
+            "role:slave" in info
+            and f"master_port:{new}" in info
+            and "master_link_status:up" in info
+        )
+    return False
+
+
+async def _writes(
+    host: str, port: int, keys: set[str], into: list[tuple[float, str, float]]
+) -> None:
+    """Every score a node writes to one of ``keys``, as its ``MONITOR`` shows them: the
+    ``ZADD`` calls of the updater's script (``write.lua``), each with the node's wall clock,
+    the member and the score, into ``into``, until cancelled."""
+    r = aioredis.Redis(host=host, port=port, decode_responses=True)
+    try:
+        async with r.monitor() as m:
+            while True:
+                seen = await m.next_command()
+                words = str(seen["command"]).split(" ")
+                if seen["client_type"] == "lua" and words[0].upper() == "ZADD" and words[1] in keys:
+                    into.append((float(seen["time"]), words[-1], float(words[-2])))
+    finally:
+        await r.aclose()
+
+
+async def _scores(host: str, port: int, keys: set[str]) -> tuple[dict[str, float], str]:
+    """Every member's score in ``keys``, read from a replica (``READONLY``), and the
+    replica's role after the read (``INFO replication``)."""
+    r = aioredis.Redis(
+        host=host, port=port, decode_responses=True, socket_timeout=5, single_connection_client=True
+    )
+    try:
+        await r.execute_command("READONLY")
+        out: dict[str, float] = {}
+        for key in sorted(keys):
+            out.update(dict(await r.zrange(key, 0, -1, withscores=True)))
+        info = await r.info("replication")
+    finally:
+        await r.aclose()
+    return out, str(info.get("role"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("fleet", logs("+cluster", short="nats"), indirect=True)
+async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writes_to_the_mender(
+    fleet: NetFleet,
+) -> None:
+    """The index split in shards on a Redis Cluster of three primaries and three replicas,
+    each node on a host of its own, and two workers (relay, updater, mender, aggregator).
+    The primary that serves the most shards is cut, both ways, from the other five nodes,
+    from the second worker and from API process 2, while the first worker and API process
+    1 still reach it and the first worker goes on writing boards to it.
+
+    What Redis Cluster does, and the scenario shows: the majority (the other two primaries)
+    marks the cut primary failed after ``cluster-node-timeout`` and promotes its replica,
+    which lacks every write the old primary took after the cut; the old primary, seeing it
+    lost the majority, stops taking writes itself (``cluster_state:fail``: every keyed
+    command refused) after about the same timeout, so the split brain is bounded: its
+    writes of the cut's first seconds, and no later ones. (Meanwhile, with the default
+    ``cluster-require-full-coverage``, the whole cluster refuses keys from the failure's
+    agreement until the promotion: an outage of the index, which reads answer 503.) On the
+    heal the old primary rejoins as a replica of the promoted one, which drops those writes,
+    by Redis's design. The mender sees the promoted replica's generation markers name the
+    old node and applies the log again for those shards: every acknowledged result is on
+    the board exactly once, equal to the store, and no rank answered meanwhile, exact or
+    estimated, is false at the moments it may speak for. The test first checks that the old
+    primary took, after the cut, newer totals than its replica held, so that it cannot pass
+    without the lost writes it is about."""
+    cluster = fleet.cluster
+    assert cluster is not None
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
+    ports = {p: n for p, n in zip(cluster.ports, (f"rc{i}" for i in range(1, 7)), strict=True)}
+    primaries = await asyncio.to_thread(cluster.primaries)
+    on = {p: await asyncio.to_thread(shards_on, cluster, p, AGG_SHARDS) for p in primaries}
+    old = max(primaries, key=lambda p: (len(on[p]), -p))
+    new = await asyncio.to_thread(replica_of, old, cluster.host(old))
+    witness = next(p for p in primaries if p != old)  # a primary of the majority
+    keys = {f"nf:{shard_tag(n)}:{partitions.BOARD}:all:z" for n in on[old]}
+    taken_after: list[tuple[float, str, float]] = []  # the old primary's writes: when, who, score
+    watch = asyncio.create_task(_writes(cluster.host(old), old, keys, taken_after))
+    a = fleet.hosts[ports[old]]
+    cut_off = [fleet.hosts[ports[p]] for p in cluster.ports if p != old]
+    cut_off += [fleet.hosts["worker2"], fleet.hosts["api2"]]
+    try:
+        await game.acknowledged(40)
+        for h in cut_off:
+            fleet.net.cut(a, h)
+        cut, cut_wall = time.monotonic(), time.time()
+        # What the replica holds: all it will hold when promoted, since nothing reaches it
+        # from its primary after the cut (once what was on the wire at the cut is applied).
+        await asyncio.sleep(0.2)
+        held, role = await _scores(cluster.host(new), new, keys)
+        assert role == "slave", f"the replica was {role} before its read: read too late"
+        # Both awaited at once, each seen within 0.1 s and a redis-cli call of its moment.
+        seen = await _first_seen(
+            {
+                "the replica promoted": lambda: _promoted(cluster, witness, old, new),
+                "the old primary refusing keys": lambda: _refuses(cluster, old),
+            }
+        )
+        promoted, refused = seen["the replica promoted"], seen["the old primary refusing keys"]
+        await game.acknowledged(20)  # boards written to the promoted replica meanwhile
+        # The watch ends at the heal (the node is made a replica then, and refuses writes
+        # until it is): cancelled, or anything else stopped it early, and its count is short.
+        watch.cancel()
+        (watched,) = await asyncio.gather(watch, return_exceptions=True)
+        assert isinstance(watched, asyncio.CancelledError), f"the watch: {watched!r}"
+        for h in cut_off:
+            fleet.net.heal(a, h)
+        healed = time.monotonic()
+        await _until_asked(
+            "the old primary a replica again", lambda: _replica_again(cluster, old, new)
+        )
+        demoted = time.monotonic()
+        await asyncio.to_thread(cluster.wait_ok, partitions.DEADLINE_S, False)
+        # And some seconds more on the whole cluster: more ranks read, exact and estimated
+        # (a player's app reads about two a second).
+        await game.acknowledged(200)
+    finally:
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    after = [(t, p, s) for t, p, s in taken_after if t >= cut_wall]
+    # What the old primary took after the cut that its replica lacked: lost on the heal.
+    taken = {p for _, p, s in after if s > held.get(p, float("-inf"))}
+    last = max((t for t, _, _ in after), default=cut_wall) - cut_wall
+    # From the cut until the mender replayed, the board (on either node) may lack what the
+    # store took since the cut: ranks then may be as of the cut; the replay's end is not
+    # seen from outside, so until the load stopped. Part of the index is out for API process
+    # 2 from the cut until its client finds the promoted replica (not seen from outside:
+    # until the heal), and for API process 1 once the old primary refuses keys, and for both
+    # while the other primaries do, until the promotion: either may answer the last page it
+    # read meanwhile (README, "A marker gone").
+    out = {"api1": (cut, promoted), "api2": (cut, healed)}
+    verdict = await partitions.check(fleet, game, out, board_behind=(cut, time.monotonic()))
+    replays = [
+        line
+        for w in ("worker", "worker2")
+        for line in fleet.fleet.procs[w].log.read_text(errors="replace").splitlines()
+        if "were applied again" in line
+    ]
+    # The first replay came after the old primary's last write, so that it covered them all
+    # (the mender that replays marks the shards with their new node: another one, whose
+    # client still wrote to the old primary, would not replay again); reported, since Redis
+    # orders them (the old primary refuses before its replica is voted in), not podium.
+    first = min((_logged_at(line) for line in replays), default=float("nan"))
+    print(
+        f"{game.history.sent} matches; cut the primary of shards {sorted(on[old])} "
+        f"({len(on[old])} of {AGG_SHARDS}); its replica promoted {promoted - cut:.1f} s after "
+        f"the cut; the old primary refusing keys {refused - cut:.1f} s after it; "
+        f"its last write after the cut {last:.1f} s after it ({len(after)} writes after the "
+        f"cut, {len(taken)} players' newer totals its replica lacked); a replica again "
+        f"{demoted - healed:.1f} s after the heal; the board equal to the store "
+        f"{verdict.board_caught_up_s:.1f} s after the load stopped; answers "
+        f"{dict(game.history.outcomes())}; the first replay {first - cut_wall:.1f} s after the "
+        f"cut; the mender: {replays}; {verdict.ranks()}"
+    )
+    assert taken, "the old primary took no write its replica lacked: no split brain"
+    assert replays, "no mender replayed the log after the promotion"
     assert verdict.ok, verdict

@@ -1,10 +1,18 @@
 """The checker's rank check (``rankcheck.py``) on fabricated histories: a false exact rank is
 caught, a true one passes, and the bounds follow the history's uncertainty, the tie rule,
-``asOf`` and the board's freshness. No fleet: it runs anywhere."""
+``asOf`` and the board's freshness; an estimate whose interval misses the true rank, or that
+has none, is caught, one whose interval holds it passes. No fleet: it runs anywhere."""
 
 from __future__ import annotations
 
-from tests.integration.rankcheck import Commit, Ledger, RankRead, Row, false_ranks
+from tests.integration.rankcheck import (
+    Commit,
+    Ledger,
+    RankRead,
+    Row,
+    false_ranks,
+    outside_intervals,
+)
 
 PLAYERS = ["a", "b", "c"]
 # a and b play at 0, acknowledged at 1; c and b at 5, acknowledged at 6.
@@ -25,8 +33,12 @@ def read(
     as_of: float | None = None,
     wall: float = 1000.0,
     neighbors: tuple[Row, ...] = (),
+    interval: tuple[int, int] | None = None,
 ) -> RankRead:
-    return RankRead("api1", player, sent, answered, wall, exact, rank, points, as_of, neighbors)
+    low, high = interval or (None, None)
+    return RankRead(
+        "api1", player, sent, answered, wall, exact, rank, points, as_of, neighbors, low, high
+    )
 
 
 def check(*reads: RankRead, lag_s: float = 0.0, history: list[Commit] = HISTORY) -> list[str]:
@@ -100,3 +112,59 @@ def test_each_neighbor_row_is_checked_and_estimates_are_not() -> None:
         "a never held 12 points: between 10 and 10"
     ]
     assert check(read("a", 3, 10, 2.0, 2.1, exact=False)) == []
+
+
+def estimate(
+    player: str,
+    rank: int,
+    points: int,
+    sent: float,
+    answered: float,
+    interval: tuple[int, int] | None,
+    as_of: float | None = None,
+    wall: float = 1000.0,
+) -> RankRead:
+    return read(
+        player, rank, points, sent, answered, exact=False, interval=interval, as_of=as_of, wall=wall
+    )
+
+
+def outside(*reads: RankRead, lag_s: float = 0.0, history: list[Commit] = HISTORY) -> list[str]:
+    found = outside_intervals(Ledger(history), PLAYERS, reads, lambda _: lag_s)
+    return [f.why for f in found]
+
+
+def test_an_estimate_whose_interval_holds_the_true_rank_passes_and_one_that_misses_is_caught() -> (
+    None
+):
+    # at 2: a 10, b 5, c nothing yet: b is second
+    assert outside(estimate("b", 2, 5, 2.0, 2.1, (1, 3))) == []
+    assert outside(estimate("b", 2, 5, 2.0, 2.1, (2, 2))) == []
+    assert outside(estimate("b", 1, 5, 2.0, 2.1, (1, 1))) == [
+        "b with 5 points ranked only 2..2, outside the estimate's [1, 1]"
+    ]
+    assert outside(estimate("b", 3, 5, 2.0, 2.1, (3, 4))) != []
+    # points the player never held
+    assert outside(estimate("b", 2, 6, 2.0, 2.1, (1, 3))) == [
+        "b never held 6 points: between 5 and 5"
+    ]
+
+
+def test_an_estimate_without_its_interval_or_outside_its_own_is_caught() -> None:
+    assert outside(estimate("b", 2, 5, 2.0, 2.1, None)) == [
+        "b's estimated rank 2 carries no interval"
+    ]
+    assert outside(estimate("b", 2, 5, 2.0, 2.1, (3, 4))) == [
+        "b's estimated rank 2 is outside its own [3, 4]"
+    ]
+
+
+def test_an_estimate_speaks_for_its_answer_not_its_as_of() -> None:
+    # At 6.5 c's 20 is acknowledged: b (6) is third. asOf 999 (a moment from 4.0 on, when
+    # b was second) does not excuse an interval that misses the third place now...
+    late = estimate("b", 2, 6, 6.5, 6.6, (2, 2), as_of=999.0, wall=1000.5)
+    assert outside(late) == ["b with 6 points ranked only 3..3, outside the estimate's [2, 2]"]
+    # ...unless the board may be that far behind the store
+    assert outside(late, lag_s=2.0) == []
+    # and exact answers are not held to intervals
+    assert outside(read("b", 2, 6, 6.5, 6.6)) == []

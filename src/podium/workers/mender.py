@@ -19,6 +19,16 @@ markers every ``[index] watch_s`` (``ports/generations.py`` says what they are).
   again with the node it is on now, so the change is mended once. A second process that saw
   the same change replays as well, which the index's idempotent writes make harmless
   (invariant 3 of docs/architecture.md).
+- A shard whose marker names the node it is on, but **not the node this process found it on
+  at its last look**, moved under this process after another mended it: the other process
+  replayed and marked the new node while this one still reached the old node, and wrote to
+  it (a Redis primary cut from its Sentinels and from that process, but not from this one,
+  takes writes until the heal, when they are dropped). Those writes came after the other's
+  replay, so this process applies the log once more itself, from ``[index]
+  failover_replay_s`` before its last look that found the old node (its writes there went
+  on until then): a split brain longer than that setting can still lose the writes of its
+  start to a later replay's reach, which each player's next result mends. Found by the
+  network fault tests (docs/faults.md, the Sentinel split brain with two workers).
 
 Before either mend (the rebuild, or the replay), the shard's board windows whose counts an
 aggregator holds are marked as a new generation of counts (``ShardIndex.renew_counts``):
@@ -104,6 +114,8 @@ class Mender:
         self._shards = shards if callable(shards) else (lambda: shards)
         self._sweep = sweep
         self._renew = renew
+        # Each shard's node at this process's last look, and when that look began.
+        self._seen: dict[int | None, tuple[str, float]] = {}
 
     async def step(self) -> int:
         looked = self._clock.now()  # before the look: the marker was there at least then
@@ -111,12 +123,25 @@ class Mender:
         gone = [h.shard for h in held if h.token is None]
         moved = [h for h in held if h.token is not None and h.marked_on != h.node]
         healthy = [h for h in held if h.token is not None and h.marked_on == h.node]
+        # Already marked on their new node by another process, but on another node at this
+        # process's last look: this one may have written to the old node since (above).
+        switched = [
+            (h, seen[1])
+            for h in healthy
+            if (seen := self._seen.get(h.shard)) is not None and seen[0] != h.node
+        ]
         if healthy:
             await self._gens.confirm(healthy, looked)
         if gone:
             await self.rebuild(gone)
         if moved:
             await self._failover(moved)
+        if switched:
+            await self._switched(switched)
+        # Remembered only once mended: a look that failed meanwhile is taken again.
+        for h in held:
+            if h.token is not None:
+                self._seen[h.shard] = (h.node, looked)
         return 0  # the runner sleeps watch_s until the next look
 
     async def rebuild(self, shards: Sequence[int | None], *, replay: bool = True) -> bool:
@@ -186,6 +211,29 @@ class Mender:
         for h in moved:
             assert h.token is not None
             await self._gens.mark([h.shard], h.token, now)
+
+    async def _switched(self, switched: list[tuple[Held, float]]) -> None:
+        shards = [h.shard for h, _ in switched]
+        why = "; ".join(f"{_names([h.shard])}: now on {h.node}" for h, _ in switched)
+        if self._replay_s <= 0:
+            log.warning(
+                "the Redis node behind %s changed since this process's last look (%s), "
+                "mended by another process; not replaying: index.failover_replay_s = 0",
+                _names(shards), why,
+            )  # fmt: skip
+            return
+        now = self._clock.now()
+        last = min(at for _, at in switched)  # the last look that found the old node
+        since_s = now - last + self._replay_s
+        n = await self._replay(since_s, self._only(shards))
+        metrics.REPLAYED_CHANGES.inc(n)
+        log.warning(
+            "the Redis node behind %s changed since this process's last look (%s), and was "
+            "mended by another process meanwhile; this one may have written to the old node "
+            "after that, so %d changes of the log's last %.0fs (from %.0fs before its last "
+            "look on the old node, %.0fs ago) were applied again",
+            _names(shards), why, n, since_s, self._replay_s, now - last,
+        )  # fmt: skip
 
     def _only(self, shards: Sequence[int | None]) -> Collection[int] | None:
         """The shards a replay is of; None: every one (the unsplit index, or all moved)."""

@@ -279,3 +279,34 @@ def test_a_replay_of_some_shards_keeps_the_changes_written_to_them() -> None:
     ids = (f"2026-W44.gold-{i}" for i in range(100))
     cohort = next(c for c in ids if cohort_shard("b", c, 16) == 3)
     assert all(keep(_change(p, cohort)) for p in players)
+
+
+async def test_a_shard_moved_under_this_process_after_another_mended_it_is_replayed_again() -> None:
+    """Another process replayed and marked the new node while this one still found the
+    shard on the old node (a split brain: it wrote there until the heal). When this one
+    finds the new node, already marked, it replays from before its own last look on the old
+    node, once, and only the shards that moved."""
+    clock, marks = Clock(1000.0), Marks({0: OLD, 1: "other:node"})
+    for s in marks.node:
+        marks.marks[s] = ("t0", marks.node[s], 990.0)
+    m, replays = _mender(marks, clock, shards=2)
+    await m.step()
+    clock.t = 1030.0
+    await m.step()  # its last look on the old node: 1030
+    marks.node[0] = NEW
+    marks.marks[0] = ("t0", NEW, 1031.0)  # marked by the other process, which replayed
+    clock.t = 1050.0
+    await m.step()
+    assert replays.asked == [(1030.0 - REPLAY_S, {0})]
+    clock.t = 1051.0
+    await m.step()
+    assert len(replays.asked) == 1
+
+
+async def test_a_process_that_never_saw_the_old_node_does_not_replay_again() -> None:
+    clock, marks = Clock(1000.0), Marks({None: NEW})
+    marks.marks[None] = ("t0", NEW, 990.0)  # mended before this process's first look
+    m, replays = _mender(marks, clock)
+    await m.step()
+    await m.step()
+    assert replays.asked == []
