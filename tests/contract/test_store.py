@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,7 @@ from podium.errors import (
 from podium.ports import MatchFacts, MatchRead, ScoreStore
 from podium.ports.status import Heartbeat
 from podium.store.postgres import PostgresStore
+from podium.store.postgres.record import REPLANS
 from podium.store.split import SplitStore
 from podium.store.sqlite import SqliteStore
 from tests.conftest import stored_results
@@ -698,6 +700,53 @@ async def test_postgres_vacuums_the_outbox_it_drains(postgres_url: str) -> None:
             await store.ack_changes([c.handle for c in await store.claim_changes(10, 30, NOW)])
         assert await store.outbox_backlog(NOW) == (0, 0.0)
         assert await vacuums() == before + 1
+    finally:
+        await store.close()
+
+
+async def test_postgres_plans_a_stale_record_again_in_a_later_group(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postgres only: a record whose player changed between its read and its group is read
+    and planned again and written by a later group, not by the locked path (whose
+    transaction holds the player's lock across four round trips); one that changed every
+    time is done by the locked path after ``REPLANS`` tries."""
+    store = PostgresStore(postgres_url)
+    await store.migrate()
+    t = targets(T0 + 100)
+    locked = 0
+    real = store._locked
+
+    async def counted(*args: Any) -> RecordOutcome:
+        nonlocal locked
+        locked += 1
+        return await real(*args)
+
+    monkeypatch.setattr(store, "_locked", counted)
+    try:
+        prior = await read(store, "m2", ["p1"], "ranked", 5, None, t)
+        await store.record(result("m1", 10), t, NOW, None, None)  # between read and write
+        assert locked == 1
+        out = await store.record(result("m2", 5), t, NOW, None, prior.handle("p1"))
+        assert out.totals == {"day": 15, "week": 15} and out.reread and not out.replayed
+        assert locked == 1  # planned again, not locked
+        # Changed again before each of its groups: the locked path, after REPLANS tries.
+        real_read = store.read_players
+
+        async def changing(q: MatchQuery) -> MatchRead:
+            got = await real_read(q)
+            await store.record(result(f"x{locked}", 1), t, NOW, None)
+            return got
+
+        monkeypatch.setattr(store, "read_players", changing)
+        prior = await read(store, "m3", ["p1"], "ranked", 5, None, t)
+        await store.record(result("m0", 1), t, NOW, None, None)
+        before = locked
+        out = await store.record(result("m3", 100), t, NOW, None, prior.handle("p1"))
+        assert out.reread and not out.replayed
+        assert locked - before == 1 + REPLANS  # each change a locked record; then m3's own
+        day = tally_of(await store.player_standings("p1"), "day")
+        assert day.total == 10 + 5 + 1 + REPLANS + 100
     finally:
         await store.close()
 

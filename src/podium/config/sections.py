@@ -140,7 +140,9 @@ class StoreSettings:
     player"); ``url`` is then the home database, which holds the keys, the bucket map and the
     freezes. Empty: one database, ``url``, holds everything."""
     pool_size: Count = 10
-    """Postgres connections for transactions and writes, per process."""
+    """Postgres connections for transactions and writes, per process (and per database). A
+    pool opens one at first; once a request finds none idle, it opens the rest in the
+    background and keeps them open, opening again any that closes."""
     read_pool_size: Count = 10
     """And for reads, apart, so that writes never hold them up."""
     timeout_s: Annotated[

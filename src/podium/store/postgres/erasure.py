@@ -25,6 +25,9 @@ from podium.store.erasure import (
 from podium.store.postgres import locks
 from podium.store.postgres.pool import Database, rowcount
 
+# Which of the given digests are kept as erased: every match asks it (service/matches.py).
+_ERASED = "SELECT digest FROM erased WHERE digest = ANY($1::text[])"
+
 if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
@@ -105,10 +108,13 @@ class PlayerData(Database):
             return set()
         key = await self.erasure_key()
         by_digest = {erased_digest(key, p): p for p in player_ids}
-        rows = await self._fetch(
-            "SELECT digest FROM erased WHERE digest = ANY($1::text[])", list(by_digest)
-        )
+        rows = await self._fetch(_ERASED, list(by_digest))
         return {by_digest[r["digest"]] for r in rows}
+
+    def warm_statements(self, reads: bool) -> list[tuple[str, tuple[object, ...]]]:
+        # The check every match makes, on the reads' pool (``Database.warm_statements``).
+        warm = super().warm_statements(reads)
+        return [*warm, (_ERASED, ([],))] if reads else warm
 
     async def note_erased(self, digest: str, now: float) -> None:
         """The hash of an erased id kept on this database (each database of a split store

@@ -5,12 +5,16 @@ and one WAL flush for all of them, as the embedded store groups its writes
 
 Each record in a group is still its own unit: the function writes it in a block of its own
 (a subtransaction), so a record that fails is undone alone and the others commit. A record
-the group did not write (what it was planned from changed, or it failed) is done again on
-its own, after the group committed, by the path a record takes without a group
-(``Results.record_alone``): the same answer, the same errors, as if it had never been
-grouped. No caller is answered before the commit of the statement that holds its write; if
-that statement fails, nothing of it was kept, and each of its records is done again on its
-own (which answers an outage as an outage, and a retry is safe).
+the group did not write because what it was planned from changed (the same player's record
+in another match committed first) is read again, planned again and queued for a later group
+(``Queued.again``: one round trip of its own, no lock held across it), up to
+``Results``' ``REPLANS`` times; one that failed, or changed again each time, is done again
+on its own by the path a record takes without a group (``Queued.alone``, the locked path):
+the same answer, the same errors, as if it had never been grouped. No caller is answered
+before the commit of the statement that holds its write; if that statement fails, nothing
+of it was kept, and each of its records is done again on its own (which answers an outage
+as an outage, and a retry is safe). A group's flight does not wait for the records it hands
+on: it takes the next group at once.
 
 The group takes every lock of its records first, in the order of ``locks.py`` (players,
 then windows, then claims, each in key order), so groups on several connections never wait
@@ -44,11 +48,13 @@ BATCH = "SELECT podium_record_batch($1, $2, $3::podium_record[])"
 @dataclass(slots=True)
 class Queued:
     """One record waiting for its group: the function's row for it, its answer if written,
-    and how to do it alone if not."""
+    how to do it alone if not, and how to plan it again when what it was planned from
+    changed (None: alone then too)."""
 
     row: tuple[object, ...]
     written: RecordOutcome
     alone: Callable[[], Awaitable[RecordOutcome]]
+    again: Callable[[], Awaitable[RecordOutcome]] | None = None
     done: asyncio.Future[RecordOutcome] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -106,22 +112,30 @@ class GroupCommit:
             raise
         except Exception:
             # Nothing of the statement was kept: each record again, on its own.
-            await asyncio.gather(*(_alone(j) for j in group))
+            for job in group:
+                self._hand_on(job, job.alone)
             return
         metrics.STORE_WRITE_GROUP.observe(len(group))
-        again = []
         for job, status in zip(group, out, strict=True):
             if status == "t":
                 _settle(job.done, job.written, None)
+            elif status == "f" and job.again is not None:
+                self._hand_on(job, job.again)
             else:
-                again.append(job)
-        if again:
-            await asyncio.gather(*(_alone(j) for j in again))
+                self._hand_on(job, job.alone)
+
+    def _hand_on(self, job: Queued, redo: Callable[[], Awaitable[RecordOutcome]]) -> None:
+        """``job`` done again by ``redo``, without holding this flight: on a slow link the
+        locked path's four round trips held it (and the records queued behind it) as long
+        as four groups take."""
+        task = asyncio.create_task(_finish(job, redo))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
-async def _alone(job: Queued) -> None:
+async def _finish(job: Queued, redo: Callable[[], Awaitable[RecordOutcome]]) -> None:
     try:
-        value = await job.alone()
+        value = await redo()
     except BaseException as e:
         _settle(job.done, None, e)
         if not isinstance(e, Exception):

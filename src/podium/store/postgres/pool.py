@@ -13,6 +13,7 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,6 +33,10 @@ if TYPE_CHECKING:  # the proxy is generic only in the stubs
     Conn: TypeAlias = PoolConnectionProxy[asyncpg.Record]
 
 T = TypeVar("T")
+
+# Set while a request waits for a connection (``Database._run``): a connection opened for
+# it is not warmed (``Database._open``), since the request would wait for the warming.
+_WAITED_ON: ContextVar[bool] = ContextVar("waited_on", default=False)
 
 _ATTEMPTS = 4  # tries of a transaction that hit a serialization failure or a deadlock
 
@@ -143,9 +148,30 @@ async def _link(conn: asyncpg.Connection[asyncpg.Record], *, timeout_s: float) -
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
 
 
+@asynccontextmanager
+async def _take(pool: asyncpg.Pool[asyncpg.Record], timeout_s: float) -> AsyncIterator[Conn]:
+    """``pool.acquire``, a connection it opens for it marked as waited on (``_WAITED_ON``)."""
+    waited_on = _WAITED_ON.set(True)
+    try:
+        conn = await pool.acquire(timeout=timeout_s)
+    finally:
+        _WAITED_ON.reset(waited_on)
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
+
+
 class Database:
     """The connection pools and the one way every port runs a statement or a transaction
     (``_run``), with its retries and its error table (``errors.py``)."""
+
+    def warm_statements(self, reads: bool) -> list[tuple[str, tuple[object, ...]]]:
+        """The statements a new connection of the reads' pool (``reads``) or the writes'
+        prepares when it opens (``_open``), each with harmless arguments: a port whose
+        statement starts most requests adds it (calling this first), so that a connection
+        opened in the background holds it prepared before a request takes it."""
+        return []
 
     def __init__(
         self,
@@ -187,17 +213,66 @@ class Database:
             return pool
         async with self._opening:  # one pool each, however many first calls race here
             if reads not in self._pools:
-                self._pools[reads] = await asyncpg.create_pool(
-                    self.url,
-                    min_size=1,
-                    max_size=self.read_pool_size if reads else self.pool_size,
-                    timeout=self._timeout_s,
-                    command_timeout=self._command_timeout,
-                    reset=_keep_session,
-                    init=partial(_link, timeout_s=self._timeout_s),
-                    server_settings=server_link(self._timeout_s),
-                )
+                # Its first connection is opened for the request that asked: not warmed.
+                waited_on = _WAITED_ON.set(True)
+                try:
+                    self._pools[reads] = await self._create_pool(reads)
+                finally:
+                    _WAITED_ON.reset(waited_on)
             return self._pools[reads]
+
+    async def _create_pool(self, reads: bool) -> asyncpg.Pool[asyncpg.Record]:
+        return await asyncpg.create_pool(
+            self.url,
+            min_size=1,
+            max_size=self.read_pool_size if reads else self.pool_size,
+            timeout=self._timeout_s,
+            command_timeout=self._command_timeout,
+            reset=_keep_session,
+            init=partial(self._open, reads=reads),
+            server_settings=server_link(self._timeout_s),
+        )
+
+    @staticmethod
+    def _fill(pool: asyncpg.Pool[asyncpg.Record]) -> None:
+        """A pool found with no idle connection is kept at its size from then on: asyncpg
+        opens the connections it lacks in the background, one after another, and opens
+        again any that closes (its pool's floor, ``min_size``, raised here). A store used
+        one call at a time (a script, most tests) keeps its one connection.
+
+        Grown one request at a time instead, a pool opened its connections on the requests
+        that needed them, and only as many as were needed at once: on a link of 400 ms a
+        round trip, a connection's start took about 1 s and each statement's first use on
+        it (its prepare; the group commit's also looks up the record type) 0.5 to 1 s more,
+        in the first seconds of every burst and after every connection the link dropped
+        (docs/faults.md, the slow and lossy network). asyncpg has no public way to raise
+        the floor of a pool it made: the two names used are those of its version pinned in
+        pyproject.toml."""
+        if pool.get_min_size() >= pool.get_max_size() or pool.get_idle_size():
+            return
+        pool._minsize = pool.get_max_size()  # type: ignore[attr-defined]
+        pool._schedule_min_size_maintenance()  # type: ignore[attr-defined]
+
+    async def _open(self, conn: asyncpg.Connection[asyncpg.Record], *, reads: bool) -> None:
+        """A new connection made ready: its link's bounds (``_link``); and, opened in the
+        background (``_fill``), not for a request waiting on it, its pool's
+        ``warm_statements`` prepared, run in a transaction rolled back (so whatever they
+        would write is not kept; asyncpg keeps a statement prepared once it was parsed,
+        whether it ran or failed). A database not migrated yet (``podium migrate``'s own
+        connection) has none of them: an error of the server's ends the warming, not the
+        connection."""
+        await _link(conn, timeout_s=self._timeout_s)
+        warm = self.warm_statements(reads)
+        if not warm or _WAITED_ON.get():
+            return
+        await conn.execute("BEGIN")
+        try:
+            for sql, args in warm:
+                await conn.fetch(sql, *args)
+        except asyncpg.PostgresError:
+            pass
+        finally:
+            await conn.execute("ROLLBACK")
 
     async def _run(
         self,
@@ -219,7 +294,8 @@ class Database:
             attempt += 1
             try:
                 pool = await self._get_pool(reads)
-                async with pool.acquire(timeout=self._timeout_s) as conn:
+                self._fill(pool)
+                async with _take(pool, self._timeout_s) as conn:
                     if not tx:
                         return await fn(conn)
                     async with conn.transaction():

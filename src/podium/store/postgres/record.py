@@ -4,15 +4,17 @@ The record path is built for round trips. ``open_match`` claims the match and re
 player's state in one statement, and hands each player a ``Seen`` handle; ``record`` then
 plans the write from it and queues it for the group commit (``group.py``): the records that
 queue together are written by one statement (``podium_record_batch``), which takes their
-locks and writes each only if nothing its handle holds has changed. When something has, or
-without a handle, the locked path takes the locks, reads again inside the transaction and
-writes (four round trips, five on grouped boards). Both paths decide through
-``recording.plan_record``.
+locks and writes each only if nothing its handle holds has changed. When something has,
+the record is read again (one statement, no lock) and planned and queued again, a few times
+at most (``REPLANS``); after that, when it failed, or without a handle, the locked path
+takes the locks, reads again inside the transaction and writes (four round trips, five on
+grouped boards). Every path decides through ``recording.plan_record``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -50,7 +52,7 @@ from podium.store.common import (
     standing_of,
 )
 from podium.store.postgres import cohorts, locks
-from podium.store.postgres.group import GroupCommit, Queued
+from podium.store.postgres.group import BATCH, GroupCommit, Queued
 from podium.store.postgres.pool import Database, pairs, transaction
 from podium.store.postgres.record_sql import (
     CLAIM,
@@ -71,12 +73,36 @@ if TYPE_CHECKING:
     from podium.store.postgres.pool import Conn
 
 
+# Times a record the group commit did not write, because what it was planned from changed,
+# is read, planned and queued again before the locked path does it (``Results._in_group``).
+REPLANS = 2
+
+
 class Results(Database):
     _group: GroupCommit | None = None  # the records' group commit, made on first use
     # Whether a claim may commit without its WAL flush (``record_sql.OPEN_MATCH_LAZY``):
     # not on a database of a store split by player, whose match's records may be written
     # on other databases, which flush nothing here.
     lazy_claims = True
+
+    def warm_statements(self, reads: bool) -> list[tuple[str, tuple[object, ...]]]:
+        warm = super().warm_statements(reads)
+        if reads:
+            return warm
+        # The group commit's statement first (it costs a new connection the most: its
+        # prepare looks up the record type, two more round trips), with no records: it
+        # writes nothing. Then the claim, of an id of its own that no request can send
+        # (a request's id is checked, ``id_problem``), in the transaction rolled back.
+        claim = OPEN_MATCH_LAZY if self.lazy_claims else OPEN_MATCH
+        never = f"warm up {secrets.token_hex(8)}"
+        q = MatchQuery(never, "", 0.0, [], "", ended_at=0, duration_s=0)
+        facts = (q.ended_at, q.duration_s)
+        return [
+            *warm,
+            (BATCH, (locks.RECORD_NS, locks.WINDOW_NS, [])),
+            (PRIOR, tuple(_prior_args(q))),  # a record planned again reads with it
+            (claim, (*_prior_args(q), q.key_id, q.now, *facts)),
+        ]
 
     async def open_match(self, query: MatchQuery) -> MatchRead:
         q = query
@@ -186,15 +212,44 @@ class Results(Database):
             # transaction (``cohorts.place``), never in a group.
             return await self._locked(result, targets, now, since, hourly_cap)
         # Planned from what ``open_match`` saw, and written with the records that queue
-        # beside it (group.py); if anything it was planned from changed, or it failed, it
-        # is done again alone, by the locked path.
-        plan, row = _seen_row(result, targets, handle, now, since, hourly_cap)
+        # beside it (group.py).
+        return await self._in_group(result, targets, handle, now, since, hourly_cap, REPLANS)
+
+    async def _in_group(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        seen: Seen,
+        now: float,
+        since: float | None,
+        hourly_cap: int | None,
+        replans: int,
+    ) -> RecordOutcome:
+        """The record planned from ``seen`` and queued for the group commit. If what it was
+        planned from changed, it is read again (``read_players``, one round trip, no lock)
+        and planned and queued again, ``replans`` times at most; if it failed, or its
+        player has a result of the match now, or it changed every time, it is done alone
+        by the locked path, whose transaction holds the player's lock across its four
+        round trips (and so every group with that player waits as long)."""
+        plan, row = _seen_row(result, targets, seen, now, since, hourly_cap)
 
         async def alone() -> RecordOutcome:
             out = await self._locked(result, targets, now, since, hourly_cap)
             return dataclasses.replace(out, reread=True)
 
-        return await self._grouped().record(Queued(row, RecordOutcome(plan.totals, False), alone))
+        async def again() -> RecordOutcome:
+            q = MatchQuery(
+                result.match_id, result.key_id, now, [result.player_id], result.mode,
+                since=since, targets=targets,
+            )  # fmt: skip
+            fresh = (await self.read_players(q)).handle(result.player_id)
+            if not isinstance(fresh, Seen):  # its result is stored now: the locked path says
+                return await alone()
+            out = await self._in_group(result, targets, fresh, now, since, hourly_cap, replans - 1)
+            return dataclasses.replace(out, reread=True)
+
+        job = Queued(row, RecordOutcome(plan.totals, False), alone, again if replans > 0 else None)
+        return await self._grouped().record(job)
 
     async def _locked(
         self,

@@ -50,7 +50,19 @@ def _tournament(r: asyncpg.Record) -> Tournament:
     )
 
 
+# The tournaments of a mode still taking results: a match's first read (held a second).
+_LIVE = (
+    f"SELECT {COLS} FROM tournaments WHERE ended_early IS NULL AND closes_at > $1 "
+    "AND $2 = ANY(modes) ORDER BY starts_at, id"
+)
+
+
 class Tournaments(Database):
+    def warm_statements(self, reads: bool) -> list[tuple[str, tuple[object, ...]]]:
+        # ``live_tournaments``, on the reads' pool (``Database.warm_statements``).
+        warm = super().warm_statements(reads)
+        return [*warm, (_LIVE, (0, ""))] if reads else warm
+
     async def create_tournament(self, t: Tournament) -> tuple[Tournament, bool]:
         async def run(c: Conn) -> tuple[Tournament, bool]:
             inserted = await c.fetchval(
@@ -102,14 +114,9 @@ class Tournaments(Database):
         return [_tournament(r) for r in await self._fetch(sql, *args)]
 
     async def live_tournaments(self, mode: str, now: float) -> list[Tournament]:
-        rows = await self._fetch(
-            # A whole second against the bigint column (closes_at is whole: > now is > its
-            # floor), so that the partial index tournaments_live answers it.
-            f"SELECT {COLS} FROM tournaments WHERE ended_early IS NULL AND closes_at > $1 "
-            "AND $2 = ANY(modes) ORDER BY starts_at, id",
-            math.floor(now),
-            mode,
-        )
+        # A whole second against the bigint column (closes_at is whole: > now is > its
+        # floor), so that the partial index tournaments_live answers it.
+        rows = await self._fetch(_LIVE, math.floor(now), mode)
         return [_tournament(r) for r in rows]
 
     async def unsettled_tournaments(self) -> list[Tournament]:

@@ -47,6 +47,11 @@ FROZEN = f"SELECT {FROZEN_COLS} FROM frozen_windows WHERE board = $1 AND window_
 
 
 class Windows(Database):
+    def warm_statements(self, reads: bool) -> list[tuple[str, tuple[object, ...]]]:
+        # A board's frozen windows (``frozen``), which a match reads first, held a second.
+        warm = super().warm_statements(reads)
+        return [*warm, (FROZEN, ("",))] if reads else warm
+
     def standings(
         self, board: str, window: str, batch: int = 5000
     ) -> AsyncIterator[list[Standing]]:
