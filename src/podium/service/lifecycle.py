@@ -50,8 +50,9 @@ class Lifecycle:
         # the live tournaments' boards (tournaments.py), so that none is evicted while it is
         # still fresh (a full cache evicts on every record that asks of one more board).
         boards_held = max(1, len(settings.boards)) + TOURNAMENTS_HELD
+        # Loaded again ahead of its end (util/caching.py): every match reads it first.
         self._frozen: Cache[str, dict[str, FrozenWindow]] = Cache(
-            boards_held, FROZEN_CACHE_S, clock.now
+            boards_held, FROZEN_CACHE_S, clock.now, refresh_ahead_s=FROZEN_CACHE_S / 2
         )
 
     # -- what is frozen ---------------------------------------------------------------

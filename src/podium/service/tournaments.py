@@ -193,8 +193,9 @@ class Tournaments:
         self.boards = boards  # a tournament's runs are boards made at run time
         self.reads = reads
         self.past = past
+        # Loaded again ahead of its end (util/caching.py): every match reads it first.
         self._list: Cache[str, list[Tournament]] = Cache(
-            max(1, len(settings.modes)), LIST_HELD_S, clock.now
+            max(1, len(settings.modes)), LIST_HELD_S, clock.now, refresh_ahead_s=LIST_HELD_S / 2
         )
         self.specs = Specs(store, clock)
 

@@ -58,6 +58,39 @@ async def test_one_load_for_many_readers_and_failures_not_kept() -> None:
     assert await c.get_or_load("x", load) == 7
 
 
+async def test_a_load_ahead_answers_from_the_held_value_never_past_its_time() -> None:
+    clock = Clock()
+    c: Cache[str, int] = Cache(10, 1.0, clock, refresh_ahead_s=0.5)
+    gate = asyncio.Event()
+    calls = 0
+
+    async def load() -> int:
+        nonlocal calls
+        calls += 1
+        await gate.wait()
+        return calls
+
+    c.put("k", 0)
+    clock.t = 0.4  # not near its end yet: no load
+    assert await c.get_or_load("k", load) == 0
+    await asyncio.sleep(0)
+    assert calls == 0
+    clock.t = 0.6  # within refresh_ahead_s of its end: answered at once, one load started
+    assert await c.get_or_load("k", load) == 0
+    assert await c.get_or_load("k", load) == 0
+    await asyncio.sleep(0)
+    assert calls == 1
+    clock.t = 1.2  # expired, the load still running: the reader waits for it
+    waiting = asyncio.create_task(c.get_or_load("k", load))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    gate.set()
+    assert await waiting == 1
+    assert calls == 1 and c.get("k") == 1
+    with pytest.raises(ValueError):
+        Cache(10, 1.0, clock, refresh_ahead_s=2.0)
+
+
 async def test_a_time_to_live_of_zero_holds_nothing_but_shares_the_load() -> None:
     c: Cache[str, int] = Cache(10, 0.0, Clock())
     calls = 0
