@@ -709,8 +709,9 @@ async def test_postgres_plans_a_stale_record_again_in_a_later_group(
 ) -> None:
     """Postgres only: a record whose player changed between its read and its group is read
     and planned again and written by a later group, not by the locked path (whose
-    transaction holds the player's lock across four round trips); one that changed every
-    time is done by the locked path after ``REPLANS`` tries."""
+    transaction holds the player's lock across four round trips); a retry of a stored
+    result is answered from the read; one that changed every time is done by the locked
+    path after ``REPLANS`` tries."""
     store = PostgresStore(postgres_url)
     await store.migrate()
     t = targets(T0 + 100)
@@ -730,6 +731,13 @@ async def test_postgres_plans_a_stale_record_again_in_a_later_group(
         out = await store.record(result("m2", 5), t, NOW, None, prior.handle("p1"))
         assert out.totals == {"day": 15, "week": 15} and out.reread and not out.replayed
         assert locked == 1  # planned again, not locked
+        # A retry of it, read after it was stored: a replay from the read, not locked.
+        again = await read(store, "m2", ["p1"], "ranked", 5, None, t)
+        out = await store.record(result("m2", 5), t, NOW, None, again.handle("p1"))
+        assert out.replayed and out.totals == {"day": 15, "week": 15}
+        with pytest.raises(Conflict):
+            await store.record(result("m2", 6), t, NOW, None, again.handle("p1"))
+        assert locked == 1
         # Changed again before each of its groups: the locked path, after REPLANS tries.
         real_read = store.read_players
 

@@ -207,6 +207,33 @@ class Seen(RecordHandle):
         plan_record(result, self.placed(targets), self.state(), now, hourly_cap)
 
 
+@dataclass(frozen=True, slots=True)
+class Stored(RecordHandle):
+    """One player's result of the match as ``open_match`` read it, stored already, with the
+    country and the tallies of the targets then: a record of it is a retry, answered from
+    them (its stored totals, as a replay is) with no round trip; one of other content is
+    refused, as ``plan_record`` refuses it."""
+
+    result: ResultRecord
+    country: str | None
+    tallies: dict[tuple[str, str], Tally]
+
+    def placed(self, targets: Sequence[tuple[Target, BoardSpec]]) -> list[tuple[Target, BoardSpec]]:
+        return place_in_groups(targets, self.country)
+
+    def state(self) -> RecordState:
+        return RecordState(self.result, 0, None, frozenset(), dict(self.tallies))
+
+    def check(
+        self,
+        result: ResultRecord,
+        targets: Sequence[tuple[Target, BoardSpec]],
+        now: float,
+        hourly_cap: int | None,
+    ) -> None:
+        plan_record(result, self.placed(targets), self.state(), now, hourly_cap)
+
+
 def tally_columns(r: Row) -> Tally:
     """A tally read with its ``scored`` column."""
     return Tally(r["total"], r["reached_at"], r["version"], bool(r["scored"]))

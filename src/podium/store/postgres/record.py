@@ -47,6 +47,7 @@ from podium.store.common import (
     TALLY_COLS,
     Row,
     Seen,
+    Stored,
     flagged_of,
     result_of,
     standing_of,
@@ -207,7 +208,14 @@ class Results(Database):
         handle: RecordHandle | None = None,
     ) -> RecordOutcome:
         since = None if hourly_cap is None else float(now - HOUR)
-        if not isinstance(handle, Seen) or any(pending_tier(t.window) for t, _ in targets):
+        placing = any(pending_tier(t.window) for t, _ in targets)
+        if isinstance(handle, Stored) and not placing:
+            # A retry of a result ``open_match`` found stored: its stored totals as the read
+            # saw them, no round trip (the locked path took four, holding the player's lock,
+            # for a retry that writes nothing; on a slow link a sixth of all records).
+            plan = plan_record(result, handle.placed(targets), handle.state(), now, hourly_cap)
+            return RecordOutcome(plan.totals, plan.replayed)
+        if not isinstance(handle, Seen) or placing:
             # A league's first result in the window is placed inside the locked path's
             # transaction (``cohorts.place``), never in a group.
             return await self._locked(result, targets, now, since, hourly_cap)
@@ -227,10 +235,10 @@ class Results(Database):
     ) -> RecordOutcome:
         """The record planned from ``seen`` and queued for the group commit. If what it was
         planned from changed, it is read again (``read_players``, one round trip, no lock)
-        and planned and queued again, ``replans`` times at most; if it failed, or its
-        player has a result of the match now, or it changed every time, it is done alone
-        by the locked path, whose transaction holds the player's lock across its four
-        round trips (and so every group with that player waits as long)."""
+        and planned and queued again, ``replans`` times at most (or answered as a replay,
+        when its player has a result of the match now); if it failed, or it changed every
+        time, it is done alone by the locked path, whose transaction holds the player's lock
+        across its four round trips (and so every group with that player waits as long)."""
         plan, row = _seen_row(result, targets, seen, now, since, hourly_cap)
 
         async def alone() -> RecordOutcome:
@@ -243,7 +251,9 @@ class Results(Database):
                 since=since, targets=targets,
             )  # fmt: skip
             fresh = (await self.read_players(q)).handle(result.player_id)
-            if not isinstance(fresh, Seen):  # its result is stored now: the locked path says
+            if isinstance(fresh, Stored):  # its result is stored now (a retry's): a replay
+                return await self.record(result, targets, now, hourly_cap, fresh)
+            if not isinstance(fresh, Seen):
                 return await alone()
             out = await self._in_group(result, targets, fresh, now, since, hourly_cap, replans - 1)
             return dataclasses.replace(out, reread=True)
@@ -336,9 +346,12 @@ def _match_read(
     handles: dict[str, RecordHandle] = {}
     if q.targets:
         for r in rows:
-            if r["p"] not in existing:
-                placed = place_in_groups(q.targets, r["country"])
-                frozen, tallies = _target_state(placed, r)
+            placed = place_in_groups(q.targets, r["country"])
+            frozen, tallies = _target_state(placed, r)
+            stored = existing.get(r["p"])
+            if stored is not None:
+                handles[r["p"]] = Stored(stored, r["country"], tallies)
+            else:
                 n, oldest = r["n"], r["oldest"]
                 handles[r["p"]] = Seen(r["country"], frozenset(frozen), tallies, n, oldest)
     return MatchRead(
