@@ -79,6 +79,10 @@ class LoadGate:
         self.limits = limits
         self.enabled = enabled
         self.level = 0  # read by every request: the only per-request cost
+        # Said at once: the gauge is set only when the level changes, so a gate that starts
+        # at 0 where another (an app before it in this process) left it higher would
+        # otherwise report that one's level until its own first change.
+        metrics.SHED_LEVEL.set(0)
         self.busy = 0  # requests in flight, counted by ShedReads
         self.lag_s = 0.0  # the loop's lag, smoothed
         self._pending = pending

@@ -114,8 +114,9 @@ class Mender:
         self._shards = shards if callable(shards) else (lambda: shards)
         self._sweep = sweep
         self._renew = renew
-        # Each shard's node at this process's last look, and when that look began.
-        self._seen: dict[int | None, tuple[str, float]] = {}
+        # Each shard's node at this process's last look, when that look began, and the
+        # marker's token then.
+        self._seen: dict[int | None, tuple[str, float, str]] = {}
 
     async def step(self) -> int:
         looked = self._clock.now()  # before the look: the marker was there at least then
@@ -124,11 +125,16 @@ class Mender:
         moved = [h for h in held if h.token is not None and h.marked_on != h.node]
         healthy = [h for h in held if h.token is not None and h.marked_on == h.node]
         # Already marked on their new node by another process, but on another node at this
-        # process's last look: this one may have written to the old node since (above).
+        # process's last look: this one may have written to the old node since (above). The
+        # same marker only: a failover's mend keeps the shard's token, while a rebuild or a
+        # reshard marks anew (after a reshard shard 0 is other keys, on another node,
+        # rebuilt whole under its new marker, with no old node's writes to mend).
         switched = [
             (h, seen[1])
             for h in healthy
-            if (seen := self._seen.get(h.shard)) is not None and seen[0] != h.node
+            if (seen := self._seen.get(h.shard)) is not None
+            and seen[0] != h.node
+            and seen[2] == h.token
         ]
         if healthy:
             await self._gens.confirm(healthy, looked)
@@ -141,7 +147,7 @@ class Mender:
         # Remembered only once mended: a look that failed meanwhile is taken again.
         for h in held:
             if h.token is not None:
-                self._seen[h.shard] = (h.node, looked)
+                self._seen[h.shard] = (h.node, looked, h.token)
         return 0  # the runner sleeps watch_s until the next look
 
     async def rebuild(self, shards: Sequence[int | None], *, replay: bool = True) -> bool:

@@ -310,3 +310,21 @@ async def test_a_process_that_never_saw_the_old_node_does_not_replay_again() -> 
     await m.step()
     await m.step()
     assert replays.asked == []
+
+
+async def test_a_shard_marked_anew_on_another_node_is_not_a_split_brain() -> None:
+    """A reshard (or a rebuild) marks each shard under a new token, and after a reshard
+    shard 0 is other keys, on another node: nothing this process wrote to the old node is
+    missing there, so it replays nothing, where the same token on another node would have
+    been replayed (the test above)."""
+    clock, marks = Clock(1000.0), Marks({0: OLD, 1: "other:node"})
+    for s in marks.node:
+        marks.marks[s] = ("t0", marks.node[s], 990.0)
+    m, replays = _mender(marks, clock, shards=2)
+    await m.step()
+    marks.node[0] = NEW
+    marks.marks[0] = ("t1", NEW, 1001.0)  # the new layout's marker, another token
+    clock.t = 1010.0
+    await m.step()
+    await m.step()
+    assert replays.asked == []
