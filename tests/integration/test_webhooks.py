@@ -436,7 +436,18 @@ async def test_tournament_cohort_and_flag_events_go_on_the_nats_stream(
     # pass, on a clock two days ahead; the roles of this app keep the real one).
     window = WindowRule(WindowKind.DAY).window_at(int(now - 60))
     assert window is not None
-    placed = await api.podium.leagues.of_player("league", "steady", window.id)
+    # A cohort's live members are read off the board, which takes the results from the
+    # stream a moment after they are stored: wait until it shows everyone the store
+    # placed in this player's cohort.
+    seats = await api.podium.leagues.store.placements("league", window.id, ["steady", "other"])
+    seated_with = {p for p, c in seats.items() if c == seats["steady"]}
+
+    async def seated() -> Any:
+        c = await api.podium.leagues.of_player("league", "steady", window.id)
+        return c if {m.player_id for m in c.members} == seated_with else None
+
+    placed = await wait_for(seated)
+    assert placed, "the board never showed the player in their cohort"
     monkeypatch.setattr(api.podium.leagues, "clock", Ahead(2 * 86_400))
     froze = await api.podium.leagues.freeze_due()
     assert froze >= 1  # "steady" and "other": one cohort, or two on two lock stripes
