@@ -210,6 +210,20 @@ async def test_the_moves_kept_are_the_last_ones(shard: ShardIndex) -> None:
     assert (await shard.recount(WEEK, 0, [])).moves is None  # more than the list keeps
 
 
+async def test_bans_alone_keep_only_the_last_moves(shard: ShardIndex) -> None:
+    """A run of bans on a board nobody writes meanwhile: the list is trimmed by the bans
+    themselves, as by writes."""
+    n = 2 * MOVES_KEPT + 5
+    for i in range(0, n, 500):
+        batch = [(f"p{j}", (j << 8) + 1) for j in range(i, min(n, i + 500))]
+        await shard.write(WEEK, batch, descending=True, expire_at=None)
+    for j in range(n):
+        await shard.ban([WEEK], f"p{j}")
+    got = await shard.recount(WEEK, 2 * n - MOVES_KEPT, [])
+    assert got.moves == [((j << 8) + 1, None) for j in range(n - MOVES_KEPT, n)]
+    assert (await shard.recount(WEEK, n, [])).moves is None  # more than the list keeps
+
+
 # -- a labelled rank on a split board that moves ----------------------------------------------
 
 

@@ -8,6 +8,7 @@
 -- of the ban set rather than into it, so that no key keeps their id (the store refuses them
 -- by the hash of it)
 local forget = ARGV[2] == 'forget'
+local MOVES_KEPT = 2048 -- domain/recount.py; trimmed as write.lua trims
 if forget then
   redis.call('SREM', KEYS[2], ARGV[1])
 else
@@ -23,8 +24,10 @@ if was then
   end
   redis.call('HINCRBY', KEYS[6], 'n', 1)
   redis.call('HINCRBY', KEYS[6], 'x' .. octave, 1)
-  redis.call('RPUSH', KEYS[7], string.format('%d', was) .. ' ')
-  -- they live as long as the board, as write.lua keeps them (it trims the moves)
+  -- Trimmed here too: a run of bans on a board nobody writes would grow it without end.
+  local moves = redis.call('RPUSH', KEYS[7], string.format('%d', was) .. ' ')
+  if moves > 2 * MOVES_KEPT then redis.call('LTRIM', KEYS[7], -MOVES_KEPT, -1) end
+  -- they live as long as the board, as write.lua keeps them
   local t = redis.call('PEXPIRETIME', KEYS[1])
   if t > 0 then
     redis.call('PEXPIREAT', KEYS[6], t)
