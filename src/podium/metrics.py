@@ -179,6 +179,28 @@ SNAPSHOT_AGE_SECONDS = Gauge(
     registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+SNAPSHOTS_FENCED = Counter(
+    "podium_snapshots_fenced",
+    "Snapshots the index refused to keep because another aggregator leads under a newer "
+    "fencing token: a cycle begun under a lease that ran out before its publish",
+    ["board"],
+    registry=REGISTRY,
+)
+LEASE_LOST = Counter(
+    "podium_lease_lost",
+    "Times a role of this process found a lease it held gone, and wrote nothing more under "
+    "it: the aggregator (the lease taken over, or lapsed into a new tenure), the relay (a "
+    "store database's lease), the updater (a batch held past its lease, given up unwritten)",
+    ["role"],
+    registry=REGISTRY,
+)
+BOARD_WRITES_UNCHANGED = Counter(
+    "podium_board_writes_unchanged",
+    "Board entries an updater wrote that left the board as it was: a total no better than "
+    "the one held (GT/LT), a version no newer, or a banned player (a change applied twice, "
+    "or late)",
+    registry=REGISTRY,
+)
 RECONCILER_CHECKED = Counter(
     "podium_reconciler_checked",
     "Players the reconciler compared between the store and the rank index",

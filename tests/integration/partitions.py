@@ -78,6 +78,7 @@ from tests.redis_server import RedisServer, start_server
 
 BOARD = "all"
 API_PORT = 8000
+WORKER_METRICS_PORT = 9100  # every worker serves its /metrics there, on its own host
 DEADLINE_S = 180.0  # for any one condition; generous: the machine is shared
 PLAYERS = 200
 # A held page is read at asOf, held page_cache_s from when its read ended: this much for the
@@ -656,7 +657,19 @@ async def start(
             )
         for name in names:
             skew = (skews or {}).get(name, 0.0)
-            fleet.start(name, "worker", "--roles", roles, wrap=hosts[name].argv([], skew_s=skew))
+            # Its /metrics, for a test to read what it refused (its address is private to
+            # the test's net).
+            fleet.start(
+                name,
+                "worker",
+                "--roles",
+                roles,
+                "--metrics-port",
+                str(WORKER_METRICS_PORT),
+                "--metrics-host",
+                "0.0.0.0",
+                wrap=hosts[name].argv([], skew_s=skew),
+            )
         for name in ("api1", "api2"):
             await fleet.api_ready(name)
         for name in names:
@@ -704,10 +717,25 @@ async def api_metrics(nf: NetFleet, key: str) -> Counter[str]:
                 headers={"Authorization": f"Bearer {key}"},
             )
             r.raise_for_status()
-            for family in text_string_to_metric_families(r.text):
-                for sample in family.samples:
-                    labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-                    out[f"{sample.name}{{{labels}}}" if labels else sample.name] += sample.value
+            out.update(_samples(r.text))  # added up, zeros kept
+    return out
+
+
+async def worker_metrics(nf: NetFleet, name: str) -> Counter[str]:
+    """Every sample of one worker process's ``/metrics``, by name and labels, as
+    ``api_metrics`` has them."""
+    async with httpx.AsyncClient(timeout=LOOK_TIMEOUT_S) as client:
+        r = await client.get(f"http://{nf.hosts[name].address}:{WORKER_METRICS_PORT}/metrics")
+        r.raise_for_status()
+    return _samples(r.text)
+
+
+def _samples(text: str) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            out[f"{sample.name}{{{labels}}}" if labels else sample.name] += sample.value
     return out
 
 

@@ -1,7 +1,7 @@
 """The rank aggregator on a board split across in-process shards (the embedded mode's own
 split), against a plain Python model of the board: the merged top is exact, the histogram's
 intervals hold every true rank, one aggregator is active at a time, a shard that does not
-answer is stood in for only briefly, and a stale aggregator's publish is refused."""
+answer is stood in for only briefly, and a stale aggregator's publish is refused (and counted)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from podium import metrics
 from podium.config.settings import Settings, parse
 from podium.domain.boards import in_board_order
 from podium.domain.snapshot import Snapshot
 from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.index.memory.snapshots import MemorySnapshots
+from podium.index.redis.index import RedisIndex
+from podium.index.redis.keys import Keys
+from podium.index.redis.snapshots import RedisSnapshots
 from podium.index.split.index import SplitIndex
-from podium.ports import BoardKey, Recounted, ShardIndex
+from podium.ports import BoardKey, Recounted, ShardIndex, Snapshots
 from podium.workers import aggregator
 from podium.workers.aggregator import Aggregator
+from tests.conftest import REDIS_URL
 
 NOW = 1_793_000_000.0  # inside a week, well after the default season start
 
@@ -148,6 +153,61 @@ async def test_one_aggregator_is_active_and_a_standby_takes_over_with_a_newer_fe
     assert not await snaps.publish(key, b"stale", first, 10)
     assert await snaps.read(key) == before
     assert await active.step() == 0  # and its next step finds the lease taken
+
+
+def _counted(name: str, labels: dict[str, str]) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request: pytest.FixtureRequest) -> str | None:
+    """None for the in-process snapshots; a key prefix of our own for Redis's."""
+    if request.param == "memory":
+        return None
+    prefix: str = request.getfixturevalue("redis_prefix")
+    return prefix
+
+
+async def test_a_cycle_begun_before_a_takeover_is_refused_and_counted(
+    backend: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old aggregator's cycle, begun under its lease, publishes after the standby took
+    over: the index refuses it, and the old one counts the refusal, then the lease lost."""
+    monkeypatch.setattr(aggregator, "LEASE_S", 0.3)  # Redis ends it by its own clock: waited
+    clock = Clock()
+    parts = [MemoryIndex(clock.now) for _ in range(4)]
+    split = SplitIndex(parts)
+    snaps: Snapshots = MemorySnapshots(clock.now)
+    client = None
+    if backend is not None:
+        client = RedisIndex.client_from_url(REDIS_URL)
+        snaps = RedisSnapshots(client, Keys(backend))
+    try:
+        old = Aggregator(board_settings(), parts, snaps, clock)
+        new = Aggregator(board_settings(), parts, snaps, clock)
+        (spec, w) = old.live(clock.now())[0]
+        key = BoardKey(spec.name, w.id)
+        await fill(split, key, 200)
+        assert await old.step() == 1
+        first = old.fence
+        assert first is not None
+        fenced = _counted("podium_snapshots_fenced_total", {"board": spec.name})
+        lost = _counted("podium_lease_lost_total", {"role": "aggregator"})
+        await asyncio.sleep(aggregator.LEASE_S + 0.2)
+        clock.t += aggregator.LEASE_S + 0.2
+        assert await new.step() == 1
+        kept = await snaps.read(key)
+        assert not await old.cycle(spec, w, first)  # the late publish of its old tenure
+        assert await snaps.read(key) == kept
+        assert _counted("podium_snapshots_fenced_total", {"board": spec.name}) == fenced + 1
+        assert _counted("podium_lease_lost_total", {"role": "aggregator"}) == lost
+        assert await old.step() == 0  # its next step finds the lease taken
+        assert _counted("podium_lease_lost_total", {"role": "aggregator"}) == lost + 1
+        assert await old.step() == 0  # a standby now: nothing more lost
+        assert _counted("podium_lease_lost_total", {"role": "aggregator"}) == lost + 1
+    finally:
+        if client is not None:
+            await client.aclose()
 
 
 async def test_a_silent_shard_is_stood_in_for_briefly_then_nothing_is_published() -> None:

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 
+import httpx
 import pytest
 import redis.asyncio as aioredis
 
@@ -447,28 +448,38 @@ async def test_an_api_process_frozen_under_load_counts_nothing_twice(
 async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_writes_change_nothing(
     fleet: NetFleet,
 ) -> None:
-    """Two workers, each with a relay and an updater. The first is cut off from everything
-    (the store, Redis, the log), both ways, for several leases while matches stream in: the
-    second takes its work over (the board moves meanwhile). On the heal the first's writes
-    that were in flight reach Redis late, older than what the second wrote since; they
-    change nothing (versioned writes), and every acknowledged result is on the board once."""
+    """Two workers, each with a relay and an updater. The first is cut from Redis until its
+    updater holds a batch it could not write (the log, still reached, keeps the batch's
+    lease), then from everything else too (the store, the log), both ways, for several
+    leases while matches stream in: the second takes its work over (the board moves
+    meanwhile). The first finds the batch's lease ran out and gives it up unwritten (its
+    ``/metrics`` say so), rather than write it late; every acknowledged result is on the
+    board once."""
     game = Game(fleet.apis, fleet.key, RATE)
     tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
     tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
     lease_s = config.load(fleet.fleet.cfg).workers.lease_s
     worker = fleet.hosts["worker"]
-    others = [fleet.hosts[n] for n in ("db", "redis", "log") if n in fleet.hosts]
+    redis = fleet.hosts["redis"]
+    others = [fleet.hosts[n] for n in ("db", "log") if n in fleet.hosts]
+    failed = 'podium_worker_errors_total{role="updater"}'
+    lost = 'podium_lease_lost_total{role="updater"}'
     try:
         await game.acknowledged(20)
+        before = await partitions.worker_metrics(fleet, "worker")
+        fleet.net.cut(worker, redis)
+        cut = time.monotonic()
+        # A batch held: a write of it failed (after Redis's socket timeout).
+        await _until_metric(fleet, "worker", lambda m: m[failed] > before[failed])
         for h in others:
             fleet.net.cut(worker, h)
-        cut = time.monotonic()
         at_cut = await _members(fleet.primary())
         await asyncio.sleep(CUT_LEASES * lease_s)
         at_heal = await _members(fleet.primary())
-        for h in others:
+        for h in [redis, *others]:
             fleet.net.heal(worker, h)
         healed = time.monotonic()
+        after = await _until_metric(fleet, "worker", lambda m: m[lost] > before[lost])
         await game.acknowledged(20)
     finally:
         game.stop.set()
@@ -480,12 +491,29 @@ async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_write
     first = fleet.fleet.procs["worker"].log.read_text(errors="replace")
     print(
         f"{game.history.sent} matches; the first worker cut off {healed - cut:.1f} s "
-        f"({CUT_LEASES} leases); {moved} players' totals moved on the board meanwhile; the "
-        f"first worker logged {first.count('WARNING')} warnings; the board equal to the store "
-        f"{verdict.board_caught_up_s:.1f} s after the load stopped; {verdict.ranks()}"
+        f"({CUT_LEASES} leases past its failed write); {moved} players' totals moved on the "
+        f"board meanwhile; its updater gave up {after[lost] - before[lost]:.0f} batches held "
+        f"past their lease; the first worker logged {first.count('WARNING')} warnings; the "
+        f"board equal to the store {verdict.board_caught_up_s:.1f} s after the load stopped; "
+        f"{verdict.ranks()}"
     )
     assert moved > 0, "nobody took the cut worker's work over"
+    assert "given up unwritten" in first
     assert verdict.ok, verdict
+
+
+async def _until_metric(
+    fleet: NetFleet, name: str, check: Callable[[Counter[str]], bool]
+) -> Counter[str]:
+    """A worker's ``/metrics`` once ``check`` holds of them (asked every 0.2 s, patiently)."""
+    deadline = time.monotonic() + partitions.DEADLINE_S
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            got = await partitions.worker_metrics(fleet, name)
+            if check(got):
+                return got
+        assert time.monotonic() < deadline, f"never: {name}'s /metrics"
+        await asyncio.sleep(0.2)
 
 
 MINUTE = (
@@ -672,10 +700,11 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     """The index split in shards, two workers each with an aggregator. The active one (the
     one whose cut makes the fencing counter rise) is cut from Redis, both ways, past its
     lease, while matches stream in: the standby takes the lease over under a new fencing
-    token and publishes; on the heal, whatever the old one still sends is refused. The
-    snapshot's asOf, watched all along, never goes back (a snapshot of the old tenure
-    accepted after the new one began would be older), and the board ends equal to the
-    store."""
+    token and publishes; on the heal, whatever the old one still sends is refused: its next
+    ``lead`` finds the lease taken (its ``/metrics`` say so after the heal), and a cycle it
+    had begun before the cut, if any, is refused its publish. The snapshot's asOf, watched
+    all along, never goes back (a snapshot of the old tenure accepted after the new one
+    began would be older), and the board ends equal to the store."""
     game = Game(fleet.apis, fleet.key, RATE)
     tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
     tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2")]
@@ -692,8 +721,11 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     redis = fleet.hosts["redis"]
     cut_at = healed = 0.0
     active = ""
+    lost = 'podium_lease_lost_total{role="aggregator"}'
+    fenced = f'podium_snapshots_fenced_total{{board="{partitions.BOARD}"}}'
     try:
         await game.acknowledged(20)
+        before = {n: await partitions.worker_metrics(fleet, n) for n in ("worker", "worker2")}
         await _until("a snapshot published", lambda: any(s[2] is not None for s in seen))
         for name in ("worker", "worker2"):  # which one leads is the lease's business
             fence = seen[-1][1]
@@ -713,6 +745,8 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
                 break
             fleet.net.heal(fleet.hosts[name], redis)  # the standby: nothing changes hands
         assert active, "cutting either worker from Redis moved no lease"
+        # The old one's first step after the heal finds its tenure over.
+        after = await _until_metric(fleet, active, lambda m: m[lost] > before[active][lost])
         await game.acknowledged(20)
         await asyncio.sleep(5.0)  # the old one's cycle in flight at the heal, if any
     finally:
@@ -730,7 +764,9 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
     print(
         f"{game.history.sent} matches; the active aggregator ({active}) cut from Redis "
         f"{healed - cut_at:.1f} s; fencing tokens seen {fences}; {len(published)} looks at "
-        f"the snapshot, its asOf going back {len(back)} times; the board equal to the store "
+        f"the snapshot, its asOf going back {len(back)} times; the old one found its lease "
+        f"lost {after[lost] - before[active][lost]:.0f} times and was refused "
+        f"{after[fenced] - before[active][fenced]:.0f} publishes; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; {verdict.ranks()}"
     )
     assert len(fences) >= 2

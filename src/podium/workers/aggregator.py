@@ -23,7 +23,9 @@ expires (``SNAPSHOT_TTL_S``), and after that read the shards themselves.
 One aggregator is active at a time: each step first takes or keeps the lease
 (``Snapshots.lead``); a standby whose ``lead`` fails does nothing, and takes over within
 ``LEASE_S`` of the active one stopping. Every publish carries the fencing token of the
-lease it was made under, so one that wakes after losing its lease publishes nothing.
+lease it was made under, so one that wakes after losing its lease publishes nothing: the index
+refuses the publish (``podium_snapshots_fenced``), and its next ``lead`` finds the lease gone
+(``podium_lease_lost{role="aggregator"}``), each said in the log.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class Aggregator:
         self.clock = clock
         self.token = secrets.token_hex(8)
         self.fence: int | None = None
+        self._fenced_said: int | None = None  # the tenure whose refused publish was logged
         self._boards: dict[BoardKey, _Board] = {}
         self.max_bounds = MAX_BOUNDS  # the histogram's boundaries at most (bounds.py)
 
@@ -133,8 +136,19 @@ class Aggregator:
         """One cycle of every live board window, if this aggregator holds the lease;
         returns how many snapshots it published."""
         now = self.clock.now()
+        held = self.fence
         self.fence = await self.snapshots.lead(self.token, now, LEASE_S)
         metrics.AGGREGATOR_ACTIVE.set(0 if self.fence is None else 1)
+        if held is not None and self.fence != held:
+            # Its tenure ended while it could not renew (a pause, a partition): another
+            # aggregator took over, or the lease lapsed and this one holds a new tenure. Said
+            # once per tenure lost, so it cannot repeat faster than the lease changes hands.
+            metrics.LEASE_LOST.labels("aggregator").inc()
+            log.warning(
+                "lost the aggregator lease (fencing token %d): %s",
+                held,
+                "another aggregator leads" if self.fence is None else f"now {self.fence}",
+            )
         if self.fence is None:
             self._drop_all()  # a standby starts afresh when it takes over
             return 0
@@ -213,6 +227,18 @@ class Aggregator:
         snap = Snapshot(as_of, total, top, desc, board.histogram, last, changes)
         kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
+        if not kept:
+            # The cycle began under a lease that ran out before its publish, and another
+            # aggregator leads under a newer token: the index kept the successor's snapshot.
+            metrics.SNAPSHOTS_FENCED.labels(spec.name).inc()
+            if self._fenced_said != fence:  # every window's cycle of the tenure refused: one line
+                self._fenced_said = fence
+                log.warning(
+                    "%s/%s: snapshot refused: fencing token %d is not the newest",
+                    key.board,
+                    key.window,
+                    fence,
+                )
         return kept
 
     async def _merged(

@@ -12,6 +12,10 @@ How a batch is settled with the log:
 - an outage (``Unavailable``): held, and retried first at the next step, each retry
   starting its lease again (``in_progress``) so that no other updater takes it meanwhile;
   after ``HOLD_LEASES`` leases of failing it is given back instead (``nak``);
+- held past its lease (an outage of the log too, a pause: ``in_progress`` could not start it
+  again in time): given up unwritten, neither renewed nor given back, since the log may have
+  delivered it to another updater meanwhile and will deliver it again anyway; said as
+  ``podium_lease_lost{role="updater"}`` and in the log;
 - any other failure (a bug): given back at once (``nak``), for any updater to retry;
 - changes that can never be applied (a board no longer configured, a window or a total
   the board's configuration no longer takes): dropped with a log line, and acked with the
@@ -25,6 +29,7 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from podium import metrics
 from podium.config.settings import Settings
@@ -70,12 +75,17 @@ class Updater:
         self._log = changes
         self._clock = clock
         self._batch = settings.workers.batch
+        self._lease_s = settings.workers.lease_s
         self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
         self._held: list[Message] = []  # a batch fetched and not yet applied
         self._held_since = 0.0
+        # When the held batch's lease ends at the latest, as far as this updater can tell:
+        # a lease from before the request that fetched it, or that last started it again.
+        self._lease_ends = 0.0
         # The next batch, fetched while this one is applied (after a full batch only: more
         # is waiting then), so that the log's round trips overlap the index's.
         self._ahead: asyncio.Task[list[Message]] | None = None
+        self._ahead_at = 0.0  # when the batch fetched ahead was asked for
 
     async def step(self) -> int:
         changes = await self._next()
@@ -90,6 +100,11 @@ class Updater:
             # keep it from every other updater for as long as this one lives: give it back.
             await self._give_back()
             raise
+        if self._clock.now() >= self._lease_ends:
+            # The writes outlasted the lease: another updater may hold the batch by now.
+            # They landed, and late ones change nothing (GT/LT, versions); the ack still
+            # spares the log a delivery it has not made yet.
+            self._lease_lost(changes, "its writes took longer than its lease")
         # Ack only after every write landed: a crash before this line means a replay,
         # which the GT/LT writes make harmless.
         await self._log.ack(changes)
@@ -108,23 +123,44 @@ class Updater:
         given back to the log instead, so that an updater cut off from the index alone
         does not keep its batch from the others for good."""
         if self._held:
-            if self._clock.now() - self._held_since < self._hold_limit_s:
+            now = self._clock.now()
+            if now >= self._lease_ends:
+                # Renewing it now would start again a lease the log may have handed to
+                # another updater, and writing it would be late: it is not this one's.
+                self._lease_lost(self._held, "given up unwritten")
+                self._held = []
+            elif now - self._held_since < self._hold_limit_s:
                 await self._log.in_progress(self._held)
+                self._lease_ends = now + self._lease_s
                 return self._held
-            log.warning(
-                "giving back %d changes that could not be applied for %.0fs",
-                len(self._held),
-                self._clock.now() - self._held_since,
-            )
-            await self._give_back()
+            else:
+                log.warning(
+                    "giving back %d changes that could not be applied for %.0fs",
+                    len(self._held),
+                    now - self._held_since,
+                )
+                await self._give_back()
         ahead, self._ahead = self._ahead, None
+        asked = self._ahead_at if ahead is not None else self._clock.now()
         self._held = await (ahead if ahead is not None else self._log.fetch(self._batch))
         self._held_since = self._clock.now()
+        self._lease_ends = asked + self._lease_s
         if self._batch > 0 and len(self._held) >= self._batch:
             # Claimed now and applied after this batch: the log's order per player holds,
             # and a batch that fails to apply is held and retried before this one.
+            self._ahead_at = self._clock.now()
             self._ahead = asyncio.create_task(self._log.fetch(self._batch))
         return self._held
+
+    def _lease_lost(self, batch: list[Message], what: str) -> None:
+        """Said once per batch: a batch is held one at a time."""
+        metrics.LEASE_LOST.labels("updater").inc()
+        log.warning(
+            "the lease of %d changes ran out %.1fs ago: %s",
+            len(batch),
+            self._clock.now() - self._lease_ends,
+            what,
+        )
 
     async def close(self) -> None:
         """Give back the batch fetched ahead, if any (its leases would run out anyway)."""
@@ -196,7 +232,7 @@ class Updater:
             return
         versions = [c.tally.version for c in writes] if versioned else None
         if entries:
-            await self._index.write(
+            await self._write(
                 key,
                 entries,
                 descending=spec.order is Order.DESC,
@@ -215,6 +251,13 @@ class Updater:
                 [c.tally.version for c in gone],
                 expire_at=index_expiry(window),
             )
+
+    async def _write(self, key: BoardKey, entries: list[tuple[str, int]], **kw: Any) -> None:
+        """``RankIndex.write``, and the entries it left as they were counted: the index says
+        how many it wrote in the same reply, so the count costs no round trip."""
+        written = await self._index.write(key, entries, **kw)
+        if written < len(entries):
+            metrics.BOARD_WRITES_UNCHANGED.inc(len(entries) - written)
 
     async def _recount(
         self, spec: BoardSpec, key: BoardKey, window: Window, group: list[Change], versioned: bool
@@ -240,7 +283,7 @@ class Updater:
                 if not c.removed and (p in forced or versioned) is by_version
             ]
             if writes:
-                await self._index.write(
+                await self._write(
                     key,
                     [(c.player_id, spec.score(c.tally, window)) for c in writes],
                     descending=descending,

@@ -6,10 +6,15 @@ and a removal leaves the board; other players' changes go as ever."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
+
+from podium import metrics
 from podium.config.settings import parse
 from podium.domain.boards import Tally
 from podium.domain.models import Change, Message
+from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.ports import BoardKey
 from podium.workers.updater import Updater
@@ -88,3 +93,81 @@ async def test_recounts_lower_a_gt_board_and_stay_lowered() -> None:
     assert [m for m, _ in await index.page(KEY, 0, 10, descending=True)] == ["b", "a"]
     await _apply(up, log, [_change("a", 1000, 8)])
     assert (await index.page(KEY, 0, 0, descending=True))[0][0] == "a"
+
+
+class Ticking:
+    """A clock the test moves."""
+
+    def __init__(self) -> None:
+        self.t = float(T0 + 60)
+
+    def now(self) -> float:
+        return self.t
+
+
+class Settled(Log):
+    """The log, with what the updater renews and gives back recorded too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed: list[Message] = []
+        self.given_back: list[Message] = []
+
+    async def in_progress(self, messages: Sequence[Message]) -> None:
+        self.renewed += messages
+
+    async def nak(self, messages: Sequence[Message]) -> None:
+        self.given_back += messages
+
+
+class Down(MemoryIndex):
+    """The in-process index, refusing writes while ``down`` (an outage of Redis)."""
+
+    down = False
+
+    async def write(self, *args: Any, **kwargs: Any) -> int:
+        if self.down:
+            raise IndexUnavailable("index down (test)")
+        return await super().write(*args, **kwargs)
+
+
+def _counted(name: str, labels: dict[str, str] | None = None) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels or {}) or 0.0
+
+
+async def test_a_batch_held_past_its_lease_is_given_up_unwritten() -> None:
+    settings = parse({"boards": [{"name": "week", "window": "week"}], "workers": {"lease_s": 2}})
+    clock, log = Ticking(), Settled()
+    index = Down(clock.now)
+    up = Updater(settings, Store(), index, index.copy, log, clock)  # type: ignore[arg-type]
+    lost = _counted("podium_lease_lost_total", {"role": "updater"})
+    index.down = True
+    log.batches.append([_change("a", 900, 3)])
+    with pytest.raises(IndexUnavailable):
+        await up.step()  # held, to be retried under a lease started again
+    clock.t += 1.0
+    with pytest.raises(IndexUnavailable):
+        await up.step()
+    assert len(log.renewed) == 1  # within its lease: started again, retried
+    assert _counted("podium_lease_lost_total", {"role": "updater"}) == lost
+    # The outage outlasts the lease (the log was out of reach too: nothing renewed it).
+    clock.t += 2.5
+    index.down = False
+    assert await up.step() == 0  # given up; the log has nothing new
+    assert _counted("podium_lease_lost_total", {"role": "updater"}) == lost + 1
+    assert len(log.renewed) == 1 and not log.given_back and not log.acked
+    assert await index.page(KEY, 0, 10, descending=True) == []  # never written late
+
+
+async def test_entries_a_write_left_as_they_were_are_counted() -> None:
+    settings = parse({"boards": [{"name": "week", "window": "week"}]})
+    index, log = MemoryIndex(Clock().now), Log()
+    up = Updater(settings, Store(), index, index.copy, log, Clock())  # type: ignore[arg-type]
+    before = _counted("podium_board_writes_unchanged_total")
+    await _apply(up, log, [_change("a", 900, 3), _change("b", 500, 1)])
+    assert _counted("podium_board_writes_unchanged_total") == before
+    # a's older total arrives late, b's newer one on time: one entry left as it was
+    await _apply(up, log, [_change("a", 700, 2), _change("b", 600, 2)])
+    assert _counted("podium_board_writes_unchanged_total") == before + 1
+    page = await index.page(KEY, 0, 10, descending=True)
+    assert [(m, points(s)) for m, s in page] == [("a", 900), ("b", 600)]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from podium import metrics
 from podium.log.kafka.errors import translated
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class RelayLeases:
         for s in mine - set(self._held):
             log.info("relay: now relaying store database %s (%s)", s, self.holder)
         for s in set(self._held) - mine:
+            metrics.LEASE_LOST.labels("relay").inc()
             log.warning("relay: lost the lease of store database %s", s)
         self._held = {s: sent + self._log.lease_s for s in mine}
         self._renew_at = sent + self._log.lease_s * RENEW_AFTER

@@ -48,6 +48,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
+from podium import metrics
 from podium.log.nats.errors import translated
 
 log = logging.getLogger("podium.log")
@@ -199,6 +200,7 @@ class RelayLeases:
             except nats.js.errors.KeyWrongLastSequenceError:
                 # It ran out and someone took it (or it is gone): not ours any more.
                 self._held.pop(source, None)
+                metrics.LEASE_LOST.labels("relay").inc()
                 log.warning("relay: lost the lease of store database %s", source)
                 return
         self._held[source] = self._kept(revision, sent)
