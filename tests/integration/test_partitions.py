@@ -445,7 +445,7 @@ async def test_an_api_process_frozen_under_load_counts_nothing_twice(
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 @pytest.mark.parametrize("fleet", logs("+2workers", short="nats"), indirect=True)
-async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_its_late_writes_change_nothing(
+async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_writes_nothing_late(
     fleet: NetFleet,
 ) -> None:
     """Two workers, each with a relay and an updater. The first is cut from Redis until its
