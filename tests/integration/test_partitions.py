@@ -1026,17 +1026,17 @@ async def _agg_keys(host: str, port: int) -> tuple[int | None, float | None]:
     return (None if fence is None else int(fence)), as_of
 
 
-def _went_back(ranks: list[RankRead]) -> list[tuple[str, float, float]]:
+def _went_back(ranks: list[RankRead]) -> list[tuple[str, float, float, float]]:
     """Each rank answer of a process whose snapshot (its asOf: every answer that has one is
     read from the aggregator's snapshot) is older than one the same process answered before
-    it was asked: (the process, the asOf seen before, this one's)."""
+    it was asked: (the process, when it was asked, the asOf seen before, this one's)."""
     out = []
     for api in sorted({r.api for r in ranks}):
         mine = sorted((r for r in ranks if r.api == api and r.as_of), key=lambda r: r.sent)
         for r in mine:
             before = [o.as_of for o in mine if o.answered < r.sent and o.as_of is not None]
             if before and r.as_of is not None and r.as_of < max(before):
-                out.append((api, max(before), r.as_of))
+                out.append((api, r.sent, max(before), r.as_of))
     return out
 
 
@@ -1168,7 +1168,9 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         f"{fence_then}, by {publishers}); a replica again {demoted - healed:.1f} s after the "
         f"heal; the fencing token at the end {fence_end}, the snapshot's asOf "
         f"{(end_as_of or 0.0) - time.time():+.1f} s of now; reads during the cut "
-        f"{dict(answered)}; rank answers whose snapshot went back: {len(back)} {back[:5]}; "
+        f"{dict(answered)}; rank answers whose snapshot went back: {len(back)} "
+        f"{[(api, round(t - cut_at, 1), b - a) for api, t, b, a in back[:5]]} (the process, "
+        f"asked how long after the cut, how many seconds back); "
         f"the board equal to the store {verdict.board_caught_up_s:.1f} s after the load "
         f"stopped; {verdict.ranks()}"
     )
