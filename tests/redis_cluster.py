@@ -216,10 +216,8 @@ def replica_of(primary: int, host: str = "127.0.0.1") -> int:
     )
 
 
-def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
-    """The index shards (of ``shards``) whose slot the primary on ``port`` serves."""
-    from podium.domain.sharding import shard_tag
-
+def _serves(cluster: RedisCluster, port: int, key: str) -> bool:
+    """Whether the primary on ``port`` serves the slot of ``key``."""
     alive = cluster.alive()[0]
     ranges: list[tuple[int, int]] = []
     for line in cluster.cli(alive, "cluster", "nodes").splitlines():
@@ -230,9 +228,17 @@ def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
             lo, _, hi = r.partition("-")
             if lo.isdigit():
                 ranges.append((int(lo), int(hi or lo)))
-    out = set()
-    for n in range(shards):
-        slot = int(cluster.cli(alive, "cluster", "keyslot", shard_tag(n)).strip())
-        if any(lo <= slot <= hi for lo, hi in ranges):
-            out.add(n)
-    return out
+    slot = int(cluster.cli(alive, "cluster", "keyslot", key).strip())
+    return any(lo <= slot <= hi for lo, hi in ranges)
+
+
+def shards_on(cluster: RedisCluster, port: int, shards: int) -> set[int]:
+    """The index shards (of ``shards``) whose slot the primary on ``port`` serves."""
+    from podium.domain.sharding import shard_tag
+
+    return {n for n in range(shards) if _serves(cluster, port, shard_tag(n))}
+
+
+def primary_of(cluster: RedisCluster, key: str) -> int:
+    """The port of the primary that serves the slot of ``key`` (a hash tag: ``{agg}``)."""
+    return next(p for p in cluster.primaries() if _serves(cluster, p, key))

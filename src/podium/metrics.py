@@ -172,6 +172,13 @@ AGGREGATOR_BUCKETS_COUNTED = Counter(
     ["board"],
     registry=REGISTRY,
 )
+SNAPSHOTS_PASSED_OVER = Counter(
+    "podium_snapshots_passed_over",
+    "Snapshots read older than one this process used before (a failover of the snapshot "
+    "store lost the newer ones), passed over: their reads counted on the shards",
+    ["board"],
+    registry=REGISTRY,
+)
 SNAPSHOT_AGE_SECONDS = Gauge(
     "podium_aggregator_snapshot_age_seconds",
     "How old the aggregator's snapshot that this process's readers see is (its asOf)",

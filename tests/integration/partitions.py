@@ -552,6 +552,7 @@ async def start(
     shards: int = 1,
     cluster: bool = False,
     cluster_node_timeout_ms: int = NODE_TIMEOUT_MS,
+    cluster_options: dict[str, str] | None = None,
     exact_top: int | None = None,
 ) -> NetFleet:
     """The fleet up and answering, on ``log`` (``outbox`` or ``nats``); with ``sentinel``,
@@ -563,8 +564,9 @@ async def start(
     ``shards``: the index split in that many (with an aggregator among ``roles``);
     ``cluster``: the index on a Redis Cluster of six nodes (three primaries, a replica
     each), one on each of the hosts ``rc1`` ... ``rc6``, instead of one Redis (its node
-    timeout ``cluster_node_timeout_ms``); ``exact_top``: the board's (below it a split
-    board estimates ranks)."""
+    timeout ``cluster_node_timeout_ms``, and ``cluster_options``, more redis-server options
+    of its nodes, as ``{"cluster_require_full_coverage": "no"}``); ``exact_top``: the
+    board's (below it a split board estimates ranks)."""
     root = Path(tempfile.mkdtemp(prefix="podium-net-"))
     net = Net.make()
     pg: PgCluster | None = None
@@ -586,6 +588,7 @@ async def start(
                 start_cluster,
                 [(hosts[n].argv([]), hosts[n].address) for n in redis_hosts],
                 cluster_node_timeout=str(cluster_node_timeout_ms),
+                **(cluster_options or {}),
             )
             index_url = nodes.url
         elif sentinel:

@@ -16,10 +16,13 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 import httpx
 import pytest
@@ -29,9 +32,10 @@ from podium.config import settings as config
 from podium.index.redis.keys import shard_tag
 from podium.store.postgres import PostgresStore
 from tests.integration import partitions
-from tests.integration.partitions import Game, NetFleet
-from tests.netns import need, paused
-from tests.redis_cluster import RedisCluster, replica_of, shards_on
+from tests.integration.partitions import Game, NetFleet, is_submit
+from tests.integration.rankcheck import RankRead
+from tests.netns import Host, need, paused
+from tests.redis_cluster import RedisCluster, primary_of, replica_of, shards_on
 from tests.redis_server import RedisServer
 
 RATE = 20.0  # matches a second, all game servers together
@@ -40,6 +44,16 @@ SENDERS = 4
 # the short version: shorter faults, and each scenario on one of the two logs (both logs
 # covered across the scenarios; the Redis split brain on both).
 FULL = os.environ.get("PODIUM_FAULTS") == "full"
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def full_only(test: F) -> F | None:
+    """A scenario run in the full version only (PODIUM_FAULTS=full): in the short version
+    pytest finds no test under its name, rather than reporting a skip, which CI counts as a
+    failure."""
+    return test if FULL else None
 
 
 def logs(variant: str, *, short: str) -> list[str]:
@@ -94,6 +108,9 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
             exact_top=EXACT_TOP,
         )
     elif "cluster" in more:
+        # "partial": the nodes serve the slots they hold while others are down
+        # (``cluster-require-full-coverage no``), instead of the whole cluster refusing keys.
+        partial = {"cluster_require_full_coverage": "no"} if "partial" in more else {}
         nf = await partitions.start(
             log,
             workers=2,
@@ -101,6 +118,7 @@ async def fleet(request: pytest.FixtureRequest) -> AsyncIterator[NetFleet]:
             shards=AGG_SHARDS,
             cluster=True,
             cluster_node_timeout_ms=NODE_TIMEOUT_MS,
+            cluster_options=partial,
             exact_top=EXACT_TOP,
         )
     elif "slow" in more:
@@ -882,7 +900,11 @@ async def _scores(host: str, port: int, keys: set[str]) -> tuple[dict[str, float
 
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize("fleet", logs("+cluster", short="nats"), indirect=True)
+@pytest.mark.parametrize(
+    "fleet",
+    logs("+cluster", short="nats") + (logs("+cluster+partial", short="nats") if FULL else []),
+    indirect=True,
+)
 async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writes_to_the_mender(
     fleet: NetFleet,
 ) -> None:
@@ -988,6 +1010,15 @@ async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writ
     # client still wrote to the old primary, would not replay again); reported, since Redis
     # orders them (the old primary refuses before its replica is voted in), not podium.
     first = min((_logged_at(line) for line in replays), default=float("nan"))
+    # The players' reads from the cut to the promotion, by process and answer: with
+    # ``cluster-require-full-coverage no`` (the "partial" fleet) the nodes that keep the
+    # majority serve their slots meanwhile, and an answer that needs the others' is a 503 or
+    # labelled (the checker's), never a rank counted from some of the shards.
+    reads = Counter(
+        (t.api, t.outcome)
+        for t in game.history.tries
+        if not partitions.is_submit(t) and cut <= t.sent < promoted
+    )
     print(
         f"{game.history.sent} matches; cut the primary of shards {sorted(on[old])} "
         f"({len(on[old])} of {AGG_SHARDS}); its replica promoted {promoted - cut:.1f} s after "
@@ -997,8 +1028,218 @@ async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writ
         f"{demoted - healed:.1f} s after the heal; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; answers "
         f"{dict(game.history.outcomes())}; the first replay {first - cut_wall:.1f} s after the "
-        f"cut; the mender: {replays}; {verdict.ranks()}"
+        f"cut; the mender: {replays}; reads from the cut to the promotion {dict(reads)}; "
+        f"{verdict.ranks()}"
     )
     assert taken, "the old primary took no write its replica lacked: no split brain"
     assert replays, "no mender replayed the log after the promotion"
+    assert verdict.ok, verdict
+
+
+AS_OF = re.compile(r'asOf\\?"\s*:\s*([0-9.e+]+)')
+
+
+@dataclass(frozen=True)
+class _Publish:
+    """A snapshot publish a node took, as its ``MONITOR`` showed it: the call (``EVALSHA`` of
+    ``publish.lua``, by the client's address) or the snapshot's write inside it (``SET``,
+    with the snapshot's asOf), with the node's wall clock."""
+
+    at: float
+    by: str  # the client's address; "lua" for the write inside the script
+    as_of: float | None
+
+
+async def _publishes(host: str, port: int, into: list[_Publish]) -> None:
+    """Every snapshot publish the node on ``port`` takes (``_Publish``), until cancelled."""
+    r = aioredis.Redis(host=host, port=port, decode_responses=True)
+    try:
+        async with r.monitor() as m:
+            while True:
+                seen = await m.next_command()
+                command = str(seen["command"])
+                if ":{agg}:snap:" not in command:
+                    continue
+                if seen["client_type"] == "lua":
+                    if command.upper().startswith("SET "):
+                        got = AS_OF.search(command)
+                        as_of = float(got.group(1)) if got else None
+                        into.append(_Publish(float(seen["time"]), "lua", as_of))
+                elif command.upper().startswith("EVALSHA "):
+                    into.append(_Publish(float(seen["time"]), str(seen["client_address"]), None))
+    finally:
+        await r.aclose()
+
+
+async def _agg_keys(host: str, port: int) -> tuple[int | None, float | None]:
+    """The fencing counter and the all-time snapshot's asOf as the node on ``port`` holds
+    them (a replica read with ``READONLY``), None where it has none."""
+    r = aioredis.Redis(
+        host=host, port=port, decode_responses=True, socket_timeout=2, single_connection_client=True
+    )
+    try:
+        await r.execute_command("READONLY")
+        fence = await r.get("nf:{agg}:fence")
+        snap = await r.get(f"nf:{{agg}}:snap:{partitions.BOARD}:all")
+    finally:
+        await r.aclose()
+    as_of = None if snap is None else float(json.loads(snap)["asOf"])
+    return (None if fence is None else int(fence)), as_of
+
+
+def _went_back(ranks: list[RankRead]) -> list[tuple[str, float, float, float]]:
+    """Each rank answer of a process whose snapshot (its asOf: every answer that has one is
+    read from the aggregator's snapshot) is older than one the same process answered before
+    it was asked: (the process, when it was asked, the asOf seen before, this one's)."""
+    out = []
+    for api in sorted({r.api for r in ranks}):
+        mine = sorted((r for r in ranks if r.api == api and r.as_of), key=lambda r: r.sent)
+        for r in mine:
+            before = [o.as_of for o in mine if o.answered < r.sent and o.as_of is not None]
+            if before and r.as_of is not None and r.as_of < max(before):
+                out.append((api, r.sent, max(before), r.as_of))
+    return out
+
+
+@full_only  # about 55 s a run (its fleet 25 to 35 s): not in CI's short version
+@pytest.mark.slow
+@pytest.mark.timeout(480)
+@pytest.mark.parametrize("cut", ["both-ways", "deaf"])
+@pytest.mark.parametrize("fleet", logs("+cluster", short="nats"), indirect=True)
+async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_no_reader_time(
+    fleet: NetFleet, cut: str
+) -> None:
+    """The cluster fleet of the scenario above, but the primary cut is the one that serves the
+    aggregator's keys (the ``{agg}`` tag: its lease, its fencing counter, the snapshots and
+    their stamps), cut from the other five nodes, from the standby aggregator's worker and
+    from API process 2, while the active aggregator's worker and API process 1 still reach
+    it. ``both-ways``: nothing passes; ``deaf``: the old primary still sends to them, but
+    hears nothing from them (each drops what it sends to it: one direction only).
+
+    The active aggregator goes on publishing to the old primary until it refuses keys; its
+    replica, promoted, holds the snapshot as of the cut, so those late publishes are lost
+    when the old primary rejoins as a replica. The scenario shows that the aggregator
+    publishes again to the promoted replica, newer than every snapshot lost; that no reader
+    is answered from a snapshot older than one it was answered from before (a rank answer's
+    asOf never goes back in one process); and, as in every scenario, that nothing is lost or
+    doubled, no exact rank is false and no estimate misses its interval."""
+    cluster = fleet.cluster
+    assert cluster is not None
+    # A third reader on each API process: a snapshot going back in time lasts until the next
+    # publish, and more rank reads see it if it happens.
+    game = Game(fleet.apis, fleet.key, RATE)
+    tasks = [asyncio.create_task(game.sender(i, SENDERS)) for i in range(SENDERS)]
+    tasks += [asyncio.create_task(game.reader(api)) for api in ("api1", "api2", "api1", "api2")]
+    ports = {p: n for p, n in zip(cluster.ports, (f"rc{i}" for i in range(1, 7)), strict=True)}
+    old = await asyncio.to_thread(primary_of, cluster, "{agg}")
+    new = await asyncio.to_thread(replica_of, old, cluster.host(old))
+    witness = next(p for p in await asyncio.to_thread(cluster.primaries) if p != old)
+    shards = await asyncio.to_thread(shards_on, cluster, old, AGG_SHARDS)
+    on_old: list[_Publish] = []
+    on_new: list[_Publish] = []
+    watches = [
+        asyncio.create_task(_publishes(cluster.host(old), old, on_old)),
+        asyncio.create_task(_publishes(cluster.host(new), new, on_new)),
+    ]
+    a = fleet.hosts[ports[old]]
+    by_address = {fleet.hosts[w].address: w for w in ("worker", "worker2")}
+    cut_off: list[Host] = []
+    try:
+        await game.acknowledged(40)
+
+        def active() -> str | None:
+            calls = [p.by for p in on_old if p.by in by_address]
+            return by_address[calls[-1]] if calls else None
+
+        await _until("a snapshot published", lambda: active() is not None)
+        leader = active()
+        assert leader is not None
+        standby = "worker2" if leader == "worker" else "worker"
+        cut_off = [fleet.hosts[ports[p]] for p in cluster.ports if p != old]
+        cut_off += [fleet.hosts[standby], fleet.hosts["api2"]]
+        for h in cut_off:
+            if cut == "both-ways":
+                fleet.net.cut(a, h)
+            else:
+                fleet.net.cut(h, a, both=False)  # h's packets to it dropped, at h
+        cut_at, cut_wall = time.monotonic(), time.time()
+        _, before = await _agg_keys(cluster.host(new), new)
+        seen = await _first_seen(
+            {
+                "the replica promoted": lambda: _promoted(cluster, witness, old, new),
+                "the old primary refusing keys": lambda: _refuses(cluster, old),
+            }
+        )
+        promoted, refused = seen["the replica promoted"], seen["the old primary refusing keys"]
+        late = [p.as_of for p in on_old if p.by == "lua" and p.at >= cut_wall and p.as_of]
+        newest_lost = max(late, default=0.0)
+
+        def republished() -> bool:
+            return any(p.by == "lua" and (p.as_of or 0.0) > newest_lost for p in on_new)
+
+        # The aggregator that still reaches every node publishes to the promoted replica
+        # (under its old lease, or a new tenure), a snapshot newer than every one lost.
+        await _until("a snapshot published again on the promoted replica", republished)
+        again = time.monotonic()
+        fence_then, _ = await _agg_keys(cluster.host(new), new)
+        await game.acknowledged(20)
+        for h in cut_off:
+            if cut == "both-ways":
+                fleet.net.heal(a, h)
+            else:
+                fleet.net.heal(h, a)
+        cut_off = []
+        healed = time.monotonic()
+        await _until_asked(
+            "the old primary a replica again", lambda: _replica_again(cluster, old, new)
+        )
+        demoted = time.monotonic()
+        await asyncio.to_thread(cluster.wait_ok, partitions.DEADLINE_S, False)
+        await game.acknowledged(200)
+    finally:
+        for h in cut_off:  # a failure mid-cut: healed before the fleet is stopped
+            with contextlib.suppress(Exception):
+                fleet.net.heal(a, h) if cut == "both-ways" else fleet.net.heal(h, a)
+        for w in watches:
+            w.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+        game.stop.set()
+        await asyncio.gather(*tasks)
+    fence_end, end_as_of = await _agg_keys(cluster.host(new), new)
+    publishers = sorted({by_address[p.by] for p in on_new if p.by in by_address})
+    # API process 2 and the standby reach no part of the old primary's slots from the cut to
+    # the heal; API process 1 none once it refuses keys, until its client finds the promoted
+    # replica (not seen from outside: until the promotion). The board may lack, from the cut
+    # until the mender replayed, what the old primary took of its shards' writes.
+    out = {"api1": (cut_at, promoted), "api2": (cut_at, healed)}
+    verdict = await partitions.check(fleet, game, out, board_behind=(cut_at, time.monotonic()))
+    back = _went_back(game.history.ranks)
+    sampled = await partitions.api_metrics(fleet, await partitions.ops_key(fleet))
+    passed = "podium_snapshots_passed_over_total"
+    passed_over = int(sum(v for k, v in sampled.items() if k.startswith(passed)))
+    during = game.history.tries
+    answered = Counter(
+        (t.api, t.outcome) for t in during if not is_submit(t) and cut_at <= t.sent < healed
+    )
+    print(
+        f"{game.history.sent} matches; cut ({cut}) the primary of the aggregator's keys "
+        f"(and of shards {sorted(shards)}) from its majority, {standby} and api2, {leader} "
+        f"(active) and api1 still reaching it; the replica promoted {promoted - cut_at:.1f} s "
+        f"after the cut; the old primary refusing keys {refused - cut_at:.1f} s after it; "
+        f"{len(late)} snapshots published to it after the cut (asOf up to "
+        f"{newest_lost - cut_wall:+.1f} s of the cut; the replica's before the cut "
+        f"{(before or 0.0) - cut_wall:+.1f} s), lost at the heal; published again on the "
+        f"promoted replica {again - promoted:.1f} s after the promotion (fencing token "
+        f"{fence_then}, by {publishers}); a replica again {demoted - healed:.1f} s after the "
+        f"heal; the fencing token at the end {fence_end}, the snapshot's asOf "
+        f"{(end_as_of or 0.0) - time.time():+.1f} s of now; reads during the cut "
+        f"{dict(answered)}; rank answers whose snapshot went back: {len(back)} "
+        f"{[(api, round(t - cut_at, 1), b - a) for api, t, b, a in back[:5]]} (the process, "
+        f"asked how long after the cut, how many seconds back); snapshots passed over by the "
+        f"API processes as older than one they used {passed_over}; "
+        f"the board equal to the store {verdict.board_caught_up_s:.1f} s after the load "
+        f"stopped; {verdict.ranks()}"
+    )
+    assert late, "the old primary took no snapshot after the cut: nothing to lose"
+    assert not back, back
     assert verdict.ok, verdict

@@ -19,6 +19,10 @@ from podium.domain.changes import Changes
 from podium.domain.histogram import Histogram
 
 VERSION = 1
+# Readers stop using a snapshot this long after it was published (its time to live in the
+# snapshot store): the aggregator's publish sets it, and a reader passes over a snapshot
+# older than one it used for at most this long (``service/ranks/snapshot.py``).
+SNAPSHOT_TTL_S = 15.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from podium.domain.boards import Below, BoardSpec, board_key, merge_in_board_ord
 from podium.domain.changes import Changes
 from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
 from podium.domain.recount import applied, counted, rotating, runs
+from podium.domain.snapshot import SNAPSHOT_TTL_S as SNAPSHOT_TTL_S  # its publishes' TTL
 from podium.domain.snapshot import Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
@@ -55,7 +56,6 @@ log = logging.getLogger("podium.aggregator")
 PERIOD_S = 0.5  # a cycle per live board window this often (from one's start to the next's)
 LEASE_S = 5.0  # a standby takes over this long after the active aggregator stops
 PART_MAX_AGE_S = 10.0  # how long a shard's previous answer may stand in for it
-SNAPSHOT_TTL_S = 15.0  # readers stop using a snapshot this long after it was published
 REPLAN_S = 60.0  # how often the histogram's boundaries are moved back toward their ranks
 # Sooner when the board has drifted from its plan: a bucket holds more than twice what it or
 # a neighbour held at the first count after the plan, and DRIFT_MIN more (buckets are

@@ -42,7 +42,7 @@ from podium import metrics
 from podium.domain.boards import Below, BoardSpec, Ties
 from podium.domain.changes import Changes, widened
 from podium.domain.histogram import Estimate
-from podium.domain.snapshot import Snapshot
+from podium.domain.snapshot import SNAPSHOT_TTL_S, Snapshot
 from podium.errors import IndexUnavailable
 from podium.ports import (
     Around,
@@ -103,6 +103,9 @@ class SnapshotRanks:
         self._stamps: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, STAMP_S, clock.now)
         self._seen: Cache[BoardKey, bytes | None] = Cache(SNAPSHOTS_HELD, HOLD_S, clock.now)
         self._not_before = float("-inf")  # snapshots older than this are passed over
+        # The newest snapshot's asOf this process used, by board window, and when it first
+        # used it: an older one read after it is passed over (``_in_order``).
+        self._newest: dict[BoardKey, tuple[float, float]] = {}
         # The first FRESH_ROWS counted on the shards, by (board window, FRESH_PAGE_S slot,
         # the snapshot's stamp): read again when the slot ends, and at once when the
         # snapshot changes (a new publish, or one dropped: an erasure drops the snapshots
@@ -132,7 +135,31 @@ class SnapshotRanks:
         since the last change ``forget`` was told of)."""
         stamp = await self.stamp(key)
         snap = await self._held.get_or_load((key, stamp), lambda: self._read(key))
-        return snap if snap is not None and snap.as_of >= self._not_before else None
+        if snap is None or snap.as_of < self._not_before:
+            return None
+        return snap if self._in_order(key, snap) else None
+
+    def _in_order(self, key: BoardKey, snap: Snapshot) -> bool:
+        """Whether ``snap`` is no older than the newest snapshot of the board window this
+        process used in the last ``SNAPSHOT_TTL_S``. An older one is passed over (its reads
+        counted on the shards): a failover of the snapshot store's node loses the snapshots
+        the old node took after its replica last heard from it (a Redis Cluster primary cut
+        from its majority takes the aggregator's publishes until it refuses keys, a few
+        seconds), and the promoted replica serves the one before them until the aggregator
+        publishes there, so a reader that moved with the failover would answer as of an
+        earlier moment than it just did (docs/faults.md). Under one aggregator asOf never
+        goes back; a takeover by one whose clock is behind is passed over until its asOf
+        catches up, or the newer snapshot would have expired anyway."""
+        now = self.clock.now()
+        newest = self._newest.get(key)
+        if newest is not None and snap.as_of < newest[0] and now - newest[1] < SNAPSHOT_TTL_S:
+            metrics.SNAPSHOTS_PASSED_OVER.labels(key.board).inc()
+            return False
+        if newest is None or snap.as_of > newest[0]:
+            if len(self._newest) >= SNAPSHOTS_HELD and key not in self._newest:
+                self._newest.clear()  # windows past: start afresh
+            self._newest[key] = (snap.as_of, now)
+        return True
 
     async def stamp(self, key: BoardKey) -> bytes | None:
         """The board window's snapshot's stamp as this process last asked (at most

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from podium.config.settings import parse
-from podium.domain.snapshot import Snapshot
+from podium.domain.snapshot import SNAPSHOT_TTL_S, Snapshot
 from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.index.memory.snapshots import MemorySnapshots
@@ -104,6 +104,37 @@ async def test_a_new_snapshot_is_read_as_soon_as_its_stamp_is_seen() -> None:
     assert snapshot_ranks.STAMP_S < snapshot_ranks.HOLD_S
     assert await ranking.top(SPEC, KEY, 0, 0) == Top([("b", 2)], T + 0.5)
     assert await ranking.version(KEY, 0) == await snaps.stamp(KEY)
+
+
+@pytest.mark.usefixtures("sliced")
+async def test_a_snapshot_older_than_one_used_is_passed_over_until_a_newer_one() -> None:
+    """A failover of the snapshot store's node: the promoted replica holds a snapshot older
+    than the one this process last answered from (docs/faults.md, the primary of the
+    aggregator's keys cut from its majority). Its reads count on the shards instead, until
+    the aggregator publishes a newer one; past SNAPSHOT_TTL_S of the newest used, an older
+    one is used again (a takeover by an aggregator whose clock is behind)."""
+    clock = Clock()
+    ranking, snaps = await _ranks(clock)
+    await _publish(snaps, T + 2.0, [("cheat", 900), ("fair", 100)])
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("cheat", 900), ("fair", 100)], T + 2.0)
+
+    await _publish(snaps, T + 1.0, [("old", 50)])  # the promoted replica's, from before
+    clock.t = T + 2.0 + snapshot_ranks.STAMP_S
+    assert await ranking.snapshot(KEY) is None
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], clock.t)  # the shards
+
+    await _publish(snaps, T + 2.5, [("fair", 100)])  # the aggregator's next cycle there
+    clock.t += snapshot_ranks.STAMP_S
+    assert await ranking.top(SPEC, KEY, 0, 9) == Top([("fair", 100)], T + 2.5)
+
+    await _publish(snaps, T + 0.5, [("old", 50)])  # an aggregator whose clock is behind
+    clock.t += snapshot_ranks.STAMP_S
+    assert await ranking.snapshot(KEY) is None
+    clock.t += SNAPSHOT_TTL_S
+    await _publish(snaps, T + 0.6, [("old", 50)])  # its next cycle, the newer one's time over
+    clock.t += snapshot_ranks.STAMP_S
+    got = await ranking.snapshot(KEY)
+    assert got is not None and got.as_of == T + 0.6
 
 
 class Unstamped(MemorySnapshots):
