@@ -219,6 +219,17 @@ class Outbox(Protocol):
         ...
 
 
+class Marking(Protocol):
+    """One store database's outbox, as the role that writes board marks sees it
+    (``domain/marks.py``, ``workers/marker.py``)."""
+
+    async def write_marks(self, players: Sequence[str], source: str, at: float) -> None:
+        """One mark row per player of ``domain.marks.mark_players`` (one per partition of
+        the log), under the database's name ``source`` and the time ``at``, taken before
+        this call: in one transaction, after every record committed before ``at``."""
+        ...
+
+
 class Players(Protocol):
     """Profiles, friends and bans."""
 

@@ -13,6 +13,9 @@ How a batch is settled with the log:
   starting its lease again (``in_progress``) so that no other updater takes it meanwhile;
   after ``HOLD_LEASES`` leases of failing it is given back instead (``nak``);
 - any other failure (a bug): given back at once (``nak``), for any updater to retry;
+- board marks (``domain/marks.py``) are no changes: taken out of the batch before any board
+  logic, their times noted in the index once the rest of the batch is written, and acked
+  with it;
 - changes that can never be applied (a board no longer configured, a window or a total
   the board's configuration no longer takes): dropped with a log line, and acked with the
   rest, since delivering them again would fail the same way for ever.
@@ -31,10 +34,20 @@ from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import window_of
+from podium.domain.marks import is_mark, newest, partition_of_mark
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import Unavailable
-from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
+from podium.ports import (
+    BoardKey,
+    BoardMarks,
+    ChangeLog,
+    Clock,
+    Outbox,
+    Players,
+    ProfileCopy,
+    RankIndex,
+)
 from podium.service.tournaments import Specs
 from podium.workers.runner import Needs, Runner
 
@@ -57,6 +70,7 @@ class Updater:
         changes: ChangeLog,
         clock: Clock,
         more: Callable[[str], Awaitable[BoardSpec | None]] | None = None,
+        marks: BoardMarks | None = None,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
         # Boards made at run time (tournaments, tournaments.Specs), versioned by the same
@@ -69,6 +83,7 @@ class Updater:
         self._copy = copy
         self._log = changes
         self._clock = clock
+        self._marks = marks  # where applied marks are noted; None: marks are acked unnoted
         self._batch = settings.workers.batch
         self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
         self._held: list[Message] = []  # a batch fetched and not yet applied
@@ -150,7 +165,8 @@ class Updater:
         profiles = [c for c in changes if isinstance(c, ProfileChange)]
         if profiles:
             await self._apply_profiles(profiles)
-        totals = [c for c in changes if isinstance(c, Change)]
+        marks = [c for c in changes if isinstance(c, Change) and is_mark(c.board)]
+        totals = [c for c in changes if isinstance(c, Change) and not is_mark(c.board)]
         banned = await self._store.banned([c.player_id for c in totals]) if totals else set()
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
         for c in totals:
@@ -160,6 +176,14 @@ class Updater:
                 groups[BoardKey(c.board, c.window)].append(c)
         for key, group in groups.items():
             await self._apply(key, group)
+        if marks and self._marks is not None:
+            # After every change of the batch is written: this updater settles each fetch
+            # before the next, so every change of a mark's partition and database that came
+            # before it in the log is on the board now (docs/architecture.md, "Reading").
+            noted = newest(
+                {}, (((m.window, partition_of_mark(m.player_id)), m.committed_at) for m in marks)
+            )
+            await self._marks.note_marks(noted)
         return totals, profiles
 
     async def _apply_profiles(self, changes: list[ProfileChange]) -> None:
@@ -297,7 +321,8 @@ def runners(n: Needs) -> list[Runner]:
     exported, the index's copy of profiles kept complete, and the index mended after it
     lost writes (``mender.py``), which its role starts beside them (``roles.py``)."""
     w = n.settings.workers
-    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, Specs(n.store, n.clock))
+    specs = Specs(n.store, n.clock)
+    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, specs, marks=n.marks)
     backlog = BacklogMonitor(n.store, n.clock)
     copier = ProfileCopier(n.fill_profiles, n.copy)
     return [
