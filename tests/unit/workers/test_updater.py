@@ -88,3 +88,28 @@ async def test_recounts_lower_a_gt_board_and_stay_lowered() -> None:
     assert [m for m, _ in await index.page(KEY, 0, 10, descending=True)] == ["b", "a"]
     await _apply(up, log, [_change("a", 1000, 8)])
     assert (await index.page(KEY, 0, 0, descending=True))[0][0] == "a"
+
+
+async def test_a_mark_is_noted_never_written_and_acked_with_its_batch() -> None:
+    from podium.domain.marks import MARK_BOARD, mark_players
+    from podium.index.memory.snapshots import MemorySnapshots
+
+    settings = parse({"boards": [{"name": "week", "window": "week"}]})
+    index, log, marks = MemoryIndex(Clock().now), Log(), MemorySnapshots(Clock().now)
+    up = Updater(settings, Store(), index, index.copy, log, Clock(), marks=marks)  # type: ignore[arg-type]
+    p0, p1 = mark_players(2)
+
+    def mark(player: str, at: float) -> Change:
+        return Change(MARK_BOARD, "db1", player, Tally(0, 0, 0), at)
+
+    batch: list[Message] = [_change("a", 900, 1), mark(p0, T0 + 5.5), mark(p1, T0 + 5.5)]
+    await _apply(up, log, batch)
+    assert await marks.read_marks() == {("db1", 0): T0 + 5.5, ("db1", 1): T0 + 5.5}
+    assert log.acked == batch
+    page = await index.page(KEY, 0, 10, descending=True)
+    assert [m for m, _ in page] == ["a"]  # the marks are on no board
+    assert await index.page(BoardKey(MARK_BOARD, "db1"), 0, 10, descending=True) == []
+    # a mark delivered again after a newer one never takes the watermark back
+    await _apply(up, log, [mark(p0, T0 + 7.0)])
+    await _apply(up, log, [mark(p0, T0 + 5.5)])
+    assert await marks.read_marks() == {("db1", 0): T0 + 7.0, ("db1", 1): T0 + 5.5}
