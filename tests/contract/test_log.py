@@ -25,6 +25,7 @@ import pytest
 from podium.domain.boards import BoardSpec
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
+from podium.log.events import partition_of
 from podium.log.kafka.log import KafkaLog
 from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
@@ -679,3 +680,29 @@ async def test_ping_answers_while_the_log_is_up(kit: Kit) -> None:
     await kit.total("p", 1)
     assert [m.player_id for m in await kit.drain(log)] == ["p"]
     await log.ping()
+
+
+@timed
+async def test_settled_once_every_earlier_message_of_its_partition_is_acked(kit: Kit) -> None:
+    # Two consumers hold one player's two changes (the second delivered once the first
+    # was): the later one acked first is not settled until the earlier one is acked too,
+    # which is what a board mark waits for (domain/marks.py).
+    a, b = kit.consumer(), kit.consumer()
+    first_sent, second_sent = await kit.total("p1", 10), await kit.total("p1", 5)
+    p = partition_of("p1", a.partitions)
+    leased = kit.mark()
+    first = await kit.collect(lambda: a.fetch(1, partition=p), 1)
+    second = await kit.collect(lambda: b.fetch(1, partition=p), 1)
+    assert sigs(first) == [first_sent] and sigs(second) == [second_sent]
+    with kit.within(leased, "the acks and the look at the ack floor"):
+        await b.ack(second)
+        assert await b.settled(second) == [False]  # a holds an earlier one
+        await a.ack(first)
+
+    async def both() -> bool:
+        return await b.settled(second) == [True] and await a.settled(first) == [True]
+
+    deadline = time.monotonic() + 30.0  # a server applies acks a moment after they are sent
+    while not await both():
+        assert time.monotonic() < deadline, "the ack floor never passed the acked messages"
+        await asyncio.sleep(0.05)

@@ -218,6 +218,11 @@ class Outbox(Protocol):
         """(rows not yet applied, age in seconds of the oldest)."""
         ...
 
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        """For each claimed row id, whether no row at or below it is left in its database's
+        outbox (acked rows are deleted): every row before it was applied."""
+        ...
+
 
 class Marking(Protocol):
     """One store database's outbox, as the role that writes board marks sees it

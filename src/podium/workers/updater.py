@@ -14,8 +14,8 @@ How a batch is settled with the log:
   after ``HOLD_LEASES`` leases of failing it is given back instead (``nak``);
 - any other failure (a bug): given back at once (``nak``), for any updater to retry;
 - board marks (``domain/marks.py``) are no changes: taken out of the batch before any board
-  logic, their times noted in the index once the rest of the batch is written, and acked
-  with it;
+  logic, acked with it, and their times noted in the index once the log's ack floor is
+  past them (every earlier message of their partition applied, by whichever updater);
 - changes that can never be applied (a board no longer configured, a window or a total
   the board's configuration no longer takes): dropped with a log line, and acked with the
   rest, since delivering them again would fail the same way for ever.
@@ -58,6 +58,8 @@ log = logging.getLogger("podium.updater")
 HOLD_LEASES = 6
 BACKLOG_CHECK_S = 1.0  # how often an updater exports the outbox backlog
 PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
+MARK_CHECK_S = 0.1  # how often an updater asks again whether the marks it holds settled
+UNSETTLED_HELD = 256  # marks held waiting to settle at most: a newer one says more
 
 
 class Updater:
@@ -84,6 +86,8 @@ class Updater:
         self._log = changes
         self._clock = clock
         self._marks = marks  # where applied marks are noted; None: marks are acked unnoted
+        self._unsettled: list[Change] = []  # marks acked, the log's ack floor not past them
+        self._checked_at = 0.0
         self._batch = settings.workers.batch
         self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
         self._held: list[Message] = []  # a batch fetched and not yet applied
@@ -95,6 +99,8 @@ class Updater:
     async def step(self) -> int:
         changes = await self._next()
         if not changes:
+            if self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S:
+                await self._note([])
             return 0
         try:
             totals, profiles = await self._apply_batch(changes)
@@ -109,12 +115,46 @@ class Updater:
         # which the GT/LT writes make harmless.
         await self._log.ack(changes)
         self._held = []
+        marks = [c for c in changes if isinstance(c, Change) and is_mark(c.board)]
+        if marks or (self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S):
+            await self._note(marks)
         now = self._clock.now()
         for c in totals:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
         metrics.CHANGES_APPLIED.inc(len(totals))
         metrics.PROFILES_APPLIED.inc(len(profiles))
         return len(changes)
+
+    async def _note(self, marks: list[Change]) -> None:
+        """Board marks this updater applied and acked, noted in the index once the log's
+        ack floor is past them (``ChangeLog.settled``): applying a mark after its batch
+        says this updater wrote what it fetched before it, but other updaters may still
+        hold earlier changes of its partition, fetched before it and not yet written (or
+        held by one that stalled, until their lease runs out and they come again). Marks
+        not settled yet are asked after again every ``MARK_CHECK_S``; the newest are kept."""
+        if self._marks is None:
+            return
+        held = self._unsettled + marks
+        self._checked_at = self._clock.now()
+        try:
+            ok = await self._log.settled(held)
+            done = [m for m, settled in zip(held, ok, strict=True) if settled]
+            if done:
+                await self._marks.note_marks(
+                    newest(
+                        {},
+                        (
+                            ((m.window, partition_of_mark(m.player_id)), m.committed_at)
+                            for m in done
+                        ),
+                    )
+                )
+        except Unavailable as e:  # the batch is acked: its marks are asked after again
+            self._unsettled = held[-UNSETTLED_HELD:]
+            log.debug("board marks not noted: %s", e)
+            return
+        self._unsettled = [m for m, settled in zip(held, ok, strict=True) if not settled]
+        self._unsettled = self._unsettled[-UNSETTLED_HELD:]
 
     async def _next(self) -> list[Message]:
         """The batch to apply: the one this updater holds, if it failed to apply (the index
@@ -165,7 +205,6 @@ class Updater:
         profiles = [c for c in changes if isinstance(c, ProfileChange)]
         if profiles:
             await self._apply_profiles(profiles)
-        marks = [c for c in changes if isinstance(c, Change) and is_mark(c.board)]
         totals = [c for c in changes if isinstance(c, Change) and not is_mark(c.board)]
         banned = await self._store.banned([c.player_id for c in totals]) if totals else set()
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
@@ -176,14 +215,6 @@ class Updater:
                 groups[BoardKey(c.board, c.window)].append(c)
         for key, group in groups.items():
             await self._apply(key, group)
-        if marks and self._marks is not None:
-            # After every change of the batch is written: this updater settles each fetch
-            # before the next, so every change of a mark's partition and database that came
-            # before it in the log is on the board now (docs/architecture.md, "Reading").
-            noted = newest(
-                {}, (((m.window, partition_of_mark(m.player_id)), m.committed_at) for m in marks)
-            )
-            await self._marks.note_marks(noted)
         return totals, profiles
 
     async def _apply_profiles(self, changes: list[ProfileChange]) -> None:

@@ -153,6 +153,11 @@ class Outbox(Database):
         )
         return int(n)
 
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        # On the primary (not a read replica, which may lag an ack): the one the acks went to.
+        low = await self._run(lambda c: c.fetchval("SELECT MIN(id) FROM outbox"), tx=False)
+        return [low is None or int(low) > i for i in ids]
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         # Marks are no results: a backlog of changes only.
         [r] = await self._fetch(

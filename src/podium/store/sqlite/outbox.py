@@ -121,3 +121,8 @@ class Outbox(Database):
             ).fetchone()
         )
         return int(r["n"]), (now - r["oldest"]) if r["oldest"] is not None else 0.0
+
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        r = await self._read(lambda c: c.execute("SELECT MIN(id) AS low FROM outbox").fetchone())
+        low = r["low"]
+        return [low is None or low > i for i in ids]
