@@ -19,17 +19,19 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 
 from podium.domain.boards import BoardSpec
+from podium.domain.marks import is_mark, mark_players
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
 from podium.log.events import partition_of
 from podium.log.kafka.log import KafkaLog
 from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
-from podium.ports import ChangeLog, ScoreStore
+from podium.ports import ChangeLog, Marking, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 from tests.kafka_cluster import delete_topic, group_name, need_kafka, topic_name
@@ -221,12 +223,14 @@ class Kit:
         while await relay.relay(1000):
             pass
 
-    async def total(self, player: str, points: int) -> Sig:
-        """Commit one result of ``player``; returns what its message must say."""
+    async def total(self, player: str, points: int, relay: bool = True) -> Sig:
+        """Commit one result of ``player`` (and relay it, unless told not to yet); returns
+        what its message must say."""
         self.matches += 1
         r = ResultRecord(player, f"m{self.matches}", "k1", "ranked", T0 + self.matches, 60, points)
         out = await self.store.record(r, TARGETS, self.clock.now(), None)
-        await self.relay()
+        if relay:
+            await self.relay()
         return ("total", player, out.totals["day"])
 
     async def profile(self, player: str, name: str) -> Sig:
@@ -706,3 +710,31 @@ async def test_settled_once_every_earlier_message_of_its_partition_is_acked(kit:
     while not await both():
         assert time.monotonic() < deadline, "the ack floor never passed the acked messages"
         await asyncio.sleep(0.05)
+
+
+@timed
+async def test_a_mark_follows_in_its_partition_every_change_committed_before_it(kit: Kit) -> None:
+    # Changes, the marks and more changes relayed in one claim: the marks come after the
+    # changes committed before them (a relay publishes them last, once those are stored).
+    log = kit.consumer()
+    before = [await kit.total(f"p{i}", 1 + i, relay=False) for i in range(12)]
+    players = mark_players(log.partitions)
+    await cast("Marking", kit.store).write_marks(players, "db1", NOW)
+    after = await kit.total("p0", 100, relay=False)
+    await kit.relay()
+    for p in range(log.partitions):
+        got: list[Message] = []
+        while True:
+            leased = kit.mark()
+            batch = await log.fetch(100, partition=p)
+            if not batch:
+                break
+            with kit.within(leased, "an ack"):
+                await log.ack(batch)
+            got += batch
+        marks = [i for i, m in enumerate(got) if isinstance(m, Change) and is_mark(m.board)]
+        assert [got[i].player_id for i in marks] == [players[p]]
+        assert got[marks[0]].committed_at == NOW
+        mine = {s for s in before if partition_of(s[1], log.partitions) == p}
+        assert mine <= set(sigs(got[: marks[0]]))  # every change committed before it
+        assert after in sigs(got) or partition_of("p0", log.partitions) != p

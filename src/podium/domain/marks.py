@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import cache
 
+from podium.domain.models import Change, Message
 from podium.domain.sharding import bucket_of
 
 MARK_BOARD = "!mark"  # no board name: not [a-z0-9][a-z0-9_-]*, nor "~<id>", nor ""
@@ -48,6 +49,11 @@ def mark_players(partitions: int) -> tuple[str, ...]:
 def is_mark(board: str) -> bool:
     """Whether an outbox row or a log message of this board is a mark, not a change."""
     return board == MARK_BOARD
+
+
+def is_mark_message(m: Message) -> bool:
+    """Whether a message of the log is a mark (a profile change never is)."""
+    return isinstance(m, Change) and is_mark(m.board)
 
 
 def partition_of_mark(player_id: str) -> int:
