@@ -54,6 +54,12 @@ class Freshness:
             await asyncio.shield(self._reading)
         return behind_label(self._clock.now(), self._mark, self._bound_s)
 
+    async def behind(self) -> float | None:
+        """How far the board is behind the store now, read afresh (``podium status``): now
+        less the watermark; None when no watermark is known."""
+        await self._read(self._clock.now())
+        return None if self._mark is None else max(0.0, self._clock.now() - self._mark)
+
     async def _read(self, now: float) -> None:
         try:
             held = await self._marks.read_marks()
