@@ -184,6 +184,9 @@ class TimedLog:
     async def nak(self, messages: Sequence[Message]) -> None:
         await self._settle(lambda: self.inner.nak(messages))
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        return await self.inner.settled(messages)  # board marks only: not timed
+
     async def replay(
         self, since: float, keep: Callable[[Message], bool] | None = None
     ) -> ChangeLog:

@@ -33,17 +33,19 @@ from podium.config.topology import (
 from podium.errors import ConfigError, Unavailable
 from podium.index.memory.ratelimit import ReadLimiter
 from podium.index.split.index import SplitIndex
+from podium.log.partitions import by_name, just
 from podium.ports import (
+    AggregatorSlot,
     ChangeLog,
     Clock,
+    MarkedOutbox,
+    Marking,
     ProfileCopy,
     RankIndex,
     RankSource,
     Rebuilding,
-    Relayed,
     ScoreStore,
     ShardIndex,
-    Snapshots,
     SystemClock,
 )
 from podium.ports.archive import ResultFiles
@@ -58,6 +60,7 @@ from podium.service.ingest import Ingest
 from podium.service.ranks.counted import CountedRanks
 from podium.service.ranks.marked import MarkedRanks
 from podium.service.ranks.snapshot import FRESH_PAGE_S, SnapshotRanks
+from podium.service.reads.freshness import Freshness
 from podium.service.upkeep.gapless import GaplessRebuild
 from podium.service.upkeep.progress import Published
 from podium.service.upkeep.reshard import Reshard
@@ -142,7 +145,7 @@ class IndexParts:
 
     index: RankIndex
     copy: ProfileCopy
-    snapshots: Snapshots
+    snapshots: AggregatorSlot  # and the board marks beside them (ports/index.py)
     split: SplitShards | None
     rebuilding: Rebuilding
     generations: Generations | None = None  # a Redis index's markers (ports/generations.py)
@@ -285,27 +288,13 @@ def read_limiter(settings: Settings, topo: Topology) -> Buckets:
 
 
 def _log(
-    settings: Settings, topo: Topology, store: ScoreStore, split: SplitStore | None, clock: Clock
+    settings: Settings,
+    topo: Topology,
+    store: ScoreStore,
+    databases: Callable[[], Awaitable[Mapping[str, MarkedOutbox]]],
+    clock: Clock,
 ) -> ChangeLog:
     if topo.log in ("nats", "kafka"):
-        from podium.log.events import source_of
-
-        databases: Callable[[], Awaitable[Mapping[str, Relayed]]]
-        if split is not None:
-            # Each database's own outbox and events, relayed under a lease of its own (the
-            # home too, for a freeze's events); the list is asked for at every step, since
-            # a bucket can move to a database not yet seen.
-            async def every() -> Mapping[str, Relayed]:
-                return {source_of(u): o for u, o in (await split.relayed()).items()}
-
-            databases = every
-        else:
-            one: Mapping[str, Relayed] = {source_of(settings.store.url): store}
-
-            async def just_one() -> Mapping[str, Relayed]:
-                return one
-
-            databases = just_one
         if topo.log == "kafka":
             from podium.log.kafka.log import KafkaLog
 
@@ -350,7 +339,7 @@ class Backends:
     clock: Clock
     podium: Service
     read_limiter: Buckets
-    snapshots: Snapshots
+    snapshots: AggregatorSlot  # and the board marks beside them (ports/index.py)
     split: SplitShards | None  # a split index's shards; None when it is not split
     topology: Topology
     # The store split by player, for what only it does (moving a bucket); None otherwise.
@@ -360,6 +349,7 @@ class Backends:
     layout: LiveLayouts | None = None  # a split Redis index's live layout (index/redis/layout.py)
     record: LayoutRecord | None = None  # an unsplit Redis's look at the layout record
     feeds: list[tuple[IngestTable, MatchFeed]] = field(default_factory=list)  # [[ingest]]
+    marking: Callable[[], Awaitable[Mapping[str, Marking]]] | None = None
     _runners: list[Runner] = field(default_factory=list)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -449,6 +439,8 @@ class Backends:
                 self.podium.matches, self.podium.keys, self.clock, self.settings.server.key_cache_s
             ),
             self.podium.erasures,
+            marking=self.marking,
+            marks=self.snapshots,
         )
 
     def start_roles(self, names: Sequence[str]) -> None:
@@ -515,7 +507,13 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     store = split_store if split_store is not None else _store(settings, topo)
     store.erasure_secret = settings.store.erasure_secret  # erased ids' hashes' key (§9)
     parts = _index(settings, topo, clock)
-    changes = _log(settings, topo, store, split_store, clock)
+    # Every store database's outbox by its name: what a relay per database reads (the home
+    # too) and, with the outbox log, what updaters claim from: where board marks go.
+    if split_store is None:
+        marking = just(settings.store.url, cast("MarkedOutbox", store))  # SQLite or Postgres
+    else:
+        marking = by_name(split_store.relayed if topo.log != "outbox" else split_store.outboxes)
+    changes = _log(settings, topo, store, marking, clock)
     archive = FileArchive(settings.archive.dir)
     ranking = _rank_source(settings, topo, parts, clock)
     marked = None
@@ -536,6 +534,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         files=ArchiveFiles(settings.archive.dir),
         erased_log=cast("IndexErasure", changes) if topo.log == "nats" else None,  # JetStream
         upkeep=parts.upkeep,
+        freshness=Freshness(settings, parts.snapshots, marking, changes.partitions, clock),
     )  # fmt: skip
     limiter = read_limiter(settings, topo)
     return Backends(
@@ -556,6 +555,7 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
         parts.layout,
         parts.record,
         _feeds(settings),
+        marking=marking,
     )
 
 

@@ -137,6 +137,13 @@ OUTBOX_AGE_SECONDS = Gauge(
     registry=REGISTRY,
     multiprocess_mode="livemax",
 )
+BOARD_BEHIND_SECONDS = Gauge(
+    "podium_board_behind_seconds",
+    "How far the board is behind the store, as this API process last read its marks: now "
+    "less the least board mark (domain/marks.py); absent until a mark was read",
+    registry=REGISTRY,
+    multiprocess_mode="livemax",
+)
 AGGREGATOR_ACTIVE = Gauge(
     "podium_aggregator_active",
     "1 while this process's rank aggregator holds the lease (0: a standby)",

@@ -19,16 +19,19 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 
 from podium.domain.boards import BoardSpec
+from podium.domain.marks import is_mark, mark_players
 from podium.domain.models import Change, Message, Profile, ProfileChange, ResultRecord, Target
 from podium.domain.windows import WindowKind, WindowRule
+from podium.log.events import partition_of
 from podium.log.kafka.log import KafkaLog
 from podium.log.nats.log import NatsLog
 from podium.log.outbox import OutboxLog
-from podium.ports import ChangeLog, ScoreStore
+from podium.ports import ChangeLog, Marking, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
 from tests.kafka_cluster import delete_topic, group_name, need_kafka, topic_name
@@ -220,12 +223,14 @@ class Kit:
         while await relay.relay(1000):
             pass
 
-    async def total(self, player: str, points: int) -> Sig:
-        """Commit one result of ``player``; returns what its message must say."""
+    async def total(self, player: str, points: int, relay: bool = True) -> Sig:
+        """Commit one result of ``player`` (and relay it, unless told not to yet); returns
+        what its message must say."""
         self.matches += 1
         r = ResultRecord(player, f"m{self.matches}", "k1", "ranked", T0 + self.matches, 60, points)
         out = await self.store.record(r, TARGETS, self.clock.now(), None)
-        await self.relay()
+        if relay:
+            await self.relay()
         return ("total", player, out.totals["day"])
 
     async def profile(self, player: str, name: str) -> Sig:
@@ -679,3 +684,57 @@ async def test_ping_answers_while_the_log_is_up(kit: Kit) -> None:
     await kit.total("p", 1)
     assert [m.player_id for m in await kit.drain(log)] == ["p"]
     await log.ping()
+
+
+@timed
+async def test_settled_once_every_earlier_message_of_its_partition_is_acked(kit: Kit) -> None:
+    # Two consumers hold one player's two changes (the second delivered once the first
+    # was): the later one acked first is not settled until the earlier one is acked too,
+    # which is what a board mark waits for (domain/marks.py).
+    a, b = kit.consumer(), kit.consumer()
+    first_sent, second_sent = await kit.total("p1", 10), await kit.total("p1", 5)
+    p = partition_of("p1", a.partitions)
+    leased = kit.mark()
+    first = await kit.collect(lambda: a.fetch(1, partition=p), 1)
+    second = await kit.collect(lambda: b.fetch(1, partition=p), 1)
+    assert sigs(first) == [first_sent] and sigs(second) == [second_sent]
+    with kit.within(leased, "the acks and the look at the ack floor"):
+        await b.ack(second)
+        assert await b.settled(second) == [False]  # a holds an earlier one
+        await a.ack(first)
+
+    async def both() -> bool:
+        return await b.settled(second) == [True] and await a.settled(first) == [True]
+
+    deadline = time.monotonic() + 30.0  # a server applies acks a moment after they are sent
+    while not await both():
+        assert time.monotonic() < deadline, "the ack floor never passed the acked messages"
+        await asyncio.sleep(0.05)
+
+
+@timed
+async def test_a_mark_follows_in_its_partition_every_change_committed_before_it(kit: Kit) -> None:
+    # Changes, the marks and more changes relayed in one claim: the marks come after the
+    # changes committed before them (a relay publishes them last, once those are stored).
+    log = kit.consumer()
+    before = [await kit.total(f"p{i}", 1 + i, relay=False) for i in range(12)]
+    players = mark_players(log.partitions)
+    await cast("Marking", kit.store).write_marks(players, "db1", NOW)
+    after = await kit.total("p0", 100, relay=False)
+    await kit.relay()
+    for p in range(log.partitions):
+        got: list[Message] = []
+        while True:
+            leased = kit.mark()
+            batch = await log.fetch(100, partition=p)
+            if not batch:
+                break
+            with kit.within(leased, "an ack"):
+                await log.ack(batch)
+            got += batch
+        marks = [i for i, m in enumerate(got) if isinstance(m, Change) and is_mark(m.board)]
+        assert [got[i].player_id for i in marks] == [players[p]]
+        assert got[marks[0]].committed_at == NOW
+        mine = {s for s in before if partition_of(s[1], log.partitions) == p}
+        assert mine <= set(sigs(got[: marks[0]]))  # every change committed before it
+        assert after in sigs(got) or partition_of("p0", log.partitions) != p

@@ -133,6 +133,10 @@ class Read:
     wall: float  # the wall clock when sent
     as_of: float  # what the page says
     age: int | None  # its ``Age`` header: served stale on purpose, saying how old
+    # its entries (every one an exact rank), and when it was answered (monotonic): what an
+    # old asOf is checked against, as the moment the page speaks for (the board marks)
+    rows: tuple[Row, ...] = ()
+    answered: float = 0.0
 
 
 def is_submit(t: Try) -> bool:
@@ -394,11 +398,25 @@ class Game:
                 with contextlib.suppress(PodiumClientError, httpx.TransportError):
                     if self.rng.random() < 0.5:
                         got = await raw.get(f"/v1/boards/{BOARD}", params={"limit": 10})
+                        answered = time.monotonic()
                         if got.status_code == 200:
-                            as_of = datetime.fromisoformat(got.json()["asOf"]).timestamp()
+                            body = got.json()
+                            as_of = datetime.fromisoformat(body["asOf"]).timestamp()
                             age = got.headers.get("age")
+                            rows = tuple(
+                                Row(e["playerId"], int(e["rank"]), int(e["points"]))
+                                for e in body["entries"]
+                            )
                             self.history.pages.append(
-                                Read(api, sent, wall, as_of, None if age is None else int(age))
+                                Read(
+                                    api,
+                                    sent,
+                                    wall,
+                                    as_of,
+                                    None if age is None else int(age),
+                                    rows,
+                                    answered,
+                                )
                             )
                     else:
                         await self._rank(raw, api)
@@ -786,6 +804,8 @@ class Verdict:
     # at any moment their answer may speak for (``rankcheck.outside_intervals``)
     outside: list[FalseRank] = field(default_factory=list)
     estimates_checked: int = 0
+    # pages older than their bound whose asOf said so (the board marks), true as of then
+    pages_behind: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -808,7 +828,9 @@ class Verdict:
             f"{self.estimates_checked} estimated ranks checked, {len(self.outside)} outside "
             f"their interval; read from a board behind the store: {len(whole)} (at most "
             f"{max(whole, default=0.0):.2f} s behind), and {len(held)} while a fault held it "
-            f"back (at most {max(held, default=0.0):.2f} s)"
+            f"back (at most {max(held, default=0.0):.2f} s); {len(self.pages_behind)} top "
+            f"pages labelled behind, true as of their asOf (at most "
+            f"{max(self.pages_behind, default=0.0):.0f} s old)"
         )
 
 
@@ -819,7 +841,8 @@ async def check(
     board_behind: tuple[float, float] | None = None,
 ) -> Verdict:
     """Every acknowledged result in the store exactly once, the board equal to the store,
-    no 5xx but 503, no page older than documented, no exact rank false at every moment
+    no 5xx but 503, no page older than documented (unless its asOf says it, the board
+    marks' watermark, and its rows are true as of then), no exact rank false at every moment
     its answer may speak for, and no estimated rank whose interval holds no true rank at
     the moment of its answer, from the history and the final state (every fault healed).
     ``index_out``: when (monotonic, from and to) an API process could not reach the index;
@@ -875,7 +898,7 @@ async def check(
             return LAST_PAGE_S
         return STALE_S + held if r.age is not None else held
 
-    stale = [(r.api, r.wall - r.as_of - 1) for r in h.pages if r.wall - r.as_of - 1 > bound(r)]
+    old = [r for r in h.pages if r.wall - r.as_of - 1 > bound(r)]
     caught_up = time.monotonic() - started
     ledger = Ledger(
         Commit(m.began, m.began + m.took, h.acked[name]) for name, m in h.matches.items()
@@ -889,6 +912,14 @@ async def check(
             return r.sent - board_behind[0] + BOARD_FRESH_S
         return BOARD_FRESH_S
 
+    # A page older than its bound is not stale when it says so: while the board is behind
+    # the store, its asOf is the board marks' watermark (README, "How far behind the board
+    # is"), and its rows, each an exact rank, must then be true of the board at that moment
+    # (the rank check's rule for an answer labelled asOf an earlier time).
+    as_ranks = {id(r): _page_as_rank(r) for r in old if r.rows}
+    untrue = {id(f.read) for f in false_ranks(ledger, game.players, list(as_ranks.values()), lag)}
+    said = {id(r) for r in old if id(r) in as_ranks and id(as_ranks[id(r)]) not in untrue}
+    stale = [(r.api, r.wall - r.as_of - 1) for r in old if id(r) not in said]
     exact = [r for r in h.ranks if r.exact]
     wrong = false_ranks(ledger, game.players, exact, lag)
     estimated = [r for r in h.ranks if not r.exact]
@@ -910,7 +941,18 @@ async def check(
         list(needs.values()),
         outside,
         len(estimated),
+        [r.wall - r.as_of for r in old if id(r) in said],
     )
+
+
+def _page_as_rank(r: Read) -> RankRead:
+    """A page's rows as one exact rank answer labelled with the page's asOf: its first
+    entry's rank, the others as its neighbors."""
+    first, *rest = r.rows
+    return RankRead(
+        r.api, first.player, r.sent, r.answered, r.wall, True, first.rank, first.points,
+        r.as_of, tuple(rest),
+    )  # fmt: skip
 
 
 async def _board(nf: NetFleet) -> dict[str, int]:

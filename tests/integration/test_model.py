@@ -107,6 +107,9 @@ class ChaosLog:
     async def nak(self, changes: Sequence[Message]) -> None:
         await self.inner.nak([c for c in changes if c in self.seen])
 
+    async def settled(self, changes: Sequence[Message]) -> list[bool]:
+        return await self.inner.settled(changes)
+
     async def close(self) -> None:
         return None
 

@@ -86,6 +86,9 @@ class Spy:
         self.calls.append(("nak", len(messages)))
         await self.inner.nak(messages)
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        return await self.inner.settled(messages)
+
     async def close(self) -> None:
         await self.inner.close()
 

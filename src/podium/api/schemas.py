@@ -96,7 +96,11 @@ class EntryOut(BaseModel):
 class PageOut(BaseModel):
     board: str
     window: str
-    asOf: str
+    asOf: str = Field(
+        description="the moment the page is true of: when it was read, or earlier: a split "
+        "board's snapshot, the last page read while the index is out, or the board marks' "
+        "watermark while the board is behind the store (server.board_behind_s)"
+    )
     entries: list[EntryOut]
     next: str | None = Field(
         default=None,
@@ -125,7 +129,11 @@ class RankOut(BaseModel):
     topPercent: float | None = None
     asOf: str | None = Field(
         default=None,
-        description="an estimate's counts were taken then; its interval holds at the answer",
+        description="an estimate's counts were taken then (its interval holds at the "
+        "answer); on an exact rank, present only when the board is behind the store "
+        "(server.board_behind_s): the rank and its neighbors are true of the board as of "
+        "then, every match acknowledged before it counted; absent, the rank speaks for the "
+        "moment of the answer",
     )
     neighbors: list[EntryOut]
 

@@ -142,7 +142,9 @@ def status(
                 why = f"schema: {e}"
             await b.follow_layout()  # the shard count a reshard left live, if any
             snapshots = b.snapshots if topo.aggregated else None
-            report = await Status(settings, b.store, b.index, snapshots, b.clock).report()
+            fresh = b.podium.reads.freshness  # the board marks, as an API process reads them
+            behind = None if fresh is None or topo.in_process_index else fresh.behind
+            report = await Status(settings, b.store, b.index, snapshots, b.clock, behind).report()
             if why is not None:
                 report.problems.insert(0, why)
             return report
@@ -211,6 +213,7 @@ def as_dict(r: Report, in_process: bool) -> dict[str, Any]:
             }
             for s in r.snapshots
         ],
+        "boardBehindSeconds": None if r.board_behind_s is None else round(r.board_behind_s, 1),
         "inProcessIndex": in_process,
         "problems": r.problems,
     }
@@ -275,6 +278,8 @@ def _print(r: Report, in_process: bool) -> None:
 
     pending = "n/a" if r.outbox_pending is None else str(r.outbox_pending)
     out.print(f"oldest change not yet on the boards: {_age(r.outbox_age_s)} ({pending} waiting)")
+    if r.board_behind_s is not None:  # the in-process index is another process's: not read
+        out.print(f"board behind the store (its marks): {_age(r.board_behind_s)}")
     if r.snapshots is None and not any(p.startswith("snapshots:") for p in r.problems):
         out.print("snapshots: n/a (boards are not split across index shards)")
     for snap in r.snapshots or ():

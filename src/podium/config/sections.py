@@ -60,6 +60,12 @@ class ServerSettings:
     trusted proxy. From any other peer these headers are ignored."""
     page_cache_s: Amount = 1.0
     """How long one process holds a board page."""
+    board_behind_s: Amount = 1.0
+    """How far the board (the rank index) may be behind the store before exact answers
+    read from it say so: past it, a rank, its neighbors, a top page and a friends board
+    carry ``asOf`` the board marks' watermark (``[workers] mark_s``), the moment up to
+    which every acknowledged match is on the board. Keep it above ``mark_s`` and the
+    usual commit-to-board time."""
     max_clock_skew_s: Count = 60
     """How far in the future endedAt may be."""
     key_cache_s: Amount = 10.0
@@ -242,6 +248,11 @@ class WorkerSettings:
     round trips (claim, ban check, a write per board window, ack) whatever its size, so this
     sets how many a second a steady trickle of results costs; it adds as much to
     commit-to-board latency, whose target is a second."""
+    mark_s: Amount = 0.5
+    """How often the relay role writes a board mark into each store database's outbox (a
+    row per log partition), which the updaters carry to the index: what tells the reads how
+    far the board is behind the store (``[server] board_behind_s``). 0: no marks, and no
+    answer is ever labelled behind."""
     lease_s: Amount = 10.0
     """How long a claimed outbox row is held before another updater may retry it; on NATS,
     a delivery's lease (the consumers' ack wait) and a relay's lease on a store database."""

@@ -78,6 +78,10 @@ class OutboxLog:
         await self._store.lease_changes(ids, self._clock.now())
         self._forget(ids)
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # Acked rows are deleted: a row is settled once no row at or below its id is left.
+        return await self._store.acked_through(_rows(messages))
+
     async def replay(
         self, since: float, keep: Callable[[Message], bool] | None = None
     ) -> OutboxLog:

@@ -4,10 +4,13 @@ the one store database a log relays from when it is given just one outbox."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
 
+from podium.log.events import source_of
 from podium.ports import Relayed
 
 Databases = Callable[[], Awaitable[Mapping[str, Relayed]]]
+T = TypeVar("T")
 
 
 class Turns:
@@ -42,3 +45,25 @@ def databases_of(
         return one
 
     return just_one
+
+
+def by_name(
+    by_url: Callable[[], Awaitable[Mapping[str, T]]],
+) -> Callable[[], Awaitable[Mapping[str, T]]]:
+    """Store databases by URL, asked for at every call (a bucket can move to a database not
+    yet seen), as by their names (``events.source_of``): what a relay names each one."""
+
+    async def every() -> Mapping[str, T]:
+        return {source_of(u): o for u, o in (await by_url()).items()}
+
+    return every
+
+
+def just(url: str, database: T) -> Callable[[], Awaitable[Mapping[str, T]]]:
+    """The one store database at ``url``, by its name, as ``by_name`` gives them."""
+    one = {source_of(url): database}
+
+    async def only() -> Mapping[str, T]:
+        return one
+
+    return only

@@ -41,10 +41,12 @@ from podium.ports.index import (
     Top,
 )
 from podium.ports.log import ChangeLog, Relayed
+from podium.ports.marks import AggregatorSlot, BoardMarks, MarkedOutbox
 from podium.ports.store import (
     BanRecord,
     Credentials,
     Lifetime,
+    Marking,
     MatchFacts,
     MatchRead,
     Moderation,
@@ -62,9 +64,11 @@ from podium.ports.store import (
 from podium.ports.webhooks import Delivery, Due, Event, EventStream, WebhookEvents
 
 __all__ = [
+    "AggregatorSlot",
     "Around",
     "BanRecord",
     "BoardKey",
+    "BoardMarks",
     "ChangeLog",
     "Clock",
     "Credentials",
@@ -75,7 +79,9 @@ __all__ = [
     "Event",
     "EventStream",
     "Lifetime",
+    "MarkedOutbox",
     "MarkedScore",
+    "Marking",
     "MatchFacts",
     "MatchRead",
     "Meta",

@@ -88,6 +88,14 @@ class ChangeLog(Protocol):
         """Not applied, given back: deliver them again at once, to any consumer."""
         ...
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        """For each message this consumer acked, whether every message of its partition
+        (and, on the outbox, of its store database) that came before it is acked too: the
+        log's ack floor reached it. What lets an updater tell that a board mark's
+        predecessors are on the board though other updaters fetched them
+        (``domain/marks.py``); False where the log cannot tell (a replay)."""
+        ...
+
     async def replay(
         self, since: float, keep: Callable[[Message], bool] | None = None
     ) -> ChangeLog:

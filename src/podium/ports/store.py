@@ -218,6 +218,22 @@ class Outbox(Protocol):
         """(rows not yet applied, age in seconds of the oldest)."""
         ...
 
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        """For each claimed row id, whether no row at or below it is left in its database's
+        outbox (acked rows are deleted): every row before it was applied."""
+        ...
+
+
+class Marking(Protocol):
+    """One store database's outbox, as the role that writes board marks sees it
+    (``domain/marks.py``, ``workers/marker.py``)."""
+
+    async def write_marks(self, players: Sequence[str], source: str, at: float) -> None:
+        """One mark row per player of ``domain.marks.mark_players`` (one per partition of
+        the log), under the database's name ``source`` and the time ``at``, taken before
+        this call: in one transaction, after every record committed before ``at``."""
+        ...
+
 
 class Players(Protocol):
     """Profiles, friends and bans."""

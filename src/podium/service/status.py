@@ -13,7 +13,7 @@ Knows the ports, never an adapter.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -57,6 +57,8 @@ class Report:
     outbox_pending: int | None = None
     outbox_age_s: float | None = None  # the oldest change not yet sent; None: not known
     snapshots: list[SnapshotState] | None = None  # None: boards are not split (no aggregator)
+    # how far the board is behind the store, by its marks (domain/marks.py); None: not known
+    board_behind_s: float | None = None
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
 
     def down(self) -> list[str]:
@@ -83,8 +85,10 @@ class Status:
         index: RankIndex,
         snapshots: Snapshots | None,  # None unless boards are split across index shards
         clock: Clock,
+        behind: Callable[[], Awaitable[float | None]] | None = None,
     ) -> None:
         self.settings = settings
+        self.behind = behind  # the board marks' reading (service/reads/freshness.py)
         self.store = store
         self.index = index
         self.snapshots = snapshots
@@ -92,12 +96,13 @@ class Status:
 
     async def report(self) -> Report:
         now = self.clock.now()
-        databases, nodes, beats, backlog, snaps = await asyncio.gather(
+        databases, nodes, beats, backlog, snaps, behind = await asyncio.gather(
             self.store.databases(),
             self.index.nodes(),
             _said(self.store.heartbeats()),
             _said(self.store.outbox_backlog(now)),
             _said(self._snapshots(now)),
+            _said(self._behind()),
         )
         report = Report(now, databases, nodes, None)
         for what, (_, why) in (
@@ -113,7 +118,11 @@ class Status:
             pending, age = backlog[0]
             report.outbox_pending, report.outbox_age_s = pending, age
         report.snapshots = snaps[0]
+        report.board_behind_s = behind[0]
         return report
+
+    async def _behind(self) -> float | None:
+        return None if self.behind is None else await self.behind()
 
     async def _snapshots(self, now: float) -> list[SnapshotState] | None:
         if self.snapshots is None:

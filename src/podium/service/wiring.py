@@ -53,6 +53,7 @@ from podium.service.moderation import PlayerSearch
 from podium.service.player_admin import PlayerAdmin
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
+from podium.service.reads.freshness import Freshness
 from podium.service.reads.groups import Groups
 from podium.service.reads.lookups import Lookups
 from podium.service.reads.past import Past
@@ -106,6 +107,7 @@ class Service:
         files: ArchiveErasure | None = None,
         erased_log: IndexErasure | None = None,
         upkeep: UpkeepRecords | None = None,
+        freshness: Freshness | None = None,
     ) -> Service:
         """``beside``: how a shared index rebuilds a window beside its live generation,
         given what to tell when it switched (None: refilled in place, the in-process index);
@@ -113,12 +115,15 @@ class Service:
         cohort read goes through too (None: an index without markers); ``erased_from``:
         what an erasure clears beside the index (the aggregator's snapshots), ``files`` the
         archive's files it writes again, ``erased_log`` a stream that keeps messages naming a
-        player (JetStream's)."""
+        player (JetStream's); ``freshness``: how far the board is behind the store, from
+        its marks (None: answers never say)."""
         # One cache of names per process: the reads show them, a profile write forgets one.
         profiles = ProfileCache(store, clock)
         lifecycle = Lifecycle(settings, store, clock, archive, profiles)
         boards = Boards(settings.boards, clock)
-        reads = Reads(settings, boards, store, ranking, copy, clock, lifecycle, profiles, index)
+        reads = Reads(
+            settings, boards, store, ranking, copy, clock, lifecycle, profiles, index, freshness
+        )
         changed: Changed = reads.clear_cache  # the pages this process holds, read again
         past = Past(store, store, index, clock, lifecycle, archive, boards)
         tournaments = Tournaments(

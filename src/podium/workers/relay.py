@@ -7,6 +7,7 @@ separate log (NATS JetStream) it publishes claimed rows, then deletes them.
 from __future__ import annotations
 
 from podium.ports import ChangeLog
+from podium.workers.marker import Marker
 from podium.workers.runner import Needs, Runner
 
 
@@ -20,5 +21,11 @@ class Relay:
 
 
 def runners(n: Needs) -> list[Runner]:
+    """The relay, and beside it the board marks' writer (``marker.py``): the relay is the
+    role every deployment runs once per store database's outbox, embedded included."""
     w = n.settings.workers
-    return [Runner("relay", Relay(n.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)]
+    out = [Runner("relay", Relay(n.log, w.batch).step, idle_sleep_s=w.idle_sleep_s)]
+    if n.marking is not None and w.mark_s > 0:
+        marker = Marker(n.marking, n.log.partitions, n.clock)
+        out.append(Runner("marker", marker.step, idle_sleep_s=w.mark_s))
+    return out

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from podium import metrics
@@ -24,7 +24,17 @@ from podium.config.ingest import IngestTable
 from podium.config.settings import Settings
 from podium.config.topology import Topology
 from podium.errors import Unavailable
-from podium.ports import ChangeLog, Clock, ProfileCopy, RankIndex, ScoreStore, ShardIndex, Snapshots
+from podium.ports import (
+    BoardMarks,
+    ChangeLog,
+    Clock,
+    Marking,
+    ProfileCopy,
+    RankIndex,
+    ScoreStore,
+    ShardIndex,
+    Snapshots,
+)
 from podium.ports.archive import ResultFiles
 from podium.ports.generations import Generations
 from podium.ports.ingest import MatchFeed
@@ -129,6 +139,9 @@ class Needs:
     feeds: Sequence[tuple[IngestTable, MatchFeed]] = ()
     ingest: Ingest | None = None
     erasures: Erasures | None = None  # players' erasures, carried out (eraser.py)
+    # every store database's outbox by its name, where board marks are written (marker.py)
+    marking: Callable[[], Awaitable[Mapping[str, Marking]]] | None = None
+    marks: BoardMarks | None = None  # where the updaters note the marks they apply
 
 
 async def migrated(store: ScoreStore, wait_s: float) -> None:

@@ -17,6 +17,9 @@ How a batch is settled with the log:
   delivered it to another updater meanwhile and will deliver it again anyway; said as
   ``podium_lease_lost{role="updater"}`` and in the log;
 - any other failure (a bug): given back at once (``nak``), for any updater to retry;
+- board marks (``domain/marks.py``) are no changes: taken out of the batch before any board
+  logic, acked with it, and their times noted in the index once the log's ack floor is
+  past them (every earlier message of their partition applied, by whichever updater);
 - changes that can never be applied (a board no longer configured, a window or a total
   the board's configuration no longer takes): dropped with a log line, and acked with the
   rest, since delivering them again would fail the same way for ever.
@@ -36,10 +39,20 @@ from podium.config.settings import Settings
 from podium.domain.boards import BoardSpec, Order
 from podium.domain.codec import EncodingError
 from podium.domain.cohorts import window_of
+from podium.domain.marks import is_mark, newest, partition_of_mark
 from podium.domain.models import Change, Message, ProfileChange
 from podium.domain.windows import Window, WindowError, index_expiry
 from podium.errors import Unavailable
-from podium.ports import BoardKey, ChangeLog, Clock, Outbox, Players, ProfileCopy, RankIndex
+from podium.ports import (
+    BoardKey,
+    BoardMarks,
+    ChangeLog,
+    Clock,
+    Outbox,
+    Players,
+    ProfileCopy,
+    RankIndex,
+)
 from podium.service.tournaments import Specs
 from podium.workers.runner import Needs, Runner
 
@@ -50,6 +63,8 @@ log = logging.getLogger("podium.updater")
 HOLD_LEASES = 6
 BACKLOG_CHECK_S = 1.0  # how often an updater exports the outbox backlog
 PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
+MARK_CHECK_S = 0.1  # how often an updater asks again whether the marks it holds settled
+UNSETTLED_HELD = 256  # marks held waiting to settle at most: a newer one says more
 
 
 class Updater:
@@ -62,6 +77,7 @@ class Updater:
         changes: ChangeLog,
         clock: Clock,
         more: Callable[[str], Awaitable[BoardSpec | None]] | None = None,
+        marks: BoardMarks | None = None,
     ) -> None:
         self._boards = {b.name: b for b in settings.boards}
         # Boards made at run time (tournaments, tournaments.Specs), versioned by the same
@@ -74,6 +90,9 @@ class Updater:
         self._copy = copy
         self._log = changes
         self._clock = clock
+        self._marks = marks  # where applied marks are noted; None: marks are acked unnoted
+        self._unsettled: list[Change] = []  # marks acked, the log's ack floor not past them
+        self._checked_at = 0.0
         self._batch = settings.workers.batch
         self._lease_s = settings.workers.lease_s
         self._hold_limit_s = HOLD_LEASES * settings.workers.lease_s
@@ -90,6 +109,8 @@ class Updater:
     async def step(self) -> int:
         changes = await self._next()
         if not changes:
+            if self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S:
+                await self._note([])
             return 0
         try:
             totals, profiles = await self._apply_batch(changes)
@@ -109,12 +130,46 @@ class Updater:
         # which the GT/LT writes make harmless.
         await self._log.ack(changes)
         self._held = []
+        marks = [c for c in changes if isinstance(c, Change) and is_mark(c.board)]
+        if marks or (self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S):
+            await self._note(marks)
         now = self._clock.now()
         for c in totals:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
         metrics.CHANGES_APPLIED.inc(len(totals))
         metrics.PROFILES_APPLIED.inc(len(profiles))
         return len(changes)
+
+    async def _note(self, marks: list[Change]) -> None:
+        """Board marks this updater applied and acked, noted in the index once the log's
+        ack floor is past them (``ChangeLog.settled``): applying a mark after its batch
+        says this updater wrote what it fetched before it, but other updaters may still
+        hold earlier changes of its partition, fetched before it and not yet written (or
+        held by one that stalled, until their lease runs out and they come again). Marks
+        not settled yet are asked after again every ``MARK_CHECK_S``; the newest are kept."""
+        if self._marks is None:
+            return
+        held = self._unsettled + marks
+        self._checked_at = self._clock.now()
+        try:
+            ok = await self._log.settled(held)
+            done = [m for m, settled in zip(held, ok, strict=True) if settled]
+            if done:
+                await self._marks.note_marks(
+                    newest(
+                        {},
+                        (
+                            ((m.window, partition_of_mark(m.player_id)), m.committed_at)
+                            for m in done
+                        ),
+                    )
+                )
+        except Unavailable as e:  # the batch is acked: its marks are asked after again
+            self._unsettled = held[-UNSETTLED_HELD:]
+            log.debug("board marks not noted: %s", e)
+            return
+        self._unsettled = [m for m, settled in zip(held, ok, strict=True) if not settled]
+        self._unsettled = self._unsettled[-UNSETTLED_HELD:]
 
     async def _next(self) -> list[Message]:
         """The batch to apply: the one this updater holds, if it failed to apply (the index
@@ -186,7 +241,7 @@ class Updater:
         profiles = [c for c in changes if isinstance(c, ProfileChange)]
         if profiles:
             await self._apply_profiles(profiles)
-        totals = [c for c in changes if isinstance(c, Change)]
+        totals = [c for c in changes if isinstance(c, Change) and not is_mark(c.board)]
         banned = await self._store.banned([c.player_id for c in totals]) if totals else set()
         groups: dict[BoardKey, list[Change]] = defaultdict(list)
         for c in totals:
@@ -340,7 +395,8 @@ def runners(n: Needs) -> list[Runner]:
     exported, the index's copy of profiles kept complete, and the index mended after it
     lost writes (``mender.py``), which its role starts beside them (``roles.py``)."""
     w = n.settings.workers
-    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, Specs(n.store, n.clock))
+    specs = Specs(n.store, n.clock)
+    up = Updater(n.settings, n.store, n.index, n.copy, n.log, n.clock, specs, marks=n.marks)
     backlog = BacklogMonitor(n.store, n.clock)
     copier = ProfileCopier(n.fill_profiles, n.copy)
     return [

@@ -24,7 +24,7 @@ from podium.workers.runner import Needs, Runner
 
 # The runners each role starts: its own first, then any that run beside it.
 RUNNERS = {
-    "relay": ["relay"],
+    "relay": ["relay", "marker"],  # the board marks beside the relay (workers/marker.py)
     "updater": ["updater", "backlog", "profiles"],
     "aggregator": ["aggregator"],
     "freezer": ["freezer", "tournament-freezer"],  # boards' windows, tournaments' runs

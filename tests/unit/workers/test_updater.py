@@ -17,7 +17,7 @@ from podium.domain.models import Change, Message
 from podium.errors import IndexUnavailable
 from podium.index.memory.index import MemoryIndex
 from podium.ports import BoardKey
-from podium.workers.updater import Updater
+from podium.workers.updater import MARK_CHECK_S, Updater
 
 T0 = 1_792_800_000  # 2026-10-24T00:00:00Z
 WINDOW = "2026-W43"
@@ -27,6 +27,13 @@ KEY = BoardKey("week", WINDOW)
 class Clock:
     def now(self) -> float:
         return float(T0 + 60)
+
+
+class Moving:
+    t = float(T0 + 60)
+
+    def now(self) -> float:
+        return self.t
 
 
 class Store:
@@ -44,6 +51,12 @@ class Log:
 
     async def ack(self, messages: Sequence[Message]) -> None:
         self.acked += messages
+
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # the ack floor: past every message acked, unless a test holds it back
+        return [not self.floor_held] * len(messages)
+
+    floor_held = False
 
 
 def _change(player: str, total: int, version: int, **kw: bool) -> Change:
@@ -171,3 +184,37 @@ async def test_entries_a_write_left_as_they_were_are_counted() -> None:
     assert _counted("podium_board_writes_unchanged_total") == before + 1
     page = await index.page(KEY, 0, 10, descending=True)
     assert [(m, points(s)) for m, s in page] == [("a", 900), ("b", 600)]
+
+
+async def test_a_mark_is_noted_never_written_and_acked_with_its_batch() -> None:
+    from podium.domain.marks import MARK_BOARD, mark_players
+    from podium.index.memory.snapshots import MemorySnapshots
+
+    settings = parse({"boards": [{"name": "week", "window": "week"}]})
+    index, log, marks = MemoryIndex(Clock().now), Log(), MemorySnapshots(Clock().now)
+    clock = Moving()
+    up = Updater(settings, Store(), index, index.copy, log, clock, marks=marks)  # type: ignore[arg-type]
+    p0, p1 = mark_players(2)
+
+    def mark(player: str, at: float) -> Change:
+        return Change(MARK_BOARD, "db1", player, Tally(0, 0, 0), at)
+
+    batch: list[Message] = [_change("a", 900, 1), mark(p0, T0 + 5.5), mark(p1, T0 + 5.5)]
+    # another updater still holds an earlier change of the partition: not noted yet
+    log.floor_held = True
+    await _apply(up, log, batch)
+    assert log.acked == batch
+    assert await marks.read_marks() == {}
+    log.floor_held = False
+    await up.step()  # asked again only MARK_CHECK_S after the last time
+    assert await marks.read_marks() == {}
+    clock.t += 2 * MARK_CHECK_S
+    await up.step()  # an idle step asks again
+    assert await marks.read_marks() == {("db1", 0): T0 + 5.5, ("db1", 1): T0 + 5.5}
+    page = await index.page(KEY, 0, 10, descending=True)
+    assert [m for m, _ in page] == ["a"]  # the marks are on no board
+    assert await index.page(BoardKey(MARK_BOARD, "db1"), 0, 10, descending=True) == []
+    # a mark delivered again after a newer one never takes the watermark back
+    await _apply(up, log, [mark(p0, T0 + 7.0)])
+    await _apply(up, log, [mark(p0, T0 + 5.5)])
+    assert await marks.read_marks() == {("db1", 0): T0 + 7.0, ("db1", 1): T0 + 5.5}

@@ -8,8 +8,9 @@ for its time to live. One process holds them, so its aggregator and its readers 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from podium.domain.marks import newest
 from podium.domain.snapshot import Snapshot
 from podium.ports import BoardKey
 from podium.ports.erasure import ErasedAmong
@@ -23,6 +24,13 @@ class MemorySnapshots:
         self._held: dict[BoardKey, tuple[bytes, float]] = {}
         self._kept = 0  # snapshots kept: each one's stamp
         self._stamps: dict[BoardKey, bytes] = {}
+        self._marks: dict[tuple[str, int], float] = {}  # BoardMarks, domain/marks.py
+
+    async def note_marks(self, marks: Mapping[tuple[str, int], float]) -> None:
+        self._marks = newest(self._marks, marks.items())
+
+    async def read_marks(self) -> dict[tuple[str, int], float]:
+        return dict(self._marks)
 
     async def lead(self, token: str, now: float, lease_s: float) -> int | None:
         if self._holder is not None and self._holder[0] != token and self._holder[1] > now:

@@ -187,6 +187,11 @@ class Keys:
     def snapshot(self, key: BoardKey) -> str:
         return f"{self.prefix}:{{agg}}:snap:{key.board}:{key.window}"
 
+    def marks(self) -> str:
+        """The board marks (``BoardMarks``): one hash in the aggregator's slot, which every
+        process of a split index reads as one, whatever the layout."""
+        return f"{self.prefix}:{{agg}}:marks"
+
     def snapshot_stamp(self, key: BoardKey) -> str:
         """Bumped with every snapshot kept (``Snapshots.stamp``): the same tag, one script."""
         return f"{self.prefix}:{{agg}}:snapstamp:{key.board}:{key.window}"

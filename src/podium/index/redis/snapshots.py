@@ -9,6 +9,7 @@ client's decoded replies return unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from podium.index.redis.erasure import erase_member, sweep_snapshots
@@ -25,6 +26,26 @@ class RedisSnapshots:
         self._keys = keys
         self._lead = client.register_script(lua("lead"))
         self._publish = client.register_script(lua("publish"))
+        self._marks = client.register_script(lua("marks"))
+
+    async def note_marks(self, marks: Mapping[tuple[str, int], float]) -> None:
+        if not marks:
+            return
+        args: list[str] = []
+        for (db, p), at in sorted(marks.items()):
+            args += [f"{db}/{p}", repr(float(at))]
+        with translated:
+            await self._marks(keys=[self._keys.marks()], args=args)
+
+    async def read_marks(self) -> dict[tuple[str, int], float]:
+        with translated:
+            held = await self._r.hgetall(self._keys.marks())
+        out: dict[tuple[str, int], float] = {}
+        for field, at in held.items():
+            f = field.decode() if isinstance(field, bytes) else str(field)
+            db, _, p = f.rpartition("/")
+            out[(db, int(p))] = float(at)
+        return out
 
     async def lead(self, token: str, now: float, lease_s: float) -> int | None:
         with translated:

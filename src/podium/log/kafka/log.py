@@ -53,7 +53,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -501,6 +501,17 @@ class KafkaLog:
         if by:
             await self._ready()
             await self.run(self._change, list(by), lambda p, st: st.ack(by[p]))
+
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # The group's committed offset of a partition moves only over applied messages, in
+        # order: one past a message's offset means it and everything before it is applied.
+        by = _by_partition(messages)
+        if not by:
+            return []
+        consumer = await self._ready()
+        states = await self.run(self._read, consumer, sorted(by))
+        handles = [cast("Delivery", m.handle) for m in messages]  # checked by _by_partition
+        return [states[d.partition].committed > d.offset for d in handles]
 
     async def in_progress(self, messages: Sequence[Message]) -> None:
         by = _by_partition(messages)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError
 
 from podium.domain import events
+from podium.domain.marks import is_mark_message
 from podium.domain.models import Message
 from podium.log.events import encode, message_id, partition_of
 from podium.log.kafka.errors import error_of
@@ -56,6 +57,29 @@ class Publisher:
         rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
         if not rows:
             return 0
+        # Board marks (domain/marks.py) only after every other row of the claim is stored,
+        # and only if every one was: a mark must follow, in its partition, every change
+        # committed before it, which a row given back (and produced again later) would not.
+        marks = [m for m in rows if is_mark_message(m)]
+        changes = [m for m in rows if not is_mark_message(m)]
+        sent, unsent, error = await self._produce(changes, source)
+        if marks and (unsent or time.monotonic() >= stop_by):
+            unsent += [row_of(m) for m in marks]
+        elif marks:
+            done, undone, error = await self._produce(marks, source)
+            sent, unsent = sent + done, unsent + undone
+        if sent:
+            await outbox.ack_changes(sent)
+        if unsent:
+            await outbox.lease_changes(unsent, now)  # retried at once, not after a lease
+        if error is not None:
+            raise error_of(error, f"produce to {self._log.topic}")
+        return len(sent)
+
+    async def _produce(
+        self, rows: Sequence[Message], source: str
+    ) -> tuple[list[int], list[int], KafkaError | None]:
+        """Rows produced in order: (rows sent, rows to give back, the first error)."""
         records: list[Record] = []
         for m in rows:
             row = row_of(m)
@@ -63,7 +87,7 @@ class Publisher:
             headers: list[Header] = [("podium-message-id", message_id(payload, source, row))]
             part = partition_of(m.player_id, self._partitions)
             records.append((self._log.topic, part, m.player_id.encode(), payload, headers))
-        outcomes = await self._log.run(send, self._log, records)
+        outcomes = await self._log.run(send, self._log, records) if records else []
         failed: set[str] = set()
         sent: list[int] = []
         unsent: list[int] = []
@@ -75,13 +99,7 @@ class Publisher:
                 error = error or err
             else:
                 sent.append(row_of(m))
-        if sent:
-            await outbox.ack_changes(sent)
-        if unsent:
-            await outbox.lease_changes(unsent, now)  # retried at once, not after a lease
-        if error is not None:
-            raise error_of(error, f"produce to {self._log.topic}")
-        return len(sent)
+        return sent, unsent, error
 
     async def publish_events(self, store: EventStream, limit: int, stop_by: float) -> int:
         """Up to ``limit`` of the database's events not on the topic yet, produced and

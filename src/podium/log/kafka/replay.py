@@ -130,6 +130,11 @@ class KafkaReplay:
     async def ack(self, messages: Sequence[Message]) -> None:
         return None
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # A replay delivers again what was applied already: its marks are old, and say
+        # nothing of where the log's own consumers are.
+        return [False] * len(messages)
+
     async def in_progress(self, messages: Sequence[Message]) -> None:
         return None
 

@@ -67,6 +67,7 @@ from podium.log.events import (
     EventError,
     OtherVersion,
     decode,
+    partition_of,
 )
 from podium.log.nats.erasure import erase_messages, player_subjects
 from podium.log.nats.errors import translated
@@ -380,6 +381,24 @@ class NatsLog:
     async def nak(self, messages: Sequence[Message]) -> None:
         await self._settle(messages, b"-NAK", keep=False)
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # A partition's durable consumer's ack floor: every message of its subject up to
+        # that stream sequence is acked, whoever held it.
+        if not messages:
+            return []
+        _, js = await self._ready()
+        parts = {
+            p: self._pulls[p].name for p in {_partition_of(m, self._partitions) for m in messages}
+        }
+        floors: dict[int, int] = {}
+        for p, name in parts.items():
+            with translated(f"read consumer {name}"):
+                info = await js.consumer_info(self._stream, name, timeout=REQUEST_TIMEOUT_S)
+            floors[p] = int(info.ack_floor.stream_seq) if info.ack_floor else 0
+        return [
+            floors[_partition_of(m, self._partitions)] >= _delivery(m).stream_seq for m in messages
+        ]
+
     async def _settle(self, messages: Sequence[Message], body: bytes, *, keep: bool) -> None:
         replies = [_delivery(m).reply for m in messages]
         if not replies:
@@ -478,3 +497,8 @@ def _delivery(m: Message) -> Delivery:
     if not isinstance(m.handle, Delivery):
         raise TypeError(f"not a message of the NATS log: handle {m.handle!r}")
     return m.handle
+
+
+def _partition_of(m: Message, partitions: int) -> int:
+    """The partition a message was delivered from: its player's."""
+    return partition_of(m.player_id, partitions)

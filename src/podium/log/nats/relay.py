@@ -34,6 +34,7 @@ import time
 from nats.js import JetStreamContext
 
 from podium.domain import events
+from podium.domain.marks import is_mark_message
 from podium.domain.models import Message
 from podium.log.events import encode, message_id, partition_of
 from podium.log.nats.errors import translated
@@ -61,9 +62,14 @@ class Publisher:
         rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
         if not rows:
             return 0
+        # Board marks (domain/marks.py) only after every other row of the claim is stored,
+        # and only if every one was: published in the same wave as a change, a mark could
+        # be stored ahead of it in their partition, and a row given back is published later.
+        marks = [m for m in rows if is_mark_message(m)]
         chains: dict[str, list[Message]] = {}
         for m in rows:
-            chains.setdefault(m.player_id, []).append(m)
+            if not is_mark_message(m):
+                chains.setdefault(m.player_id, []).append(m)
         sent: list[int] = []
         unsent: list[int] = []
         error: BaseException | None = None
@@ -88,6 +94,18 @@ class Publisher:
                 if len(chain) > wave + 1:
                     still.append(chain)
             live, wave = still, wave + 1
+        if marks and (unsent or error is not None or time.monotonic() >= stop_by):
+            unsent += [row_of(m) for m in marks]
+        elif marks:
+            outcomes = await asyncio.gather(
+                *(self._publish(m, source) for m in marks), return_exceptions=True
+            )
+            for m, outcome in zip(marks, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    error = error or outcome
+                    unsent.append(row_of(m))
+                else:
+                    sent.append(row_of(m))
         if sent:
             await outbox.ack_changes(sent)
         if unsent:

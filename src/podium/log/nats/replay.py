@@ -85,6 +85,11 @@ class NatsReplay:
     async def ack(self, messages: Sequence[Message]) -> None:
         await self._log.ack(messages)
 
+    async def settled(self, messages: Sequence[Message]) -> list[bool]:
+        # A replay delivers again what was applied already: its marks are old, and say
+        # nothing of where the log's own consumers are.
+        return [False] * len(messages)
+
     async def in_progress(self, messages: Sequence[Message]) -> None:
         await self._log.in_progress(messages)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from podium.domain.marks import MARK_BOARD
 from podium.domain.models import Change, ProfileChange
 from podium.store.common import CHANGE_COLS, change_of
 from podium.store.postgres import locks
@@ -25,6 +26,17 @@ LAZY_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NUL
 
 
 class Outbox(Database):
+    async def write_marks(self, players: Sequence[str], source: str, at: float) -> None:
+        # One statement, one transaction: a mark's rows of every partition are seen together.
+        await self._execute(
+            "INSERT INTO outbox (board, window_id, player_id, total, reached_at, version, "
+            "committed_at) SELECT $1, $2, p, 0, 0, 0, $4 FROM unnest($3::text[]) AS p",
+            MARK_BOARD,
+            source,
+            list(players),
+            float(at),
+        )
+
     async def claim_changes(
         self, limit: int, lease_s: float, now: float
     ) -> list[Change | ProfileChange]:
@@ -141,6 +153,15 @@ class Outbox(Database):
         )
         return int(n)
 
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        # On the primary (not a read replica, which may lag an ack): the one the acks went to.
+        low = await self._run(lambda c: c.fetchval("SELECT MIN(id) FROM outbox"), tx=False)
+        return [low is None or int(low) > i for i in ids]
+
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
-        [r] = await self._fetch("SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox")
+        # Marks are no results: a backlog of changes only.
+        [r] = await self._fetch(
+            "SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox WHERE board <> $1",
+            MARK_BOARD,
+        )
         return int(r["n"]), (now - r["oldest"]) if r["oldest"] is not None else 0.0

@@ -106,6 +106,18 @@ class Outbox(Part):
         parts = (await self.router.each(lambda db: db.outbox_backlog(now))).values()
         return sum(n for n, _ in parts), max((age for _, age in parts), default=0.0)
 
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        """Each handle's row on its own database (a row id orders only its own outbox)."""
+        by = _by_db(ids)
+        keys = list(by)
+        found = await gather_all(self._db(i).acked_through(by[i]) for i in keys)
+        done = {
+            (i << HANDLE_BITS) | r: ok
+            for i, oks in zip(keys, found, strict=True)
+            for r, ok in zip(by[i], oks, strict=True)
+        }
+        return [done[h] for h in ids]
+
     def _db(self, index: int) -> PostgresStore:
         return self.router.db(self.router.url_at(index))
 

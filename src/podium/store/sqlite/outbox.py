@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 
 from podium.domain.boards import Tally
+from podium.domain.marks import MARK_BOARD
 from podium.domain.models import PROFILE_CHANGE, Change, ProfileChange
 from podium.store.common import CHANGE_COLS, change_of
 from podium.store.sqlite.db import Database
@@ -33,6 +34,11 @@ def write_profile_change(c: sqlite3.Connection, player_id: str, version: int, no
 
 
 class Outbox(Database):
+    async def write_marks(self, players: Sequence[str], source: str, at: float) -> None:
+        # One transaction, so that a mark's rows of every partition are seen together.
+        rows = [(MARK_BOARD, source, p, Tally(0, 0, 0), False) for p in players]
+        await self._write(lambda c: write_changes(c, rows, at))
+
     async def claim_changes(
         self, limit: int, lease_s: float, now: float
     ) -> list[Change | ProfileChange]:
@@ -110,7 +116,13 @@ class Outbox(Database):
     async def outbox_backlog(self, now: float) -> tuple[int, float]:
         r = await self._read(
             lambda c: c.execute(
-                "SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox"
+                "SELECT COUNT(*) AS n, MIN(committed_at) AS oldest FROM outbox WHERE board <> ?",
+                (MARK_BOARD,),  # marks are no results: a backlog of changes only
             ).fetchone()
         )
         return int(r["n"]), (now - r["oldest"]) if r["oldest"] is not None else 0.0
+
+    async def acked_through(self, ids: Sequence[int]) -> list[bool]:
+        r = await self._read(lambda c: c.execute("SELECT MIN(id) AS low FROM outbox").fetchone())
+        low = r["low"]
+        return [low is None or low > i for i in ids]

@@ -1,0 +1,120 @@
+"""Board marks end to end (issue 36, ``domain/marks.py``): while the board is held back
+behind the store (its updaters' index writes stopped) and matches are acknowledged, every
+exact answer read from the live board says the moment it speaks for, ``asOf`` no later than
+the moment the board stopped; once the updaters go on, the label goes away. On the outbox
+log and on NATS, embedded, on Postgres and Redis, and on a store and index split."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from podium.workers import updater
+from tests.integration.conftest import KINDS_WITH_SPLIT, Api
+from tests.nats_cluster import delete_stream, need_nats, stream_name
+
+CONFIG_KINDS = KINDS_WITH_SPLIT
+DEADLINE_S = 60.0  # generous: a loaded machine; nothing here asserts a time taken
+
+
+def _at(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
+
+
+@pytest.fixture(params=["outbox", "nats"])
+async def log(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
+    """The ``[log]`` settings: the outbox, or a NATS stream of this test's own."""
+    if request.param == "outbox":
+        yield {}
+        return
+    url, name = need_nats(), stream_name()
+    try:
+        yield {"log": {"url": url, "stream": name, "partitions": 4}}
+    finally:
+        await delete_stream([url], name)
+
+
+async def _until(check: Callable[[], Any], what: str) -> Any:
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        out = await check()
+        if out:
+            return out
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.05)
+
+
+async def test_exact_answers_say_how_far_behind_a_held_board_is(
+    make_api: Callable[..., Any], log: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api: Api = await make_api(**log)
+    assert (await api.submit("m1", [("a", 50), ("f", 10)])).status_code == 200
+    put = await api.client.put(
+        "/v1/players/a/friends", json={"friends": ["f", "b"]}, headers=api.auth(api.admin_key)
+    )
+    assert put.status_code in (200, 204), put.text
+
+    async def rank_of_a() -> dict[str, Any] | None:
+        r = await api.client.get("/v1/boards/week/players/a", params={"neighbors": 1})
+        return r.json() if r.status_code == 200 else None  # type: ignore[no-any-return]
+
+    # The board keeps up: a and f are on it, and the marks flow (the reads add no label).
+    async def current() -> bool:
+        got = await rank_of_a()
+        if got is None or not got["exact"] or len(got["neighbors"]) != 2:
+            return False
+        freshness = api.podium.reads.freshness
+        return freshness is not None and await freshness.label() is None
+
+    await _until(current, "the board never caught up, or no marks reached it")
+
+    # The board stops: every updater's batch waits before it writes anything.
+    gate = asyncio.Event()
+    apply = updater.Updater._apply_batch
+
+    async def held(self: updater.Updater, changes: list[Any]) -> Any:
+        await gate.wait()
+        return await apply(self, changes)
+
+    monkeypatch.setattr(updater.Updater, "_apply_batch", held)
+    stopped = time.time()
+    try:
+        r = await api.submit("m2", [("b", 90), ("c", 5)])
+        assert r.status_code == 200, r.text  # acknowledged: in the store, not on the board
+
+        # (On a split board an answer from the aggregator's snapshot carries its asOf, a
+        # moment of the snapshot's cycle: that one the board marks must bring back too.)
+        async def labelled() -> dict[str, Any] | None:
+            got = await rank_of_a()
+            ok = got is not None and "asOf" in got and _at(got["asOf"]) <= stopped
+            return got if ok else None
+
+        behind = await _until(labelled, "a's exact rank never said the board is behind")
+        # b's 90 is not on the board: a is still first, which was true at asOf
+        assert behind["exact"] and behind["rank"] == 1
+        api.podium.reads.clear_cache()
+        page = await api.page()
+        assert _at(page["asOf"]) <= stopped
+        assert [e["playerId"] for e in page["entries"]] == ["a", "f"]
+        friends = await api.client.get("/v1/boards/week/players/a/friends")
+        assert friends.status_code == 200, friends.text
+        assert _at(friends.json()["asOf"]) <= stopped
+    finally:
+        gate.set()
+    resumed = int(time.time())  # asOf is in whole seconds
+
+    # The board goes on: b is on it, and the label goes away (a split board's snapshot may
+    # still say its own cycle's moment, after the board went on).
+    async def caught_up() -> dict[str, Any] | None:
+        got = await rank_of_a()
+        if got is None or got["rank"] != 2:
+            return None
+        return got if "asOf" not in got or _at(got["asOf"]) >= resumed else None
+
+    got = await _until(caught_up, "the label stayed after the board caught up")
+    assert got["exact"] and [n["playerId"] for n in got["neighbors"]][:2] == ["b", "a"]
