@@ -18,6 +18,7 @@ HEADLINE = {
     "podium_commit_to_board_seconds": "Commit to board",
     "podium_read_seconds": "Read latency",
     "podium_outbox_age_seconds": "Outbox age",
+    "podium_board_behind_seconds": "Board behind",
     "podium_worker_heartbeat_timestamp": "Updater lag",
 }
 

@@ -45,6 +45,7 @@ the replay began, outside the group (it commits nothing).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -303,12 +304,18 @@ class KafkaLog:
         error: BaseException | None = None
         for source, deadline in held.items():
             stop_by = deadline - min(PUBLISH_TIMEOUT_S, self._lease_s / 3)
-            for job in (
-                publisher.relay(outboxes[source], source, limit, self._lease_s, now, stop_by),
-                publisher.publish_events(outboxes[source], limit, stop_by),
-            ):
+            # Each made only when its turn comes: one made ahead and never awaited (the
+            # relay cancelled on the first) would be left unawaited.
+            outbox = outboxes[source]
+            jobs = (
+                functools.partial(
+                    publisher.relay, outbox, source, limit, self._lease_s, now, stop_by
+                ),
+                functools.partial(publisher.publish_events, outbox, limit, stop_by),
+            )
+            for job in jobs:
                 try:
-                    moved += await job
+                    moved += await job()
                 except Exception as e:  # every database to its end, then the first raised
                     error = error or e
         if error is not None:
