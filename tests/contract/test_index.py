@@ -869,6 +869,18 @@ async def test_a_connection_closed_under_a_call_is_an_outage_not_a_bug() -> None
         writer.writelines([b"PING\r\n"])
 
 
+def test_a_slot_missing_from_the_cluster_clients_map_is_an_outage_not_a_bug() -> None:
+    """The cluster client looks a slot up in its map, which a failover has it learn again:
+    a slot not in it raises a plain KeyError inside redis-py, an outage to retry. A KeyError
+    of our own passes untouched (above)."""
+    from redis.asyncio.cluster import NodesManager
+
+    relearning = NodesManager([], require_full_coverage=False, connection_kwargs={})
+    with pytest.raises(IndexUnavailable) as unavailable, translated:
+        relearning.get_node_from_slot(5461)
+    assert isinstance(unavailable.value.__cause__, KeyError)
+
+
 async def test_redis_bug_is_internal_not_unavailable(
     redis_pair: tuple[RedisIndex, Any],
 ) -> None:

@@ -806,6 +806,9 @@ class Verdict:
     estimates_checked: int = 0
     # pages older than their bound whose asOf said so (the board marks), true as of then
     pages_behind: list[float] = field(default_factory=list)
+    # with a 5xx among the answers, what the API processes logged of their errors, so that
+    # a failure says why
+    logged: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -942,7 +945,23 @@ async def check(
         outside,
         len(estimated),
         [r.wall - r.as_of for r in old if id(r) in said],
+        _logged_errors(nf) if errors else [],
     )
+
+
+def _logged_errors(nf: NetFleet, most: int = 60) -> list[str]:
+    """The API processes' log lines from each error on (its traceback), at most ``most``."""
+    out: list[str] = []
+    for name in ("api1", "api2"):
+        proc = nf.fleet.procs.get(name)
+        if proc is None:
+            continue
+        lines = proc.log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if " ERROR " in line or line.startswith("Traceback"):
+                out += [f"{name}: {x}" for x in lines[i : i + 25]]
+                break
+    return out[:most]
 
 
 def _page_as_rank(r: Read) -> RankRead:

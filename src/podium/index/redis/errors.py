@@ -82,14 +82,18 @@ CAUGHT = (rx.RedisError, rx.RedisClusterException, OSError)
 # task closed the connection between its connect and its first write, as a cluster client
 # relearning its slots after a failover does; "'NoneType' object is not callable" from a
 # transport the peer reset, redis-py issues 3546 and 4287). Raised there, they are an
-# outage like any closed connection; raised anywhere else, they are a bug and pass.
+# outage like any closed connection; raised anywhere else, they are a bug and pass. So are a
+# KeyError and an IndexError raised inside them: the cluster client's map of slots read while
+# a failover has it relearn the map (a slot missing from it; redis-py issues 2437, 3238).
 RACY_MODULES = ("redis.", "asyncio.", "uvloop.")
+RACY = (AttributeError, TypeError, KeyError, IndexError)
 
 
 def driver_race(e: BaseException) -> bool:
-    """Whether ``e`` is an AttributeError or TypeError raised inside the driver or the event
-    loop's transport (its innermost frame is theirs): a connection closed under a call."""
-    if not isinstance(e, AttributeError | TypeError):
+    """Whether ``e`` is one of ``RACY`` raised inside the driver or the event loop's
+    transport (its innermost frame is theirs): a connection closed, or the cluster's map
+    changed, under a call."""
+    if not isinstance(e, RACY):
         return False
     tb = e.__traceback__
     if tb is None:
@@ -108,7 +112,9 @@ def translate(e: BaseException) -> PodiumError:
     """The podium error for a driver's error (``CAUGHT``, or a ``driver_race``), per
     ``TABLE``."""
     if driver_race(e):
-        return IndexUnavailable(f"redis: the connection closed under the call: {e!r}")
+        return IndexUnavailable(
+            f"redis: the connection closed under the call, or the cluster's slots moved: {e!r}"
+        )
     if type(e) is rx.ResponseError and str(e).startswith(TRANSIENT_REPLIES):
         return IndexUnavailable(f"redis: {e}")
     if type(e) is rx.RedisClusterException and str(e).startswith(TRANSIENT_CLUSTER):

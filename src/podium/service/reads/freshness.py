@@ -71,6 +71,12 @@ class Freshness:
             log.debug("board marks not read: %s", e)
             self._read_at = now  # asked again after READ_EVERY_S, not by every request
             return
+        except Exception:
+            # Anything else is a bug to fix (logged with its traceback), but not the
+            # answer's: the label only ages as above, and the answer is read as before.
+            log.exception("board marks not read")
+            self._read_at = now
+            return
         mark = watermark(held, names, self._partitions)
         if mark is not None:
             # A watermark never goes back (marks are kept by the later); a new deployment
