@@ -89,7 +89,12 @@ async def test_exact_answers_say_how_far_behind_a_held_board_is(
 
         # (On a split board an answer from the aggregator's snapshot carries its asOf, a
         # moment of the snapshot's cycle: that one the board marks must bring back too.)
+        # A split board's rank may carry a snapshot's asOf before the board is a bound
+        # behind: wait for the marks' label itself, which every exact answer then carries.
         async def labelled() -> dict[str, Any] | None:
+            freshness = api.podium.reads.freshness
+            if freshness is None or await freshness.label() is None:
+                return None
             got = await rank_of_a()
             ok = got is not None and "asOf" in got and _at(got["asOf"]) <= stopped
             return got if ok else None
