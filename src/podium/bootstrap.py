@@ -33,6 +33,7 @@ from podium.config.topology import (
 from podium.errors import ConfigError, Unavailable
 from podium.index.memory.ratelimit import ReadLimiter
 from podium.index.split.index import SplitIndex
+from podium.log.events import source_of
 from podium.log.partitions import by_name, just
 from podium.ports import (
     AggregatorSlot,
@@ -507,10 +508,9 @@ def build(settings: Settings, clock: Clock | None = None) -> Backends:
     store = split_store if split_store is not None else _store(settings, topo)
     store.erasure_secret = settings.store.erasure_secret  # erased ids' hashes' key (§9)
     parts = _index(settings, topo, clock)
-    # Every store database's outbox by its name: what a relay per database reads (the home
-    # too) and, with the outbox log, what updaters claim from: where board marks go.
+    # Each store database's outbox by name: what relays (or updaters) read, marks go into.
     if split_store is None:
-        marking = just(settings.store.url, cast("MarkedOutbox", store))  # SQLite or Postgres
+        marking = just(source_of(settings.store.url), cast("MarkedOutbox", store))
     else:
         marking = by_name(split_store.relayed if topo.log != "outbox" else split_store.outboxes)
     changes = _log(settings, topo, store, marking, clock)

@@ -53,12 +53,12 @@ from podium.client.errors import PodiumClientError
 from podium.client.retry import RetryPolicy, retryable
 from podium.config import settings as config
 from podium.domain.models import Target
+from podium.domain.snapshot import SNAPSHOT_TTL_S
 from podium.index.redis.cluster import cluster_client
 from podium.index.redis.keys import shard_tag
 from podium.service.ranks.snapshot import HOLD_S
 from podium.service.reads.reads import LAST_PAGE_S
 from podium.store.postgres import PostgresStore
-from podium.workers.aggregator import SNAPSHOT_TTL_S
 from tests.integration.fleet import Fleet
 from tests.integration.rankcheck import (
     Commit,

@@ -47,6 +47,7 @@ import pytest
 
 from podium.config.settings import parse
 from podium.domain.sharding import shard_of
+from podium.domain.snapshot import SNAPSHOT_TTL_S
 from podium.service.ranks import snapshot as ranking
 from podium.store.split import SplitStore
 from podium.workers import aggregator
@@ -539,7 +540,7 @@ async def test_a_cluster_shard_down_never_answers_a_wrong_rank(
         # Until no snapshot from before the kill can be standing any more: every rank read
         # is right or a 503, and the top page is the last one known, with its own asOf.
         refused: Counter[str] = Counter()
-        out = aggregator.PART_MAX_AGE_S + aggregator.SNAPSHOT_TTL_S + ranking.HOLD_S + 5
+        out = aggregator.PART_MAX_AGE_S + SNAPSHOT_TTL_S + ranking.HOLD_S + 5
         for p in itertools.cycle(players):
             if time.time() - killed_at > out:
                 break

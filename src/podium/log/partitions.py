@@ -39,12 +39,7 @@ def databases_of(
     log is a consumer only."""
     if databases is not None or outbox is None:
         return databases
-    one = {source: outbox}
-
-    async def just_one() -> Mapping[str, Relayed]:
-        return one
-
-    return just_one
+    return just(source, outbox)
 
 
 def by_name(
@@ -59,9 +54,10 @@ def by_name(
     return every
 
 
-def just(url: str, database: T) -> Callable[[], Awaitable[Mapping[str, T]]]:
-    """The one store database at ``url``, by its name, as ``by_name`` gives them."""
-    one = {source_of(url): database}
+def just(name: str, database: T) -> Callable[[], Awaitable[Mapping[str, T]]]:
+    """The one store database, under its ``name`` (``events.source_of`` of its URL), as
+    ``by_name`` gives them."""
+    one = {name: database}
 
     async def only() -> Mapping[str, T]:
         return one

@@ -44,8 +44,7 @@ from podium.domain.boards import Below, BoardSpec, board_key, merge_in_board_ord
 from podium.domain.changes import Changes
 from podium.domain.histogram import MAX_BOUNDS, Histogram, plan_bounds, sample_ranks
 from podium.domain.recount import applied, counted, rotating, runs
-from podium.domain.snapshot import SNAPSHOT_TTL_S as SNAPSHOT_TTL_S  # its publishes' TTL
-from podium.domain.snapshot import Snapshot
+from podium.domain.snapshot import SNAPSHOT_TTL_S, Snapshot
 from podium.domain.windows import Window
 from podium.errors import Unavailable
 from podium.ports import BoardKey, Clock, ShardIndex, Snapshots
