@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from podium import bootstrap
 from podium.cli.main import app
 from podium.config import settings as config
 from podium.domain.models import PlayerResult, Scope
+from podium.workers.marker import Marker
 from podium.workers.updater import Updater
 from tests.conftest import REDIS_URL
 from tests.integration.conftest import Backends
@@ -196,6 +198,12 @@ async def test_status_lists_every_part_and_the_roles_that_beat(
     assert report["roles"] == []  # nothing runs yet
     assert report["outbox"] == {"pending": 0, "oldestAgeSeconds": 0.0}
     assert report["snapshots"] is None  # one shard: no aggregator, n/a
+    # No board marks are read: the in-process index is another process's; on Redis no
+    # marker has run, so no watermark is known and none is invented.
+    assert report["boardBehindSeconds"] is None
+    text = await podium(conf, "status")
+    assert text.exit_code == 0, text.output
+    assert "board behind" not in text.output
 
     # A process running roles writes their heartbeats to the store, for status to read.
     b = await started(conf)
@@ -219,6 +227,68 @@ async def test_status_lists_every_part_and_the_roles_that_beat(
         assert freezer["holder"].endswith(f":{os.getpid()}")
     finally:
         await b.close()
+
+
+class Ago:
+    """The machine's clock, set back: a process that took its time so long ago."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def now(self) -> float:
+        return time.time() - self.seconds
+
+
+async def marked(conf: Path, ago_s: float) -> None:
+    """One round of the board marks, as the relay's marker and an updater carry them: a mark
+    for each (store database, partition) written into the outbox with the time taken
+    ``ago_s`` seconds back, then applied and noted in the index. Nothing runs after it, so
+    the board holds what the store had then."""
+    b = await started(conf)
+    try:
+        assert b.marking is not None
+        await Marker(b.marking, b.log.partitions, Ago(ago_s)).step()
+        up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, marks=b.snapshots)
+        while await up.step():
+            pass
+        assert await b.snapshots.read_marks(), "the updater noted no mark"
+    finally:
+        await b.close()
+
+
+async def board_behind(conf: Path) -> tuple[float | None, str]:
+    """``podium status``'s boardBehindSeconds (JSON), and its line in the text form."""
+    as_json = await podium(conf, "status", "--json")
+    assert as_json.exit_code == 0, as_json.output
+    text = await podium(conf, "status")
+    assert text.exit_code == 0, text.output
+    lines = [x for x in text.output.splitlines() if x.startswith("board behind the store")]
+    return json.loads(as_json.output)["boardBehindSeconds"], "\n".join(lines)
+
+
+HELD_S = 600.0  # how long ago the held board's marks were taken (whole minutes in the text)
+
+
+@pytest.mark.parametrize("config_kind", ["production"], indirect=True)
+async def test_status_says_how_far_behind_the_store_the_board_is(
+    config_kind: str, backend_urls: Backends, tmp_path: Path
+) -> None:
+    conf = settings_file(tmp_path, config_kind, backend_urls)
+    # (No mark yet: not known, and no line; test_status_lists_every_part_and_the_roles_that_beat.)
+    # The board held behind: the last marks it applied were taken HELD_S ago.
+    await marked(conf, HELD_S)
+    seconds, line = await board_behind(conf)
+    assert seconds is not None and seconds >= HELD_S, seconds
+    said = re.fullmatch(r"board behind the store \(its marks\): (\d+) min", line)
+    assert said is not None, line
+    assert int(said[1]) >= HELD_S / 60, line
+
+    # The board current: marks taken now reach it, and the watermark moves up to them.
+    await marked(conf, 0)
+    seconds, line = await board_behind(conf)
+    assert seconds is not None and 0 <= seconds < 120, seconds  # generous: a loaded machine
+    said = re.fullmatch(r"board behind the store \(its marks\): (\d+\.\d) s", line)
+    assert said is not None, line
 
 
 def closed_port() -> int:
