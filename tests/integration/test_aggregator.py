@@ -150,7 +150,7 @@ async def test_one_aggregator_is_active_and_a_standby_takes_over_with_a_newer_fe
     assert standby.fence is not None and standby.fence > first
     # The old one wakes and publishes under its old token: refused, the successor's stays.
     before = await snaps.read(key)
-    assert not await snaps.publish(key, b"stale", first, 10)
+    assert not await snaps.publish(key, b"stale", first, 10, active.token)
     assert await snaps.read(key) == before
     assert await active.step() == 0  # and its next step finds the lease taken
 

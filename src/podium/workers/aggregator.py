@@ -23,9 +23,10 @@ expires (``SNAPSHOT_TTL_S``), and after that read the shards themselves.
 One aggregator is active at a time: each step first takes or keeps the lease
 (``Snapshots.lead``); a standby whose ``lead`` fails does nothing, and takes over within
 ``LEASE_S`` of the active one stopping. Every publish carries the fencing token of the
-lease it was made under, so one that wakes after losing its lease publishes nothing: the index
-refuses the publish (``podium_snapshots_fenced``), and its next ``lead`` finds the lease gone
-(``podium_lease_lost{role="aggregator"}``), each said in the log.
+lease it was made under and the aggregator's own lease token, so one that wakes after losing
+its lease publishes nothing: the index refuses the publish (``podium_snapshots_fenced``), and
+its next ``lead`` finds the lease gone (``podium_lease_lost{role="aggregator"}``), each said in
+the log.
 """
 
 from __future__ import annotations
@@ -224,16 +225,18 @@ class Aggregator:
         last = (min(ends) if desc else max(ends)) if ends else None
         changes = board.changes if board.histogram is not None else None
         snap = Snapshot(as_of, total, top, desc, board.histogram, last, changes)
-        kept = await self.snapshots.publish(key, snap.encode(), fence, SNAPSHOT_TTL_S)
+        data = snap.encode()
+        kept = await self.snapshots.publish(key, data, fence, SNAPSHOT_TTL_S, self.token)
         metrics.AGGREGATOR_CYCLE_SECONDS.labels(spec.name).observe(time.perf_counter() - started)
         if not kept:
-            # The cycle began under a lease that ran out before its publish, and another
-            # aggregator leads under a newer token: the index kept the successor's snapshot.
+            # The cycle began under a lease that ran out before its publish: another
+            # aggregator may lead (the index kept the successor's snapshot), or none does and
+            # the next step takes a new tenure; either way this one's is not kept.
             metrics.SNAPSHOTS_FENCED.labels(spec.name).inc()
             if self._fenced_said != fence:  # every window's cycle of the tenure refused: one line
                 self._fenced_said = fence
                 log.warning(
-                    "%s/%s: snapshot refused: fencing token %d is not the newest",
+                    "%s/%s: snapshot refused: the lease of fencing token %d ran out",
                     key.board,
                     key.window,
                     fence,

@@ -1,8 +1,9 @@
 """The aggregator's snapshots and lease (``Snapshots``) in process, for the embedded mode.
 
 The same rules as in Redis (index/redis/snapshots.py): a lease that ends by the clock, a fencing
-token that rises with each new holder, and snapshots kept only under the newest token, each
-for its time to live. One process holds them, so its aggregator and its readers meet here.
+token that rises with each new holder, and snapshots kept only under the newest token by the
+lease's holder, each for its time to live. One process holds them, so its aggregator and its
+readers meet here.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ class MemorySnapshots:
         self._holder = (token, now + lease_s)
         return self._fence
 
-    async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
-        if fence != self._fence:
+    async def publish(
+        self, key: BoardKey, data: bytes, fence: int, ttl_s: float, token: str
+    ) -> bool:
+        now = self._clock()
+        held = self._holder
+        if fence != self._fence or held is None or held[0] != token or held[1] <= now:
             return False
-        self._held[key] = (data, self._clock() + ttl_s)
+        self._held[key] = (data, now + ttl_s)
         self._kept += 1
         self._stamps[key] = b"%d" % self._kept
         return True

@@ -193,8 +193,10 @@ class Keys:
         return f"{self.prefix}:{{agg}}:marks"
 
     def snapshot_stamp(self, key: BoardKey) -> str:
-        """Bumped with every snapshot kept (``Snapshots.stamp``): the same tag, one script."""
-        return f"{self.prefix}:{{agg}}:snapstamp:{key.board}:{key.window}"
+        """A new value with every snapshot kept (``Snapshots.stamp``): the same tag, one script.
+        Named apart from the counter an earlier release bumped here (``snapstamp``), which its
+        script would fail to bump over a value of this one during a rolling upgrade."""
+        return f"{self.prefix}:{{agg}}:snapver:{key.board}:{key.window}"
 
     # The layout record (``index/redis/layout.py``): the live shard count a reshard wrote, and
     # beside it, while one runs, the count being built. One tag: one slot, one MGET.

@@ -9,6 +9,8 @@ client's decoded replies return unchanged.
 
 from __future__ import annotations
 
+import itertools
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +29,11 @@ class RedisSnapshots:
         self._lead = client.register_script(lua("lead"))
         self._publish = client.register_script(lua("publish"))
         self._marks = client.register_script(lua("marks"))
+        # Each snapshot's stamp: this process's own name and how many it published, so no two
+        # are ever alike (a counter in Redis could go back with a replica promoted while behind,
+        # and a reader would then take a new snapshot for one it holds).
+        self._me = secrets.token_hex(6)
+        self._published = itertools.count(1)
 
     async def note_marks(self, marks: Mapping[tuple[str, int], float]) -> None:
         if not marks:
@@ -55,11 +62,19 @@ class RedisSnapshots:
             )
         return None if fence is None else int(fence)
 
-    async def publish(self, key: BoardKey, data: bytes, fence: int, ttl_s: float) -> bool:
+    async def publish(
+        self, key: BoardKey, data: bytes, fence: int, ttl_s: float, token: str
+    ) -> bool:
+        stamp = f"{self._me}:{next(self._published)}"
         with translated:
             kept = await self._publish(
-                keys=[self._keys.fence(), self._keys.snapshot(key), self._keys.snapshot_stamp(key)],
-                args=[fence, data, max(1, int(ttl_s * 1000))],
+                keys=[
+                    self._keys.fence(),
+                    self._keys.snapshot(key),
+                    self._keys.snapshot_stamp(key),
+                    self._keys.lease(),
+                ],
+                args=[fence, data, max(1, int(ttl_s * 1000)), token, stamp],
             )
         return bool(kept)
 

@@ -46,10 +46,10 @@ def sliced(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def _publish(snaps: MemorySnapshots, as_of: float, top: list[tuple[str, int]]) -> None:
-    fence = await snaps.lead("agg", as_of, 5.0)
+    fence = await snaps.lead("agg", as_of, 3600.0)  # outlasts the test: its clock moves on its own
     assert fence is not None
     snap = Snapshot(as_of, len(top), tuple(top), True)
-    assert await snaps.publish(KEY, snap.encode(), fence, 15.0)
+    assert await snaps.publish(KEY, snap.encode(), fence, 15.0, "agg")
 
 
 async def _ranks(clock: Clock) -> tuple[SnapshotRanks, MemorySnapshots]:

@@ -65,7 +65,7 @@ async def ranks(split: Split, then: list[dict[str, int]]) -> tuple[SnapshotRanks
     snap = Snapshot(T, 35, top, True, hist, CODEC.floor(0), Changes.summed(then))
     snaps = MemorySnapshots(Clock().now)
     fence = await snaps.lead("agg", T, 5.0)
-    assert fence is not None and await snaps.publish(KEY, snap.encode(), fence, 15.0)
+    assert fence is not None and await snaps.publish(KEY, snap.encode(), fence, 15.0, "agg")
     ranking = SnapshotRanks(CountedRanks(shards, Clock()), split, snaps, shards.copy, Clock())  # type: ignore[arg-type]
     return ranking, shards
 
