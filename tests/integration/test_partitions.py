@@ -1104,7 +1104,7 @@ def _went_back(ranks: list[RankRead]) -> list[tuple[str, float, float, float]]:
 @full_only  # about 55 s a run (its fleet 25 to 35 s): not in CI's short version
 @pytest.mark.slow
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize("cut", ["both-ways", "deaf"])
+@pytest.mark.parametrize("cut", ["both-ways", "deaf", "mute"])
 @pytest.mark.parametrize("fleet", logs("+cluster", short="nats"), indirect=True)
 async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_no_reader_time(
     fleet: NetFleet, cut: str
@@ -1114,7 +1114,8 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
     their stamps), cut from the other five nodes, from the standby aggregator's worker and
     from API process 2, while the active aggregator's worker and API process 1 still reach
     it. ``both-ways``: nothing passes; ``deaf``: the old primary still sends to them, but
-    hears nothing from them (each drops what it sends to it: one direction only).
+    hears nothing from them (each drops what it sends to it: one direction only); ``mute``:
+    the other direction, it hears them but what it sends them is dropped (at it).
 
     The active aggregator goes on publishing to the old primary until it refuses keys; its
     replica, promoted, holds the snapshot as of the cut, so those late publishes are lost
@@ -1160,8 +1161,10 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         for h in cut_off:
             if cut == "both-ways":
                 fleet.net.cut(a, h)
-            else:
+            elif cut == "deaf":
                 fleet.net.cut(h, a, both=False)  # h's packets to it dropped, at h
+            else:
+                fleet.net.cut(a, h, both=False)  # its packets to h dropped, at it
         cut_at, cut_wall = time.monotonic(), time.time()
         _, before = await _agg_keys(cluster.host(new), new)
         seen = await _first_seen(
@@ -1184,10 +1187,7 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         fence_then, _ = await _agg_keys(cluster.host(new), new)
         await game.acknowledged(20)
         for h in cut_off:
-            if cut == "both-ways":
-                fleet.net.heal(a, h)
-            else:
-                fleet.net.heal(h, a)
+            _heal(fleet, cut, a, h)
         cut_off = []
         healed = time.monotonic()
         await _until_asked(
@@ -1199,7 +1199,7 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
     finally:
         for h in cut_off:  # a failure mid-cut: healed before the fleet is stopped
             with contextlib.suppress(Exception):
-                fleet.net.heal(a, h) if cut == "both-ways" else fleet.net.heal(h, a)
+                _heal(fleet, cut, a, h)
         for w in watches:
             w.cancel()
         await asyncio.gather(*watches, return_exceptions=True)
@@ -1243,3 +1243,9 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
     assert late, "the old primary took no snapshot after the cut: nothing to lose"
     assert not back, back
     assert verdict.ok, verdict
+
+
+def _heal(fleet: NetFleet, cut: str, a: Host, h: Host) -> None:
+    """The link between the old primary ``a`` and ``h`` whole again, cut as ``cut`` says:
+    the rules are on the host that drops."""
+    fleet.net.heal(h, a) if cut == "deaf" else fleet.net.heal(a, h)

@@ -33,6 +33,8 @@ from podium.store.common import migrations
 from podium.store.sqlite.errors import GroupLost, translate
 
 T = TypeVar("T")
+BUSY_TIMEOUT_S = 10  # a statement waits this long for another connection's lock
+WAL_CUT_WAIT_S = 0.2  # a cut of the WAL waits this long for readers, each time it is tried
 GROUP_MAX = 32  # writes per commit: bounds what the first write of a group waits for
 
 
@@ -57,7 +59,9 @@ class Database:
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
         # Switching a fresh file to WAL fails at once with "database is locked" when another
         # connection is doing the same (the busy timeout is not applied), so retry it briefly.
         for attempt in range(50):
@@ -191,10 +195,10 @@ class Database:
         self._writer.shutdown()
         self._reader.shutdown()
 
-    async def truncate_wal(self) -> bool:
+    async def truncate_wal(self, wait_s: float = WAL_CUT_WAIT_S) -> bool:
         """Copy the WAL into the database file and cut it to nothing, so that the page
         images it held before (rows deleted since among them) are gone from disk; False when
-        a reader kept it from finishing within the busy timeout (the next one will)."""
+        a reader kept it from finishing within ``wait_s`` (the caller tries again)."""
 
         if self._closed:
             return False
@@ -203,7 +207,14 @@ class Database:
             if self._wconn is None:
                 self._wconn = self._connect()
             # On the writer thread, between its groups: never inside a write's transaction.
-            busy = self._wconn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            # The cut waits for every reader to be done with the WAL, and every write waits
+            # behind it: briefly, rather than the connection's 10 s busy timeout.
+            conn = self._wconn
+            conn.execute(f"PRAGMA busy_timeout={max(1, int(wait_s * 1000))}")
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
             return int(busy) == 0
 
         return await self._run(self._writer, run)

@@ -4,8 +4,11 @@ Postgres (``store/erasure.py``)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 
 from podium.domain.erasure import Erasure, Step, erased_digest, new_secret
@@ -20,6 +23,11 @@ from podium.store.erasure import (
     keyed_rows,
 )
 from podium.store.sqlite.db import Database
+
+log = logging.getLogger("podium.eraser")
+
+WAL_CUT_S = 60.0  # an erasure's WAL cut is tried this long while readers keep it busy
+WAL_CUT_PAUSE_S = 0.05  # between tries: the writes queued meanwhile go first
 
 
 class PlayerData(Database):
@@ -185,8 +193,22 @@ class PlayerData(Database):
             # The record has just forgotten the id: the WAL's older page images still hold
             # it (and the player's deleted rows) until a checkpoint; secure_delete zeroed the
             # file's own copies (db.py).
-            await self.truncate_wal()
+            await self._cut_wal()
         return held
+
+    async def _cut_wal(self) -> None:
+        """The WAL cut, tried again while readers keep it busy: a cut that gave up once
+        left the erased player's bytes in it until the next erasure's."""
+        deadline = time.monotonic() + WAL_CUT_S
+        while not await self.truncate_wal():
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "the WAL was not cut after an erasure: readers kept it busy for %.0f s; "
+                    "the next erasure cuts it",
+                    WAL_CUT_S,
+                )
+                return
+            await asyncio.sleep(WAL_CUT_PAUSE_S)
 
     async def renamed_windows(self, pseudonym: str) -> list[tuple[str, str, str | None]]:
         rows = await self._read(lambda c: c.execute(RENAMED, {"q": pseudonym}).fetchall())
