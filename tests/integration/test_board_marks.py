@@ -119,13 +119,17 @@ async def test_exact_answers_say_how_far_behind_a_held_board_is(
         r = await api.client.get("/v1/boards/week/players/a", params={"neighbors": 1})
         return r.json() if r.status_code == 200 else None  # type: ignore[no-any-return]
 
-    # The board keeps up: a and f are on it, and the marks flow (the reads add no label).
+    # The board keeps up: a and f are on it, and the marks flow: a watermark is known (every
+    # partition's marks noted; until then no label can be made, however long the board is
+    # held) and the reads add no label.
     async def current() -> bool:
         got = await rank_of_a()
         if got is None or not got["exact"] or len(got["neighbors"]) != 2:
             return False
         freshness = api.podium.reads.freshness
-        return freshness is not None and await freshness.label() is None
+        if freshness is None or await freshness.behind() is None:
+            return False
+        return await freshness.label() is None
 
     await _until(current, "the board never caught up, or no marks reached it")
 
