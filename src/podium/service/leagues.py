@@ -29,6 +29,7 @@ from podium.ports.cohorts import Cohort, CohortStore, Standing
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
 from podium.service.ranks.marked import MarkedRanks
+from podium.service.reads.freshness import Freshness, label_of, labelled
 from podium.service.views import Entry, entry, ranks_in_order
 from podium.util.caching import Cache
 
@@ -69,6 +70,7 @@ class Leagues:
         profiles: ProfileCache,
         clock: Clock,
         marked: MarkedRanks | None = None,
+        freshness: Freshness | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -77,6 +79,9 @@ class Leagues:
         # checked against the generation markers as every board read is, so an emptied
         # index answers 503 (the board is being rebuilt), never an empty cohort.
         self.marked = marked
+        # How far the board is behind the store: a live cohort read from it is labelled as
+        # the reads' answers are (``reads/freshness.py``). None: never labelled.
+        self.freshness = freshness
         self.lifecycle = lifecycle
         self.profiles = profiles
         self.clock = clock
@@ -147,18 +152,20 @@ class Leagues:
         if c is None or w is None:
             raise NotFound(f"board {board} has no cohort {cohort_id!r}")
         assert spec.league is not None
-        now = self.clock.now()
+        as_of = self.clock.now()
         frozen = c.id in await self.store.frozen_cohorts(board, [c.id])
         if frozen:
             final = await self.lifecycle.store.final_page(board, c.id, 1, spec.league.cohort_size)
             rows = [(e.player_id, e.points, e.rank) for e in final]
         else:
             size, descending = spec.league.cohort_size, spec.order is Order.DESC
+            label = await label_of(self.freshness)  # before the read: the board holds that
 
             def read() -> Awaitable[list[tuple[str, int]]]:
                 return self.index.page(BoardKey(board, c.id), 0, size - 1, descending=descending)
 
             live = await (read() if self.marked is None else self.marked.checked(read))
+            as_of = labelled(as_of, label)
             ranks = ranks_in_order(spec, live, 1)
             rows = [(m, spec.codec.points(s), r) for (m, s), r in zip(live, ranks, strict=True)]
         names = await self.profiles.get([p for p, _, _ in rows])
@@ -173,7 +180,7 @@ class Leagues:
             frozen,
             cohorts.zones(spec.league, c.tier, len(members)),
             members,
-            now,
+            as_of,
         )
 
     async def window_cohorts(

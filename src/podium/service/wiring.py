@@ -129,7 +129,7 @@ class Service:
         tournaments = Tournaments(
             settings, store, store, store, clock, lifecycle, boards, reads, past
         )
-        leagues = Leagues(settings, store, index, lifecycle, profiles, clock, marked)
+        leagues = Leagues(settings, store, index, lifecycle, profiles, clock, marked, freshness)
         rebuilt = None if beside is None else beside(changed)
         return cls(
             settings=settings,
@@ -145,8 +145,8 @@ class Service:
             rebuilds=Rebuilds(settings, store, index, copy, clock, boards, changed, rebuilt),
             health=Health(store, index, log),
             past=past,
-            groups=Groups(store, index, boards, lifecycle, clock),
-            lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock),
+            groups=Groups(store, index, boards, lifecycle, clock, freshness),
+            lookups=Lookups(boards, lifecycle, ranking, copy, profiles, clock, freshness),
             webhooks=WebhookAdmin(store, settings, clock),
             search=PlayerSearch(store, clock, settings.boards),
             tournaments=tournaments,

@@ -6,6 +6,9 @@ and takes the watermark: the least mark over every (store database, log partitio
 deployment has. Every match acknowledged before it is on the board. When the board is more
 than ``[server] board_behind_s`` behind it, an exact answer read from the live board speaks
 for the watermark, not for its own moment, and says so: its ``asOf`` is the watermark.
+Every read of the live board takes it the same way (``label_of`` before the read,
+``labelled`` after): pages, ranks, friends, the distribution (``reads.py``), players looked
+up (``lookups.py``), a window's groups (``groups.py``), a league's cohort (``leagues.py``).
 """
 
 from __future__ import annotations
@@ -84,3 +87,16 @@ class Freshness:
             self._mark = mark if self._mark is None else max(self._mark, mark)
             metrics.BOARD_BEHIND_SECONDS.set(max(0.0, now - self._mark))
         self._read_at = now
+
+
+async def label_of(freshness: Freshness | None) -> float | None:
+    """The label of an exact answer about to be read from the live board (``label``); None
+    where the reads have no marks. Taken before the read, so the board read holds at least
+    what it says."""
+    return None if freshness is None else await freshness.label()
+
+
+def labelled(as_of: float, label: float | None) -> float:
+    """An answer's ``asOf`` under the label: the earlier of the two (a snapshot's own asOf
+    may be earlier still); unchanged without a label."""
+    return as_of if label is None else min(as_of, label)

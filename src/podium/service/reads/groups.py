@@ -7,7 +7,8 @@ as the freezer's does. So the list is read once per board every ``WINDOWS_HELD_S
 caller. How many players a group holds comes from where its board is read: the index for a
 live window (bans excluded, as its pages are), the final standings of a frozen one. A group
 with nobody on its board (everyone moved away, or a closed window's index keys expired) is
-left out: there is nothing to show for it.
+left out: there is nothing to show for it. Counts read from the live board are labelled as
+the reads' answers are while the board is behind the store (``freshness.py``).
 
 Knows the ports, never an adapter.
 """
@@ -22,6 +23,7 @@ from podium.errors import InvalidInput, NotFound
 from podium.ports import BoardKey, Clock, RankIndex, Windows
 from podium.service.boards import Boards, no_open_window
 from podium.service.lifecycle import Lifecycle
+from podium.service.reads.freshness import Freshness, label_of, labelled
 from podium.util.aio import gather_all
 from podium.util.caching import Cache
 
@@ -47,13 +49,20 @@ class BoardGroups:
 
 class Groups:
     def __init__(
-        self, store: Windows, index: RankIndex, boards: Boards, lifecycle: Lifecycle, clock: Clock
+        self,
+        store: Windows,
+        index: RankIndex,
+        boards: Boards,
+        lifecycle: Lifecycle,
+        clock: Clock,
+        freshness: Freshness | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.boards = boards
         self.lifecycle = lifecycle
         self.clock = clock
+        self.freshness = freshness  # how far the board is behind; None: never labelled
         self._windows: Cache[str, list[str]] = Cache(WINDOWS_HELD, WINDOWS_HELD_S, clock.now)
         self._counts: Cache[tuple[str, str], BoardGroups] = Cache(
             COUNTS_HELD, COUNTS_HELD_S, clock.now
@@ -88,6 +97,9 @@ class Groups:
         prefix = f"{w.id}{GROUP_SEP}"
         groups = sorted(i[len(prefix) :] for i in ids if i.startswith(prefix))
         frozen = await self.lifecycle.frozen(spec.name)
+        # Before the counts, when any is read from the live board: the board holds that.
+        live = any(f"{prefix}{g}" not in frozen for g in groups)
+        label = await label_of(self.freshness) if live else None
 
         async def players(group: str) -> int:
             window_id = f"{prefix}{group}"
@@ -98,7 +110,7 @@ class Groups:
         counts = await gather_all(players(g) for g in groups)
         held = [GroupCount(g, n) for g, n in zip(groups, counts, strict=True) if n > 0]
         held.sort(key=lambda c: (-c.players, c.group))
-        return BoardGroups(spec.name, w.id, self.clock.now(), held)
+        return BoardGroups(spec.name, w.id, labelled(self.clock.now(), label), held)
 
     def forget(self) -> None:
         """Read everything again at the next call (tests that just wrote)."""

@@ -8,7 +8,8 @@ shard for all of them at once), and the names one read of the index's copy of pr
 a fixed number of round trips, whatever the number of ids. Ranks are exact where the rank
 source counts them, and an estimate (below a split board's exact top) says so
 (invariant 6 of docs/architecture.md). A frozen window is read from its final standings
-(which keep the board's exact top: a player below it is absent there).
+(which keep the board's exact top: a player below it is absent there). A live window's
+answer is labelled as the reads' are while the board is behind the store (``freshness.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from podium.ports import BoardKey, Clock, ProfileCopy, RankSource
 from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
+from podium.service.reads.freshness import Freshness, label_of, labelled
 
 MAX_IDS = 100
 
@@ -66,21 +68,24 @@ class Lookups:
         copy: ProfileCopy,
         profiles: ProfileCache,
         clock: Clock,
+        freshness: Freshness | None = None,
     ) -> None:
-        # The same board and window rules, rank source and names as the reads (``reads.py``):
-        # a player looked up is where a page shows them.
+        # The same board and window rules, rank source, names and label as the reads
+        # (``reads.py``): a player looked up is where a page shows them, as of the same moment.
         self.boards = boards
         self.lifecycle = lifecycle  # a frozen window's final standings
         self.ranks = ranks
         self.copy = copy  # the index's copy of profiles, while it is complete
         self.profiles = profiles  # else the store's, through this process's cache
         self.clock = clock
+        self.freshness = freshness  # how far the board is behind; None: never labelled
 
     async def players(
         self, board: str, ids: list[str], window_id: str | None, group: str | None = None
     ) -> Lookup:
         spec = self.boards.board(board)
         w = self.boards.window(spec, window_id, group)
+        label = None  # final standings speak for themselves
         if await self.lifecycle.is_frozen(board, w.id):
             found = []
             for p in ids:  # the final standings: one keyed read a player
@@ -91,6 +96,7 @@ class Lookups:
             rows = [f for _, f in found]
         else:
             key = BoardKey(board, w.id)
+            label = await label_of(self.freshness)  # before the places: the board holds that
             places = await self.ranks.places(spec, key, ids)
             present = [(p, h.score, h.rank, h.exact) for p, h in zip(ids, places, strict=True) if h]
             # In board order by score (the one order), not by ranks: an estimate need not
@@ -117,4 +123,4 @@ class Lookups:
             out.append(f)
         on_board = {f.player_id for f in out}
         absent = [p for p in ids if p not in on_board]
-        return Lookup(board, w.id, self.clock.now(), out, absent)
+        return Lookup(board, w.id, labelled(self.clock.now(), label), out, absent)

@@ -31,7 +31,7 @@ from podium.ports import (
 from podium.service.boards import Boards
 from podium.service.lifecycle import Lifecycle
 from podium.service.profiles import ProfileCache
-from podium.service.reads.freshness import Freshness
+from podium.service.reads.freshness import Freshness, label_of, labelled
 from podium.service.reads.paging import links, read_cursor, uneven
 from podium.service.views import (
     Bucket,
@@ -157,9 +157,9 @@ class Reads:
         key = BoardKey(spec.name, w.id)
         last_key = (spec.name, w.id, offset, limit)
         try:
-            label = await self._behind()  # before the read: the board holds at least that
+            label = await label_of(self.freshness)  # before the read: the board holds that
             top = await self.ranks.top(spec, key, offset, stop)
-            as_of = top.as_of if label is None else min(top.as_of, label)
+            as_of = labelled(top.as_of, label)
             page = await self._paged_live(spec, key, top.rows, offset, limit, as_of)
         except IndexUnavailable:
             last = self._last.get(last_key)
@@ -185,9 +185,9 @@ class Reads:
             page = await self.lifecycle.final_page(spec, w, first, stop)
             return _paged(spec, page, first, limit, at.before)
         key = BoardKey(spec.name, w.id)
-        label = await self._behind()
+        label = await label_of(self.freshness)
         got = await self.ranks.page_from(spec, key, at.at, limit + (not at.before), at.before)
-        as_of = got.as_of if label is None else min(got.as_of, label)
+        as_of = labelled(got.as_of, label)
         return await self._paged_live(spec, key, got.rows, got.first, limit, as_of, at.before)
 
     async def _paged_live(
@@ -289,7 +289,7 @@ class Reads:
         if await self.lifecycle.is_frozen(board, w.id):
             return await self.lifecycle.final_rank(spec, w, player_id, neighbors)
         key = BoardKey(board, w.id)
-        label = await self._behind()
+        label = await label_of(self.freshness)
         found = await self.ranks.around(spec, key, player_id, neighbors)
         if found is None:
             raise NotFound(f"player {player_id} is not on board {board} ({w.id})")
@@ -302,8 +302,8 @@ class Reads:
         mine = around[found.rank - first]  # the player's own row: their rank and points
         # The rank source says whether the rank is exact: below the exact top of a board
         # split across shards it may be an estimate, and then says so (invariant 6 of
-        # docs/architecture.md).
-        as_of = self._labelled(found.as_of, label)
+        # docs/architecture.md). No asOf of its own: it speaks for now, unless labelled.
+        as_of = label if found.as_of is None else labelled(found.as_of, label)
         return PlayerRank(board, w.id, mine.rank, found.exact, mine.points, around, as_of=as_of)
 
     def _estimated_rank(self, spec: BoardSpec, window: str, est: Estimated) -> PlayerRank:
@@ -342,7 +342,7 @@ class Reads:
         ids = [player_id, *[f for f in friends if f != player_id]]
         if await self.lifecycle.is_frozen(board, w.id):
             return _known(await self.lifecycle.final_friends(spec, w, ids), player_id, friends)
-        label = await self._behind()
+        label = await label_of(self.freshness)
         present = await self._global_places(spec, BoardKey(board, w.id), ids)
         rows = [(p, s) for p, s, _, _ in present]
         names = await self._names([p for p, _ in rows])
@@ -360,23 +360,8 @@ class Reads:
             entry(i, p, codec.points(s), names.get(p), g, exact, meta.get(p))
             for i, g, (p, s, _, exact) in zip(among, global_ranks, present, strict=True)
         ]
-        now = self.clock.now()
-        as_of = now if label is None else min(now, label)
+        as_of = labelled(self.clock.now(), label)
         return _known(Page(board, w.id, as_of, entries), player_id, friends)
-
-    async def _behind(self) -> float | None:
-        """The label of an exact answer about to be read from the live board: the board
-        marks' watermark when the board is behind the store past the bound, else None.
-        Taken before the read, so the board read holds at least what it says."""
-        return None if self.freshness is None else await self.freshness.label()
-
-    @staticmethod
-    def _labelled(as_of: float | None, label: float | None) -> float | None:
-        """An exact answer's ``asOf`` under the label: the earlier of the two (a snapshot's
-        own asOf may be earlier still); unchanged without a label."""
-        if label is None:
-            return as_of
-        return label if as_of is None else min(as_of, label)
 
     async def _ranks(
         self, spec: BoardSpec, key: BoardKey, rows: list[tuple[str, int]], first: int
@@ -395,9 +380,14 @@ class Reads:
         to the highest total on the board, as the rank source counts (or estimates) them."""
         spec = self.boards.board(board)
         w = self.boards.window(spec, window_id, group)
+        # Read from the board whatever the window (a frozen one's key too), so labelled as
+        # every board read; estimated buckets too: unlike an estimated rank they have no
+        # interval that speaks for the answer's moment.
+        label = await label_of(self.freshness)
         spread = await self.ranks.spread(spec, BoardKey(board, w.id), buckets)
         out = [Bucket(low, high, n) for low, high, n in spread.buckets]
-        return Distribution(board, w.id, spread.as_of, spread.players, out, exact=spread.exact)
+        as_of = labelled(spread.as_of, label)
+        return Distribution(board, w.id, as_of, spread.players, out, exact=spread.exact)
 
 
 def _paged(spec: BoardSpec, page: Page, first: int, limit: int, before: bool = False) -> Page:
