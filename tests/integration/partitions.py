@@ -38,12 +38,14 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 import redis.asyncio as aioredis
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -456,6 +458,25 @@ class Game:
                 _int_or_none(body.get("rankHigh")),
             )
         )
+
+    async def end(self, tasks: Sequence[asyncio.Task[Any]]) -> None:
+        """Stop sending and reading, and wait for the matches in flight: each is sent until
+        acknowledged, so a fleet (or a workload) that stopped acknowledging would hold the
+        test forever (pytest-timeout's signal lands in one of these tasks, not in the test,
+        which then never ends). Bounded: past ``DEADLINE_S`` the test fails with how many
+        were not acknowledged (after the error that stopped it, if one did)."""
+        self.stop.set()
+        try:
+            async with asyncio.timeout(DEADLINE_S):
+                await asyncio.gather(*tasks)
+        except TimeoutError:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            pytest.fail(
+                f"{self.history.sent - len(self.history.acked)} of {self.history.sent} "
+                f"matches not acknowledged {DEADLINE_S:.0f} s after the load stopped"
+            )
 
     async def acknowledged(self, n: int, api: str | None = None) -> None:
         """Until ``n`` more matches are acknowledged (by ``api`` only, if named)."""

@@ -195,8 +195,7 @@ async def test_an_api_cut_from_the_store_mid_stream_loses_and_doubles_nothing(
             t.answered for t in tries if t.api == "api1" and t.sent >= healed and t.outcome == "200"
         )
     finally:
-        game.stop.set()
-        await asyncio.gather(*senders)
+        await game.end(senders)
     verdict = await partitions.check(fleet, game)
     during = Counter(
         t.outcome for t in game.history.tries if t.api == "api1" and cut <= t.sent < healed
@@ -308,8 +307,7 @@ async def test_a_redis_primary_cut_from_sentinel_while_the_worker_still_writes_t
         await _until("the old primary made a replica of the new one", demoted)
         await game.acknowledged(10)
     finally:
-        game.stop.set()
-        await asyncio.gather(*senders)
+        await game.end(senders)
     on_old, on_new = split
     # What the old primary took after the cut that the new one lacks: lost on the heal.
     taken = {p for p, s in on_old.items() if s > on_new.get(p, float("-inf"))}
@@ -386,8 +384,7 @@ async def test_an_api_cut_from_redis_accepts_results_and_answers_reads_503(
             and t.outcome == "200"
         )  # fmt: skip
     finally:
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     verdict = await partitions.check(fleet, game, {"api1": (cut, healed)})
     during = [t for t in tries if t.api == "api1" and cut <= t.sent and t.answered < healed]
     reads = Counter(t.outcome for t in during if not partitions.is_submit(t))
@@ -436,8 +433,7 @@ async def test_an_api_process_frozen_under_load_counts_nothing_twice(
             and t.outcome == "200"
         )  # fmt: skip
     finally:
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     verdict = await partitions.check(fleet, game)
     during = Counter(t.outcome for t in tries if t.api == "api1" and frozen <= t.sent < woke)
     others = sum(
@@ -501,8 +497,7 @@ async def test_a_worker_cut_off_past_its_leases_is_taken_over_and_writes_nothing
         after = await _until_metric(fleet, "worker", lambda m: m[lost] > before[lost])
         await game.acknowledged(20)
     finally:
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     # The cut worker's share of the board waits for the other to take its lease over: a
     # rank read meanwhile may show the board as of the cut.
     verdict = await partitions.check(fleet, game, board_behind=(cut, healed))
@@ -588,8 +583,7 @@ async def test_workers_with_skewed_clocks_freeze_a_window_once_and_on_time(
         await tasks[-1]
         final = {e.player_id: e.points for e in await store.final_page("minute", window, 1, 10_000)}
     finally:
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
         await store.close()
     verdict = await partitions.check(fleet, game)
     matches = game.history.matches
@@ -655,17 +649,7 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
         await game.acknowledged(20)
     finally:
         done.set()
-        game.stop.set()
-        try:
-            # Every match sent is sent until acknowledged: bounded here, so that a fleet (or
-            # a workload) that stopped fails the test with its figures, not its timeout.
-            async with asyncio.timeout(partitions.DEADLINE_S):
-                await asyncio.gather(*tasks)
-        except TimeoutError:
-            pytest.fail(
-                f"{game.history.sent - len(game.history.acked)} of {game.history.sent} "
-                f"matches not acknowledged {partitions.DEADLINE_S:.0f} s after the load stopped"
-            )
+        await game.end(tasks)
     verdict = await partitions.check(fleet, game)
     matches = game.history.matches.values()
     slow = [m.took for m in matches if slowed <= m.began < healed]
@@ -770,8 +754,7 @@ async def test_the_active_aggregator_cut_off_past_its_lease_is_fenced_out(
         await asyncio.sleep(5.0)  # the old one's cycle in flight at the heal, if any
     finally:
         watching.set()
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     verdict = await partitions.check(fleet, game)
     published = [(t, f, a) for t, f, a in seen if a is not None]
     back = [
@@ -985,8 +968,7 @@ async def test_a_redis_cluster_primary_cut_from_its_majority_loses_its_late_writ
     finally:
         watch.cancel()
         await asyncio.gather(watch, return_exceptions=True)
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     after = [(t, p, s) for t, p, s in taken_after if t >= cut_wall]
     # What the old primary took after the cut that its replica lacked: lost on the heal.
     taken = {p for _, p, s in after if s > held.get(p, float("-inf"))}
@@ -1245,8 +1227,7 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         for w in watches:
             w.cancel()
         await asyncio.gather(*watches, return_exceptions=True)
-        game.stop.set()
-        await asyncio.gather(*tasks)
+        await game.end(tasks)
     fence_end, end_as_of = await _agg_keys(cluster.host(new), new)
     publishers = sorted({by_address[p.by] for p in on_new if p.by in by_address})
     # API process 2 and the standby reach no part of the old primary's slots from the cut to
