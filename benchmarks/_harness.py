@@ -577,7 +577,8 @@ class CpuMeter:
     """Cores used by each party over a window (1.0 = one full core). Per process: a process
     that exits inside the window loses its share (it is not seen at the end), none counts
     twice. "postgres" is every Postgres process on the machine (other users' too), "pg ours"
-    the backends serving ``pg_db``; "others" is the rest of the machine's busy time."""
+    the backends serving ``pg_db``; "nats" every NATS server on the machine; "others" is the
+    rest of the machine's busy time."""
 
     pids: dict[str, int]
     pg_db: str | None = None
@@ -594,6 +595,7 @@ class CpuMeter:
         if self.pg_db:
             out["pg ours"] = _cpu_by_comm(("postgres",), self.pg_db)
         out["redis"] = _cpu_by_comm(("redis-server",))
+        out["nats"] = _cpu_by_comm(("nats-server",))
         return out
 
     def begin(self) -> None:

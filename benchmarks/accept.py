@@ -34,8 +34,20 @@ requests that finish after the window inflates it). ``--quiet F`` waits before e
 second in which the machine is less than F busy.
 
 ``--repeat N`` repeats the whole sequence and prints the median and range of each figure.
+
+``--log nats`` relays the changes through the machine's NATS JetStream (a stream of its own)
+instead of letting the updater read the outbox. ``--mark-s 0.5,0`` (A/B mode, issue 36) runs
+podium once with each ``[workers] mark_s`` in turn at every rate and repeat (A, B, B, A...),
+each on a server started afresh on the same database, in place of the bare framework and
+pgbench; it also counts what the machine's Redis (every command, and ``EVALSHA``) and NATS
+(JetStream API requests, messages into our stream) were asked a second in the measured window,
+and prints each value's medians and its ratios to the first value's, run by run.
+
+    python benchmarks/accept.py --config production --log nats --rates 150 --mark-s 0.5,0
+
 Everything it creates (a temporary directory, the Postgres database ``podium_bench_*``, the
-Redis keys under ``podium-bench-*:``, the child servers) is removed at the end, also on Ctrl-C.
+Redis keys under ``podium-bench-*:``, the JetStream stream ``podium-bench-*``, the child
+servers) is removed at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -52,16 +64,20 @@ from typing import Any
 from urllib.parse import urlparse
 
 from _harness import (
+    NATS_URL,
     PG_DB,
+    REDIS_URL,
     CpuMeter,
     Env,
     Req,
     Server,
     bare_server,
     bench_main,
+    col,
     common_args,
     cpu_line,
     create_key,
+    delete_stream,
     histogram,
     http_client,
     match_body,
@@ -102,6 +118,12 @@ def parse_args() -> argparse.Namespace:
         "--metadata",
         action="store_true",
         help="every result carries entry metadata (a 51-byte object: a car and a replay id)",
+    )
+    p.add_argument("--log", choices=["outbox", "nats"], default="outbox", help="the change log")
+    p.add_argument(
+        "--mark-s",
+        default="",
+        help="A/B: [workers] mark_s values by commas (0.5,0: board marks on, off), in turn",
     )
     common_args(p, wait_s=120, unit="run")
     return p.parse_args()
@@ -178,9 +200,11 @@ async def drive(
         pids = {"server": server.pid}
         cpu = CpuMeter(pids, PG_DB["name"])
         sampling = measure_podium
+        asked0 = await asked(args) if args.mark_s else {}
         cpu.begin()
         res = await open_loop(rate, args.duration, fire, drain_s=15.0)
         cores = cpu.end()
+        asked1 = await asked(args) if args.mark_s else {}
         ended = time.perf_counter()
         sampling = False
         out = res.report()
@@ -189,6 +213,7 @@ async def drive(
         # CPU per accepted match: robust to the noise of this shared machine
         out["server_cpu_ms_per_match"] = 1000 * cores["server"] * cpu.wall / max(out["ok"], 1)
         out["results_per_s_ok"] = out["throughput"] * args.players_per_match
+        out["asked_per_s"] = {k: (asked1[k] - v) / cpu.wall for k, v in asked0.items()}
         if not measure_podium:
             return out
 
@@ -222,6 +247,35 @@ async def drive(
         out["ack_to_visible"]["missed"] = missed
         out["ack_to_visible"]["skipped"] = skipped[0]
         return out
+
+
+async def asked(args: argparse.Namespace) -> dict[str, float]:
+    """What the machine's Redis and NATS were asked so far (every user's: the machine is
+    shared), for ``--mark-s``: Redis commands, ``EVALSHA`` calls (the marks' note is one);
+    JetStream API requests of the account (``settled`` asks a consumer's info), messages
+    into our stream."""
+    out: dict[str, float] = {}
+    if args.config == "production":
+        import redis.asyncio as aioredis
+
+        r = aioredis.Redis.from_url(REDIS_URL)
+        try:
+            stats, cmds = await r.info("stats"), await r.info("commandstats")
+        finally:
+            await r.aclose()
+        out["redis commands"] = stats["total_commands_processed"]
+        out["redis evalsha"] = cmds.get("cmdstat_evalsha", {}).get("calls", 0)
+    if args.log == "nats":
+        import nats
+
+        nc = await nats.connect(NATS_URL)
+        try:
+            js = nc.jetstream()
+            out["jetstream api"] = (await js.account_info()).api.total
+            out["stream msgs"] = (await js.stream_info(args.stream)).state.last_seq
+        finally:
+            await nc.close()
+    return out
 
 
 # -- pgbench reference --------------------------------------------------------------------
@@ -481,9 +535,88 @@ def print_summary(runs: list[dict[str, Any]], args: argparse.Namespace) -> None:
 # -- main ---------------------------------------------------------------------------------
 
 
+async def marks_ab(env: Env, key: str, rates: list[float], args: argparse.Namespace) -> None:
+    """``--mark-s``: podium with each ``[workers] mark_s`` in turn, started afresh for each run
+    (the same database and keys), so that the values alternate within every repeat, in the
+    reverse order every other repeat (a drift of the machine favours neither)."""
+    base = env.config_path.read_text()
+    values = [float(x) for x in args.mark_s.split(",") if x.strip()]
+    rng = random.Random(1)
+    runs: list[dict[str, Any]] = []
+    for rep in range(args.repeat):
+        for rate in rates:
+            for v in values if rep % 2 == 0 else values[::-1]:  # A, B; then B, A
+                env.config_path.write_text(base + f"[workers]\nmark_s = {v!r}\n")
+                with contextlib.ExitStack() as one:
+                    pod = podium_server(one, env, None, args.processes)
+                    await pod.wait_ready()
+                    print(
+                        f"\n-- run {rep + 1}/{args.repeat}, {rate:.0f} matches/s, mark_s {v:g} --",
+                        flush=True,
+                    )
+                    p = await drive(pod, key, rate, args, rng, measure_podium=True)
+                print_run(f"podium, mark_s {v:g}", rate, args.players_per_match, p)
+                got = ", ".join(f"{k} {n:.1f}" for k, n in p["asked_per_s"].items())
+                print(f"    asked a second (the whole machine's): {got or '-'}")
+                runs.append({"rate": rate, "mark_s": v, "rep": rep, "podium": p})
+    print_marks(runs, values, args)
+    save_json(args, runs=runs)
+
+
+def print_marks(runs: list[dict[str, Any]], values: list[float], args: argparse.Namespace) -> None:
+    """Each value's median [min-max]; then each later value against the first, run by run
+    (the same repeat and rate): the median of their ratios, and of their differences."""
+    rows: list[tuple[str, tuple[str, ...], float, str]] = [
+        ("accepted results/s", ("results_per_s_ok",), 1, "{:.0f}"),
+        ("commit-to-board p50 ms (server)", ("commit_to_board", "p50"), 1000, "{:.1f}"),
+        ("commit-to-board p99 ms (server)", ("commit_to_board", "p99"), 1000, "{:.1f}"),
+        ("ack-to-visible p50 ms", ("ack_to_visible", "p50"), 1000, "{:.1f}"),
+        ("ack-to-visible p99 ms", ("ack_to_visible", "p99"), 1000, "{:.1f}"),
+        ("backlog drained, s", ("drain_s",), 1, "{:.2f}"),
+        ("server CPU ms per match", ("server_cpu_ms_per_match",), 1, "{:.2f}"),
+        ("cores: podium", ("cpu", "server"), 1, "{:.3f}"),
+        ("cores: our Postgres backends", ("cpu", "pg ours"), 1, "{:.3f}"),
+        ("cores: redis", ("cpu", "redis"), 1, "{:.3f}"),
+        ("cores: nats", ("cpu", "nats"), 1, "{:.3f}"),
+    ]
+    asked_keys = sorted({k for r in runs for k in r["podium"]["asked_per_s"]})
+    rows += [(f"{k}/s", ("asked_per_s", k), 1, "{:.1f}") for k in asked_keys]
+    first = values[0]
+    for rate in sorted({r["rate"] for r in runs}):
+        by = {(r["mark_s"], r["rep"]): r["podium"] for r in runs if r["rate"] == rate}
+        reps = sorted({rep for _, rep in by})
+        print(
+            f"\n== mark_s A/B, {args.config}, log {args.log}, {rate:.0f} matches/s x "
+            f"{args.players_per_match}: median [min-max] over {len(reps)} run(s) each =="
+        )
+        head = " | ".join(f"mark_s {v:g}" for v in values)
+        later = " | ".join(f"{first:g} / {v:g}, {first:g} - {v:g}" for v in values[1:])
+        print(f"figure | {head} | {later} (medians of each repeat's own)")
+        for label, path, scale, fmt in rows:
+            cols = {v: [x * scale for x in col([by[v, k] for k in reps], *path)] for v in values}
+            cells = [num_spread(cols[v], fmt) for v in values]
+            for v in values[1:]:
+                pairs = [
+                    (a, b) for a, b in zip(cols[first], cols[v], strict=True) if a == a and b == b
+                ]
+                ratio = num_spread([a / b for a, b in pairs if b], "{:.2f}")
+                diff = num_spread([a - b for a, b in pairs], fmt)
+                cells.append(f"{ratio}, {diff}")
+            print(f"{label} | " + " | ".join(cells))
+
+
 async def bench(env: Env, stack: contextlib.ExitStack, args: argparse.Namespace) -> None:
     rates = [float(x) for x in args.rates.split(",") if x.strip()]
+    args.stream = ""
+    if args.log == "nats":
+        args.stream = f"podium-bench-{secrets.token_hex(4)}"
+        stack.callback(lambda: asyncio.run(delete_stream(args.stream)))
+        with env.config_path.open("a") as f:
+            f.write(f'[log]\nurl = "{NATS_URL}"\nstream = "{args.stream}"\n')
     key = create_key(env)
+    if args.mark_s:
+        await marks_ab(env, key, rates, args)
+        return
     pod = podium_server(
         stack, env, args.profile.resolve() if args.profile else None, args.processes
     )
@@ -514,8 +647,10 @@ def main() -> None:
     header = (
         f"config {args.config}; rates {args.rates} matches/s x {args.players_per_match} "
         f"players; {args.duration:g} s measured after {args.warmup:g} s warm-up; "
-        f"player pool {args.pool}; {args.repeat} repeat(s)"
+        f"player pool {args.pool}; {args.repeat} repeat(s); log {args.log}"
     )
+    if args.mark_s:
+        header += f"; A/B of [workers] mark_s {args.mark_s}"
     bench_main(args, header, bench)
 
 
