@@ -13,7 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -642,38 +642,49 @@ async def test_results_racing_the_erasure_do_not_bring_them_back(
         await b.close()
 
 
-async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(make_api: Any) -> None:
-    """Kafka keeps the player's records until the topic's retention (docs/architecture.md
-    §9): a replay of them after the erasure (as after a Redis failover) is skipped by the
-    updaters, as a banned player's is."""
+@pytest.fixture
+async def kafka_topic() -> AsyncIterator[tuple[str, str]]:
+    """The machine's broker and a topic name of this test's own, its topics deleted after the
+    test's app is closed (a fixture asked for before ``make_api`` is torn down after it): one
+    deleted while the app still runs is made again by its relay's next write."""
     kafka, topic = need_kafka(), topic_name()
     try:
-        api = await make_api(
-            log={
-                "url": f"kafka://{kafka}",
-                "partitions": 2,
-                "kafka": {"topic": topic, "events_topic": f"{topic}-events", "group": f"{topic}-u"},
-            },
-            workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.3},
-        )
-        assert (await api.submit("m1", [(GONE, 30), ("a", 20)])).status_code == 200
-
-        async def shown() -> bool:
-            page = await api.page("week")
-            return [e["playerId"] for e in page["entries"]] == [GONE, "a"]
-
-        assert await api.until(shown, timeout=20), "the results did not reach the board"
-        admin = api.auth(api.admin_key)
-        r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
-        assert await erasure_done(api, admin, r.json()["id"], timeout=30)
-        await api.backends.replay(3600)  # the topic's records of them, applied again
-        await asyncio.sleep(1.0)
-        await api.fresh()
-        assert [e["playerId"] for e in (await api.page("week"))["entries"]] == ["a"]
-        assert await _index_hits(api.backends, GONE) == []
+        yield kafka, topic
     finally:
         for t in (topic, f"{topic}-events"):
             await asyncio.to_thread(delete_topic, kafka, t)
+
+
+async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(
+    kafka_topic: tuple[str, str], make_api: Any
+) -> None:
+    """Kafka keeps the player's records until the topic's retention (docs/architecture.md
+    §9): a replay of them after the erasure (as after a Redis failover) is skipped by the
+    updaters, as a banned player's is."""
+    kafka, topic = kafka_topic
+    api = await make_api(
+        log={
+            "url": f"kafka://{kafka}",
+            "partitions": 2,
+            "kafka": {"topic": topic, "events_topic": f"{topic}-events", "group": f"{topic}-u"},
+        },
+        workers={"idle_sleep_s": 0.005, "erasure_settle_s": 0.3},
+    )
+    assert (await api.submit("m1", [(GONE, 30), ("a", 20)])).status_code == 200
+
+    async def shown() -> bool:
+        page = await api.page("week")
+        return [e["playerId"] for e in page["entries"]] == [GONE, "a"]
+
+    assert await api.until(shown, timeout=20), "the results did not reach the board"
+    admin = api.auth(api.admin_key)
+    r = await api.client.delete(f"/v1/admin/players/{GONE}", headers=admin)
+    assert await erasure_done(api, admin, r.json()["id"], timeout=30)
+    await api.backends.replay(3600)  # the topic's records of them, applied again
+    await asyncio.sleep(1.0)
+    await api.fresh()
+    assert [e["playerId"] for e in (await api.page("week"))["entries"]] == ["a"]
+    assert await _index_hits(api.backends, GONE) == []
 
 
 async def _held_index(b: bootstrap.Backends) -> Any:
