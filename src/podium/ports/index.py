@@ -387,11 +387,9 @@ class Snapshots(Protocol):
     read; and the lease that keeps one aggregator active at a time.
 
     Fencing: ``lead`` hands out a fencing token that rises every time the lease changes
-    hands, and ``publish`` keeps a snapshot only while its token is the newest and its
-    publisher still holds the lease. So an aggregator that paused past its lease (and was
-    replaced) cannot overwrite its successor's snapshot when it wakes, even where the
-    successor was handed the same number (a Redis replica promoted before the counter's last
-    rise reached it)."""
+    hands, and ``publish`` keeps a snapshot only under the newest token and the lease's holder:
+    an aggregator that paused past its lease cannot overwrite its successor's snapshot, even one
+    handed the same number (a Redis replica promoted before the counter's last rise)."""
 
     async def lead(self, token: str, now: float, lease_s: float) -> int | None:
         """Take the lease, or keep it if it is already ``token``'s, until ``now + lease_s``;
@@ -401,9 +399,8 @@ class Snapshots(Protocol):
     async def publish(
         self, key: BoardKey, data: bytes, fence: int, ttl_s: float, token: str
     ) -> bool:
-        """Keep ``data`` as the board window's snapshot for ``ttl_s`` (after which readers
-        see none, rather than an old one forever), if ``fence`` is still the newest token and
-        the lease is still ``token``'s (``lead``'s); False, and nothing changes, otherwise."""
+        """Keep ``data`` as the board window's snapshot for ``ttl_s`` (then none, not an old one
+        forever) if ``fence`` is the newest token and the lease still ``token``'s; else False."""
         ...
 
     async def erase_player(self, player_id: str) -> int:
@@ -420,9 +417,8 @@ class Snapshots(Protocol):
         ...
 
     async def stamp(self, key: BoardKey) -> bytes | None:
-        """A few bytes that differ for every snapshot of the board window kept (never one
-        seen before), so that a reader holding one can tell, cheaply and often, whether a
-        newer one is there; None when none tells (none kept, or kept by an earlier release)."""
+        """A few bytes never alike for two snapshots of the board window, so that a reader
+        holding one tells cheaply whether a newer one is there; None: none kept (or unstamped)."""
         ...
 
 
