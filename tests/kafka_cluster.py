@@ -11,6 +11,7 @@ stopped afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -120,6 +121,13 @@ def delete_topic(bootstrap: str, name: str) -> None:
         for future in client.delete_consumer_groups(groups, request_timeout=30).values():
             with suppress(KafkaException):  # a member still leaving: it expires by itself
                 future.result(60)
+
+
+async def delete_log_topics(bootstrap: str, topic: str) -> None:
+    """A podium log's topics, as ``[log.kafka]`` names them: its changes' (``topic``) and its
+    events' (``topic-events``), each with its consumer groups (``delete_topic``)."""
+    for name in (topic, f"{topic}-events"):
+        await asyncio.to_thread(delete_topic, bootstrap, name)
 
 
 @contextmanager

@@ -34,7 +34,7 @@ from podium.log.outbox import OutboxLog
 from podium.ports import ChangeLog, Marking, ScoreStore
 from podium.store.postgres import PostgresStore
 from podium.store.sqlite import SqliteStore
-from tests.kafka_cluster import delete_topic, group_name, need_kafka, topic_name
+from tests.kafka_cluster import delete_log_topics, group_name, need_kafka, topic_name
 from tests.nats_cluster import (
     Ahead,
     Cluster,
@@ -165,8 +165,7 @@ class Kit:
         for c in consumers:
             await c.close()
         if self.kafka and self.servers:
-            for topic in (self.stream, f"{self.stream}-events"):
-                await asyncio.to_thread(delete_topic, self.servers[0], topic)
+            await delete_log_topics(self.servers[0], self.stream)
         elif self.servers:
             await delete_stream(self.servers, self.stream)
 

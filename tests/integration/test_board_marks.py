@@ -18,7 +18,7 @@ import pytest
 
 from podium.workers import updater
 from tests.integration.conftest import KINDS_WITH_SPLIT, Api
-from tests.kafka_cluster import delete_topic, need_kafka, topic_name
+from tests.kafka_cluster import delete_log_topics, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 
 # Each configuration on the outbox and on NATS; Kafka (its committed offset the marks' ack
@@ -70,8 +70,7 @@ async def log(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, Any]]:
                 }
             }
         finally:
-            for t in (topic, f"{topic}-events"):
-                await asyncio.to_thread(delete_topic, kafka, t)
+            await delete_log_topics(kafka, topic)
 
 
 async def _until(check: Callable[[], Any], what: str) -> Any:

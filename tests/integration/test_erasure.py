@@ -44,7 +44,7 @@ from podium.workers.reconciler import Reconciler
 from podium.workers.webhooks import Deliverer
 from tests.integration.conftest import KINDS_WITH_SPLIT, Backends, settings_for
 from tests.integration.test_freeze import BOARDS, DAY, Clock, _drain, _midweek
-from tests.kafka_cluster import delete_topic, need_kafka, topic_name
+from tests.kafka_cluster import delete_log_topics, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_messages, stream_name
 
 CONFIG_KINDS = KINDS_WITH_SPLIT
@@ -651,8 +651,7 @@ async def kafka_topic() -> AsyncIterator[tuple[str, str]]:
     try:
         yield kafka, topic
     finally:
-        for t in (topic, f"{topic}-events"):
-            await asyncio.to_thread(delete_topic, kafka, t)
+        await delete_log_topics(kafka, topic)
 
 
 async def test_on_kafka_a_replay_of_the_topic_brings_nothing_back(

@@ -19,6 +19,7 @@ from podium.store.sqlite import SqliteStore
 from tests.kafka_cluster import (
     admin,
     client_config,
+    delete_log_topics,
     delete_topic,
     need_kafka,
     own_topic,
@@ -55,8 +56,7 @@ async def test_a_missing_topic_is_made_with_the_configured_partitions() -> None:
         assert len(md.topics[f"{topic}-events"].partitions) == 6
     finally:
         await log.close()
-        for t in (topic, f"{topic}-events"):
-            await asyncio.to_thread(delete_topic, bootstrap, t)
+        await delete_log_topics(bootstrap, topic)
 
 
 async def test_a_topic_with_another_partition_count_is_refused() -> None:
@@ -124,8 +124,7 @@ async def test_relayed_records_are_keyed_by_player_and_settle_by_offset(tmp_path
     finally:
         await log.close()
         await store.close()
-        for t in (topic, f"{topic}-events"):
-            await asyncio.to_thread(delete_topic, bootstrap, t)
+        await delete_log_topics(bootstrap, topic)
 
 
 async def test_a_record_outlives_the_retention_by_one_segment_at_most() -> None:
@@ -149,5 +148,4 @@ async def test_a_record_outlives_the_retention_by_one_segment_at_most() -> None:
             assert configs["segment.ms"].value == "3600000"
     finally:
         await log.close()
-        for t in (topic, f"{topic}-events"):
-            await asyncio.to_thread(delete_topic, bootstrap, t)
+        await delete_log_topics(bootstrap, topic)
