@@ -251,6 +251,7 @@ async def marked(conf: Path, ago_s: float) -> None:
         up = Updater(b.settings, b.store, b.index, b.copy, b.log, b.clock, marks=b.snapshots)
         while await up.step():
             pass
+        await up.close()  # the marks' note finished
         assert await b.snapshots.read_marks(), "the updater noted no mark"
     finally:
         await b.close()

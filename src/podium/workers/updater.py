@@ -19,7 +19,9 @@ How a batch is settled with the log:
 - any other failure (a bug): given back at once (``nak``), for any updater to retry;
 - board marks (``domain/marks.py``) are no changes: taken out of the batch before any board
   logic, acked with it, and their times noted in the index once the log's ack floor is
-  past them (every earlier message of their partition applied, by whichever updater);
+  past them (every earlier message of their partition applied, by whichever updater). The
+  note is two round trips (the log's floor, the index's write) that the next batch does not
+  wait for: it runs beside it, one note at a time;
 - changes that can never be applied (a board no longer configured, a window or a total
   the board's configuration no longer takes): dropped with a log line, and acked with the
   rest, since delivering them again would fail the same way for ever.
@@ -54,6 +56,7 @@ from podium.ports import (
     RankIndex,
 )
 from podium.service.tournaments import Specs
+from podium.util.aio import gather_all
 from podium.workers.runner import Needs, Runner
 
 log = logging.getLogger("podium.updater")
@@ -65,6 +68,10 @@ BACKLOG_CHECK_S = 1.0  # how often an updater exports the outbox backlog
 PROFILE_CHECK_S = 5.0  # how often an updater checks that the index still holds its profiles
 MARK_CHECK_S = 0.1  # how often an updater asks again whether the marks it holds settled
 UNSETTLED_HELD = 256  # marks held waiting to settle at most: a newer one says more
+# Board windows of one batch written at once at most: each write is a round trip of its own
+# (on a cluster, to the node of its key), and a batch of a few boards' windows is otherwise
+# as many round trips one after another (a second and more on a slow link).
+WRITES_AT_ONCE = 16
 
 
 class Updater:
@@ -92,6 +99,8 @@ class Updater:
         self._clock = clock
         self._marks = marks  # where applied marks are noted; None: marks are acked unnoted
         self._unsettled: list[Change] = []  # marks acked, the log's ack floor not past them
+        self._fresh: list[Change] = []  # marks acked since the note in flight began
+        self._noting: asyncio.Task[None] | None = None  # the marks' note in flight
         self._checked_at = 0.0
         self._batch = settings.workers.batch
         self._lease_s = settings.workers.lease_s
@@ -109,8 +118,7 @@ class Updater:
     async def step(self) -> int:
         changes = await self._next()
         if not changes:
-            if self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S:
-                await self._note([])
+            self._note_soon([])
             return 0
         try:
             totals, profiles = await self._apply_batch(changes)
@@ -130,9 +138,7 @@ class Updater:
         # which the GT/LT writes make harmless.
         await self._log.ack(changes)
         self._held = []
-        marks = [c for c in changes if isinstance(c, Change) and is_mark(c.board)]
-        if marks or (self._unsettled and self._clock.now() - self._checked_at >= MARK_CHECK_S):
-            await self._note(marks)
+        self._note_soon([c for c in changes if isinstance(c, Change) and is_mark(c.board)])
         now = self._clock.now()
         for c in totals:
             metrics.COMMIT_TO_BOARD_SECONDS.observe(max(0.0, now - c.committed_at))
@@ -140,16 +146,47 @@ class Updater:
         metrics.PROFILES_APPLIED.inc(len(profiles))
         return len(changes)
 
-    async def _note(self, marks: list[Change]) -> None:
+    def _note_soon(self, marks: list[Change]) -> None:
+        """Start noting ``marks`` (acked just now) with those still unsettled, unless a note
+        is in flight: they wait for the next then. Unsettled marks alone are asked after
+        every ``MARK_CHECK_S``."""
+        self._fresh += marks
+        if self._marks is None or not (self._fresh or self._unsettled):
+            self._fresh = []
+            return
+        if self._noting is not None:
+            if not self._noting.done():
+                return
+            self._noted(self._noting)
+        if not self._fresh and self._clock.now() - self._checked_at < MARK_CHECK_S:
+            return
+        self._noting = asyncio.create_task(self._note())
+
+    def _noted(self, task: asyncio.Task[None]) -> None:
+        """A finished note's failure said (a bug: outages are caught in it), so that it is
+        not lost with the task."""
+        self._noting = None
+        if not task.cancelled() and (e := task.exception()) is not None:
+            log.error("board marks not noted", exc_info=e)
+
+    async def noted(self) -> None:
+        """The marks' note in flight, finished (tests; ``close``)."""
+        task = self._noting
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+            if self._noting is task:
+                self._noted(task)
+
+    async def _note(self) -> None:
         """Board marks this updater applied and acked, noted in the index once the log's
         ack floor is past them (``ChangeLog.settled``): applying a mark after its batch
         says this updater wrote what it fetched before it, but other updaters may still
         hold earlier changes of its partition, fetched before it and not yet written (or
         held by one that stalled, until their lease runs out and they come again). Marks
         not settled yet are asked after again every ``MARK_CHECK_S``; the newest are kept."""
-        if self._marks is None:
-            return
-        held = self._unsettled + marks
+        assert self._marks is not None
+        held, self._fresh = self._unsettled + self._fresh, []
         self._checked_at = self._clock.now()
         try:
             ok = await self._log.settled(held)
@@ -218,7 +255,9 @@ class Updater:
         )
 
     async def close(self) -> None:
-        """Give back the batch fetched ahead, if any (its leases would run out anyway)."""
+        """Finish the marks' note in flight, and give back the batch fetched ahead, if any
+        (its leases would run out anyway)."""
+        await self.noted()
         ahead, self._ahead = self._ahead, None
         if ahead is None:
             return
@@ -249,8 +288,15 @@ class Updater:
                 metrics.CHANGES_SKIPPED_BANNED.inc()
             else:
                 groups[BoardKey(c.board, c.window)].append(c)
-        for key, group in groups.items():
-            await self._apply(key, group)
+        gate = asyncio.Semaphore(WRITES_AT_ONCE)
+
+        async def apply(key: BoardKey, group: list[Change]) -> None:
+            async with gate:
+                await self._apply(key, group)
+
+        # Each board window is a key of its own, written by GT/LT or by version: no write
+        # of one depends on another's, so they need not wait for each other.
+        await gather_all(apply(key, group) for key, group in groups.items())
         return totals, profiles
 
     async def _apply_profiles(self, changes: list[ProfileChange]) -> None:

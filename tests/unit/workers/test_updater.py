@@ -5,6 +5,7 @@ and a removal leaves the board; other players' changes go as ever."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,10 @@ class Log:
     def __init__(self) -> None:
         self.batches: list[list[Message]] = []
         self.acked: list[Message] = []
+        self.floor_asked = 0
+        # set: the floor answers at once; cleared by a test, it answers once set again
+        self.floor_answers = asyncio.Event()
+        self.floor_answers.set()
 
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         return self.batches.pop(0) if self.batches else []
@@ -54,6 +59,8 @@ class Log:
 
     async def settled(self, messages: Sequence[Message]) -> list[bool]:
         # the ack floor: past every message acked, unless a test holds it back
+        self.floor_asked += 1
+        await self.floor_answers.wait()
         return [not self.floor_held] * len(messages)
 
     floor_held = False
@@ -204,17 +211,48 @@ async def test_a_mark_is_noted_never_written_and_acked_with_its_batch() -> None:
     log.floor_held = True
     await _apply(up, log, batch)
     assert log.acked == batch
+    await up.noted()  # the note runs beside the next batch: waited for here
+    assert log.floor_asked == 1
     assert await marks.read_marks() == {}
     log.floor_held = False
     await up.step()  # asked again only MARK_CHECK_S after the last time
+    await up.noted()
+    assert log.floor_asked == 1
     assert await marks.read_marks() == {}
     clock.t += 2 * MARK_CHECK_S
     await up.step()  # an idle step asks again
+    await up.noted()
     assert await marks.read_marks() == {("db1", 0): T0 + 5.5, ("db1", 1): T0 + 5.5}
     page = await index.page(KEY, 0, 10, descending=True)
     assert [m for m, _ in page] == ["a"]  # the marks are on no board
     assert await index.page(BoardKey(MARK_BOARD, "db1"), 0, 10, descending=True) == []
     # a mark delivered again after a newer one never takes the watermark back
     await _apply(up, log, [mark(p0, T0 + 7.0)])
+    await up.noted()
     await _apply(up, log, [mark(p0, T0 + 5.5)])
+    await up.noted()
     assert await marks.read_marks() == {("db1", 0): T0 + 7.0, ("db1", 1): T0 + 5.5}
+
+
+async def test_the_next_batch_does_not_wait_for_the_marks_note() -> None:
+    """Noting marks asks the log for its floor and writes the index: two round trips the
+    next batch would wait for (seconds on a slow link). It runs beside the next batch."""
+    from podium.domain.marks import MARK_BOARD, mark_players
+    from podium.index.memory.snapshots import MemorySnapshots
+
+    settings = parse({"boards": [{"name": "week", "window": "week"}]})
+    index, log, marks = MemoryIndex(Clock().now), Log(), MemorySnapshots(Clock().now)
+    up = Updater(settings, Store(), index, index.copy, log, Moving(), marks=marks)  # type: ignore[arg-type]
+    (p0,) = mark_players(1)
+    log.floor_answers.clear()  # the log's floor slow to answer
+    mark = Change(MARK_BOARD, "db1", p0, Tally(0, 0, 0), T0)
+    # Both batches applied and acked while the note still waits for the floor (which, awaited
+    # in the step, would hold them for ever: the bound only turns a hang into a failure).
+    await asyncio.wait_for(_apply(up, log, [_change("a", 900, 1), mark]), 30)
+    await asyncio.wait_for(_apply(up, log, [_change("b", 500, 1)]), 30)
+    assert [m for m, _ in await index.page(KEY, 0, 10, descending=True)] == ["a", "b"]
+    assert log.floor_asked == 1 and await marks.read_marks() == {}
+    log.floor_answers.set()
+    await up.noted()
+    assert await marks.read_marks() == {("db1", 0): T0}
+    await up.close()
