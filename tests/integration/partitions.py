@@ -781,18 +781,30 @@ def _samples(text: str) -> Counter[str]:
     return out
 
 
+def _histogram_between(
+    before: Counter[str], after: Counter[str], name: str
+) -> tuple[float, float, float, float]:
+    """A histogram's samples between two looks: how many, their mean, and the bucket bounds
+    their median and their 99th percentile fall under."""
+    n = after[f"{name}_count"] - before[f"{name}_count"]
+    took = after[f"{name}_sum"] - before[f"{name}_sum"]
+    buckets = sorted(
+        (float(k.split('"')[1]), after[k] - before[k])
+        for k in after
+        if k.startswith(f"{name}_bucket{{")
+    )
+
+    def under(q: float) -> float:
+        return next((le for le, c in buckets if c >= q * n), float("inf")) if n else 0.0
+
+    return n, (took / n if n else 0.0), under(0.5), under(0.99)
+
+
 def turns_between(before: Counter[str], after: Counter[str]) -> str:
     """What the API processes' metrics say of the matches between two looks: the turns at
     the store (``podium_accept_seconds``: from arrival, the wait included), their median
     and mean, and the matches turned away by reason."""
-    turns = after["podium_accept_seconds_count"] - before["podium_accept_seconds_count"]
-    took = after["podium_accept_seconds_sum"] - before["podium_accept_seconds_sum"]
-    buckets = sorted(
-        (float(k.split('"')[1]), after[k] - before[k])
-        for k in after
-        if k.startswith("podium_accept_seconds_bucket{")
-    )
-    p50 = next((le for le, n in buckets if n >= turns / 2), float("inf")) if turns else 0.0
+    turns, mean, p50, _ = _histogram_between(before, after, "podium_accept_seconds")
     away = {
         reason: int(
             after[f'podium_matches_turned_away_total{{reason="{reason}"}}']
@@ -800,10 +812,19 @@ def turns_between(before: Counter[str], after: Counter[str]) -> str:
         )
         for reason in ("full", "late", "gone")
     }
-    mean = took / turns if turns else 0.0
     return (
         f"{turns:.0f} turns at the store, from arrival p50 <= {p50:g} s, mean {mean:.2f} s; "
         f"turned away {away}"
+    )
+
+
+def board_between(before: Counter[str], after: Counter[str]) -> str:
+    """What a worker's metrics say of its updater between two looks: the changes it applied
+    and how long each took from its commit in the store to its write on the board."""
+    n, mean, p50, p99 = _histogram_between(before, after, "podium_commit_to_board_seconds")
+    return (
+        f"{n:.0f} changes applied, commit to board p50 <= {p50:g} s, p99 <= {p99:g} s, "
+        f"mean {mean:.2f} s"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import random
 import time
@@ -22,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from podium import bootstrap
 from podium.config import settings as config
@@ -239,7 +240,16 @@ class KafkaRelays(Relays):
             group = f"{self.stream}-updaters.relays"
             c = Consumer(client_config(self._bootstrap(), **{"group.id": group}))
             try:
-                [tp] = c.committed([TopicPartition(f"{self.stream}-events", 0)], timeout=10)
+                for attempt in itertools.count(1):
+                    try:
+                        [tp] = c.committed([TopicPartition(f"{self.stream}-events", 0)], timeout=10)
+                        break
+                    except KafkaException as e:
+                        # The group's coordinator moving or loading (NOT_COORDINATOR, once
+                        # in a whole run): asked again, as the relays' own lease does.
+                        if attempt >= 20 or not e.args[0].retriable():
+                            raise
+                        time.sleep(0.25)
             finally:
                 c.close()
             now_ms = time.time() * 1000

@@ -633,6 +633,7 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
     try:
         await game.acknowledged(40)
         looked = await partitions.api_metrics(fleet, ops)
+        applied = await partitions.worker_metrics(fleet, "worker")
         for p in fleet.proxies.values():
             p.delay_s = DELAY_S
         for h in fleet.hosts.values():
@@ -646,6 +647,7 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
         healed = time.monotonic()
         # The API processes' own count of the slow time (from just before it to just after).
         turns = partitions.turns_between(looked, await partitions.api_metrics(fleet, ops))
+        board = partitions.board_between(applied, await partitions.worker_metrics(fleet, "worker"))
         await game.acknowledged(20)
     finally:
         done.set()
@@ -669,7 +671,7 @@ async def test_every_link_slow_and_lossy_loses_nothing_and_drains_after_the_heal
         f"after it; those sent during it acknowledged after p50 {_q(slow, 0.5):.2f} s, p99 "
         f"{_q(slow, 0.99):.2f} s (before: p50 {_q(fast, 0.5):.2f} s, p99 {_q(fast, 0.99):.2f} "
         f"s); their tries {dict(tries)}, reads {dict(reads)}; the API processes during it: "
-        f"{turns}; the board equal to the store "
+        f"{turns}; the updater during it: {board}; the board equal to the store "
         f"{verdict.board_caught_up_s:.1f} s after the load stopped; {verdict.ranks()}"
     )
     assert slow and fast
@@ -1132,8 +1134,15 @@ def _went_back(
     ("fleet", "cut"),
     [(f, cut) for f in logs("+cluster", short="nats") for cut in ("both-ways", "deaf", "mute")]
     # The vote slower than the aggregator's lease: the promoted replica's copy of it has run
-    # out, and either aggregator may take a new tenure there.
-    + [(f, "both-ways") for f in logs("+cluster+slowvote", short="nats")],
+    # out, and either aggregator may take a new tenure there. ``standby-side``: both ways,
+    # but the standby is the one still reaching the old primary, and the active one is cut
+    # from it: the lease runs out there before the old primary refuses keys, so the standby
+    # may take a tenure on it that the promoted replica never hears of.
+    + [
+        (f, c)
+        for f in logs("+cluster+slowvote", short="nats")
+        for c in ("both-ways", "standby-side")
+    ],
     indirect=["fleet"],
 )
 async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_no_reader_time(
@@ -1153,7 +1162,10 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
     publishes again to the promoted replica, newer than every snapshot lost; that no reader
     is answered from a snapshot older than one it was answered from before (a rank answer's
     asOf never goes back in one process); and, as in every scenario, that nothing is lost or
-    doubled, no exact rank is false and no estimate misses its interval."""
+    doubled, no exact rank is false and no estimate misses its interval. With ``standby-side``
+    the aggregator publishing late to the old primary, if any, is the standby, under a tenure
+    taken there after the active one's lease ran out; the promoted replica knows only the
+    tenure before the cut, and the same checks hold."""
     cluster = fleet.cluster
     assert cluster is not None
     # A third reader on each API process: a snapshot going back in time lasts until the next
@@ -1188,10 +1200,11 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         leader = active()
         assert leader is not None
         standby = "worker2" if leader == "worker" else "worker"
+        reaching, cut_from = (standby, leader) if cut == "standby-side" else (leader, standby)
         cut_off = [fleet.hosts[ports[p]] for p in cluster.ports if p != old]
-        cut_off += [fleet.hosts[standby], fleet.hosts["api2"]]
+        cut_off += [fleet.hosts[cut_from], fleet.hosts["api2"]]
         for h in cut_off:
-            if cut == "both-ways":
+            if cut in ("both-ways", "standby-side"):
                 fleet.net.cut(a, h)
             elif cut == "deaf":
                 fleet.net.cut(h, a, both=False)  # h's packets to it dropped, at h
@@ -1207,6 +1220,9 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         )
         promoted, refused = seen["the replica promoted"], seen["the old primary refusing keys"]
         late = [p.as_of for p in on_old if p.by == "lua" and p.at >= cut_wall and p.as_of]
+        late_by = sorted(
+            {by_address[p.by] for p in on_old if p.at >= cut_wall and p.by in by_address}
+        )
         newest_lost = max(late, default=0.0)
 
         def republished() -> bool:
@@ -1254,10 +1270,11 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
     )
     print(
         f"{game.history.sent} matches; cut ({cut}) the primary of the aggregator's keys "
-        f"(and of shards {sorted(shards)}) from its majority, {standby} and api2, {leader} "
-        f"(active) and api1 still reaching it; the replica promoted {promoted - cut_at:.1f} s "
-        f"after the cut; the old primary refusing keys {refused - cut_at:.1f} s after it; "
-        f"{len(late)} snapshots published to it after the cut (asOf up to "
+        f"(and of shards {sorted(shards)}) from its majority, {cut_from} and api2, {reaching} "
+        f"({'standby' if reaching == standby else 'active'}) and api1 still reaching it; the "
+        f"replica promoted {promoted - cut_at:.1f} s after the cut; the old primary refusing "
+        f"keys {refused - cut_at:.1f} s after it; {len(late)} snapshots published to it "
+        f"after the cut, by {late_by} (asOf up to "
         f"{newest_lost - cut_wall:+.1f} s of the cut; the replica's before the cut "
         f"{(before or 0.0) - cut_wall:+.1f} s), lost at the heal; published again on the "
         f"promoted replica {again - promoted:.1f} s after the promotion (fencing token "
@@ -1272,7 +1289,10 @@ async def test_the_primary_of_the_aggregators_keys_cut_from_its_majority_loses_n
         f"the board equal to the store {verdict.board_caught_up_s:.1f} s after the load "
         f"stopped; {verdict.ranks()}"
     )
-    assert late, "the old primary took no snapshot after the cut: nothing to lose"
+    # Cut from the active aggregator, the old primary takes a late snapshot only if the
+    # standby's tenure there began before it refused keys: a race the test does not force.
+    assert late or cut == "standby-side", "the old primary took no snapshot after the cut"
+    assert set(late_by) <= {reaching}, late_by
     assert not back, back
     assert verdict.ok, verdict
 
