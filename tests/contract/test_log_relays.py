@@ -246,3 +246,50 @@ async def test_databases_spread_over_the_relays(stream: tuple[str, str], tmp_pat
 def test_the_lease_bucket_is_named_by_the_stream() -> None:
     log = NatsLog(["nats://127.0.0.1:1"], "game-a", WallClock())
     assert log.relay_leases.bucket == "game-a-relays"
+
+
+class SlowClaims:
+    """An outbox whose claims take ``claim_s`` (a claim's round trip on a slow link); the
+    rest is the store's own."""
+
+    def __init__(self, store: SqliteStore, claim_s: float) -> None:
+        self._store = store
+        self._claim_s = claim_s
+
+    async def claim_changes(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self._claim_s)
+        return await self._store.claim_changes(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+async def test_a_step_that_outlasts_its_stop_renews_its_lease_and_relays_every_wave(
+    stream: tuple[str, str], store: SqliteStore
+) -> None:
+    """A claim slower than two thirds of a lease (a relay's stop: its lease's end less a
+    publish's timeout, a third of it) used to leave a step past its stop before its first
+    publish: it gave every row back, and the next step claimed them again, for ever. The
+    step renews its lease as it goes instead: one step relays a player's whole chain, each
+    of its waves after the claim. The claim ends half a third of a lease past the stop, a
+    third before the lease's end, so a busy machine does not make its renewal late."""
+    url, name = stream
+    lease_s = 6.0  # its third (2 s) is the publish timeout's share: the stop is at 4 s
+    rows = 0
+    for i in range(6):  # one player: a chain of 12 rows, published in 12 waves
+        await record(store, "p1", f"m{i}", 1 + i)
+        rows += 2
+    slow = SlowClaims(store, lease_s * 3 / 4)  # 4.5 s: past the stop, before the end
+
+    async def databases() -> dict[str, Any]:
+        return {"db1": slow}
+
+    a = NatsLog(
+        [url], name, WallClock(), partitions=4, lease_s=lease_s, databases=databases, holder="a"
+    )
+    try:
+        assert await a.relay(100) == rows
+        assert in_stream_order(await raw_messages(url, name)) == {"p1": [1, 3, 6, 10, 15, 21]}
+        assert await _empty(store)
+    finally:
+        await a.close()

@@ -32,6 +32,7 @@ this needs; no clock is compared with another.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -49,6 +50,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
 from podium import metrics
+from podium.errors import LogUnavailable
 from podium.log.nats.errors import translated
 
 log = logging.getLogger("podium.log")
@@ -76,6 +78,9 @@ class RelayLeases:
         self._ttl = lease_s  # the bucket's own, once known: it is what the server enforces
         self._held: dict[str, _Held] = {}
         self._next_try = 0.0  # time.monotonic()
+        # One renewal at a time: a database's rows and its events are relayed side by side,
+        # and two updates of its key from the same revision would lose it to each other.
+        self._renewing = asyncio.Lock()
 
     @property
     def bucket(self) -> str:
@@ -105,12 +110,31 @@ class RelayLeases:
             await self._give_back(kv, gone)
         now = time.monotonic()
         due = [s for s, h in self._held.items() if h.renew_at <= now]
-        await asyncio.gather(*(self._renew(kv, s) for s in due))
+        async with self._renewing:
+            await asyncio.gather(*(self._renew(kv, s) for s in due))
         if now >= self._next_try:
             self._next_try = now + self._ttl * TRY_EVERY
             await self._share_out(kv, sources)
         now = time.monotonic()
         return {s: h.deadline for s, h in self._held.items() if h.deadline > now}
+
+    async def keep(self, js: JetStreamContext, source: str) -> float:
+        """The deadline of ``source``'s lease (``time.monotonic()``; 0 if this process no
+        longer holds it), renewed first if it is due. A step that outlasts a third of a lease
+        (a slow link: a claim and each wave of publishes a round trip or more) calls it as it
+        goes, so that it keeps its lease as ``hold`` keeps it between steps, instead of
+        stopping at its first deadline. A renewal that fails leaves the deadline as it was:
+        the step stops by it."""
+        async with self._renewing:
+            held = self._held.get(source)
+            now = time.monotonic()
+            if held is None or held.deadline <= now:
+                return 0.0
+            if held.renew_at <= now:
+                with contextlib.suppress(LogUnavailable):
+                    await self._renew(await self._bucket_of(js), source)
+            kept = self._held.get(source)
+            return kept.deadline if kept is not None else 0.0
 
     async def _share_out(self, kv: KeyValue, sources: Sequence[str]) -> None:
         """Keep this relay's key alive, then hold its share of the databases: give back

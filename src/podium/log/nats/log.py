@@ -305,13 +305,18 @@ class NatsLog:
         margin = min(REQUEST_TIMEOUT_S, self._leases.ttl / 3)
         publisher = Publisher(js, self._stream, self._partitions, margin)
         now = self._clock.now()
+
+        def keep(source: str) -> Callable[[], Awaitable[float]]:
+            async def stop() -> float:
+                return await self._leases.keep(js, source) - margin
+
+            return stop
+
         work = [
             job
             for source, deadline in held.items()
             for job in (
-                publisher.relay(
-                    outboxes[source], source, limit, self._lease_s, now, deadline - margin
-                ),
+                publisher.relay(outboxes[source], source, limit, self._lease_s, now, keep(source)),
                 publisher.publish_events(outboxes[source], limit, deadline - margin),
             )
         ]

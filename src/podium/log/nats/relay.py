@@ -8,9 +8,11 @@ again, and the stream's duplicate window drops what it stored already.
 The relay is the one reader of its database's outbox while it holds that database's lease
 (``log/nats/lease.py``), so it claims rows whatever claims they carry: a claim left by a holder
 that died must not hide a player's earlier row while their later one is published. It
-starts no publish after ``stop_by``, the end of its lease less a publish's timeout (at most
+starts no publish after its stop, the end of its lease less a publish's timeout (at most
 a third of a lease); what it had not published by then goes back to the outbox for the next
-holder.
+holder. The lease is renewed as the step goes, before each wave (``keep``), so a step that
+outlasts a third of a lease (a slow link) goes on under it rather than stopping after a
+wave and claiming the same rows again.
 
 A player's rows are published one after another: the first of every player at once, then
 every second, and so on, each wave awaited; a player's chain stops at its first failure and
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 from nats.js import JetStreamContext
 
@@ -49,11 +52,18 @@ class Publisher:
         self._timeout = timeout  # of one publish
 
     async def relay(
-        self, outbox: Outbox, source: str, limit: int, lease_s: float, now: float, stop_by: float
+        self,
+        outbox: Outbox,
+        source: str,
+        limit: int,
+        lease_s: float,
+        now: float,
+        keep: Callable[[], Awaitable[float]],
     ) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
-        stream, publishing nothing after ``stop_by`` (``time.monotonic()``); how many moved."""
-        if time.monotonic() >= stop_by:
+        stream, publishing nothing after the stop ``keep`` says (``time.monotonic()``; it
+        renews the lease when due, and is asked before each wave); how many moved."""
+        if time.monotonic() >= await keep():
             return 0
         # Only holders of this lease claim rows of this outbox, one step at a time, and
         # each claim below ends a lease after it was made: claiming as of a lease from now,
@@ -76,7 +86,7 @@ class Publisher:
         live = list(chains.values())
         wave = 0
         while live:
-            if time.monotonic() >= stop_by:  # the lease may end before these are stored
+            if time.monotonic() >= await keep():  # the lease may end before these are stored
                 unsent += [row_of(m) for chain in live for m in chain[wave:]]
                 break
             heads = [chain[wave] for chain in live]
@@ -94,7 +104,7 @@ class Publisher:
                 if len(chain) > wave + 1:
                     still.append(chain)
             live, wave = still, wave + 1
-        if marks and (unsent or error is not None or time.monotonic() >= stop_by):
+        if marks and (unsent or error is not None or time.monotonic() >= await keep()):
             unsent += [row_of(m) for m in marks]
         elif marks:
             outcomes = await asyncio.gather(
