@@ -108,15 +108,23 @@ class RelayLeases:
         wanted = set(sources)
         for gone in [s for s in self._held if s not in wanted]:  # no longer a database
             await self._give_back(kv, gone)
+        await self._renew_due(kv)
         now = time.monotonic()
-        due = [s for s, h in self._held.items() if h.renew_at <= now]
-        async with self._renewing:
-            await asyncio.gather(*(self._renew(kv, s) for s in due))
         if now >= self._next_try:
             self._next_try = now + self._ttl * TRY_EVERY
             await self._share_out(kv, sources)
+            # Over a slow link the share-out (a write, then the bucket's keys: a few round
+            # trips) can outlast a third of a lease: renewed again, or the step that follows
+            # would begin past its stop and relay nothing.
+            await self._renew_due(kv)
         now = time.monotonic()
         return {s: h.deadline for s, h in self._held.items() if h.deadline > now}
+
+    async def _renew_due(self, kv: KeyValue) -> None:
+        async with self._renewing:
+            now = time.monotonic()
+            due = [s for s, h in self._held.items() if h.renew_at <= now]
+            await asyncio.gather(*(self._renew(kv, s) for s in due))
 
     async def keep(self, js: JetStreamContext, source: str) -> float:
         """The deadline of ``source``'s lease (``time.monotonic()``; 0 if this process no
