@@ -78,9 +78,12 @@ class RelayLeases:
         self._ttl = lease_s  # the bucket's own, once known: it is what the server enforces
         self._held: dict[str, _Held] = {}
         self._next_try = 0.0  # time.monotonic()
-        # One renewal at a time: a database's rows and its events are relayed side by side,
-        # and two updates of its key from the same revision would lose it to each other.
-        self._renewing = asyncio.Lock()
+        # One write of the leases' keys at a time: a database's rows and its events are
+        # relayed side by side, and the share-out runs beside them; two updates of a key
+        # from the same revision would lose it to each other, and a renewal must not put
+        # back a lease given back meanwhile.
+        self._writing = asyncio.Lock()
+        self._sharing: asyncio.Task[None] | None = None  # a share-out beside a step
 
     @property
     def bucket(self) -> str:
@@ -110,18 +113,30 @@ class RelayLeases:
             await self._give_back(kv, gone)
         await self._renew_due(kv)
         now = time.monotonic()
-        if now >= self._next_try:
+        if now >= self._next_try and (self._sharing is None or self._sharing.done()):
+            self._shared()
             self._next_try = now + self._ttl * TRY_EVERY
-            await self._share_out(kv, sources)
-            # Over a slow link the share-out (a write, then the bucket's keys: a few round
-            # trips) can outlast a third of a lease: renewed again, or the step that follows
-            # would begin past its stop and relay nothing.
-            await self._renew_due(kv)
+            sharing = asyncio.create_task(self._share_out(kv, list(sources)))
+            if self.held():
+                # Already relaying: the share-out (a write, then the bucket's keys: a few
+                # round trips, seconds over a slow link, where it once outlasted the lease
+                # it was to keep) runs beside the step instead of before it. What it gives
+                # back stops the step (``keep``); what it takes waits for the next one.
+                self._sharing = sharing
+            else:
+                await sharing
         now = time.monotonic()
         return {s: h.deadline for s, h in self._held.items() if h.deadline > now}
 
+    def _shared(self) -> None:
+        """The last share-out run beside a step, if it ended, its failure said (the next
+        one, a quarter lease on, tries again)."""
+        done, self._sharing = self._sharing, None
+        if done is not None and not done.cancelled() and (e := done.exception()) is not None:
+            log.warning("relay: sharing out the store databases: %s", e)
+
     async def _renew_due(self, kv: KeyValue) -> None:
-        async with self._renewing:
+        async with self._writing:
             now = time.monotonic()
             due = [s for s, h in self._held.items() if h.renew_at <= now]
             await asyncio.gather(*(self._renew(kv, s) for s in due))
@@ -133,7 +148,7 @@ class RelayLeases:
         goes, so that it keeps its lease as ``hold`` keeps it between steps, instead of
         stopping at its first deadline. A renewal that fails leaves the deadline as it was:
         the step stops by it."""
-        async with self._renewing:
+        async with self._writing:
             held = self._held.get(source)
             now = time.monotonic()
             if held is None or held.deadline <= now:
@@ -168,6 +183,11 @@ class RelayLeases:
 
     async def release(self) -> None:
         """Give back every lease at once (a clean stop): a standby need not wait them out."""
+        if self._sharing is not None:
+            self._sharing.cancel()
+            with contextlib.suppress(BaseException):
+                await self._sharing
+            self._sharing = None
         kv, held = self._kv, list(self._held)
         if kv is None:
             self._held.clear()
@@ -214,17 +234,21 @@ class RelayLeases:
         return _Held(revision, sent + self._ttl * RENEW_AFTER, sent + self._ttl)
 
     async def _take(self, kv: KeyValue, source: str) -> None:
-        sent = time.monotonic()
-        with translated(f"take the relay lease of {source}"):
-            try:
-                revision = await kv.create(_key(source), self.holder.encode())
-            except nats.js.errors.KeyWrongLastSequenceError:
-                return  # held by another relay
-        self._held[source] = self._kept(revision, sent)
+        async with self._writing:
+            sent = time.monotonic()
+            with translated(f"take the relay lease of {source}"):
+                try:
+                    revision = await kv.create(_key(source), self.holder.encode())
+                except nats.js.errors.KeyWrongLastSequenceError:
+                    return  # held by another relay
+            self._held[source] = self._kept(revision, sent)
         log.info("relay: now relaying store database %s (%s)", source, self.holder)
 
     async def _renew(self, kv: KeyValue, source: str) -> None:
-        held = self._held[source]
+        """Called under ``_writing``."""
+        held = self._held.get(source)
+        if held is None:
+            return
         sent = time.monotonic()
         with translated(f"renew the relay lease of {source}"):
             try:
@@ -238,13 +262,14 @@ class RelayLeases:
         self._held[source] = self._kept(revision, sent)
 
     async def _give_back(self, kv: KeyValue, source: str) -> None:
-        held = self._held.pop(source, None)
-        if held is None or held.deadline <= time.monotonic():
-            return
-        try:
-            await kv.delete(_key(source), last=held.revision)
-        except (nats.errors.Error, TimeoutError) as e:  # it runs out by itself
-            log.warning("relay: giving back the lease of %s: %s", source, e)
+        async with self._writing:
+            held = self._held.pop(source, None)
+            if held is None or held.deadline <= time.monotonic():
+                return
+            try:
+                await kv.delete(_key(source), last=held.revision)
+            except (nats.errors.Error, TimeoutError) as e:  # it runs out by itself
+                log.warning("relay: giving back the lease of %s: %s", source, e)
 
 
 def _key(source: str) -> str:
