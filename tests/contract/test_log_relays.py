@@ -293,3 +293,42 @@ async def test_a_step_that_outlasts_its_stop_renews_its_lease_and_relays_every_w
         assert await _empty(store)
     finally:
         await a.close()
+
+
+async def test_a_relay_holding_its_databases_does_not_wait_for_the_share_out(
+    stream: tuple[str, str], store: SqliteStore
+) -> None:
+    """The share-out (the relay's member key written, the bucket's keys listed) took seconds
+    before every step over a slow link, once longer than the lease it was to keep. Once the
+    relay holds its databases it runs beside the steps: a step relays while it hangs."""
+    url, name = stream
+    a = relay(url, name, store, "a")
+    try:
+        await record(store, "p1", "m1", 5)
+        assert await relay_all(a) == 2  # the first share-out took the lease
+        leases = a.relay_leases
+        share_out = leases._share_out
+        hanging = asyncio.Event()
+        started = asyncio.Event()
+
+        async def slow(*args: Any) -> None:
+            started.set()
+            await hanging.wait()
+            await share_out(*args)
+
+        leases._share_out = slow  # type: ignore[method-assign]
+        await asyncio.sleep(LEASE_S / 2)  # the next share-out due
+        await record(store, "p1", "m2", 6)
+        # relayed while the share-out hangs (awaited in the step, it would hold it for ever:
+        # the bound only turns a hang into a failure)
+        assert await asyncio.wait_for(relay_all(a), 30) == 2
+        assert started.is_set() and not hanging.is_set()
+        hanging.set()
+        assert await until(lambda: _share_out_done(leases), timeout=10) >= 0
+        assert leases.held() == {"db1"}
+    finally:
+        await a.close()
+
+
+async def _share_out_done(leases: Any) -> bool:
+    return leases._sharing is None or leases._sharing.done()
