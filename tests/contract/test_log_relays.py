@@ -311,10 +311,10 @@ async def test_a_relay_holding_its_databases_does_not_wait_for_the_share_out(
         hanging = asyncio.Event()
         started = asyncio.Event()
 
-        async def slow(*args: Any) -> None:
+        async def slow(*args: Any, **kwargs: Any) -> None:
             started.set()
             await hanging.wait()
-            await share_out(*args)
+            await share_out(*args, **kwargs)
 
         leases._share_out = slow  # type: ignore[method-assign]
         await asyncio.sleep(LEASE_S / 2)  # the next share-out due

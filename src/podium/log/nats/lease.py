@@ -84,6 +84,10 @@ class RelayLeases:
         # back a lease given back meanwhile.
         self._writing = asyncio.Lock()
         self._sharing: asyncio.Task[None] | None = None  # a share-out beside a step
+        # Over this relay's share, found by a share-out beside a step: given back by the
+        # next ``hold``, between steps, never while a step may still publish its rows (a
+        # publish in flight would land after the next holder's, out of commit order).
+        self._over: set[str] = set()
 
     @property
     def bucket(self) -> str:
@@ -111,17 +115,22 @@ class RelayLeases:
         wanted = set(sources)
         for gone in [s for s in self._held if s not in wanted]:  # no longer a database
             await self._give_back(kv, gone)
+        over, self._over = self._over, set()
+        for source in sorted(over & set(self._held)):
+            await self._give_back(kv, source)
+            log.info("relay: gave store database %s to another relay", source)
         await self._renew_due(kv)
         now = time.monotonic()
         if now >= self._next_try and (self._sharing is None or self._sharing.done()):
             self._shared()
             self._next_try = now + self._ttl * TRY_EVERY
-            sharing = asyncio.create_task(self._share_out(kv, list(sources)))
-            if self.held():
+            beside = bool(self.held())
+            sharing = asyncio.create_task(self._share_out(kv, list(sources), beside=beside))
+            if beside:
                 # Already relaying: the share-out (a write, then the bucket's keys: a few
                 # round trips, seconds over a slow link, where it once outlasted the lease
-                # it was to keep) runs beside the step instead of before it. What it gives
-                # back stops the step (``keep``); what it takes waits for the next one.
+                # it was to keep) runs beside the step instead of before it. What it would
+                # give back waits for the next step's start; what it takes, for that step.
                 self._sharing = sharing
             else:
                 await sharing
@@ -159,7 +168,9 @@ class RelayLeases:
             kept = self._held.get(source)
             return kept.deadline if kept is not None else 0.0
 
-    async def _share_out(self, kv: KeyValue, sources: Sequence[str]) -> None:
+    async def _share_out(
+        self, kv: KeyValue, sources: Sequence[str], *, beside: bool = False
+    ) -> None:
         """Keep this relay's key alive, then hold its share of the databases: give back
         what is over it, try to take free ones (in a random order, so that relays trying
         at once do not all ask for the same one first) until it is reached."""
@@ -172,6 +183,9 @@ class RelayLeases:
         relays = max(1, sum(1 for k in keys if k.startswith("member.")))
         share = -(-len(sources) // relays)
         for source in sorted(self._held)[share:]:
+            if beside:  # a step may be publishing its rows: the next hold gives it back
+                self._over.add(source)
+                continue
             await self._give_back(kv, source)
             log.info("relay: gave store database %s to another relay (%d relays)", source, relays)
         free = [s for s in sources if s not in self._held]
