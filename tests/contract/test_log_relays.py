@@ -324,7 +324,7 @@ async def test_a_relay_holding_its_databases_does_not_wait_for_the_share_out(
         assert await asyncio.wait_for(relay_all(a), 30) == 2
         assert started.is_set() and not hanging.is_set()
         hanging.set()
-        assert await until(lambda: _share_out_done(leases), timeout=10) >= 0
+        await until(lambda: _share_out_done(leases), timeout=10)  # fails past its timeout
         assert leases.held() == {"db1"}
     finally:
         await a.close()

@@ -117,8 +117,7 @@ class RelayLeases:
             await self._give_back(kv, gone)
         over, self._over = self._over, set()
         for source in sorted(over & set(self._held)):
-            await self._give_back(kv, source)
-            log.info("relay: gave store database %s to another relay", source)
+            await self._hand_over(kv, source)
         await self._renew_due(kv)
         now = time.monotonic()
         if now >= self._next_try and (self._sharing is None or self._sharing.done()):
@@ -185,9 +184,8 @@ class RelayLeases:
         for source in sorted(self._held)[share:]:
             if beside:  # a step may be publishing its rows: the next hold gives it back
                 self._over.add(source)
-                continue
-            await self._give_back(kv, source)
-            log.info("relay: gave store database %s to another relay (%d relays)", source, relays)
+            else:
+                await self._hand_over(kv, source)
         free = [s for s in sources if s not in self._held]
         random.shuffle(free)
         for source in free:
@@ -274,6 +272,11 @@ class RelayLeases:
                 log.warning("relay: lost the lease of store database %s", source)
                 return
         self._held[source] = self._kept(revision, sent)
+
+    async def _hand_over(self, kv: KeyValue, source: str) -> None:
+        """Give back a database over this relay's share, for another relay to take."""
+        await self._give_back(kv, source)
+        log.info("relay: gave store database %s to another relay", source)
 
     async def _give_back(self, kv: KeyValue, source: str) -> None:
         async with self._writing:
