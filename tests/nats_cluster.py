@@ -123,6 +123,9 @@ async def settled(
         await nc.close()
 
 
+MAKE_ATTEMPTS = 3
+
+
 class Ahead:
     """Streams made on a cluster ahead of need, each made by ``make(name)`` and then left
     until its consumers' leaders have settled (``settled``), ``depth`` at a time, each in
@@ -139,7 +142,17 @@ class Ahead:
         self._queue: deque[Future[tuple[str, Leaders]]] = deque()
 
     async def _one(self, name: str) -> tuple[str, Leaders]:
-        await self.make(name)
+        # Made again after a failure: on a loaded machine a cluster's answer to a stream's
+        # creation can outlast the client's timeout (the stream is made, or not: either way
+        # making it again is safe), and a test would fail at its setup for it.
+        for attempt in range(MAKE_ATTEMPTS):
+            try:
+                await self.make(name)
+                break
+            except Exception:
+                if attempt == MAKE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(1.0)
         return name, await settled(self.urls, name)
 
     def _more(self) -> None:

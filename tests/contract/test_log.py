@@ -164,6 +164,8 @@ class Kit:
         consumers, self.consumers = self.consumers, []
         for c in consumers:
             await c.close()
+        if not self.stream:
+            return  # none was made: its making failed (the setup's error says why)
         if self.kafka and self.servers:
             await delete_log_topics(self.servers[0], self.stream)
         elif self.servers:

@@ -80,10 +80,15 @@ class Figures:
     boards_equal_store: bool = False
     breaks: list[str] = field(default_factory=list)  # what was broken when (s into the run)
     replica_lacked: int = 0  # members the promoted replica lacked
+    taken_off: list[str] = field(default_factory=list)  # those players
+    # Each player whose board total is not the store's at the end, said in full: what a
+    # failure needs to be explained (when their results came, whether the failover took them)
+    differs: list[str] = field(default_factory=list)
     mender_lines: int = 0  # "the Redis node behind shard ... changed": a replay began
     exited: list[str] = field(default_factory=list)  # podium processes not running at the end
     exit_tails: dict[str, str] = field(default_factory=dict)  # their logs' last lines: why
     seconds: float = 0.0
+    logs: str = ""  # where the processes' logs are kept (not removed: a failure's evidence)
 
     @property
     def ok(self) -> bool:
@@ -99,11 +104,13 @@ class Figures:
             f"(acknowledged {self.longest_at_s:.0f} s into the run)",
             f"reads by status: {reads}",
             f"every board equals the store: {'yes' if self.boards_equal_store else 'NO'}",
+            *(f"  {line}" for line in self.differs),
             f"the promoted replica lacked {self.replica_lacked} members; menders that replayed "
             f"the log for it: {self.mender_lines}",
             f"podium processes that exited: {', '.join(self.exited) or 'none'}",
             f"run {self.seconds:.0f} s; breaks: " + ("; ".join(self.breaks) or "none"),
             *(f"{name} ended with:\n{tail}" for name, tail in self.exit_tails.items()),
+            f"the processes' logs: {self.logs}",
         ]
 
 
@@ -193,6 +200,7 @@ class Load:
         self.acked: dict[str, dict[str, int]] = {}  # match -> player -> points
         self.waiting: dict[str, tuple[int, float]] = {}  # player -> (total, acknowledged at)
         self.last_acked: dict[str, float] = {}  # player -> when a result of theirs was
+        self.acked_at: dict[str, list[float]] = {}  # player -> when each result was
         self.stop = asyncio.Event()
         self.t0 = time.monotonic()  # the run's start (set by the scenario)
 
@@ -231,6 +239,7 @@ class Load:
                 for p, _ in results:
                     self.waiting[p] = (got.totals(p)[BOARD], now)
                     self.last_acked[p] = now
+                    self.acked_at.setdefault(p, []).append(now)
                 await asyncio.sleep(self.rng.expovariate(self.rate / senders))
         finally:
             for c in clients:
@@ -417,6 +426,7 @@ async def _scenario(
         await asyncio.gather(*tasks, watching, return_exceptions=True)
         await backends.close()
     f.seconds = time.monotonic() - t0
+    f.logs = str(fleet.tmp)
     return f
 
 
@@ -482,6 +492,7 @@ async def _redis_failover(fleet: Fleet, cluster: RedisCluster, load: Load) -> tu
         moved = await asyncio.to_thread(shards_on, cluster, replica, SHARDS)
         recent = [p for p, at in load.last_acked.items() if cut - at < LAG_S]
         lost = [p for p in recent if shard_of(p, SHARDS) in moved]
+        load.figures.taken_off = lost
         for p in lost:
             n = shard_of(p, SHARDS)
             await asyncio.to_thread(
@@ -526,6 +537,14 @@ async def _count(load: Load, backends: bootstrap.Backends) -> None:
             break
         await asyncio.sleep(1.0)
     f.boards_equal_store = board == stored
+    for p in load.players:
+        if board[p] != stored[p]:
+            acked = sorted(at - load.t0 for at in load.acked_at.get(p, []))
+            f.differs.append(
+                f"{p}: board {board[p]}, store {stored[p]}, acknowledged {expected[p]}; "
+                f"its results acknowledged at {', '.join(f'{a:.1f}' for a in acked)} s; "
+                f"{'taken' if p in f.taken_off else 'not taken'} off the promoted replica"
+            )
     # a board short of an acknowledged result, once the log drained, lost it too
     f.lost += sum(1 for p in load.players if board[p] < expected[p] <= stored[p])
 

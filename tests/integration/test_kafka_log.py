@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import time
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from podium.domain.models import Profile
 from podium.errors import ConfigError, LogUnavailable
+from podium.log.events import partition_of
 from podium.log.kafka.log import KafkaLog
 from podium.store.sqlite import SqliteStore
 from tests.kafka_cluster import (
@@ -149,3 +152,103 @@ async def test_a_record_outlives_the_retention_by_one_segment_at_most() -> None:
     finally:
         await log.close()
         await delete_log_topics(bootstrap, topic)
+
+
+class MovingClock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def now(self) -> float:
+        return self.t
+
+
+async def test_two_relays_that_both_hold_a_database_publish_a_players_changes_in_order(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka has no compare-and-set for the relay leases (``log/kafka/lease.py``): a relay
+    whose lease ran out in a long step can write it back while the next relay relays too.
+    Both then claim a database's rows; the later claim must take every row of the earlier
+    one, so that each player's changes first reach the topic in commit order (the earlier
+    relay's copies, later, carry message ids already seen). B's step began before A's claim,
+    relayed another database first, and claimed after A: B claims as of its claim, not as of
+    its step's start, or it would publish p's second change ahead of A's first."""
+    from podium.log.kafka import relay as kafka_relay
+    from podium.log.kafka.lease import RelayLeases
+
+    bootstrap = need_kafka()
+    topic = topic_name()
+    other = SqliteStore.from_url(f"sqlite:///{tmp_path}/db0.db")
+    shared = SqliteStore.from_url(f"sqlite:///{tmp_path}/db1.db")
+    for s in (other, shared):
+        await s.migrate()
+    clock = MovingClock(1_792_800_000.0)
+
+    def log_of(dbs: dict[str, SqliteStore]) -> KafkaLog:
+        async def databases() -> dict[str, SqliteStore]:
+            return dbs
+
+        return KafkaLog(
+            bootstrap, clock, topic=topic, events_topic=f"{topic}-events", group=f"{topic}-g",
+            partitions=4, lease_s=5.0, databases=databases,
+        )  # fmt: skip
+
+    async def held(self: RelayLeases, sources: Any) -> dict[str, float]:
+        return {s: time.monotonic() + 60 for s in sources}  # each believes it holds them all
+
+    monkeypatch.setattr(RelayLeases, "hold", held)
+    a = log_of({"db1": shared})
+    b = log_of({"db0": other, "db1": shared})
+    gates = {a: asyncio.Event(), b: asyncio.Event()}  # each relay's first produce, held
+    reached = {a: asyncio.Event(), b: asyncio.Event()}
+    for log in (a, b):
+
+        def gated(log: KafkaLog = log, run: Any = log.run) -> Any:
+            async def run_gated(fn: Any, *args: Any) -> Any:
+                if fn is kafka_relay.send and not gates[log].is_set():
+                    reached[log].set()
+                    await gates[log].wait()
+                return await run(fn, *args)
+
+            return run_gated
+
+        monkeypatch.setattr(log, "run", gated())
+    try:
+        await other.set_profile(Profile("q", "Q"), clock.now())
+        await shared.set_profile(Profile("p", "P 1"), clock.now())
+        b_step = asyncio.create_task(b.relay(100))  # at db0's produce, held
+        await asyncio.wait_for(reached[b].wait(), 30)
+        clock.t += 1.0
+        a_step = asyncio.create_task(a.relay(100))  # claims p's first change, held
+        await asyncio.wait_for(reached[a].wait(), 30)
+        await shared.set_profile(Profile("p", "P 2"), clock.now())
+        gates[b].set()
+        assert await b_step == 3  # q's, and p's two: the first claimed by A too
+        gates[a].set()
+        assert await a_step == 1  # p's first again: a copy
+        versions = await asyncio.to_thread(_profile_versions, bootstrap, topic, "p")
+        assert versions == [1, 2, 1]  # first B's two, in order, then A's copy of the first
+    finally:
+        for log in (a, b):
+            await log.close()
+        for s in (other, shared):
+            await s.close()
+        await delete_log_topics(bootstrap, topic)
+
+
+def _profile_versions(bootstrap: str, topic: str, player: str) -> list[int]:
+    """The profile versions of ``player``'s records on the topic, in their order there."""
+    part = partition_of(player, 4)
+    c = Consumer(client_config(bootstrap, **{"group.id": f"{topic}-check"}))
+    try:
+        tp = TopicPartition(topic, part)
+        _, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
+        c.assign([TopicPartition(topic, part, 0)])
+        got: list[Any] = []
+        while len(got) < high:
+            more = c.consume(high - len(got), timeout=10)
+            assert more, f"{len(got)} of {high} records read"
+            got += [m for m in more if not m.error()]
+        events = [json.loads(m.value()) for m in got]
+        return [e["profileVersion"] for e in events if e["playerId"] == player]
+    finally:
+        c.close()

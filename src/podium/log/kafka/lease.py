@@ -15,9 +15,15 @@ processes, rounded up. One that holds more (another relay started) gives the ext
 and the newcomer takes them, as on NATS (``log/nats/lease.py``).
 
 Kafka has no compare-and-set on a commit: two processes that take a free database at the
-same instant can both believe they hold it until the next renewal reads the winner back.
-In that window a player's rows may be published twice, or out of order; the updaters'
-writes (absolute totals, ``GT``, versions) make either harmless on the board.
+same instant can both believe they hold it until the next renewal reads the winner back,
+and so can a relay whose lease ran out in a long step and the relay that took it next (the
+first writes it back before it reads the other's name). In that window both claim the
+database's rows. Each claim takes every row claimed before it (``relay.py``), so the later
+one publishes a player's rows in commit order, every row of the earlier claim with them:
+what lands out of order is only a copy, whose message id was seen before, which a subscriber
+drops and the updaters' writes (absolute totals, ``GT``, versions) make harmless. A relay
+also renews its leases before each database of a step, when due, so that a step over
+several databases does not outlast them.
 """
 
 from __future__ import annotations

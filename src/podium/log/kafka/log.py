@@ -299,17 +299,26 @@ class KafkaLog:
         if not held:
             return 0
         publisher = Publisher(self, self._partitions)
-        now = self._clock.now()
         moved = 0
         error: BaseException | None = None
-        for source, deadline in held.items():
+        for i, source in enumerate(sorted(held)):
+            if i:
+                # Asked again before each database after the first (it writes only when a
+                # renewal is due, a third of a lease in): a step over several databases,
+                # each a claim and a produce, can outlast a lease on a busy machine, and a
+                # lease that ran out is another relay's to take.
+                try:
+                    held = await self._leases.hold(sorted(outboxes))
+                except Exception as e:  # what is held stays held until its deadline
+                    error = error or e
+            deadline = held.get(source, 0.0)
             stop_by = deadline - min(PUBLISH_TIMEOUT_S, self._lease_s / 3)
             # Each made only when its turn comes: one made ahead and never awaited (the
             # relay cancelled on the first) would be left unawaited.
             outbox = outboxes[source]
             jobs = (
                 functools.partial(
-                    publisher.relay, outbox, source, limit, self._lease_s, now, stop_by
+                    publisher.relay, outbox, source, limit, self._lease_s, self._clock.now, stop_by
                 ),
                 functools.partial(publisher.publish_events, outbox, limit, stop_by),
             )

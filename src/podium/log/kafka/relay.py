@@ -48,12 +48,26 @@ class Publisher:
         self._partitions = partitions
 
     async def relay(
-        self, outbox: Outbox, source: str, limit: int, lease_s: float, now: float, stop_by: float
+        self,
+        outbox: Outbox,
+        source: str,
+        limit: int,
+        lease_s: float,
+        clock: Callable[[], float],
+        stop_by: float,
     ) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
         topic, producing nothing after ``stop_by`` (``time.monotonic()``); how many moved."""
         if time.monotonic() >= stop_by:
             return 0
+        # Claimed as of a lease from now, with no lease added (as on NATS, ``log/nats/
+        # relay.py``): every row claimed before, by this relay or another, is claimed again.
+        # Now at the claim, not when the step began: two relays that both believe they hold
+        # this database (a lease ran out in a long step, the next relay took it, and Kafka
+        # has no compare-and-set to stop the first from writing it back) then publish a
+        # player's rows in order, the later claim with every row of the earlier one; only
+        # copies (one message id) may land out of order, which a subscriber drops.
+        now = clock()
         rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
         if not rows:
             return 0

@@ -304,7 +304,6 @@ class NatsLog:
         # lease's end: what the stream stores, it stores while the lease is this process's.
         margin = min(REQUEST_TIMEOUT_S, self._leases.ttl / 3)
         publisher = Publisher(js, self._stream, self._partitions, margin)
-        now = self._clock.now()
 
         def keep(source: str) -> Callable[[], Awaitable[float]]:
             async def stop() -> float:
@@ -316,7 +315,9 @@ class NatsLog:
             job
             for source, deadline in held.items()
             for job in (
-                publisher.relay(outboxes[source], source, limit, self._lease_s, now, keep(source)),
+                publisher.relay(
+                    outboxes[source], source, limit, self._lease_s, self._clock.now, keep(source)
+                ),
                 publisher.publish_events(outboxes[source], limit, deadline - margin),
             )
         ]

@@ -57,7 +57,7 @@ class Publisher:
         source: str,
         limit: int,
         lease_s: float,
-        now: float,
+        now: Callable[[], float],
         keep: Callable[[], Awaitable[float]],
     ) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
@@ -68,8 +68,10 @@ class Publisher:
         # Only holders of this lease claim rows of this outbox, one step at a time, and
         # each claim below ends a lease after it was made: claiming as of a lease from now,
         # with no lease added, no row is hidden from this holder or the next, whoever made
-        # the last claim and however that step ended.
-        rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
+        # the last claim and however that step ended. ``now()`` is read here, at the claim,
+        # not when the step began: a claim made after another's must see its rows.
+        claimed_at = now()
+        rows = await outbox.claim_changes(limit, 0.0, claimed_at + lease_s)
         if not rows:
             return 0
         # Board marks (domain/marks.py) only after every other row of the claim is stored,
@@ -119,7 +121,7 @@ class Publisher:
         if sent:
             await outbox.ack_changes(sent)
         if unsent:
-            await outbox.lease_changes(unsent, now)  # retried at once, not after a lease
+            await outbox.lease_changes(unsent, claimed_at)  # retried at once, not after a lease
         if error is not None:
             raise error
         return len(sent)
