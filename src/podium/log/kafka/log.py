@@ -45,7 +45,6 @@ the replay began, outside the group (it commits nothing).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import socket
@@ -298,38 +297,11 @@ class KafkaLog:
             metrics.RELAY_DATABASES.set(len(self._leases.held()))
         if not held:
             return 0
-        publisher = Publisher(self, self._partitions)
-        moved = 0
-        error: BaseException | None = None
-        for i, source in enumerate(sorted(held)):
-            if i:
-                # Asked again before each database after the first (it writes only when a
-                # renewal is due, a third of a lease in): a step over several databases,
-                # each a claim and a produce, can outlast a lease on a busy machine, and a
-                # lease that ran out is another relay's to take.
-                try:
-                    held = await self._leases.hold(sorted(outboxes))
-                except Exception as e:  # what is held stays held until its deadline
-                    error = error or e
-            deadline = held.get(source, 0.0)
-            stop_by = deadline - min(PUBLISH_TIMEOUT_S, self._lease_s / 3)
-            # Each made only when its turn comes: one made ahead and never awaited (the
-            # relay cancelled on the first) would be left unawaited.
-            outbox = outboxes[source]
-            jobs = (
-                functools.partial(
-                    publisher.relay, outbox, source, limit, self._lease_s, self._clock.now, stop_by
-                ),
-                functools.partial(publisher.publish_events, outbox, limit, stop_by),
-            )
-            for job in jobs:
-                try:
-                    moved += await job()
-                except Exception as e:  # every database to its end, then the first raised
-                    error = error or e
-        if error is not None:
-            raise error
-        return moved
+        publisher = Publisher(self, self._partitions, self._clock)
+        margin = min(PUBLISH_TIMEOUT_S, self._lease_s / 3)
+        return await publisher.step(
+            outboxes, held, lambda: self._leases.hold(sorted(outboxes)), limit, margin
+        )
 
     # -- the partitions' states ------------------------------------------------------------
 

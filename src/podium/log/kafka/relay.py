@@ -21,8 +21,9 @@ on the id, as a webhook receiver does.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError
@@ -32,7 +33,7 @@ from podium.domain.marks import is_mark_message
 from podium.domain.models import Message
 from podium.log.events import encode, message_id, partition_of
 from podium.log.kafka.errors import error_of
-from podium.ports import Event, EventStream, Outbox
+from podium.ports import Clock, Event, EventStream, Outbox, Relayed
 
 if TYPE_CHECKING:
     from podium.log.kafka.log import KafkaLog
@@ -43,17 +44,56 @@ Record = tuple[str, int | None, bytes, bytes, list[Header]]
 
 
 class Publisher:
-    def __init__(self, log: KafkaLog, partitions: int) -> None:
+    def __init__(self, log: KafkaLog, partitions: int, clock: Clock) -> None:
         self._log = log
         self._partitions = partitions
+        self._clock = clock  # the store's time, of the outbox's claims
+
+    async def step(
+        self,
+        outboxes: Mapping[str, Relayed],
+        held: dict[str, float],
+        hold: Callable[[], Awaitable[dict[str, float]]],
+        limit: int,
+        margin: float,
+    ) -> int:
+        """One relay step over each database ``held`` names (with its lease's deadline,
+        ``time.monotonic()``): its rows, then its events, none produced later than ``margin``
+        before the deadline; how many moved. ``hold()`` renews the leases when due."""
+        moved = 0
+        error: BaseException | None = None
+        for i, source in enumerate(sorted(held)):
+            if i:
+                # Asked again before each database after the first (it writes only when a
+                # renewal is due, a third of a lease in): a step over several databases,
+                # each a claim and a produce, can outlast a lease on a busy machine, and a
+                # lease that ran out is another relay's to take.
+                try:
+                    held = await hold()
+                except Exception as e:  # what is held stays held until its deadline
+                    error = error or e
+            stop_by = held.get(source, 0.0) - margin
+            # Each made only when its turn comes: one made ahead and never awaited (the
+            # relay cancelled on the first) would be left unawaited.
+            outbox = outboxes[source]
+            jobs = (
+                functools.partial(self.relay, outbox, source, limit, stop_by),
+                functools.partial(self.publish_events, outbox, limit, stop_by),
+            )
+            for job in jobs:
+                try:
+                    moved += await job()
+                except Exception as e:  # every database to its end, then the first raised
+                    error = error or e
+        if error is not None:
+            raise error
+        return moved
 
     async def relay(
         self,
         outbox: Outbox,
         source: str,
         limit: int,
-        lease_s: float,
-        clock: Callable[[], float],
         stop_by: float,
     ) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
@@ -67,8 +107,8 @@ class Publisher:
         # has no compare-and-set to stop the first from writing it back) then publish a
         # player's rows in order, the later claim with every row of the earlier one; only
         # copies (one message id) may land out of order, which a subscriber drops.
-        now = clock()
-        rows = await outbox.claim_changes(limit, 0.0, now + lease_s)
+        now = self._clock.now()
+        rows = await outbox.claim_changes(limit, 0.0, now + self._log.lease_s)
         if not rows:
             return 0
         # Board marks (domain/marks.py) only after every other row of the claim is stored,
