@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from podium.domain.changes import RENEWAL
 from podium.domain.recount import Move
@@ -62,6 +65,18 @@ STAGING_TTL_S = 3600
 # The same timeouts for one Redis and for a cluster's nodes (cluster.py).
 TIMEOUTS: dict[str, Any] = {"socket_timeout": 5, "socket_connect_timeout": 2}
 POOL_CONNECTIONS = 256  # per process, shared by every shard index of one Redis
+
+
+def stale_retry() -> Retry:
+    """A command whose connection failed, tried once more at once on a fresh one: a pooled
+    connection that died while Redis was away (a restart, a failover, a cut link) fails its
+    next command, and without this each such connection answered one read with a 503 after
+    Redis was back (redis-py retries none by default on one Redis; a cluster's client does,
+    three times). Every index command is safe to run twice (absolute totals with GT/LT,
+    versions, counts moved only by a change). Not after a timeout: a Redis that hangs is
+    given up after one ``socket_timeout``, not two."""
+    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+
 
 WRITE = Script("write")
 BAN = Script("ban")
@@ -182,6 +197,7 @@ class RedisIndex(ComposedReads, RedisRebuild):
             timeout=TIMEOUTS["socket_timeout"],
             decode_responses=True,
             health_check_interval=30,
+            retry=stale_retry(),
             **TIMEOUTS,
         )
         return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose closes it

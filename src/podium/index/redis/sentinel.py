@@ -34,7 +34,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import BlockingConnectionPool
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 
-from podium.index.redis.index import POOL_CONNECTIONS, TIMEOUTS
+from podium.index.redis.index import POOL_CONNECTIONS, TIMEOUTS, stale_retry
 
 # The commands of the index's reads that a replica may answer (redis.py): the scripts that
 # only read (``EVALSHA_RO``), and the plain sorted-set reads. The generation markers (GET,
@@ -131,6 +131,8 @@ def sentinel_client(
         "timeout": timeouts["socket_timeout"],  # the wait for a free connection
         **timeouts,
     }
+    if timeout_s is None:  # the read limiter's client gives a node up at once, as on a cluster
+        options["retry"] = stale_retry()
     if username is not None:
         options["username"] = username
     if password is not None:
