@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -102,6 +102,24 @@ def create_topic(
         future.result(60)
     # Until every partition has a leader that every client's metadata can find.
     wait_for(lambda: _has_leaders(client, name, partitions), f"the leaders of topic {name}", 60)
+
+
+def read_partition(bootstrap: str, topic: str, partition: int) -> list[Any]:
+    """Every record of one partition of ``topic``, from its start to its end as it is now,
+    in their order there."""
+    c = Consumer(client_config(bootstrap, **{"group.id": f"{topic}-check"}))
+    try:
+        tp = TopicPartition(topic, partition)
+        _, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
+        c.assign([TopicPartition(topic, partition, 0)])
+        got: list[Any] = []
+        while len(got) < high:
+            more = c.consume(high - len(got), timeout=10)
+            assert more, f"{topic}[{partition}]: {len(got)} of {high} read"
+            got += [m for m in more if not m.error()]
+        return got
+    finally:
+        c.close()
 
 
 def group_name(topic: str) -> str:

@@ -32,7 +32,13 @@ from tests.conftest import REDIS_URL, need
 from tests.integration.conftest import two_player_match
 from tests.integration.fleet import Fleet
 from tests.integration.test_crash import _free_port
-from tests.kafka_cluster import client_config, delete_topic, need_kafka, topic_name
+from tests.kafka_cluster import (
+    client_config,
+    delete_topic,
+    need_kafka,
+    read_partition,
+    topic_name,
+)
 from tests.nats_cluster import delete_stream, need_nats, stream_name
 from tests.pg_databases import Databases
 
@@ -262,24 +268,11 @@ class KafkaRelays(Relays):
         # A relay that took over publishes again what the killed one had published but not
         # marked in its outbox: a subscriber drops those by their podium-message-id.
         def read() -> list[tuple[str, bytes]]:
-            group = f"{self.stream}-check"
-            c = Consumer(client_config(self._bootstrap(), **{"group.id": group}))
             out: list[tuple[str, bytes]] = []
-            try:
-                for p in range(4):
-                    tp = TopicPartition(self.stream, p)
-                    _, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
-                    c.assign([TopicPartition(self.stream, p, 0)])
-                    got: list[Any] = []
-                    while len(got) < high:
-                        more = c.consume(high - len(got), timeout=10)
-                        assert more, f"{self.stream}[{p}]: {len(got)} of {high} read"
-                        got += [m for m in more if not m.error()]
-                    for m in got:
-                        mid = dict(m.headers() or [])["podium-message-id"]
-                        out.append((mid.decode(), m.value()))
-            finally:
-                c.close()
+            for p in range(4):
+                for m in read_partition(self._bootstrap(), self.stream, p):
+                    mid = dict(m.headers() or [])["podium-message-id"]
+                    out.append((mid.decode(), m.value()))
             return out
 
         last: dict[tuple[str, str], int] = {}

@@ -26,13 +26,17 @@ from tests.kafka_cluster import (
     delete_topic,
     need_kafka,
     own_topic,
+    read_partition,
     topic_name,
 )
 
 
 class Clock:
+    def __init__(self) -> None:
+        self.t = 1_792_800_000.0  # moved by a test that needs time to pass
+
     def now(self) -> float:
-        return 1_792_800_000.0
+        return self.t
 
 
 def _log(bootstrap: str, topic: str, **kw: object) -> KafkaLog:
@@ -154,14 +158,6 @@ async def test_a_record_outlives_the_retention_by_one_segment_at_most() -> None:
         await delete_log_topics(bootstrap, topic)
 
 
-class MovingClock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def now(self) -> float:
-        return self.t
-
-
 async def test_two_relays_that_both_hold_a_database_publish_a_players_changes_in_order(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -181,7 +177,7 @@ async def test_two_relays_that_both_hold_a_database_publish_a_players_changes_in
     shared = SqliteStore.from_url(f"sqlite:///{tmp_path}/db1.db")
     for s in (other, shared):
         await s.migrate()
-    clock = MovingClock(1_792_800_000.0)
+    clock = Clock()
 
     def log_of(dbs: dict[str, SqliteStore]) -> KafkaLog:
         async def databases() -> dict[str, SqliteStore]:
@@ -237,18 +233,7 @@ async def test_two_relays_that_both_hold_a_database_publish_a_players_changes_in
 
 def _profile_versions(bootstrap: str, topic: str, player: str) -> list[int]:
     """The profile versions of ``player``'s records on the topic, in their order there."""
-    part = partition_of(player, 4)
-    c = Consumer(client_config(bootstrap, **{"group.id": f"{topic}-check"}))
-    try:
-        tp = TopicPartition(topic, part)
-        _, high = c.get_watermark_offsets(tp, timeout=10, cached=False)
-        c.assign([TopicPartition(topic, part, 0)])
-        got: list[Any] = []
-        while len(got) < high:
-            more = c.consume(high - len(got), timeout=10)
-            assert more, f"{len(got)} of {high} records read"
-            got += [m for m in more if not m.error()]
-        events = [json.loads(m.value()) for m in got]
-        return [e["profileVersion"] for e in events if e["playerId"] == player]
-    finally:
-        c.close()
+    events = [
+        json.loads(m.value()) for m in read_partition(bootstrap, topic, partition_of(player, 4))
+    ]
+    return [e["profileVersion"] for e in events if e["playerId"] == player]

@@ -89,13 +89,7 @@ class Publisher:
             raise error
         return moved
 
-    async def relay(
-        self,
-        outbox: Outbox,
-        source: str,
-        limit: int,
-        stop_by: float,
-    ) -> int:
+    async def relay(self, outbox: Outbox, source: str, limit: int, stop_by: float) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
         topic, producing nothing after ``stop_by`` (``time.monotonic()``); how many moved."""
         if time.monotonic() >= stop_by:

@@ -303,7 +303,7 @@ class NatsLog:
         # A publish may take this long at most, and none starts later than this before the
         # lease's end: what the stream stores, it stores while the lease is this process's.
         margin = min(REQUEST_TIMEOUT_S, self._leases.ttl / 3)
-        publisher = Publisher(js, self._stream, self._partitions, margin)
+        publisher = Publisher(js, self._stream, self._partitions, margin, self._clock)
 
         def keep(source: str) -> Callable[[], Awaitable[float]]:
             async def stop() -> float:
@@ -315,9 +315,7 @@ class NatsLog:
             job
             for source, deadline in held.items()
             for job in (
-                publisher.relay(
-                    outboxes[source], source, limit, self._lease_s, self._clock.now, keep(source)
-                ),
+                publisher.relay(outboxes[source], source, limit, self._lease_s, keep(source)),
                 publisher.publish_events(outboxes[source], limit, deadline - margin),
             )
         ]

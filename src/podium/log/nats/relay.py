@@ -41,15 +41,18 @@ from podium.domain.marks import is_mark_message
 from podium.domain.models import Message
 from podium.log.events import encode, message_id, partition_of
 from podium.log.nats.errors import translated
-from podium.ports import Event, EventStream, Outbox
+from podium.ports import Clock, Event, EventStream, Outbox
 
 
 class Publisher:
-    def __init__(self, js: JetStreamContext, stream: str, partitions: int, timeout: float) -> None:
+    def __init__(
+        self, js: JetStreamContext, stream: str, partitions: int, timeout: float, clock: Clock
+    ) -> None:
         self._js = js
         self._stream = stream
         self._partitions = partitions
         self._timeout = timeout  # of one publish
+        self._clock = clock  # the store's time, of the outbox's claims
 
     async def relay(
         self,
@@ -57,7 +60,6 @@ class Publisher:
         source: str,
         limit: int,
         lease_s: float,
-        now: Callable[[], float],
         keep: Callable[[], Awaitable[float]],
     ) -> int:
         """Move up to ``limit`` rows of ``outbox`` (the database named ``source``) into the
@@ -68,9 +70,9 @@ class Publisher:
         # Only holders of this lease claim rows of this outbox, one step at a time, and
         # each claim below ends a lease after it was made: claiming as of a lease from now,
         # with no lease added, no row is hidden from this holder or the next, whoever made
-        # the last claim and however that step ended. ``now()`` is read here, at the claim,
+        # the last claim and however that step ended. The clock is read here, at the claim,
         # not when the step began: a claim made after another's must see its rows.
-        claimed_at = now()
+        claimed_at = self._clock.now()
         rows = await outbox.claim_changes(limit, 0.0, claimed_at + lease_s)
         if not rows:
             return 0
