@@ -1,7 +1,8 @@
 """End to end with each change log: results sent through the API reach the board (the log on
 NATS JetStream, as on the outbox), and a replay by time mends a board whose index lost
 writes (a Redis failover): after it the board equals the store again, and a second replay
-changes nothing.
+changes nothing. A replay whose updater gave a batch up (it outlasted its lease while the
+index was down) still applies it before it ends.
 
 Configurations: the embedded one (SQLite, the in-process index) and the production one
 (Postgres, Redis), each with the outbox as the log, with the machine's NATS (a stream of
@@ -12,6 +13,8 @@ deleted afterwards).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,8 +23,10 @@ import httpx
 import pytest
 
 from podium.bootstrap import Backends
-from podium.ports import BoardKey
+from podium.errors import IndexUnavailable
+from podium.ports import BoardKey, RankIndex
 from podium.serve.app import create_app
+from podium.workers import replay
 from tests.integration.conftest import Api, settings_for
 from tests.kafka_cluster import delete_topic, need_kafka, topic_name
 from tests.nats_cluster import delete_stream, need_nats, stream_name
@@ -135,6 +140,79 @@ async def test_results_reach_the_board_and_a_replay_mends_lost_writes(
     await b.replay(60)  # twice is harmless
     assert (await shown_board(api, "week"))[1] == stored
     assert await stored_board(b, "week", window) == stored  # and the record never moved
+
+
+class _DownAWhile:
+    """An index whose writes fail for ``down_s`` from the first one asked of it."""
+
+    def __init__(self, index: RankIndex, down_s: float) -> None:
+        self._index = index
+        self._down_s = down_s
+        self._up_at: float | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def _check(self) -> None:
+        now = time.monotonic()
+        if self._up_at is None:
+            self._up_at = now + self._down_s
+        if now < self._up_at:
+            raise IndexUnavailable("index down a while (the test's)")
+
+    async def write(self, *args: Any, **kw: Any) -> Any:
+        self._check()
+        return await self._index.write(*args, **kw)
+
+    async def remove(self, *args: Any, **kw: Any) -> Any:
+        self._check()
+        return await self._index.remove(*args, **kw)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [("embedded", "nats"), ("embedded", "kafka")],
+    ids=["embedded-nats", "embedded-kafka"],
+    indirect=True,
+)
+async def test_a_replay_applies_a_batch_its_updater_gave_up_when_it_outlasted_its_lease(
+    app_api: tuple[Api, Backends], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The chaos run's board short of a player's result: the mender's replay after a Redis
+    # failover fetched its batch, the store was restarting, the batch outlasted its lease
+    # and was given up, and the replay ended at its next fetch: JetStream had nothing to
+    # deliver yet (the ack wait of the batch given up had not run out), Kafka's replay had
+    # read past it.
+    api, b = app_api
+    for m in range(4):
+        r = await api.submit(f"m{m}", [(f"p{i}", 10 * m + i) for i in range(6)])
+        assert r.status_code == 200, r.text
+    window, _ = await shown_board(api, "week")
+    stored = await stored_board(b, "week", window)
+
+    async def shown_is_stored() -> bool:
+        return (await shown_board(api, "week"))[1] == stored
+
+    assert await api.until(shown_is_stored, timeout=15), "the results did not reach the board"
+    key = BoardKey("week", window)
+    await b.index.replace(key, [], expire_at=None)  # the index lost every write
+    assert (await shown_board(api, "week"))[1] == {}
+
+    # The replay's updater holds its batch a lease of 0.3 s, the log's own lease is 10 s:
+    # the batch is given up long before the log would deliver it again by itself.
+    lease = dataclasses.replace(b.settings.workers, lease_s=0.3)
+    needs = dataclasses.replace(
+        b.needs(),
+        settings=dataclasses.replace(b.settings, workers=lease),
+        index=_DownAWhile(b.index, down_s=0.5),
+    )
+    with caplog.at_level(logging.WARNING, logger="podium.updater"):
+        applied = await replay.replay(needs, 60)
+    assert any("given up unwritten" in r.getMessage() for r in caplog.records), (
+        "the replay's updater never gave its batch up: the test did not test it"
+    )
+    assert applied >= len(stored)
+    assert (await shown_board(api, "week"))[1] == stored
 
 
 def _tally(total: int) -> Any:

@@ -101,14 +101,19 @@ class ChangeLog(Protocol):
     ) -> ChangeLog:
         """Everything committed since ``since`` (epoch seconds), delivered once more: a log
         of its own, for one consumer to drain (fetch, apply, ack, until a fetch returns
-        less than it asked for) and then close, beside this log's own deliveries. Applying
-        it again is harmless (absolute totals, ``GT`` and versioned writes); it mends a
-        board whose index lost writes (a Redis failover). JetStream: a consumer from that
-        time, up to what the stream held when the replay began; with ``keep``, what it
-        refuses is settled unread and never delivered (the changes of index shards that
-        did not change). The outbox: fresh rows with the current totals of every player
-        with a result since then, in the outbox itself (so the returned log is one more
-        consumer of it, and ``keep`` cannot narrow it: every updater applies those rows)."""
+        less than it asked for) and then close, beside this log's own deliveries. That
+        consumer fetches only when it holds nothing: what it did not ack by then (a batch
+        given up when it outlasted its lease) is delivered again, before the end (the
+        outbox's rows, like any others, to whichever updater fetches once their lease ran
+        out). Applying it again is harmless (absolute totals, ``GT`` and versioned
+        writes); it mends a board whose index lost writes (a Redis failover). JetStream: a
+        consumer from that time, up to what the stream held when the replay began; with
+        ``keep``, what it refuses is settled unread and never delivered (the changes of
+        index shards that did not change). Kafka: every partition read from that time up
+        to its end when the replay began, outside the consumer group. The outbox: fresh
+        rows with the current totals of every player with a result since then, in the
+        outbox itself (so the returned log is one more consumer of it, and ``keep`` cannot
+        narrow it: every updater applies those rows)."""
         ...
 
     async def ping(self) -> None:

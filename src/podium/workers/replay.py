@@ -43,7 +43,9 @@ async def replay(n: Needs, since_s: float, shards: Collection[int] | None = None
     count = len(n.shards)
     keep = None if shards is None or count <= 1 else on_shards(shards, count)
     view = await n.log.replay(n.clock.now() - since_s, keep)
-    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock, Specs(n.store, n.clock))
+    specs = Specs(n.store, n.clock)
+    # Fetching only when it holds nothing, as a replay's one consumer must (ChangeLog.replay)
+    up = Updater(n.settings, n.store, n.index, n.copy, view, n.clock, specs, ahead=False)
     applied, backoff = 0, 0.05
     try:
         while True:

@@ -85,7 +85,12 @@ class Updater:
         clock: Clock,
         more: Callable[[str], Awaitable[BoardSpec | None]] | None = None,
         marks: BoardMarks | None = None,
+        *,
+        ahead: bool = True,
     ) -> None:
+        """``ahead``: fetch the next batch while this one is applied, after a full one (a
+        replay's updater does not: its log delivers again, at the next fetch, what was not
+        acked by then, so it fetches only when it holds nothing)."""
         self._boards = {b.name: b for b in settings.boards}
         # Boards made at run time (tournaments, tournaments.Specs), versioned by the same
         # rule as the configured ones (as a rebuild writes them).
@@ -114,6 +119,7 @@ class Updater:
         # is waiting then), so that the log's round trips overlap the index's.
         self._ahead: asyncio.Task[list[Message]] | None = None
         self._ahead_at = 0.0  # when the batch fetched ahead was asked for
+        self._fetch_ahead = ahead
 
     async def step(self) -> int:
         changes = await self._next()
@@ -237,7 +243,7 @@ class Updater:
         self._held = await (ahead if ahead is not None else self._log.fetch(self._batch))
         self._held_since = self._clock.now()
         self._lease_ends = asked + self._lease_s
-        if self._batch > 0 and len(self._held) >= self._batch:
+        if self._fetch_ahead and self._batch > 0 and len(self._held) >= self._batch:
             # Claimed now and applied after this batch: the log's order per player holds,
             # and a batch that fails to apply is held and retried before this one.
             self._ahead_at = self._clock.now()

@@ -1,8 +1,12 @@
 """``KafkaLog.replay``: every partition read once more from a start time up to its high
 watermark when the replay began; then nothing. Outside the consumer group: it commits
-nothing, so the updaters' offsets are untouched. One consumer drains it: an ack or an
-in_progress has nothing to do, a nak delivers the message again at the next fetch. With
-``keep``, the changes it refuses are left out."""
+nothing, so the updaters' offsets are untouched. With ``keep``, the changes it refuses are
+left out.
+
+One consumer drains it, and fetches only when it holds nothing: a nak delivers the messages
+again at the next fetch, and so does that fetch with what was delivered and not acked (an
+updater that gave its batch up when it outlasted its lease while the store was down; read
+on past it, that batch was lost to the replay for good)."""
 
 from __future__ import annotations
 
@@ -40,7 +44,8 @@ class KafkaReplay:
         self._consumer: Consumer | None = None
         self._at: dict[int, int] = {}  # partition -> the next offset to read
         self._end: dict[int, int] = {}  # partition -> the high watermark at the start
-        self._again: list[Message] = []
+        self._again: list[Message] = []  # to deliver again at the next fetch, first
+        self._unacked: dict[Replayed, Message] = {}  # delivered, not acked yet
 
     @property
     def partitions(self) -> int:
@@ -90,9 +95,13 @@ class KafkaReplay:
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
+        # Given up if not acked by now: before the rest, which the log holds after them.
+        self._again = [*self._unacked.values(), *self._again]
+        self._unacked.clear()
         out, self._again = self._again[:limit], self._again[limit:]
         if len(out) < limit and self._at:
             out += await self._log.run(self._read, limit - len(out))
+        self._unacked = {_replayed(m): m for m in out}
         return out
 
     def _read(self, n: int) -> list[Message]:
@@ -128,7 +137,8 @@ class KafkaReplay:
         return out
 
     async def ack(self, messages: Sequence[Message]) -> None:
-        return None
+        for m in messages:
+            self._unacked.pop(_replayed(m), None)
 
     async def settled(self, messages: Sequence[Message]) -> list[bool]:
         # A replay delivers again what was applied already: its marks are old, and say
@@ -139,6 +149,8 @@ class KafkaReplay:
         return None
 
     async def nak(self, messages: Sequence[Message]) -> None:
+        for m in messages:
+            self._unacked.pop(_replayed(m), None)
         self._again += messages
 
     async def replay(
@@ -153,3 +165,9 @@ class KafkaReplay:
                 await self._log.run(c.close)
             except Exception as e:
                 log.warning("closing the replay's consumer: %s", e)
+
+
+def _replayed(m: Message) -> Replayed:
+    if not isinstance(m.handle, Replayed):
+        raise TypeError(f"not a message of a Kafka replay: handle {m.handle!r}")
+    return m.handle

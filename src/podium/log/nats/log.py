@@ -43,7 +43,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import nats
@@ -69,6 +68,7 @@ from podium.log.events import (
     decode,
     partition_of,
 )
+from podium.log.nats.delivery import Delivery, delivery
 from podium.log.nats.erasure import erase_messages, player_subjects
 from podium.log.nats.errors import translated
 from podium.log.nats.lease import RelayLeases
@@ -88,16 +88,6 @@ CONNECT_TIMEOUT_S = 5.0  # the first connection, every server tried
 REQUEST_TIMEOUT_S = 5.0  # a publish, an ack: longer than a cluster's election
 PING_TIMEOUT_S = 1.0  # readiness asks often: a log that takes longer is not answering
 PULL_TIMEOUT_S = 2.0  # a no_wait pull is answered at once: longer, and its leader is gone
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """A message's handle: where to settle it, and when its lease ends at the latest as
-    this process can tell (measured from before the request that brought it)."""
-
-    reply: str
-    stream_seq: int
-    lease_ends: float  # time.monotonic()
 
 
 class NatsLog:
@@ -406,11 +396,11 @@ class NatsLog:
         got = await gather_all(floor(name) for name in parts.values())
         floors = dict(zip(parts, got, strict=True))
         return [
-            floors[_partition_of(m, self._partitions)] >= _delivery(m).stream_seq for m in messages
+            floors[_partition_of(m, self._partitions)] >= delivery(m).stream_seq for m in messages
         ]
 
     async def _settle(self, messages: Sequence[Message], body: bytes, *, keep: bool) -> None:
-        replies = [_delivery(m).reply for m in messages]
+        replies = [delivery(m).reply for m in messages]
         if not replies:
             return
         lease_ends = time.monotonic() + self._lease_s
@@ -501,12 +491,6 @@ def _share(total: int, parts: int) -> list[int]:
     """``total`` shared out over ``parts`` as evenly as integers go (some may get 0)."""
     base, extra = divmod(total, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
-def _delivery(m: Message) -> Delivery:
-    if not isinstance(m.handle, Delivery):
-        raise TypeError(f"not a message of the NATS log: handle {m.handle!r}")
-    return m.handle
 
 
 def _partition_of(m: Message, partitions: int) -> int:

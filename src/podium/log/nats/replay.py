@@ -9,6 +9,7 @@ way: ``log.py`` imports this module, never the reverse."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,10 +17,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from nats.aio.msg import Msg
 
 from podium.domain.models import Message
+from podium.log.nats.delivery import delivery
 from podium.log.nats.pull import Pull
 from podium.ports import ChangeLog
 
 log = logging.getLogger("podium.log")
+
+AGAIN_POLL_S = 0.05  # how often an empty pull is asked again while given-back ones are due
 
 
 class NatsReplay:
@@ -46,8 +50,11 @@ class NatsReplay:
         self._settle = settle
         self._pull = pull
         self._end = end
-        self._done = end == 0
+        self._past = end == 0  # every message up to the end delivered once
         self._keep = keep
+        self._unacked: dict[int, str] = {}  # stream sequence -> reply: delivered, not acked
+        self._due: set[int] = set()  # stream sequences given back, not delivered again yet
+        self._due_until = 0.0  # when to stop waiting for them (time.monotonic())
 
     @property
     def partitions(self) -> int:
@@ -62,28 +69,60 @@ class NatsReplay:
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
+        await self._give_back(list(self._unacked))
         # Less than ``limit`` only at the end: that is how the caller knows it is done.
         out: list[Message] = []
-        while not self._done and len(out) < limit:
+        while len(out) < limit and not (self._past and not self._due):
+            if self._past and time.monotonic() >= self._due_until:
+                log.error(
+                    "replay: %d changes given back did not come again; ending without "
+                    "them (each player's next result mends their totals)",
+                    len(self._due),
+                )
+                self._due.clear()
+                break
             lease_ends = time.monotonic() + self._lease_s
             msgs = await self._pull.next(limit - len(out))
             mine = [m for m in msgs if m.metadata.sequence.stream <= self._end]
             later = [m.reply for m in msgs if m.metadata.sequence.stream > self._end]
-            if later or not msgs:
-                self._done = True  # past the end: the updaters' own consumers deliver those
             if later:
-                await self._settle(later, b"+ACK")
+                await self._settle(later, b"+ACK")  # past the end: the updaters' own
             got = await self._decode(mine, lease_ends)
             if self._keep is not None:
                 refused = [m for m in got if not self._keep(m)]
                 if refused:
                     await self._log.ack(refused)
                     got = [m for m in got if self._keep(m)]
+            for m in got:
+                d = delivery(m)
+                self._unacked[d.stream_seq] = d.reply
+                self._due.discard(d.stream_seq)
             out += got
+            if later or not msgs:
+                self._past = True  # all read once: only what was given back may come
+                if self._due and not got:
+                    await asyncio.sleep(AGAIN_POLL_S)
         return out
+
+    async def _give_back(self, seqs: Sequence[int]) -> None:
+        """Deliver again at once what was delivered under these stream sequences and not
+        acked (nak), and wait for them before the replay ends (at most a lease, after
+        which JetStream delivers them again by itself)."""
+        if not seqs:
+            return
+        await self._settle([self._unacked[s] for s in seqs], b"-NAK")
+        self._forget(seqs, due=True)
+
+    def _forget(self, seqs: Sequence[int], *, due: bool) -> None:
+        for s in seqs:
+            self._unacked.pop(s, None)
+        if due:
+            self._due.update(seqs)
+            self._due_until = time.monotonic() + self._lease_s
 
     async def ack(self, messages: Sequence[Message]) -> None:
         await self._log.ack(messages)
+        self._forget([delivery(m).stream_seq for m in messages], due=False)
 
     async def settled(self, messages: Sequence[Message]) -> list[bool]:
         # A replay delivers again what was applied already: its marks are old, and say
@@ -95,6 +134,7 @@ class NatsReplay:
 
     async def nak(self, messages: Sequence[Message]) -> None:
         await self._log.nak(messages)
+        self._forget([delivery(m).stream_seq for m in messages], due=True)
 
     async def replay(
         self, since: float, keep: Callable[[Message], bool] | None = None
