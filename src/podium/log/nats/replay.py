@@ -52,7 +52,7 @@ class NatsReplay:
         self._end = end
         self._past = end == 0  # every message up to the end delivered once
         self._keep = keep
-        self._unacked: dict[int, str] = {}  # stream sequence -> reply: delivered, not acked
+        self._unacked: dict[int, Message] = {}  # by stream sequence: delivered, not acked
         self._due: set[int] = set()  # stream sequences given back, not delivered again yet
         self._due_until = 0.0  # when to stop waiting for them (time.monotonic())
 
@@ -69,7 +69,8 @@ class NatsReplay:
     async def fetch(self, limit: int, partition: int | None = None) -> list[Message]:
         if partition not in (None, 0):
             raise ValueError(f"partition {partition!r}: a replay has one partition, 0")
-        await self._give_back(list(self._unacked))
+        if self._unacked:  # given up by the one consumer: delivered again at once, waited for
+            await self.nak(list(self._unacked.values()))
         # Less than ``limit`` only at the end: that is how the caller knows it is done.
         out: list[Message] = []
         while len(out) < limit and not (self._past and not self._due):
@@ -94,9 +95,9 @@ class NatsReplay:
                     await self._log.ack(refused)
                     got = [m for m in got if self._keep(m)]
             for m in got:
-                d = delivery(m)
-                self._unacked[d.stream_seq] = d.reply
-                self._due.discard(d.stream_seq)
+                seq = delivery(m).stream_seq
+                self._unacked[seq] = m
+                self._due.discard(seq)
             out += got
             if later or not msgs:
                 self._past = True  # all read once: only what was given back may come
@@ -104,16 +105,10 @@ class NatsReplay:
                     await asyncio.sleep(AGAIN_POLL_S)
         return out
 
-    async def _give_back(self, seqs: Sequence[int]) -> None:
-        """Deliver again at once what was delivered under these stream sequences and not
-        acked (nak), and wait for them before the replay ends (at most a lease, after
-        which JetStream delivers them again by itself)."""
-        if not seqs:
-            return
-        await self._settle([self._unacked[s] for s in seqs], b"-NAK")
-        self._forget(seqs, due=True)
-
     def _forget(self, seqs: Sequence[int], *, due: bool) -> None:
+        """No longer held by the consumer; with ``due``, given back (nak): the replay waits
+        for them to come again before it ends (at most a lease, after which JetStream
+        delivers them again by itself)."""
         for s in seqs:
             self._unacked.pop(s, None)
         if due:
